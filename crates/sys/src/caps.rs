@@ -1,0 +1,136 @@
+//! What this machine lets hugewise do, found by trying each feature on a small scratch mapping.
+
+use serde::Serialize;
+
+use crate::mmap::{Advice, MapOptions, Mapping};
+use crate::mount::DebugFs;
+use crate::proc::{Pid, ProcFs};
+use crate::process::PidFd;
+
+/// The outcome of one probe.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Probe {
+    /// The feature worked here.
+    pub usable: bool,
+    /// Why not, or a short note on how it was tried.
+    pub detail: String,
+}
+
+impl Probe {
+    fn yes(detail: impl Into<String>) -> Probe {
+        Probe {
+            usable: true,
+            detail: detail.into(),
+        }
+    }
+
+    fn no(detail: impl Into<String>) -> Probe {
+        Probe {
+            usable: false,
+            detail: detail.into(),
+        }
+    }
+}
+
+/// All probes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Capabilities {
+    /// Running as root (pagemap frames, kpageflags, knobs, split need it).
+    pub root: bool,
+    /// `MADV_COLLAPSE` turned a 4 KiB-faulted 2 MiB range into a huge page.
+    pub madv_collapse: Probe,
+    /// `process_madvise` through a pidfd accepted advice.
+    pub process_madvise: Probe,
+    /// `/proc/self/pagemap` shows physical frames.
+    pub pagemap_frames: Probe,
+    /// `/proc/kpageflags` is readable.
+    pub kpageflags: Probe,
+    /// debugfs `split_huge_pages` is reachable.
+    pub split_huge_pages: Probe,
+}
+
+/// Run every probe. Each uses at most 4 MiB and leaves nothing behind.
+pub fn probe(proc: &ProcFs) -> Capabilities {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    Capabilities {
+        root,
+        madv_collapse: probe_collapse(proc),
+        process_madvise: probe_process_madvise(),
+        pagemap_frames: probe_pagemap(proc),
+        kpageflags: match proc.kpageflags().and_then(|k| k.read(0, 1)) {
+            Ok(_) => Probe::yes("readable"),
+            Err(e) => Probe::no(e.to_string()),
+        },
+        split_huge_pages: match DebugFs::open() {
+            Ok(d) if d.path().join("split_huge_pages").exists() => {
+                Probe::yes("debugfs split_huge_pages present")
+            }
+            Ok(_) => Probe::no("debugfs has no split_huge_pages (kernel built without it)"),
+            Err(e) => Probe::no(format!("debugfs not reachable: {e}")),
+        },
+    }
+}
+
+fn probe_collapse(proc: &ProcFs) -> Probe {
+    let two_m = crate::PageSize::Size2M.bytes();
+    let m = match Mapping::anonymous(two_m, MapOptions::default()) {
+        Ok(m) => m,
+        Err(e) => return Probe::no(e.to_string()),
+    };
+    let steps = m
+        .advise(0..two_m, Advice::NoHugePage)
+        .and_then(|_| m.advise(0..two_m, Advice::PopulateWrite))
+        .and_then(|_| m.advise(0..two_m, Advice::HugePage));
+    if let Err(e) = steps {
+        return Probe::no(e.to_string());
+    }
+    match m.collapse(0..two_m) {
+        Ok((t, None)) => {
+            let huge = proc
+                .smaps(Pid::Current)
+                .ok()
+                .and_then(|v| v.into_iter().find(|v| v.start == m.addr()))
+                .map(|v| v.totals.anon_huge_bytes);
+            match huge {
+                Some(h) if h >= two_m as u64 => {
+                    Probe::yes(format!("collapsed 2 MiB in {} µs", t.as_micros()))
+                }
+                Some(_) => Probe::no("MADV_COLLAPSE returned 0 but smaps shows no huge page"),
+                None => Probe::yes("MADV_COLLAPSE returned 0 (smaps unreadable to confirm)"),
+            }
+        }
+        Ok((_, Some(errno))) => Probe::no(format!("MADV_COLLAPSE failed: {errno}")),
+        Err(e) => Probe::no(e.to_string()),
+    }
+}
+
+fn probe_process_madvise() -> Probe {
+    let pidfd = match PidFd::open(std::process::id() as i32) {
+        Ok(p) => p,
+        Err(e) => return Probe::no(e.to_string()),
+    };
+    let m = match Mapping::anonymous(64 << 10, MapOptions::default()) {
+        Ok(m) => m,
+        Err(e) => return Probe::no(e.to_string()),
+    };
+    match pidfd.madvise(&[m.addr()..m.addr() + m.len()], Advice::Cold) {
+        Ok(_) => Probe::yes("MADV_COLD through a pidfd on this process"),
+        Err(e) => Probe::no(e.to_string()),
+    }
+}
+
+fn probe_pagemap(proc: &ProcFs) -> Probe {
+    let m = match Mapping::anonymous(4096, MapOptions::default()) {
+        Ok(m) => m,
+        Err(e) => return Probe::no(e.to_string()),
+    };
+    if let Err(e) = m.advise(0..4096, Advice::PopulateWrite) {
+        return Probe::no(e.to_string());
+    }
+    match proc.pagemap(Pid::Current).and_then(|p| p.read(m.addr(), 1)) {
+        Ok(e) if e[0].pfn().is_some() => Probe::yes("frames visible"),
+        Ok(_) => Probe::no("frames hidden (needs CAP_SYS_ADMIN)"),
+        Err(e) => Probe::no(e.to_string()),
+    }
+}

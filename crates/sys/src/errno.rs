@@ -1,0 +1,60 @@
+//! Errno values with their symbolic names, so results say `ENOMEM`, not `12`.
+
+use std::fmt;
+
+/// A raw errno value from the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Errno(pub i32);
+
+impl Errno {
+    /// The calling thread's current errno.
+    pub fn last() -> Self {
+        Errno(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+    }
+
+    /// The symbolic name (`EINVAL`), or `E<number>` for one this table does not know.
+    pub fn name(self) -> String {
+        let known = match self.0 {
+            libc::EPERM => "EPERM",
+            libc::ENOENT => "ENOENT",
+            libc::ESRCH => "ESRCH",
+            libc::EINTR => "EINTR",
+            libc::EIO => "EIO",
+            libc::EBADF => "EBADF",
+            libc::EAGAIN => "EAGAIN",
+            libc::ENOMEM => "ENOMEM",
+            libc::EACCES => "EACCES",
+            libc::EFAULT => "EFAULT",
+            libc::EBUSY => "EBUSY",
+            libc::EEXIST => "EEXIST",
+            libc::ENODEV => "ENODEV",
+            libc::EINVAL => "EINVAL",
+            libc::ENOSPC => "ENOSPC",
+            libc::ERANGE => "ERANGE",
+            libc::ENOSYS => "ENOSYS",
+            libc::EOPNOTSUPP => "EOPNOTSUPP",
+            libc::EHWPOISON => "EHWPOISON",
+            _ => return format!("E{}", self.0),
+        };
+        known.to_string()
+    }
+}
+
+impl fmt::Display for Errno {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.name(), std::io::Error::from_raw_os_error(self.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_known_and_unknown() {
+        assert_eq!(Errno(libc::ENOMEM).name(), "ENOMEM");
+        assert_eq!(Errno(libc::EINVAL).name(), "EINVAL");
+        assert_eq!(Errno(4095).name(), "E4095");
+        assert!(Errno(libc::EAGAIN).to_string().starts_with("EAGAIN ("));
+    }
+}

@@ -1,0 +1,29 @@
+//! hugewise-sys owns every system call and every `unsafe` block of hugewise, and the readers and
+//! writers of `/proc` and `/sys` that tell what the kernel really did with our memory.
+//!
+//! Two halves:
+//! - syscalls: [`mmap`] (anonymous mappings, advice, collapse), [`process`] (pidfd and
+//!   `process_madvise`), [`lock`] (mlock, personality), [`rusage`] (fault counters), [`mount`]
+//!   (a scoped private debugfs mount);
+//! - readers: [`proc`] and [`sysfs`], each rooted at an injectable path so that every parser is
+//!   tested on recorded samples.
+//!
+//! Audit rule: every `unsafe` block carries a `// SAFETY:` comment; advice that can change memory
+//! contents is only reachable through an `unsafe fn`.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(missing_docs)]
+
+pub mod caps;
+mod error;
+pub mod errno;
+pub mod lock;
+pub mod mmap;
+pub mod mount;
+pub mod page_size;
+pub mod proc;
+pub mod process;
+pub mod rusage;
+pub mod sysfs;
+
+pub use error::{Error, Result};
+pub use page_size::PageSize;

@@ -1,0 +1,57 @@
+//! Pinning memory (mlock) and process personality flags.
+
+use crate::mmap::Mapping;
+use crate::{Error, Result};
+
+/// Lock all pages of `m` in memory (they are faulted in if needed).
+pub fn mlock(m: &Mapping) -> Result<()> {
+    // SAFETY: the range is exactly the live mapping `m` owns.
+    let rc = unsafe { libc::mlock(m.as_ptr().cast(), m.len()) };
+    if rc != 0 {
+        return Err(Error::last_os("mlock"));
+    }
+    Ok(())
+}
+
+/// Unlock the pages of `m`.
+pub fn munlock(m: &Mapping) -> Result<()> {
+    // SAFETY: the range is exactly the live mapping `m` owns.
+    let rc = unsafe { libc::munlock(m.as_ptr().cast(), m.len()) };
+    if rc != 0 {
+        return Err(Error::last_os("munlock"));
+    }
+    Ok(())
+}
+
+/// Turn off address-space randomisation for this process and the programs it executes
+/// (`personality(ADDR_NO_RANDOMIZE)`), so traces of repeated runs share addresses. Returns the
+/// previous persona.
+pub fn disable_aslr() -> Result<u32> {
+    // SAFETY: personality(0xffffffff) only queries the current persona.
+    let old = unsafe { libc::personality(0xffff_ffff) };
+    if old < 0 {
+        return Err(Error::last_os("personality"));
+    }
+    let new = old as libc::c_ulong | libc::ADDR_NO_RANDOMIZE as libc::c_ulong;
+    // SAFETY: setting a persona flag changes no memory of this process.
+    let rc = unsafe { libc::personality(new) };
+    if rc < 0 {
+        return Err(Error::last_os("personality"));
+    }
+    Ok(old as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mmap::MapOptions;
+
+    #[test]
+    fn lock_and_unlock_small_mapping() {
+        let m = Mapping::anonymous(64 << 10, MapOptions::default()).expect("mmap");
+        match mlock(&m) {
+            Ok(()) => munlock(&m).expect("munlock"),
+            Err(e) => eprintln!("skip: mlock refused here: {e}"),
+        }
+    }
+}
