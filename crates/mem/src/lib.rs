@@ -1,1 +1,22 @@
-//! placeholder
+//! hugewise-mem owns page-policy memory regions: typed anonymous mappings whose page size is
+//! chosen per region and whose real backing is read back from the kernel.
+//!
+//! - [`Bytes`] and [`Amount`]: sizes and shares as users write them (`1.5GiB`, `2M`, `25%`);
+//! - [`PagePolicy`], [`PolicyMap`], [`AllocOrder`]: what each region asks of the kernel, and in
+//!   which order regions are faulted in;
+//! - [`Region`]: one array in one mapping, with `collapse`, `split` and `backing`;
+//! - [`Backing`]: what the kernel actually gave, with the source it was read from.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod backing;
+mod bytes;
+mod error;
+mod policy;
+mod region;
+
+pub use backing::{Backing, BackingSource};
+pub use bytes::{Amount, Bytes};
+pub use error::{Error, Result};
+pub use policy::{AllocOrder, PagePolicy, PolicyMap};
+pub use region::{CollapseOutcome, Populate, Region, RegionOptions, SplitMethod, SplitOutcome};

@@ -62,13 +62,7 @@ pub fn probe(proc: &ProcFs) -> Capabilities {
             Ok(_) => Probe::yes("readable"),
             Err(e) => Probe::no(e.to_string()),
         },
-        split_huge_pages: match DebugFs::open() {
-            Ok(d) if d.path().join("split_huge_pages").exists() => {
-                Probe::yes("debugfs split_huge_pages present")
-            }
-            Ok(_) => Probe::no("debugfs has no split_huge_pages (kernel built without it)"),
-            Err(e) => Probe::no(format!("debugfs not reachable: {e}")),
-        },
+        split_huge_pages: probe_split(),
     }
 }
 
@@ -105,6 +99,27 @@ fn probe_collapse(proc: &ProcFs) -> Probe {
     }
 }
 
+fn probe_split() -> Probe {
+    let d = match DebugFs::open() {
+        Ok(d) => d,
+        Err(e) => return Probe::no(format!("debugfs not reachable: {e}")),
+    };
+    if !d.path().join("split_huge_pages").exists() {
+        return Probe::no("debugfs has no split_huge_pages (kernel built without it)");
+    }
+    // A request for an empty range of this process: splits nothing, tells whether writes pass.
+    match d.write(
+        "split_huge_pages",
+        &format!("{},0x0,0x1000", std::process::id()),
+    ) {
+        Ok(()) => Probe::yes("debugfs split_huge_pages writable"),
+        Err(e) if e.errno().map(|e| e.0) == Some(libc::EPERM) => Probe::no(
+            "debugfs writes refused (kernel lockdown); hugewise splits by copy and remap instead",
+        ),
+        Err(e) => Probe::no(e.to_string()),
+    }
+}
+
 fn probe_process_madvise() -> Probe {
     let pidfd = match PidFd::open(std::process::id() as i32) {
         Ok(p) => p,
@@ -114,7 +129,10 @@ fn probe_process_madvise() -> Probe {
         Ok(m) => m,
         Err(e) => return Probe::no(e.to_string()),
     };
-    match pidfd.madvise(&[m.addr()..m.addr() + m.len()], Advice::Cold) {
+    match pidfd.madvise(
+        std::slice::from_ref(&(m.addr()..m.addr() + m.len())),
+        Advice::Cold,
+    ) {
         Ok(_) => Probe::yes("MADV_COLD through a pidfd on this process"),
         Err(e) => Probe::no(e.to_string()),
     }

@@ -6,6 +6,11 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Errno(pub i32);
 
+/// Invalid argument: what the kernel answers to advice it does not know or will not apply.
+pub const EINVAL: Errno = Errno(libc::EINVAL);
+/// Out of memory: a collapse or hugetlb fault found no free huge page.
+pub const ENOMEM: Errno = Errno(libc::ENOMEM);
+
 impl Errno {
     /// The calling thread's current errno.
     pub fn last() -> Self {
@@ -42,7 +47,12 @@ impl Errno {
 
 impl fmt::Display for Errno {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({})", self.name(), std::io::Error::from_raw_os_error(self.0))
+        write!(
+            f,
+            "{} ({})",
+            self.name(),
+            std::io::Error::from_raw_os_error(self.0)
+        )
     }
 }
 

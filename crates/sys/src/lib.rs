@@ -14,8 +14,8 @@
 #![deny(missing_docs)]
 
 pub mod caps;
-mod error;
 pub mod errno;
+mod error;
 pub mod lock;
 pub mod mmap;
 pub mod mount;

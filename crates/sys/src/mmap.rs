@@ -219,6 +219,33 @@ impl Mapping {
         Ok(())
     }
 
+    /// The whole mapping as bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: the mapping is readable, `len` bytes long, zero-initialised by the kernel and
+        // owned by self; any byte pattern is a valid u8. Mutation needs &mut self.
+        unsafe { std::slice::from_raw_parts(self.as_ptr(), self.len) }
+    }
+
+    /// The whole mapping as mutable bytes.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as in as_slice; &mut self guarantees exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.as_ptr(), self.len) }
+    }
+
+    /// Fault in every page by writing a zero to its first byte, `page` bytes apart (for kernels
+    /// without `MADV_POPULATE_WRITE`). Contents stay as they are only while they are zero, so
+    /// this is meant for fresh mappings.
+    pub fn touch_pages(&mut self, page: usize) {
+        for off in (0..self.len).step_by(page.max(1)) {
+            // SAFETY: off < len, inside the owned mapping; &mut self excludes every other
+            // reference; the byte is written back unchanged.
+            unsafe {
+                let p = self.as_ptr().add(off);
+                p.write_volatile(p.read_volatile());
+            }
+        }
+    }
+
     /// Give `advice` for the byte range `range` (offsets into the mapping).
     pub fn advise(&self, range: Range<usize>, advice: Advice) -> Result<()> {
         self.check(&range)?;
@@ -244,7 +271,11 @@ impl Mapping {
     ///
     /// # Safety
     /// No live reference may point into `range`: after `DontNeed` the memory reads as zeros.
-    pub unsafe fn advise_unchecked(&self, range: Range<usize>, advice: UncheckedAdvice) -> Result<()> {
+    pub unsafe fn advise_unchecked(
+        &self,
+        range: Range<usize>,
+        advice: UncheckedAdvice,
+    ) -> Result<()> {
         self.check(&range)?;
         let UncheckedAdvice::DontNeed = advice;
         // SAFETY: the range lies within this mapping; the caller guarantees no reference
@@ -258,6 +289,29 @@ impl Mapping {
         };
         if rc != 0 {
             return Err(Error::last_os("madvise(MADV_DONTNEED)"));
+        }
+        Ok(())
+    }
+
+    /// Re-back `range` with 4 KiB pages and keep its contents: copy each 2 MiB piece out, free
+    /// it (`MADV_DONTNEED`), mark it `MADV_NOHUGEPAGE` so neither the next fault nor khugepaged
+    /// makes it huge again, and copy it back. This is how hugewise splits huge pages where
+    /// debugfs `split_huge_pages` is not writable (kernel lockdown).
+    pub fn rebuild_base_pages(&mut self, range: Range<usize>) -> Result<()> {
+        self.check(&range)?;
+        self.advise(range.clone(), Advice::NoHugePage)?;
+        let piece = PageSize::Size2M.bytes();
+        let mut buf = vec![0u8; piece];
+        let mut at = range.start;
+        while at < range.end {
+            let end = (at + piece).min(range.end);
+            let n = end - at;
+            buf[..n].copy_from_slice(&self.as_slice()[at..end]);
+            // SAFETY: &mut self excludes every reference into the mapping, and the contents
+            // dropped here are written back just below.
+            unsafe { self.advise_unchecked(at..end, UncheckedAdvice::DontNeed)? };
+            self.as_mut_slice()[at..end].copy_from_slice(&buf[..n]);
+            at = end;
         }
         Ok(())
     }
@@ -321,7 +375,8 @@ mod tests {
         // SAFETY: one page owned by this test; no reference outlives the writes and reads.
         unsafe {
             *m.as_ptr() = 7;
-            m.advise_unchecked(0..4096, UncheckedAdvice::DontNeed).expect("dontneed");
+            m.advise_unchecked(0..4096, UncheckedAdvice::DontNeed)
+                .expect("dontneed");
             assert_eq!(*m.as_ptr(), 0);
         }
     }

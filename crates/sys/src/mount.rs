@@ -65,6 +65,18 @@ impl DebugFs {
         })
     }
 
+    /// Write `value` to the debugfs file `rel` (e.g. `split_huge_pages`).
+    pub fn write(&self, rel: &str, value: &str) -> Result<()> {
+        let p = self.path.join(rel);
+        std::fs::write(&p, value).map_err(|e| Error::io(&p, e))
+    }
+
+    /// Read the debugfs file `rel`.
+    pub fn read(&self, rel: &str) -> Result<String> {
+        let p = self.path.join(rel);
+        std::fs::read_to_string(&p).map_err(|e| Error::io(&p, e))
+    }
+
     /// The directory debugfs is mounted on.
     pub fn path(&self) -> &Path {
         &self.path

@@ -1,7 +1,7 @@
 //! Advice to another process's memory: `pidfd_open` + `process_madvise`.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::ops::Range;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use crate::mmap::Advice;
 use crate::{Error, Result};
@@ -77,8 +77,12 @@ mod tests {
     fn self_cold_advice_through_pidfd() {
         let me = PidFd::open(std::process::id() as i32).expect("pidfd_open on self");
         let m = Mapping::anonymous(1 << 20, MapOptions::default()).expect("mmap");
-        m.advise(0..m.len(), Advice::PopulateWrite).expect("populate");
-        let done = me.madvise(&[m.addr()..m.addr() + m.len()], Advice::Cold);
+        m.advise(0..m.len(), Advice::PopulateWrite)
+            .expect("populate");
+        let done = me.madvise(
+            std::slice::from_ref(&(m.addr()..m.addr() + m.len())),
+            Advice::Cold,
+        );
         match done {
             Ok(n) => assert_eq!(n, m.len()),
             Err(e) => eprintln!("skip: process_madvise unavailable here: {e}"),

@@ -43,7 +43,8 @@ mod tests {
     #[test]
     fn touching_fresh_pages_counts_minor_faults() {
         let m = Mapping::anonymous(64 * 4096, MapOptions::default()).expect("mmap");
-        m.advise(0..m.len(), crate::mmap::Advice::NoHugePage).expect("nohuge");
+        m.advise(0..m.len(), crate::mmap::Advice::NoHugePage)
+            .expect("nohuge");
         let before = thread_faults();
         for i in 0..64 {
             // SAFETY: i * 4096 lies inside the 64-page mapping owned by this test.

@@ -46,12 +46,20 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<Vec<BuddyZone>> {
         }
         let bad = |m: &str| Error::parse(path, i + 1, format!("{m}: {line:?}"));
         // "Node 0, zone   Normal    377    135 ..."
-        let rest = line.strip_prefix("Node ").ok_or_else(|| bad("expected 'Node'"))?;
+        let rest = line
+            .strip_prefix("Node ")
+            .ok_or_else(|| bad("expected 'Node'"))?;
         let (node, rest) = rest.split_once(',').ok_or_else(|| bad("expected ','"))?;
         let node = node.trim().parse().map_err(|_| bad("bad node number"))?;
-        let rest = rest.trim_start().strip_prefix("zone").ok_or_else(|| bad("expected 'zone'"))?;
+        let rest = rest
+            .trim_start()
+            .strip_prefix("zone")
+            .ok_or_else(|| bad("expected 'zone'"))?;
         let mut fields = rest.split_whitespace();
-        let zone = fields.next().ok_or_else(|| bad("missing zone name"))?.to_string();
+        let zone = fields
+            .next()
+            .ok_or_else(|| bad("missing zone name"))?
+            .to_string();
         let free_blocks = fields
             .map(|f| f.parse::<u64>().map_err(|_| bad("bad block count")))
             .collect::<Result<Vec<_>>>()?;

@@ -9,7 +9,7 @@ mod smaps;
 pub use buddy::{fragmentation_index, unusable_index, BuddyZone};
 pub use meminfo::MemInfo;
 pub use pagemap::{KPageFlags, PageFlags, PageMap, PagemapEntry};
-pub use pagetype::{PageTypeInfo, PageTypeFree};
+pub use pagetype::{PageTypeFree, PageTypeInfo};
 pub use smaps::{Vma, VmaTotals};
 
 use std::collections::BTreeMap;
@@ -148,7 +148,9 @@ mod tests {
     fn missing_file_names_the_path() {
         let (d, proc) = tree(&[]);
         let e = proc.buddyinfo().expect_err("missing");
-        assert!(e.to_string().contains(&d.path().join("buddyinfo").display().to_string()));
+        assert!(e
+            .to_string()
+            .contains(&d.path().join("buddyinfo").display().to_string()));
     }
 
     #[test]

@@ -91,7 +91,11 @@ fn read_u64s(file: &File, path: &Path, offset: u64, count: usize) -> Result<Vec<
                 return Err(Error::parse(
                     path,
                     0,
-                    format!("ended at byte {} of {}", offset + done as u64, offset + buf.len() as u64),
+                    format!(
+                        "ended at byte {} of {}",
+                        offset + done as u64,
+                        offset + buf.len() as u64
+                    ),
                 ))
             }
             Ok(n) => done += n,
@@ -121,7 +125,9 @@ impl PageMap {
     /// Entries for `pages` 4 KiB pages from virtual address `start` (4 KiB aligned).
     pub fn read(&self, start: usize, pages: usize) -> Result<Vec<PagemapEntry>> {
         if start % 4096 != 0 {
-            return Err(Error::Invalid(format!("address {start:#x} is not 4 KiB aligned")));
+            return Err(Error::Invalid(format!(
+                "address {start:#x} is not 4 KiB aligned"
+            )));
         }
         let raw = read_u64s(&self.file, &self.path, (start / 4096) as u64 * 8, pages)?;
         Ok(raw.into_iter().map(PagemapEntry).collect())

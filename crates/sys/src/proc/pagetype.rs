@@ -53,7 +53,8 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<PageTypeInfo> {
                 }
                 None => (t, None),
             };
-            let (node, zone, rest) = node_zone(head).ok_or_else(|| bad("expected 'Node N, zone Z'"))?;
+            let (node, zone, rest) =
+                node_zone(head).ok_or_else(|| bad("expected 'Node N, zone Z'"))?;
             match counts {
                 Some((migrate_type, nums)) => {
                     let free_blocks = nums

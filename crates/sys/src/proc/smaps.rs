@@ -52,10 +52,9 @@ fn totals(map: &std::collections::HashMap<String, u64>) -> VmaTotals {
 }
 
 pub(super) fn parse(path: &Path, text: &str) -> Result<Vec<Vma>> {
-    let maps = <procfs_core::process::MemoryMaps as procfs_core::FromRead>::from_read(
-        text.as_bytes(),
-    )
-    .map_err(|e| Error::parse(path, 0, e.to_string()))?;
+    let maps =
+        <procfs_core::process::MemoryMaps as procfs_core::FromRead>::from_read(text.as_bytes())
+            .map_err(|e| Error::parse(path, 0, e.to_string()))?;
     Ok(maps
         .0
         .into_iter()
@@ -76,10 +75,9 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<Vec<Vma>> {
 }
 
 pub(super) fn parse_rollup(path: &Path, text: &str) -> Result<VmaTotals> {
-    let r = <procfs_core::process::SmapsRollup as procfs_core::FromRead>::from_read(
-        text.as_bytes(),
-    )
-    .map_err(|e| Error::parse(path, 0, e.to_string()))?;
+    let r =
+        <procfs_core::process::SmapsRollup as procfs_core::FromRead>::from_read(text.as_bytes())
+            .map_err(|e| Error::parse(path, 0, e.to_string()))?;
     let m = r
         .memory_map_rollup
         .0

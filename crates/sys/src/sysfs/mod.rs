@@ -98,7 +98,10 @@ pub(crate) mod tests {
     pub(crate) fn sample_tree() -> (tempfile::TempDir, SysFs) {
         let dir = tempfile::tempdir().expect("tmp");
         let files: &[(&str, &str)] = &[
-            ("kernel/mm/transparent_hugepage/enabled", "always [madvise] never\n"),
+            (
+                "kernel/mm/transparent_hugepage/enabled",
+                "always [madvise] never\n",
+            ),
             (
                 "kernel/mm/transparent_hugepage/defrag",
                 "always defer defer+madvise [madvise] never\n",
@@ -109,15 +112,39 @@ pub(crate) mod tests {
             ),
             ("kernel/mm/transparent_hugepage/use_zero_page", "1\n"),
             ("kernel/mm/transparent_hugepage/hpage_pmd_size", "2097152\n"),
-            ("kernel/mm/transparent_hugepage/khugepaged/pages_to_scan", "4096\n"),
-            ("kernel/mm/transparent_hugepage/khugepaged/scan_sleep_millisecs", "10000\n"),
-            ("kernel/mm/transparent_hugepage/khugepaged/alloc_sleep_millisecs", "60000\n"),
-            ("kernel/mm/transparent_hugepage/khugepaged/max_ptes_none", "511\n"),
-            ("kernel/mm/transparent_hugepage/khugepaged/max_ptes_swap", "64\n"),
-            ("kernel/mm/transparent_hugepage/khugepaged/max_ptes_shared", "256\n"),
+            (
+                "kernel/mm/transparent_hugepage/khugepaged/pages_to_scan",
+                "4096\n",
+            ),
+            (
+                "kernel/mm/transparent_hugepage/khugepaged/scan_sleep_millisecs",
+                "10000\n",
+            ),
+            (
+                "kernel/mm/transparent_hugepage/khugepaged/alloc_sleep_millisecs",
+                "60000\n",
+            ),
+            (
+                "kernel/mm/transparent_hugepage/khugepaged/max_ptes_none",
+                "511\n",
+            ),
+            (
+                "kernel/mm/transparent_hugepage/khugepaged/max_ptes_swap",
+                "64\n",
+            ),
+            (
+                "kernel/mm/transparent_hugepage/khugepaged/max_ptes_shared",
+                "256\n",
+            ),
             ("kernel/mm/transparent_hugepage/khugepaged/defrag", "1\n"),
-            ("kernel/mm/transparent_hugepage/khugepaged/full_scans", "0\n"),
-            ("kernel/mm/transparent_hugepage/khugepaged/pages_collapsed", "0\n"),
+            (
+                "kernel/mm/transparent_hugepage/khugepaged/full_scans",
+                "0\n",
+            ),
+            (
+                "kernel/mm/transparent_hugepage/khugepaged/pages_collapsed",
+                "0\n",
+            ),
             (
                 "kernel/mm/transparent_hugepage/hugepages-64kB/enabled",
                 "always inherit madvise [never]\n",
@@ -129,10 +156,22 @@ pub(crate) mod tests {
             ("kernel/mm/hugepages/hugepages-2048kB/nr_hugepages", "4\n"),
             ("kernel/mm/hugepages/hugepages-2048kB/free_hugepages", "3\n"),
             ("kernel/mm/hugepages/hugepages-2048kB/resv_hugepages", "0\n"),
-            ("kernel/mm/hugepages/hugepages-2048kB/surplus_hugepages", "0\n"),
-            ("kernel/mm/hugepages/hugepages-2048kB/nr_overcommit_hugepages", "0\n"),
-            ("kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages", "0\n"),
-            ("kernel/mm/hugepages/hugepages-1048576kB/free_hugepages", "0\n"),
+            (
+                "kernel/mm/hugepages/hugepages-2048kB/surplus_hugepages",
+                "0\n",
+            ),
+            (
+                "kernel/mm/hugepages/hugepages-2048kB/nr_overcommit_hugepages",
+                "0\n",
+            ),
+            (
+                "kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages",
+                "0\n",
+            ),
+            (
+                "kernel/mm/hugepages/hugepages-1048576kB/free_hugepages",
+                "0\n",
+            ),
         ];
         for (rel, text) in files {
             let p = dir.path().join(rel);

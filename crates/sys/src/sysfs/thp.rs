@@ -164,12 +164,18 @@ mod tests {
         let (_dir, sys) = sample_tree();
         let t = sys.thp().expect("thp");
         assert_eq!(t.enabled.current, "madvise");
-        assert_eq!(t.defrag.as_ref().map(|d| d.current.as_str()), Some("madvise"));
+        assert_eq!(
+            t.defrag.as_ref().map(|d| d.current.as_str()),
+            Some("madvise")
+        );
         assert_eq!(t.pmd_bytes, Some(2 << 20));
         assert_eq!(t.khugepaged.max_ptes_none, Some(511));
         assert_eq!(t.sizes.len(), 2);
         assert_eq!(t.sizes[0].size_kib, 64);
-        assert_eq!(t.sizes[1].enabled.as_ref().map(|s| s.current.as_str()), Some("inherit"));
+        assert_eq!(
+            t.sizes[1].enabled.as_ref().map(|s| s.current.as_str()),
+            Some("inherit")
+        );
     }
 
     #[test]
@@ -193,8 +199,11 @@ mod tests {
     #[test]
     fn bad_number_names_the_file() {
         let (dir, sys) = sample_tree();
-        std::fs::write(dir.path().join(THP).join("khugepaged/pages_to_scan"), "many\n")
-            .expect("write");
+        std::fs::write(
+            dir.path().join(THP).join("khugepaged/pages_to_scan"),
+            "many\n",
+        )
+        .expect("write");
         let e = sys.thp().expect_err("bad number");
         assert!(e.to_string().contains("pages_to_scan"), "{e}");
     }
