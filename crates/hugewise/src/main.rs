@@ -1,1 +1,2 @@
+//! hugewise binary (being built).
 fn main() {}

@@ -5,7 +5,7 @@ use std::ops::{Deref, DerefMut, Range};
 use std::time::Instant;
 
 use bytemuck::Pod;
-use hugewise_sys::errno::EINVAL;
+use hugewise_sys::errno::{EAGAIN, EINVAL};
 use hugewise_sys::mmap::{Advice, MapOptions, Mapping};
 use hugewise_sys::mount::DebugFs;
 use hugewise_sys::page_size::align_up;
@@ -69,7 +69,9 @@ pub struct CollapseOutcome {
     pub huge_bytes_after: u64,
     /// The kernel's errno name when it refused (EINVAL, ENOMEM, EAGAIN), else `None`.
     pub errno: Option<String>,
-    /// Time spent in `madvise(MADV_COLLAPSE)`.
+    /// Calls made: EAGAIN is retried up to 3 times.
+    pub attempts: u32,
+    /// Time spent in `madvise(MADV_COLLAPSE)`, all attempts.
     pub elapsed_ns: u64,
 }
 
@@ -229,17 +231,28 @@ impl<T: Pod> Region<T> {
     pub fn collapse(&self, range: Range<usize>) -> Result<CollapseOutcome> {
         let range = self.widen(range)?;
         let before = self.backing_of(range.clone())?.thp_2m_bytes;
-        let (t, errno) = self
-            .map
-            .collapse(range.clone())
-            .map_err(|e| sys(&self.name, e))?;
+        // EAGAIN is transient (pages briefly off the LRU, a racing fault): try again.
+        let mut attempts = 0;
+        let mut elapsed = std::time::Duration::ZERO;
+        let errno = loop {
+            attempts += 1;
+            let (t, errno) = self
+                .map
+                .collapse(range.clone())
+                .map_err(|e| sys(&self.name, e))?;
+            elapsed += t;
+            if errno != Some(EAGAIN) || attempts == 3 {
+                break errno;
+            }
+        };
         let after = self.backing_of(range.clone())?.thp_2m_bytes;
         Ok(CollapseOutcome {
             asked_bytes: (range.end - range.start) as u64,
             huge_bytes_before: before,
             huge_bytes_after: after,
             errno: errno.map(|e| e.name()),
-            elapsed_ns: t.as_nanos() as u64,
+            attempts,
+            elapsed_ns: elapsed.as_nanos() as u64,
         })
     }
 

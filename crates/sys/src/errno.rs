@@ -8,6 +8,8 @@ pub struct Errno(pub i32);
 
 /// Invalid argument: what the kernel answers to advice it does not know or will not apply.
 pub const EINVAL: Errno = Errno(libc::EINVAL);
+/// Try again: a transient failure (MADV_COLLAPSE with pages briefly off the LRU).
+pub const EAGAIN: Errno = Errno(libc::EAGAIN);
 /// Out of memory: a collapse or hugetlb fault found no free huge page.
 pub const ENOMEM: Errno = Errno(libc::ENOMEM);
 
