@@ -1,2 +1,135 @@
-//! hugewise binary (being built).
-fn main() {}
+//! The hugewise binary: parse arguments, call the libraries, print, map to an exit code.
+
+mod cli;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Parser;
+use cli::{BenchCommand, Cli, Command, Output};
+use hugewise_study::meta::Meta;
+use hugewise_study::{faultlat, randread, save};
+use hugewise_sys::machine;
+use hugewise_sys::proc::ProcFs;
+use hugewise_sys::sysfs::SysFs;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("hugewise: {e}");
+            for cause in e.chain().skip(1) {
+                eprintln!("  caused by: {cause}");
+            }
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+fn meta() -> Meta {
+    Meta::collect(env!("CARGO_PKG_VERSION"), std::env::args().collect())
+}
+
+/// A progress bar in bytes or items on stderr; hidden when stderr is not a terminal.
+fn bar(enabled: bool, msg: &str, in_bytes: bool) -> ProgressBar {
+    if !enabled {
+        return ProgressBar::hidden();
+    }
+    let template = if in_bytes {
+        "{msg:>12} [{bar:30}] {bytes}/{total_bytes} {elapsed}"
+    } else {
+        "{msg:>12} [{bar:30}] {pos}/{len} {elapsed}"
+    };
+    let b = ProgressBar::new(0);
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        b.set_style(style.progress_chars("=> "));
+    }
+    b.set_message(msg.to_string());
+    b
+}
+
+fn emit<T: Serialize>(
+    out: &Output,
+    value: &T,
+    text: impl FnOnce() -> String,
+) -> anyhow::Result<()> {
+    if let Some(path) = &out.out {
+        save::write_json(path, value)?;
+    }
+    let mut stdout = std::io::stdout().lock();
+    if out.json {
+        serde_json::to_writer_pretty(&mut stdout, value)?;
+        writeln!(stdout)?;
+    } else {
+        stdout.write_all(text().as_bytes())?;
+    }
+    stdout.flush()?;
+    Ok(())
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    let progress = !cli.no_progress;
+    match cli.command {
+        Command::Sys(a) => {
+            let r = machine::gather(&ProcFs::default(), &SysFs::default())
+                .context("reading the machine's huge-page state")?;
+            emit(&a.output, &r, || hugewise_report::views::machine(&r))
+        }
+        Command::Faultlat(a) => {
+            let cfg = faultlat::Config {
+                bytes: a.size,
+                policy: a.policy,
+                then_collapse: a.then_collapse,
+            };
+            let b = bar(progress, "faulting", true);
+            let mut phase_total = 0;
+            let r = faultlat::run(&cfg, meta(), &mut |done, total| {
+                if total != phase_total {
+                    phase_total = total;
+                    b.set_length(total);
+                }
+                if done == total && cfg.then_collapse {
+                    b.set_message("collapsing");
+                }
+                b.set_position(done);
+            })
+            .context("fault-latency run")?;
+            b.finish_and_clear();
+            emit(&a.output, &r, || hugewise_report::views::faultlat(&r))
+        }
+        Command::Bench(BenchCommand::Randread(a)) => {
+            let cfg = randread::Config {
+                bytes: a.size,
+                reads: a.reads,
+                rounds: a.rounds,
+                seed: a.seed,
+            };
+            let b = bar(progress, "samples", false);
+            let r = randread::run(&cfg, meta(), &mut |done, total| {
+                b.set_length(total);
+                b.set_position(done);
+            })
+            .context("random-read benchmark")?;
+            b.finish_and_clear();
+            if a.markdown {
+                emit(&a.output, &r, || {
+                    hugewise_report::views::randread_markdown(&r)
+                })
+            } else {
+                emit(&a.output, &r, || hugewise_report::views::randread(&r))
+            }
+        }
+    }
+}

@@ -1,1 +1,24 @@
-//! placeholder
+//! hugewise-study owns how hugewise measures: the experiments, the statistics, the checks that
+//! the machine is quiet, and the results model every export reads.
+//!
+//! - [`meta`]: what every result records about the run and the machine;
+//! - [`stats`]: medians and spreads over raw samples (all samples are kept);
+//! - [`quiet`]: other processes' CPU use, checked before each timed run;
+//! - [`save`]: atomic result files;
+//! - [`faultlat`]: page-fault latency of a fresh region under a page policy;
+//! - [`randread`]: random reads over a large region, page policies alternated A B C A B C.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod error;
+pub mod faultlat;
+pub mod meta;
+pub mod quiet;
+pub mod randread;
+pub mod save;
+pub mod stats;
+
+pub use error::{Error, Result};
+
+/// A progress sink for long work: `(done, total)` in the work's own units.
+pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);

@@ -17,6 +17,7 @@ pub mod caps;
 pub mod errno;
 mod error;
 pub mod lock;
+pub mod machine;
 pub mod mmap;
 pub mod mount;
 pub mod page_size;

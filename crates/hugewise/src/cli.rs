@@ -1,0 +1,166 @@
+//! Command-line definitions. Only clap types live here; the libraries get plain values.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use hugewise_mem::{Bytes, PagePolicy};
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success (also when the reader of stdout closed the pipe early)
+  1  the work failed: the message says why (kernel refused, file unwritable, ...)
+  2  the command line is wrong";
+
+/// hugewise gives huge pages to the memory that pays for them, and proves it.
+#[derive(Debug, Parser)]
+#[command(name = "hugewise", version, about, after_help = EXIT_CODES)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+    /// Print no progress bars.
+    #[arg(long, global = true)]
+    pub no_progress: bool,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show what this machine offers for huge pages: THP modes, hugetlb pools, free 2 MiB
+    /// blocks, fragmentation, counters, and which kernel features work here.
+    #[command(after_help = "Examples:
+  hugewise sys                 readable report
+  hugewise sys --json          the same as JSON, for scripts
+  hugewise sys --out sys.json  save it (written atomically)")]
+    Sys(SysArgs),
+
+    /// Touch a fresh region page by page and record each page fault's latency.
+    #[command(after_help = "Examples:
+  hugewise faultlat --size 1GiB --policy base          4 KiB faults
+  hugewise faultlat --size 1GiB --policy thp           2 MiB THP faults (one per 512 touches)
+  hugewise faultlat --size 1GiB --policy base --then-collapse
+                         fault as 4 KiB, then MADV_COLLAPSE each 2 MiB piece, timed apart
+  hugewise faultlat --size 256MiB --policy hugetlb-2m  needs a hugetlb pool
+
+A touch counts as a fault only when the kernel's fault counter moved, so THP runs report
+one fault per huge page. Latencies include the timer overhead, which is reported.")]
+    Faultlat(FaultlatArgs),
+
+    /// Benchmarks whose numbers go into BENCHMARKS.md.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+/// Output options shared by every report.
+#[derive(Debug, Args)]
+pub struct Output {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also save the JSON result to this file (atomically: never half written).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+/// `hugewise sys`.
+#[derive(Debug, Args)]
+pub struct SysArgs {
+    /// Output options.
+    #[command(flatten)]
+    pub output: Output,
+}
+
+/// `hugewise faultlat`.
+#[derive(Debug, Args)]
+pub struct FaultlatArgs {
+    /// Region size, e.g. 1GiB, 512M, 1.5G.
+    #[arg(long, default_value = "1GiB", allow_negative_numbers = true)]
+    pub size: Bytes,
+    /// Page policy: system, base, thp, thp-prefix:<size|%>, hugetlb-2m, hugetlb-1g.
+    #[arg(long, default_value = "base")]
+    pub policy: PagePolicy,
+    /// After faulting, lift NOHUGEPAGE and collapse every 2 MiB piece with MADV_COLLAPSE.
+    #[arg(long)]
+    pub then_collapse: bool,
+    /// Output options.
+    #[command(flatten)]
+    pub output: Output,
+}
+
+/// `hugewise bench ...`.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Random 8-byte reads over one region: base vs thp vs base-then-collapsed.
+    #[command(after_help = "Examples:
+  hugewise bench randread                          4 GiB, 5 rounds (about a minute)
+  hugewise bench randread --size 1GiB --rounds 3   a quicker look
+  hugewise bench randread --markdown               a table for BENCHMARKS.md
+
+Each round creates each variant's region afresh and populates it before timing, checks that
+other processes are idle, warms up, then times the reads. The speedup is the median over
+rounds of base/variant measured in the same round.")]
+    Randread(RandreadArgs),
+}
+
+/// `hugewise bench randread`.
+#[derive(Debug, Args)]
+pub struct RandreadArgs {
+    /// Region size.
+    #[arg(long, default_value = "4GiB", allow_negative_numbers = true)]
+    pub size: Bytes,
+    /// Timed reads per sample (k/M/G suffixes are decimal: 20M = 20 000 000).
+    #[arg(long, default_value = "20M", value_parser = parse_count)]
+    pub reads: u64,
+    /// Rounds; each runs every variant once, alternated.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rounds: u32,
+    /// Seed of the address stream.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print a Markdown table instead of the terminal table.
+    #[arg(long, conflicts_with = "json")]
+    pub markdown: bool,
+    /// Output options.
+    #[command(flatten)]
+    pub output: Output,
+}
+
+/// A positive count with an optional decimal suffix: `1000`, `20M`, `1.5k`.
+pub fn parse_count(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 1e3),
+        Some((i, 'm' | 'M')) => (&t[..i], 1e6),
+        Some((i, 'g' | 'G')) => (&t[..i], 1e9),
+        _ => (t, 1.0),
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a count (e.g. 1000, 20M)"))?;
+    let n = v * mult;
+    if !(n >= 1.0 && n < u64::MAX as f64) {
+        return Err(format!("'{s}' must be at least 1"));
+    }
+    Ok(n.round() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts() {
+        assert_eq!(parse_count("1000"), Ok(1000));
+        assert_eq!(parse_count("20M"), Ok(20_000_000));
+        assert_eq!(parse_count("1.5k"), Ok(1500));
+        assert!(parse_count("0").is_err());
+        assert!(parse_count("-5").is_err());
+        assert!(parse_count("lots").is_err());
+    }
+
+    #[test]
+    fn cli_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

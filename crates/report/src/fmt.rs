@@ -1,0 +1,58 @@
+//! Human-readable numbers: bytes in binary units, durations in the unit that fits.
+
+/// `1536` → `1.5 KiB`; exact multiples print without decimals.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [(&str, u64); 4] = [
+        ("TiB", 1 << 40),
+        ("GiB", 1 << 30),
+        ("MiB", 1 << 20),
+        ("KiB", 1 << 10),
+    ];
+    for (u, m) in UNITS {
+        if n >= m {
+            return if n % m == 0 {
+                format!("{} {u}", n / m)
+            } else {
+                format!("{:.1} {u}", n as f64 / m as f64)
+            };
+        }
+    }
+    format!("{n} B")
+}
+
+/// Nanoseconds as `850 ns`, `2.9 µs`, `118 µs`, `1.20 ms`, `3.41 s`.
+pub fn ns(n: f64) -> String {
+    if n < 1e3 {
+        format!("{n:.0} ns")
+    } else if n < 1e4 {
+        format!("{:.1} µs", n / 1e3)
+    } else if n < 1e6 {
+        format!("{:.0} µs", n / 1e3)
+    } else if n < 1e9 {
+        format!("{:.2} ms", n / 1e6)
+    } else {
+        format!("{:.2} s", n / 1e9)
+    }
+}
+
+/// A share as a percentage with one decimal.
+pub fn pct(share: f64) -> String {
+    format!("{:.1}%", share * 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units() {
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(2 << 20), "2 MiB");
+        assert_eq!(bytes(1536), "1.5 KiB");
+        assert_eq!(ns(850.0), "850 ns");
+        assert_eq!(ns(2900.0), "2.9 µs");
+        assert_eq!(ns(118_000.0), "118 µs");
+        assert_eq!(ns(1_200_000.0), "1.20 ms");
+        assert_eq!(pct(0.25), "25.0%");
+    }
+}

@@ -1,0 +1,29 @@
+//! The typed error of the study crate.
+
+use std::path::PathBuf;
+
+/// What can go wrong in an experiment.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Creating or measuring a region failed.
+    #[error(transparent)]
+    Mem(#[from] hugewise_mem::Error),
+    /// Reading the machine's state failed.
+    #[error(transparent)]
+    Sys(#[from] hugewise_sys::Error),
+    /// A result file could not be written.
+    #[error("writing {path}: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A configuration value is out of range.
+    #[error("{0}")]
+    Config(String),
+}
+
+/// Result alias of the study crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

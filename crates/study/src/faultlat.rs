@@ -1,0 +1,273 @@
+//! Page-fault latency: touch a fresh region page by page and time each touch that faulted.
+//!
+//! A touch counts as a fault when the thread's minor-fault counter moved (`getrusage`), so
+//! the histogram holds real faults only: under THP one touch in 512 faults a 2 MiB page and the
+//! other 511 are plain writes. `then_collapse` measures the asynchronous path apart: fault as
+//! 4 KiB first, then `MADV_COLLAPSE` each 2 MiB piece and time that.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{compiler_fence, Ordering};
+use std::time::Instant;
+
+use hdrhistogram::Histogram;
+use hugewise_mem::{Backing, Bytes, PagePolicy, Region, RegionOptions};
+use hugewise_sys::mmap::Advice;
+use hugewise_sys::rusage::thread_faults;
+use serde::Serialize;
+
+use crate::meta::Meta;
+use crate::{Error, Progress, Result};
+
+const PAGE: usize = 4096;
+const TWO_M: usize = 2 << 20;
+
+/// What to measure.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Config {
+    /// Region size.
+    pub bytes: Bytes,
+    /// Page policy while faulting.
+    pub policy: PagePolicy,
+    /// After faulting, lift NOHUGEPAGE and collapse every 2 MiB piece.
+    pub then_collapse: bool,
+}
+
+/// Latency distribution in nanoseconds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Latency {
+    /// Events.
+    pub count: u64,
+    /// Mean.
+    pub mean_ns: f64,
+    /// Median.
+    pub p50_ns: u64,
+    /// 90th percentile.
+    pub p90_ns: u64,
+    /// 99th percentile.
+    pub p99_ns: u64,
+    /// 99.9th percentile.
+    pub p999_ns: u64,
+    /// Largest.
+    pub max_ns: u64,
+    /// Sum of all events.
+    pub total_ns: u64,
+}
+
+impl Latency {
+    fn from(h: &Histogram<u64>, total_ns: u64) -> Latency {
+        Latency {
+            count: h.len(),
+            mean_ns: if h.is_empty() { 0.0 } else { h.mean() },
+            p50_ns: h.value_at_quantile(0.5),
+            p90_ns: h.value_at_quantile(0.9),
+            p99_ns: h.value_at_quantile(0.99),
+            p999_ns: h.value_at_quantile(0.999),
+            max_ns: h.max(),
+            total_ns,
+        }
+    }
+}
+
+/// The collapse phase of `then_collapse`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CollapsePhase {
+    /// 2 MiB pieces asked.
+    pub pieces: u64,
+    /// Pieces the kernel collapsed.
+    pub collapsed: u64,
+    /// Refusals by errno name.
+    pub refused: BTreeMap<String, u64>,
+    /// Time per `MADV_COLLAPSE` call.
+    pub latency: Latency,
+    /// Backing after the collapse.
+    pub backing: Backing,
+}
+
+/// The result of one fault-latency run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// Run and machine.
+    pub meta: Meta,
+    /// Region size.
+    pub bytes: u64,
+    /// Page policy while faulting.
+    pub policy: PagePolicy,
+    /// Pages written (one byte per 4 KiB).
+    pub touches: u64,
+    /// Touches that faulted.
+    pub faults: u64,
+    /// Faults that needed I/O (should be 0 for fresh anonymous memory).
+    pub major_faults: u64,
+    /// Latency of the touches that faulted.
+    pub fault_latency: Latency,
+    /// Wall time of the whole touch loop, timing overhead included.
+    pub touch_wall_ns: u64,
+    /// Median cost of one timestamp pair, included in every latency above.
+    pub timer_overhead_ns: u64,
+    /// Backing after faulting, read from the kernel.
+    pub backing: Backing,
+    /// The collapse phase, when asked.
+    pub collapse: Option<CollapsePhase>,
+}
+
+fn histogram() -> Result<Histogram<u64>> {
+    // 1 ns .. 100 s at 3 significant digits; larger values are clamped by saturating_record.
+    Histogram::new_with_bounds(1, 100_000_000_000, 3)
+        .map_err(|e| Error::Config(format!("latency histogram: {e}")))
+}
+
+fn timer_overhead() -> u64 {
+    let mut v: Vec<u64> = (0..10_001)
+        .map(|_| {
+            let t = Instant::now();
+            t.elapsed().as_nanos() as u64
+        })
+        .collect();
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+/// Run the measurement. `progress` gets bytes touched (then bytes collapsed) of the total.
+pub fn run(cfg: &Config, meta: Meta, progress: Progress<'_>) -> Result<Report> {
+    let bytes = cfg.bytes.0 as usize;
+    if bytes < PAGE {
+        return Err(Error::Config(format!(
+            "size {} is below one page",
+            cfg.bytes
+        )));
+    }
+    let overhead = timer_overhead();
+    let mut r: Region<u8> = Region::new(
+        "faultlat",
+        bytes,
+        RegionOptions::new(cfg.policy).first_touch(),
+    )?;
+    let mut hist = histogram()?;
+    let (mut faults, mut total) = (0u64, 0u64);
+    let start = thread_faults();
+    let mut last = start.minor;
+    let wall = Instant::now();
+    let total_steps = (bytes / PAGE) as u64;
+    for (i, off) in (0..bytes).step_by(PAGE).enumerate() {
+        let t0 = Instant::now();
+        compiler_fence(Ordering::SeqCst);
+        r[off] = 1;
+        compiler_fence(Ordering::SeqCst);
+        let ns = t0.elapsed().as_nanos() as u64;
+        let now = thread_faults().minor;
+        if now != last {
+            faults += 1;
+            total += ns;
+            hist.saturating_record(ns.max(1));
+            last = now;
+        }
+        if i % 512 == 511 {
+            progress((i as u64 + 1) * PAGE as u64, total_steps * PAGE as u64);
+        }
+    }
+    let touch_wall_ns = wall.elapsed().as_nanos() as u64;
+    let major_faults = thread_faults().major - start.major;
+    let backing = r.backing()?;
+    let collapse = if cfg.then_collapse {
+        Some(collapse_all(&r, progress)?)
+    } else {
+        None
+    };
+    Ok(Report {
+        meta,
+        bytes: bytes as u64,
+        policy: cfg.policy,
+        touches: total_steps,
+        faults,
+        major_faults,
+        fault_latency: Latency::from(&hist, total),
+        touch_wall_ns,
+        timer_overhead_ns: overhead,
+        backing,
+        collapse,
+    })
+}
+
+fn collapse_all(r: &Region<u8>, progress: Progress<'_>) -> Result<CollapsePhase> {
+    let len = r.mapped_bytes();
+    r.advise(0..len, Advice::HugePage)?;
+    let mut hist = histogram()?;
+    let (mut collapsed, mut total) = (0u64, 0u64);
+    let mut refused = BTreeMap::new();
+    let pieces = (len / TWO_M) as u64;
+    for (i, off) in (0..len).step_by(TWO_M).enumerate() {
+        let o = r.collapse(off..off + TWO_M)?;
+        hist.saturating_record(o.elapsed_ns.max(1));
+        total += o.elapsed_ns;
+        match o.errno {
+            None => collapsed += 1,
+            Some(e) => *refused.entry(e).or_insert(0) += 1,
+        }
+        progress((i as u64 + 1) * TWO_M as u64, pieces * TWO_M as u64);
+    }
+    Ok(CollapsePhase {
+        pieces,
+        collapsed,
+        refused,
+        latency: Latency::from(&hist, total),
+        backing: r.backing()?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta() -> Meta {
+        Meta::collect("test", vec![])
+    }
+
+    #[test]
+    fn base_faults_once_per_page() {
+        let cfg = Config {
+            bytes: Bytes(8 << 20),
+            policy: PagePolicy::Base,
+            then_collapse: false,
+        };
+        let r = run(&cfg, meta(), &mut |_, _| {}).expect("run");
+        assert_eq!(r.touches, 2048);
+        // Every 4 KiB touch of fresh NOHUGEPAGE memory faults (fault-around does not apply to
+        // anonymous memory).
+        assert!(r.faults >= 2040, "{} faults", r.faults);
+        assert_eq!(r.fault_latency.count, r.faults);
+        assert!(r.fault_latency.p50_ns <= r.fault_latency.p99_ns);
+        assert_eq!(r.backing.huge_bytes(), 0);
+        assert_eq!(r.major_faults, 0);
+    }
+
+    #[test]
+    fn thp_faults_once_per_huge_page_and_collapse_is_apart() {
+        let cfg = Config {
+            bytes: Bytes(8 << 20),
+            policy: PagePolicy::Thp,
+            then_collapse: false,
+        };
+        let r = run(&cfg, meta(), &mut |_, _| {}).expect("run");
+        assert!(r.faults <= 16, "{} faults for 4 huge pages", r.faults);
+        let cfg = Config {
+            bytes: Bytes(8 << 20),
+            policy: PagePolicy::Base,
+            then_collapse: true,
+        };
+        let r = run(&cfg, meta(), &mut |_, _| {}).expect("run");
+        let c = r.collapse.expect("collapse phase");
+        assert_eq!(c.pieces, 4);
+        assert_eq!(c.collapsed + c.refused.values().sum::<u64>(), 4);
+        assert_eq!(c.backing.thp_2m_bytes, c.collapsed * TWO_M as u64);
+    }
+
+    #[test]
+    fn tiny_size_is_refused() {
+        let cfg = Config {
+            bytes: Bytes(100),
+            policy: PagePolicy::Base,
+            then_collapse: false,
+        };
+        assert!(run(&cfg, meta(), &mut |_, _| {}).is_err());
+    }
+}

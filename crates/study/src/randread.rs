@@ -1,0 +1,266 @@
+//! Random 8-byte reads over one large region, page policies alternated A B C A B C.
+//!
+//! Each round creates every variant's region afresh (populated before timing, so first-touch
+//! cost stays out), checks the machine is quiet, warms up, then times independent random reads
+//! from a seeded xorshift stream. Every sample is kept; each variant's speedup is the median
+//! over rounds of (base time / variant time) measured in the same round.
+
+use std::time::Instant;
+
+use hugewise_mem::{Bytes, PagePolicy, Region, RegionOptions};
+use hugewise_sys::mmap::Advice;
+use serde::Serialize;
+
+use crate::meta::Meta;
+use crate::quiet::{self, Quiet};
+use crate::stats::{median, summarize, Summary};
+use crate::{Error, Progress, Result};
+
+/// One way of backing the region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Variant {
+    /// 4 KiB pages.
+    Base,
+    /// THP at fault time.
+    Thp,
+    /// 4 KiB at fault time, then `MADV_COLLAPSE`d.
+    BaseCollapsed,
+}
+
+impl Variant {
+    /// All variants, base first (the baseline).
+    pub const ALL: [Variant; 3] = [Variant::Base, Variant::Thp, Variant::BaseCollapsed];
+
+    /// Display name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Base => "base",
+            Variant::Thp => "thp",
+            Variant::BaseCollapsed => "base-collapsed",
+        }
+    }
+}
+
+/// What to measure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Region size.
+    pub bytes: Bytes,
+    /// Timed reads per sample.
+    pub reads: u64,
+    /// Rounds (each round runs every variant once).
+    pub rounds: u32,
+    /// Seed of the address stream.
+    pub seed: u64,
+}
+
+/// One timed run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sample {
+    /// Round number from 0.
+    pub round: u32,
+    /// Variant.
+    pub variant: Variant,
+    /// Nanoseconds per read.
+    pub ns_per_read: f64,
+    /// Share of the region in huge pages, read from the kernel before timing.
+    pub huge_share: f64,
+    /// Time to create and populate (and collapse) the region.
+    pub setup_ns: u64,
+    /// Others' CPU use just before.
+    pub quiet: Option<Quiet>,
+}
+
+/// Per-variant summary.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VariantSummary {
+    /// Variant.
+    pub variant: Variant,
+    /// ns per read over rounds.
+    pub ns_per_read: Summary,
+    /// Median over rounds of base / this variant in the same round (`null` for base itself).
+    pub speedup_vs_base: Option<f64>,
+    /// Median huge-page share.
+    pub huge_share: f64,
+}
+
+/// The benchmark result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// Run and machine.
+    pub meta: Meta,
+    /// Region size.
+    pub bytes: u64,
+    /// Reads per sample.
+    pub reads: u64,
+    /// Rounds.
+    pub rounds: u32,
+    /// Seed.
+    pub seed: u64,
+    /// Every sample, in the order run.
+    pub samples: Vec<Sample>,
+    /// Summaries, base first.
+    pub summary: Vec<VariantSummary>,
+}
+
+/// Sum of `n` reads at xorshift64-random indices of `data`; returned so no read is elided.
+pub fn random_reads(data: &[u64], n: u64, seed: u64) -> u64 {
+    let len = data.len() as u128;
+    let mut x = seed | 1;
+    let mut sum = 0u64;
+    for _ in 0..n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let i = ((x as u128 * len) >> 64) as usize;
+        sum = sum.wrapping_add(data[i]);
+    }
+    sum
+}
+
+fn make(variant: Variant, elems: usize) -> Result<Region<u64>> {
+    let policy = match variant {
+        Variant::Base | Variant::BaseCollapsed => PagePolicy::Base,
+        Variant::Thp => PagePolicy::Thp,
+    };
+    let mut r = Region::new(variant.name(), elems, RegionOptions::new(policy))?;
+    // Distinct values so reads are of real, written memory.
+    for (i, x) in r.iter_mut().enumerate() {
+        *x = i as u64;
+    }
+    if variant == Variant::BaseCollapsed {
+        let len = r.mapped_bytes();
+        r.advise(0..len, Advice::HugePage)?;
+        r.collapse(0..len)?;
+    }
+    Ok(r)
+}
+
+/// Run the benchmark. `progress` counts samples done of the total.
+pub fn run(cfg: &Config, meta: Meta, progress: Progress<'_>) -> Result<Report> {
+    if cfg.rounds == 0 || cfg.reads == 0 {
+        return Err(Error::Config("rounds and reads must be at least 1".into()));
+    }
+    let elems = (cfg.bytes.0 / 8) as usize;
+    if elems == 0 {
+        return Err(Error::Config(
+            "size must hold at least one 8-byte value".into(),
+        ));
+    }
+    let total = cfg.rounds as u64 * Variant::ALL.len() as u64;
+    let mut samples = Vec::new();
+    for round in 0..cfg.rounds {
+        for variant in Variant::ALL {
+            let t0 = Instant::now();
+            let r = make(variant, elems)?;
+            let setup_ns = t0.elapsed().as_nanos() as u64;
+            let huge_share = r.backing()?.huge_share();
+            let q = quiet::wait_quiet(0.10, std::time::Duration::from_millis(200), 5);
+            let seed = cfg.seed.wrapping_add(round as u64);
+            std::hint::black_box(random_reads(&r, (cfg.reads / 10).max(1), seed ^ 0xabcdef));
+            let t = Instant::now();
+            std::hint::black_box(random_reads(&r, cfg.reads, seed));
+            let ns = t.elapsed().as_nanos() as f64;
+            samples.push(Sample {
+                round,
+                variant,
+                ns_per_read: ns / cfg.reads as f64,
+                huge_share,
+                setup_ns,
+                quiet: q,
+            });
+            progress(samples.len() as u64, total);
+        }
+    }
+    let summary = summarize_variants(&samples);
+    Ok(Report {
+        meta,
+        bytes: cfg.bytes.0,
+        reads: cfg.reads,
+        rounds: cfg.rounds,
+        seed: cfg.seed,
+        samples,
+        summary,
+    })
+}
+
+fn summarize_variants(samples: &[Sample]) -> Vec<VariantSummary> {
+    Variant::ALL
+        .iter()
+        .filter_map(|&v| {
+            let mine: Vec<&Sample> = samples.iter().filter(|s| s.variant == v).collect();
+            let ns: Vec<f64> = mine.iter().map(|s| s.ns_per_read).collect();
+            let ratios: Vec<f64> = mine
+                .iter()
+                .filter_map(|s| {
+                    samples
+                        .iter()
+                        .find(|b| b.variant == Variant::Base && b.round == s.round)
+                        .map(|b| b.ns_per_read / s.ns_per_read)
+                })
+                .collect();
+            let shares: Vec<f64> = mine.iter().map(|s| s.huge_share).collect();
+            Some(VariantSummary {
+                variant: v,
+                ns_per_read: summarize(&ns)?,
+                speedup_vs_base: if v == Variant::Base {
+                    None
+                } else {
+                    median(&ratios)
+                },
+                huge_share: median(&shares).unwrap_or(0.0),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_are_deterministic_and_in_bounds() {
+        let data: Vec<u64> = (0..1000).collect();
+        let a = random_reads(&data, 10_000, 7);
+        assert_eq!(a, random_reads(&data, 10_000, 7));
+        assert_ne!(a, random_reads(&data, 10_000, 8));
+        // Mean index close to the middle: the stream covers the array.
+        let mean = a as f64 / 10_000.0;
+        assert!((400.0..600.0).contains(&mean), "{mean}");
+    }
+
+    #[test]
+    fn a_small_run_has_every_sample_and_ratios() {
+        let cfg = Config {
+            bytes: Bytes(16 << 20),
+            reads: 10_000,
+            rounds: 2,
+            seed: 1,
+        };
+        let mut calls = 0;
+        let r = run(&cfg, Meta::collect("test", vec![]), &mut |_, _| calls += 1).expect("run");
+        assert_eq!(r.samples.len(), 6);
+        assert_eq!(calls, 6);
+        assert_eq!(r.summary.len(), 3);
+        assert_eq!(r.summary[0].speedup_vs_base, None);
+        assert!(r.summary[1].speedup_vs_base.is_some());
+        assert_eq!(r.summary[0].huge_share, 0.0);
+        assert!(
+            r.summary[2].huge_share > 0.9,
+            "collapsed share {}",
+            r.summary[2].huge_share
+        );
+    }
+
+    #[test]
+    fn zero_rounds_refused() {
+        let cfg = Config {
+            bytes: Bytes(1 << 20),
+            reads: 1,
+            rounds: 0,
+            seed: 1,
+        };
+        assert!(run(&cfg, Meta::collect("t", vec![]), &mut |_, _| {}).is_err());
+    }
+}

@@ -1,0 +1,74 @@
+//! Summaries of raw samples: median and spread, never a mean alone.
+
+use serde::Serialize;
+
+/// Median and spread of a set of samples.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Summary {
+    /// Number of samples.
+    pub n: usize,
+    /// Median (mean of the two middle values for even n).
+    pub median: f64,
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+    /// Mean.
+    pub mean: f64,
+    /// Median absolute deviation from the median, relative to the median (0.02 = 2 %).
+    pub mad_rel: f64,
+}
+
+/// The median of `v` (`None` when empty or any value is NaN).
+pub fn median(v: &[f64]) -> Option<f64> {
+    if v.is_empty() || v.iter().any(|x| x.is_nan()) {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let m = s.len() / 2;
+    Some(if s.len() % 2 == 1 {
+        s[m]
+    } else {
+        (s[m - 1] + s[m]) / 2.0
+    })
+}
+
+/// Summarise `v`; `None` when empty.
+pub fn summarize(v: &[f64]) -> Option<Summary> {
+    let med = median(v)?;
+    let dev: Vec<f64> = v.iter().map(|x| (x - med).abs()).collect();
+    let mad = median(&dev)?;
+    Some(Summary {
+        n: v.len(),
+        median: med,
+        min: v.iter().copied().fold(f64::INFINITY, f64::min),
+        max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        mean: v.iter().sum::<f64>() / v.len() as f64,
+        mad_rel: if med == 0.0 { 0.0 } else { mad / med.abs() },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_odd_even_and_empty() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[1.0, f64::NAN]), None);
+    }
+
+    #[test]
+    fn summary_by_hand() {
+        let s = summarize(&[10.0, 12.0, 11.0, 30.0, 9.0]).expect("summary");
+        assert_eq!(s.n, 5);
+        assert_eq!(s.median, 11.0);
+        assert_eq!((s.min, s.max), (9.0, 30.0));
+        assert_eq!(s.mean, 14.4);
+        // deviations 1,1,0,19,2 -> median 1 -> 1/11
+        assert!((s.mad_rel - 1.0 / 11.0).abs() < 1e-12);
+    }
+}
