@@ -189,6 +189,24 @@ impl<T: Pod> Region<T> {
         }
     }
 
+    /// Shrink to `len` elements, giving the whole 2 MiB pages past the new end back to the
+    /// kernel. Used by builders that reserve an upper bound first.
+    pub fn truncate(&mut self, len: usize) -> Result<()> {
+        if len > self.len {
+            return Err(Error::Invalid {
+                region: self.name.clone(),
+                message: format!("cannot grow from {} to {len} elements", self.len),
+            });
+        }
+        let page = self.policy.hugetlb().map(PageSize::bytes).unwrap_or(TWO_M);
+        let bytes = len * std::mem::size_of::<T>();
+        self.map
+            .truncate(bytes, page)
+            .map_err(|e| sys(&self.name, e))?;
+        self.len = len;
+        Ok(())
+    }
+
     /// Region name.
     pub fn name(&self) -> &str {
         &self.name

@@ -223,3 +223,16 @@ fn hugetlb_pool_empty_then_filled() {
     assert_eq!(b.hugetlb_bytes, 4 * MIB as u64, "{b:?}");
     assert_eq!(b.thp_2m_bytes + b.base_bytes, 0);
 }
+
+#[test]
+fn truncate_gives_back_whole_pages() {
+    let mut r: Region<u32> =
+        Region::new("t", (6 * MIB) / 4, RegionOptions::new(PagePolicy::Base)).expect("region");
+    r[100] = 7;
+    r.truncate(1000).expect("truncate");
+    assert_eq!(r.len(), 1000);
+    assert_eq!(r.mapped_bytes(), 2 * MIB);
+    assert_eq!(r[100], 7);
+    assert_eq!(r.backing().expect("backing").total_bytes, 2 * MIB as u64);
+    assert!(r.truncate(2000).is_err());
+}

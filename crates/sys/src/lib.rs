@@ -13,6 +13,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(missing_docs)]
 
+pub mod atomic;
 pub mod caps;
 pub mod errno;
 mod error;

@@ -219,6 +219,22 @@ impl Mapping {
         Ok(())
     }
 
+    /// Shorten the mapping to `new_len` bytes (rounded up to `page`), unmapping the tail.
+    pub fn truncate(&mut self, new_len: usize, page: usize) -> Result<()> {
+        let keep = align_up(new_len.max(1), page.max(4096));
+        if keep >= self.len {
+            return Ok(());
+        }
+        // SAFETY: [keep, len) lies inside the owned mapping and &mut self excludes references
+        // into it; afterwards self.len no longer covers it.
+        let rc = unsafe { libc::munmap(self.as_ptr().add(keep).cast(), self.len - keep) };
+        if rc != 0 {
+            return Err(Error::last_os("munmap"));
+        }
+        self.len = keep;
+        Ok(())
+    }
+
     /// The whole mapping as bytes.
     pub fn as_slice(&self) -> &[u8] {
         // SAFETY: the mapping is readable, `len` bytes long, zero-initialised by the kernel and
