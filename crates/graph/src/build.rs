@@ -1,0 +1,504 @@
+//! The streaming two-pass CSR builder.
+//!
+//! Pass 1 counts degrees; the arrays are then created (in the layout's allocation order) at
+//! their final size bound; pass 2 places every arc; each adjacency list is then sorted and
+//! cleared of duplicates in parallel, compacted, and the arrays truncated. The edge list itself
+//! is never held in memory: the source is read twice, so peak memory stays near the final CSR
+//! (plus a degree counter of 4 bytes and a cursor of 8 bytes per vertex).
+
+use std::time::Instant;
+
+use hugewise_mem::Region;
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::csr::{Adjacency, Csr};
+use crate::layout::{Layout, GRAPH_REGIONS};
+use crate::{Error, Result};
+
+/// One edge as read or generated. `w` is 1 for unweighted sources.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Edge {
+    /// Source.
+    pub u: u32,
+    /// Destination.
+    pub v: u32,
+    /// Weight.
+    pub w: u32,
+}
+
+/// A source of edges that can be replayed: every call yields the same edges in the same order.
+pub trait EdgeSource {
+    /// Call `f` with every edge, in chunks.
+    fn each_chunk(&mut self, f: &mut dyn FnMut(&[Edge]) -> Result<()>) -> Result<()>;
+    /// Whether the edges carry weights.
+    fn weighted(&self) -> bool;
+    /// A declared vertex count, if the source has one (ids must stay below it).
+    fn vertices(&self) -> Option<usize> {
+        None
+    }
+}
+
+/// How to build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BuildOptions {
+    /// Store each edge in both directions (an undirected graph); otherwise the graph is
+    /// directed and its in-edges are stored apart.
+    pub symmetrize: bool,
+}
+
+/// Where the build spent its time, and what it removed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BuildStats {
+    /// Vertices.
+    pub vertices: u64,
+    /// Arcs placed before duplicates were removed.
+    pub arcs_placed: u64,
+    /// Arcs kept.
+    pub arcs: u64,
+    /// Self-loops dropped.
+    pub self_loops: u64,
+    /// Pass 1 (count).
+    pub count_ns: u64,
+    /// Array creation (faults the pages in).
+    pub alloc_ns: u64,
+    /// Pass 2 (place).
+    pub place_ns: u64,
+    /// Sort, de-duplicate, compact.
+    pub normalize_ns: u64,
+}
+
+fn bump(counts: &mut Vec<u32>, v: u32) -> Result<()> {
+    let i = v as usize;
+    if i >= counts.len() {
+        counts.resize((i + 1).max(counts.len() * 3 / 2), 0);
+    }
+    counts[i] = counts[i]
+        .checked_add(1)
+        .ok_or_else(|| Error::Invalid(format!("vertex {v} has more than 2^32 - 1 arcs")))?;
+    Ok(())
+}
+
+/// Build a CSR from `src`. `before_alloc(n)` runs once the vertex count is known and before any
+/// graph array exists, so a kernel can fault its own arrays in first when the layout says so.
+pub fn build(
+    src: &mut dyn EdgeSource,
+    opts: BuildOptions,
+    layout: &Layout,
+    before_alloc: &mut dyn FnMut(usize) -> Result<()>,
+) -> Result<(Csr, BuildStats)> {
+    let weighted = src.weighted();
+    let declared = src.vertices();
+    let t = Instant::now();
+    let mut out_deg: Vec<u32> = Vec::new();
+    let mut in_deg: Vec<u32> = Vec::new();
+    let mut self_loops = 0u64;
+    let mut max_id: Option<u32> = None;
+    src.each_chunk(&mut |chunk| {
+        for e in chunk {
+            max_id = Some(max_id.map_or(e.u.max(e.v), |m| m.max(e.u).max(e.v)));
+            if e.u == e.v {
+                self_loops += 1;
+                continue;
+            }
+            bump(&mut out_deg, e.u)?;
+            if opts.symmetrize {
+                bump(&mut out_deg, e.v)?;
+            } else {
+                bump(&mut in_deg, e.v)?;
+            }
+        }
+        Ok(())
+    })?;
+    let seen = max_id.map(|m| m as usize + 1).unwrap_or(0);
+    if let Some(d) = declared {
+        if seen > d {
+            return Err(Error::Invalid(format!(
+                "vertex id {} is beyond the declared {d} vertices",
+                seen - 1
+            )));
+        }
+    }
+    let n = declared.unwrap_or(seen);
+    if n == 0 {
+        return Err(Error::Invalid(
+            "the graph is empty: no edges and no vertices".into(),
+        ));
+    }
+    out_deg.resize(n, 0);
+    if !opts.symmetrize {
+        in_deg.resize(n, 0);
+    }
+    let count_ns = t.elapsed().as_nanos() as u64;
+
+    before_alloc(n)?;
+    let t = Instant::now();
+    let directed = !opts.symmetrize;
+    let mut side = Sides::create(layout, &out_deg, directed.then_some(&in_deg[..]), weighted)?;
+    drop(out_deg);
+    drop(in_deg);
+    let alloc_ns = t.elapsed().as_nanos() as u64;
+
+    let t = Instant::now();
+    let mut out_cur: Vec<u64> = side.out.offsets[..n].to_vec();
+    let mut in_cur: Vec<u64> = side
+        .inc
+        .as_ref()
+        .map(|a| a.offsets[..n].to_vec())
+        .unwrap_or_default();
+    src.each_chunk(&mut |chunk| {
+        for e in chunk.iter().filter(|e| e.u != e.v) {
+            side.out.place(&mut out_cur, e.u, e.v, e.w);
+            if let Some(inc) = side.inc.as_mut() {
+                inc.place(&mut in_cur, e.v, e.u, e.w);
+            } else {
+                side.out.place(&mut out_cur, e.v, e.u, e.w);
+            }
+        }
+        Ok(())
+    })?;
+    drop(out_cur);
+    drop(in_cur);
+    let place_ns = t.elapsed().as_nanos() as u64;
+    let arcs_placed = side.out.edges.len() as u64;
+
+    let t = Instant::now();
+    normalize(&mut side.out)?;
+    if let Some(inc) = side.inc.as_mut() {
+        normalize(inc)?;
+    }
+    let normalize_ns = t.elapsed().as_nanos() as u64;
+    let csr = Csr::new(directed, side.out, side.inc);
+    let stats = BuildStats {
+        vertices: n as u64,
+        arcs_placed,
+        arcs: csr.arcs(),
+        self_loops,
+        count_ns,
+        alloc_ns,
+        place_ns,
+        normalize_ns,
+    };
+    Ok((csr, stats))
+}
+
+struct Sides {
+    out: Adjacency,
+    inc: Option<Adjacency>,
+}
+
+impl Sides {
+    fn create(
+        layout: &Layout,
+        out_deg: &[u32],
+        in_deg: Option<&[u32]>,
+        weighted: bool,
+    ) -> Result<Sides> {
+        let total = |d: &[u32]| d.iter().map(|&x| x as u64).sum::<u64>() as usize;
+        let mut out = Partial::default();
+        let mut inc = Partial::default();
+        for name in layout.order.arrange(GRAPH_REGIONS) {
+            match name {
+                "offsets" => out.offsets = Some(offsets(layout, "offsets", "offsets", out_deg)?),
+                "edges" => {
+                    out.edges = Some(layout.region("edges", "edges", total(out_deg))?);
+                }
+                "weights" if weighted => {
+                    out.weights = Some(layout.region("weights", "weights", total(out_deg))?);
+                    if let Some(d) = in_deg {
+                        inc.weights = Some(layout.region("weights", "in-weights", total(d))?);
+                    }
+                }
+                "in-offsets" => {
+                    if let Some(d) = in_deg {
+                        inc.offsets = Some(offsets(layout, "in-offsets", "in-offsets", d)?);
+                    }
+                }
+                "in-edges" => {
+                    if let Some(d) = in_deg {
+                        inc.edges = Some(layout.region("in-edges", "in-edges", total(d))?);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let out = out.finish()?;
+        let inc = match in_deg {
+            Some(_) => Some(inc.finish()?),
+            None => None,
+        };
+        Ok(Sides { out, inc })
+    }
+}
+
+/// Arrays of one side as they are created, in whatever order the layout asks.
+#[derive(Default)]
+struct Partial {
+    offsets: Option<Region<u64>>,
+    edges: Option<Region<u32>>,
+    weights: Option<Region<u32>>,
+}
+
+impl Partial {
+    fn finish(self) -> Result<Adjacency> {
+        let missing = || Error::Invalid("internal: a graph array was not created".into());
+        Ok(Adjacency {
+            offsets: self.offsets.ok_or_else(missing)?,
+            edges: self.edges.ok_or_else(missing)?,
+            weights: self.weights,
+        })
+    }
+}
+
+fn offsets(layout: &Layout, group: &str, name: &str, deg: &[u32]) -> Result<Region<u64>> {
+    let mut r: Region<u64> = layout.region(group, name, deg.len() + 1)?;
+    let mut acc = 0u64;
+    for (i, &d) in deg.iter().enumerate() {
+        r[i] = acc;
+        acc += d as u64;
+    }
+    r[deg.len()] = acc;
+    Ok(r)
+}
+
+impl Adjacency {
+    fn place(&mut self, cursor: &mut [u64], from: u32, to: u32, w: u32) {
+        let at = cursor[from as usize] as usize;
+        cursor[from as usize] += 1;
+        self.edges[at] = to;
+        if let Some(ws) = self.weights.as_mut() {
+            ws[at] = w;
+        }
+    }
+}
+
+const BLOCK: usize = 4096;
+
+/// Sort every list, drop duplicate neighbours (keeping the smallest weight), compact, truncate.
+fn normalize(a: &mut Adjacency) -> Result<()> {
+    let n = a.offsets.len() - 1;
+    let off: &[u64] = &a.offsets;
+    // Disjoint per-block slices of the edge (and weight) arrays, processed in parallel.
+    let mut jobs = Vec::with_capacity(n / BLOCK + 1);
+    let mut edges_rest: &mut [u32] = &mut a.edges;
+    let mut weights_rest: Option<&mut [u32]> = a.weights.as_deref_mut();
+    for b0 in (0..n).step_by(BLOCK) {
+        let b1 = (b0 + BLOCK).min(n);
+        let len = (off[b1] - off[b0]) as usize;
+        let (e, rest) = std::mem::take(&mut edges_rest).split_at_mut(len);
+        edges_rest = rest;
+        let w = match weights_rest.take() {
+            Some(ws) => {
+                let (w, rest) = ws.split_at_mut(len);
+                weights_rest = Some(rest);
+                Some(w)
+            }
+            None => None,
+        };
+        jobs.push((b0, b1, e, w));
+    }
+    let new_deg: Vec<Vec<u32>> = jobs
+        .into_par_iter()
+        .map(|(b0, b1, e, mut w)| {
+            let base = off[b0];
+            (b0..b1)
+                .map(|v| {
+                    let r = (off[v] - base) as usize..(off[v + 1] - base) as usize;
+                    match w.as_deref_mut() {
+                        None => dedup_sorted(&mut e[r]),
+                        Some(w) => dedup_sorted_weighted(&mut e[r.clone()], &mut w[r]),
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    // Compact left, block by block.
+    let mut write = 0u64;
+    let mut v = 0usize;
+    for block in new_deg {
+        for d in block {
+            let start = a.offsets[v];
+            let (s, d64) = (start as usize, d as usize);
+            a.edges.copy_within(s..s + d64, write as usize);
+            if let Some(w) = a.weights.as_mut() {
+                w.copy_within(s..s + d64, write as usize);
+            }
+            a.offsets[v] = write;
+            write += d as u64;
+            v += 1;
+        }
+    }
+    a.offsets[n] = write;
+    a.edges.truncate(write as usize)?;
+    if let Some(w) = a.weights.as_mut() {
+        w.truncate(write as usize)?;
+    }
+    Ok(())
+}
+
+fn dedup_sorted(e: &mut [u32]) -> u32 {
+    e.sort_unstable();
+    let mut k = 0;
+    for i in 0..e.len() {
+        if i == 0 || e[i] != e[k - 1] {
+            e[k] = e[i];
+            k += 1;
+        }
+    }
+    k as u32
+}
+
+fn dedup_sorted_weighted(e: &mut [u32], w: &mut [u32]) -> u32 {
+    let mut pairs: Vec<u64> = e
+        .iter()
+        .zip(w.iter())
+        .map(|(&v, &x)| (v as u64) << 32 | x as u64)
+        .collect();
+    pairs.sort_unstable();
+    let mut k = 0;
+    for &p in &pairs {
+        let v = (p >> 32) as u32;
+        if k == 0 || e[k - 1] != v {
+            e[k] = v;
+            w[k] = p as u32;
+            k += 1;
+        }
+    }
+    k as u32
+}
+
+/// Edges from a slice in memory, for tests and small tools.
+#[derive(Debug, Clone)]
+pub struct VecSource {
+    /// The edges.
+    pub edges: Vec<Edge>,
+    /// Whether the weights mean anything.
+    pub weighted: bool,
+    /// Declared vertex count.
+    pub vertices: Option<usize>,
+}
+
+impl EdgeSource for VecSource {
+    fn each_chunk(&mut self, f: &mut dyn FnMut(&[Edge]) -> Result<()>) -> Result<()> {
+        for c in self.edges.chunks(1 << 16) {
+            f(c)?;
+        }
+        Ok(())
+    }
+
+    fn weighted(&self) -> bool {
+        self.weighted
+    }
+
+    fn vertices(&self) -> Option<usize> {
+        self.vertices
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(u: u32, v: u32, w: u32) -> Edge {
+        Edge { u, v, w }
+    }
+
+    fn build_vec(edges: Vec<Edge>, weighted: bool, symmetrize: bool) -> Csr {
+        let mut src = VecSource {
+            edges,
+            weighted,
+            vertices: None,
+        };
+        build(
+            &mut src,
+            BuildOptions { symmetrize },
+            &Layout::default(),
+            &mut |_| Ok(()),
+        )
+        .expect("build")
+        .0
+    }
+
+    #[test]
+    fn symmetric_drops_duplicates_and_self_loops() {
+        let g = build_vec(
+            vec![e(0, 1, 1), e(1, 0, 1), e(0, 1, 1), e(2, 2, 1), e(3, 1, 1)],
+            false,
+            true,
+        );
+        assert_eq!(g.n(), 4);
+        assert!(!g.directed());
+        assert_eq!(g.out_neighbors(0), [1]);
+        assert_eq!(g.out_neighbors(1), [0, 3]);
+        assert_eq!(g.out_neighbors(2), [] as [u32; 0]);
+        assert_eq!(g.arcs(), 4);
+        assert_eq!(g.edges(), 2);
+        assert_eq!(g.in_neighbors(3), [1]);
+    }
+
+    #[test]
+    fn directed_keeps_both_sides_and_smallest_weight() {
+        let g = build_vec(
+            vec![e(0, 2, 9), e(0, 2, 4), e(1, 2, 7), e(2, 0, 1)],
+            true,
+            false,
+        );
+        assert!(g.directed());
+        assert_eq!(g.out_neighbors(0), [2]);
+        assert_eq!(g.out_weights(0), [4]);
+        assert_eq!(g.in_neighbors(2), [0, 1]);
+        assert_eq!(g.in_neighbors(0), [2]);
+        assert_eq!(g.out_degree(2), 1);
+        assert_eq!(g.in_degree(2), 2);
+    }
+
+    #[test]
+    fn declared_count_is_checked_and_empty_refused() {
+        let mut src = VecSource {
+            edges: vec![e(0, 5, 1)],
+            weighted: false,
+            vertices: Some(3),
+        };
+        let err = build(
+            &mut src,
+            BuildOptions { symmetrize: true },
+            &Layout::default(),
+            &mut |_| Ok(()),
+        )
+        .expect_err("beyond declared");
+        assert!(err.to_string().contains("beyond the declared 3"), "{err}");
+        let mut src = VecSource {
+            edges: vec![],
+            weighted: false,
+            vertices: None,
+        };
+        assert!(build(
+            &mut src,
+            BuildOptions { symmetrize: true },
+            &Layout::default(),
+            &mut |_| Ok(())
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn before_alloc_sees_the_vertex_count() {
+        let mut src = VecSource {
+            edges: vec![e(0, 9, 1)],
+            weighted: false,
+            vertices: None,
+        };
+        let mut seen = 0;
+        build(
+            &mut src,
+            BuildOptions { symmetrize: true },
+            &Layout::default(),
+            &mut |n| {
+                seen = n;
+                Ok(())
+            },
+        )
+        .expect("build");
+        assert_eq!(seen, 10);
+    }
+}

@@ -1,0 +1,55 @@
+//! The typed error of the graph crate.
+
+use std::path::PathBuf;
+
+/// What can go wrong loading, building or running on a graph.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A region could not be created or measured.
+    #[error(transparent)]
+    Mem(#[from] hugewise_mem::Error),
+    /// A file could not be opened or read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A text line did not parse.
+    #[error("{path}:{line}: {message}: {content:?}")]
+    Line {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: u64,
+        /// What was wrong.
+        message: String,
+        /// The line as read (cut to 200 characters).
+        content: String,
+    },
+    /// A binary file is malformed or truncated.
+    #[error("{path}: {message}")]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// What was wrong, with the byte offset where it applies.
+        message: String,
+    },
+    /// A graph or argument is outside what hugewise handles.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Result alias of the graph crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! Seeded synthetic graphs: Kronecker (Graph500 parameters, as the GAP suite's `-g`) and
+//! uniform random (GAP's `-u`).
+//!
+//! Edges are made in fixed blocks, each from its own random stream `(seed, block)`, so a seed
+//! gives the same graph whatever the thread count. Kronecker ids are then relabelled by a
+//! seeded random permutation, as the GAP suite does, so that hubs are not simply the low ids.
+
+use std::str::FromStr;
+
+use rayon::prelude::*;
+
+use crate::build::{Edge, EdgeSource};
+use crate::rng::{mix, SplitMix64};
+use crate::{Error, Result};
+
+/// Graph500 Kronecker initiator probabilities (D = 1 − A − B − C = 0.05).
+pub const KRON_A: f64 = 0.57;
+/// See [`KRON_A`].
+pub const KRON_B: f64 = 0.19;
+/// See [`KRON_A`].
+pub const KRON_C: f64 = 0.19;
+
+const BLOCK: u64 = 1 << 16;
+const CHUNK_BLOCKS: u64 = 64;
+
+/// Which generator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Kronecker, skewed degrees.
+    Kron,
+    /// Uniform random endpoints.
+    Urand,
+}
+
+/// A generator spec as written on the command line: `kron:22`, `urand:20`, `kron:22:8` (scale,
+/// then optional edge factor).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spec {
+    /// Generator.
+    pub kind: Kind,
+    /// log2 of the vertex count.
+    pub scale: u32,
+    /// Edges generated per vertex (16 by default, as Graph500 and GAP).
+    pub edge_factor: u32,
+}
+
+impl FromStr for Spec {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Spec> {
+        let bad =
+            |why: &str| Error::Invalid(format!("graph '{s}': {why} (e.g. kron:22, urand:20:8)"));
+        let mut parts = s.split(':');
+        let kind = match parts.next() {
+            Some("kron") => Kind::Kron,
+            Some("urand") => Kind::Urand,
+            _ => return Err(bad("unknown generator; use kron or urand")),
+        };
+        let scale: u32 = parts
+            .next()
+            .ok_or_else(|| bad("missing scale"))?
+            .parse()
+            .map_err(|_| bad("scale is not a number"))?;
+        if !(1..=31).contains(&scale) {
+            return Err(bad("scale must be 1 to 31 (u32 vertex ids)"));
+        }
+        let edge_factor = match parts.next() {
+            None => 16,
+            Some(f) => f.parse().map_err(|_| bad("edge factor is not a number"))?,
+        };
+        if edge_factor == 0 || edge_factor > 1024 {
+            return Err(bad("edge factor must be 1 to 1024"));
+        }
+        if parts.next().is_some() {
+            return Err(bad("too many ':' parts"));
+        }
+        Ok(Spec {
+            kind,
+            scale,
+            edge_factor,
+        })
+    }
+}
+
+/// A replayable stream of generated edges.
+#[derive(Debug, Clone)]
+pub struct Generator {
+    spec: Spec,
+    seed: u64,
+    weighted: bool,
+    permutation: Option<Vec<u32>>,
+}
+
+impl Generator {
+    /// A generator for `spec` and `seed`; `weighted` adds weights in [1, 255], the same for
+    /// both directions of an edge.
+    pub fn new(spec: Spec, seed: u64, weighted: bool) -> Generator {
+        let permutation =
+            (spec.kind == Kind::Kron).then(|| permutation(1usize << spec.scale, seed));
+        Generator {
+            spec,
+            seed,
+            weighted,
+            permutation,
+        }
+    }
+
+    /// Vertex count.
+    pub fn vertices(&self) -> usize {
+        1usize << self.spec.scale
+    }
+
+    /// Edges generated (before duplicates and self-loops are removed).
+    pub fn edges(&self) -> u64 {
+        (self.vertices() as u64) * self.spec.edge_factor as u64
+    }
+
+    fn block(&self, b: u64, out: &mut Vec<Edge>) {
+        let mut rng = SplitMix64::new(self.seed, b);
+        let start = b * BLOCK;
+        let end = (start + BLOCK).min(self.edges());
+        let n = self.vertices() as u64;
+        for _ in start..end {
+            let (u, v) = match self.spec.kind {
+                Kind::Urand => (rng.below(n) as u32, rng.below(n) as u32),
+                Kind::Kron => {
+                    let (mut u, mut v) = (0u32, 0u32);
+                    for _ in 0..self.spec.scale {
+                        let r = rng.next_f64();
+                        u <<= 1;
+                        v <<= 1;
+                        if r < KRON_A + KRON_B {
+                            if r >= KRON_A {
+                                v |= 1;
+                            }
+                        } else {
+                            u |= 1;
+                            if r >= KRON_A + KRON_B + KRON_C {
+                                v |= 1;
+                            }
+                        }
+                    }
+                    match &self.permutation {
+                        Some(p) => (p[u as usize], p[v as usize]),
+                        None => (u, v),
+                    }
+                }
+            };
+            let w = if self.weighted {
+                let key = (u.min(v) as u64) << 32 | u.max(v) as u64;
+                1 + (mix(key ^ self.seed.rotate_left(17)) % 255) as u32
+            } else {
+                1
+            };
+            out.push(Edge { u, v, w });
+        }
+    }
+}
+
+fn permutation(n: usize, seed: u64) -> Vec<u32> {
+    let mut p: Vec<u32> = (0..n as u32).collect();
+    let mut rng = SplitMix64::new(seed, u64::MAX);
+    for i in (1..n).rev() {
+        let j = rng.below(i as u64 + 1) as usize;
+        p.swap(i, j);
+    }
+    p
+}
+
+impl EdgeSource for Generator {
+    fn each_chunk(&mut self, f: &mut dyn FnMut(&[Edge]) -> Result<()>) -> Result<()> {
+        let blocks = self.edges().div_ceil(BLOCK);
+        let mut first = 0;
+        while first < blocks {
+            let last = (first + CHUNK_BLOCKS).min(blocks);
+            let parts: Vec<Vec<Edge>> = (first..last)
+                .into_par_iter()
+                .map(|b| {
+                    let mut v = Vec::with_capacity(BLOCK as usize);
+                    self.block(b, &mut v);
+                    v
+                })
+                .collect();
+            for p in &parts {
+                f(p)?;
+            }
+            first = last;
+        }
+        Ok(())
+    }
+
+    fn weighted(&self) -> bool {
+        self.weighted
+    }
+
+    fn vertices(&self) -> Option<usize> {
+        Some(self.vertices())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn collect(g: &mut Generator) -> Vec<Edge> {
+        let mut all = Vec::new();
+        g.each_chunk(&mut |c| {
+            all.extend_from_slice(c);
+            Ok(())
+        })
+        .expect("generate");
+        all
+    }
+
+    #[test]
+    fn specs_parse_and_bad_ones_say_why() {
+        let s: Spec = "kron:10".parse().expect("kron");
+        assert_eq!((s.kind, s.scale, s.edge_factor), (Kind::Kron, 10, 16));
+        let s: Spec = "urand:8:4".parse().expect("urand");
+        assert_eq!(s.edge_factor, 4);
+        for (bad, why) in [
+            ("rmat:10", "unknown generator"),
+            ("kron", "missing scale"),
+            ("kron:40", "1 to 31"),
+            ("kron:x", "not a number"),
+            ("kron:4:0", "1 to 1024"),
+        ] {
+            let e = bad.parse::<Spec>().expect_err(bad).to_string();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn same_seed_same_edges_whatever_the_threads() {
+        let spec: Spec = "kron:12".parse().expect("spec");
+        let a = collect(&mut Generator::new(spec, 7, true));
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .expect("pool");
+        let b = pool.install(|| collect(&mut Generator::new(spec, 7, true)));
+        assert_eq!(a, b);
+        assert_eq!(a.len(), 16 << 12);
+        let c = collect(&mut Generator::new(spec, 8, true));
+        assert_ne!(a, c);
+        assert!(a
+            .iter()
+            .all(|e| (1..=255).contains(&e.w) && e.u < 4096 && e.v < 4096));
+    }
+
+    #[test]
+    fn kronecker_is_skewed_and_urand_is_not() {
+        let deg = |kind: &str| {
+            let spec: Spec = kind.parse().expect("spec");
+            let mut d = vec![0u32; 1 << 12];
+            for e in collect(&mut Generator::new(spec, 1, false)) {
+                d[e.u as usize] += 1;
+                d[e.v as usize] += 1;
+            }
+            d.sort_unstable();
+            (d[d.len() - 1], d[d.len() / 2])
+        };
+        let (kmax, kmed) = deg("kron:12");
+        let (umax, umed) = deg("urand:12");
+        assert!(kmax > 20 * kmed.max(1), "kron max {kmax} median {kmed}");
+        assert!(umax < 3 * umed, "urand max {umax} median {umed}");
+    }
+}

@@ -1,0 +1,84 @@
+//! Which page policy each array gets, and in which order arrays are faulted in.
+
+use bytemuck::Pod;
+use hugewise_mem::{AllocOrder, PolicyMap, Populate, Region, RegionOptions};
+
+use crate::Result;
+
+/// Names of the graph's own arrays, in the order the builder makes them.
+pub const GRAPH_REGIONS: &[&str] = &["offsets", "edges", "weights", "in-offsets", "in-edges"];
+/// Names of a kernel's working arrays.
+pub const KERNEL_REGIONS: &[&str] = &["property", "frontier"];
+/// Every name a `--pages` or `--alloc-order` may use.
+pub const ALL_REGIONS: &[&str] = &[
+    "offsets",
+    "edges",
+    "weights",
+    "in-offsets",
+    "in-edges",
+    "property",
+    "frontier",
+];
+
+/// Page policies per array and the allocation order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Layout {
+    /// Policy per array.
+    pub pages: PolicyMap,
+    /// Who is faulted in first.
+    pub order: AllocOrder,
+}
+
+impl Default for Layout {
+    fn default() -> Self {
+        Layout {
+            pages: PolicyMap::default(),
+            order: AllocOrder::Natural,
+        }
+    }
+}
+
+impl Layout {
+    /// Parse `--pages` (e.g. `all=base,property=thp`) and `--alloc-order` (`natural`,
+    /// `property-first`, or a list).
+    pub fn parse(pages: &str, order: &str) -> Result<Layout> {
+        Ok(Layout {
+            pages: PolicyMap::parse(pages, ALL_REGIONS)?,
+            order: AllocOrder::parse(order, ALL_REGIONS)?,
+        })
+    }
+
+    /// Whether a kernel's arrays are to be faulted in before the graph's.
+    pub fn kernel_first(&self) -> bool {
+        let order = self.order.arrange(ALL_REGIONS);
+        let first_kernel = order.iter().position(|n| KERNEL_REGIONS.contains(n));
+        let first_graph = order.iter().position(|n| GRAPH_REGIONS.contains(n));
+        matches!((first_kernel, first_graph), (Some(k), Some(g)) if k < g)
+    }
+
+    /// Create the array `name` (policy looked up by `group`, e.g. "frontier" for a bitmap) of
+    /// `len` elements, faulted in now so that creation order is allocation order.
+    pub fn region<T: Pod>(&self, group: &str, name: &str, len: usize) -> Result<Region<T>> {
+        let mut opts = RegionOptions::new(self.pages.get(group));
+        opts.populate = Populate::OnCreate;
+        Ok(Region::new(name, len.max(1), opts)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_first_only_when_asked() {
+        assert!(!Layout::default().kernel_first());
+        assert!(Layout::parse("", "property-first")
+            .expect("layout")
+            .kernel_first());
+        assert!(!Layout::parse("", "edges,property")
+            .expect("layout")
+            .kernel_first());
+        let e = Layout::parse("bogus=thp", "natural").expect_err("unknown");
+        assert!(e.to_string().contains("unknown region 'bogus'"), "{e}");
+    }
+}
