@@ -82,6 +82,16 @@ impl FromStr for Spec {
     }
 }
 
+impl std::fmt::Display for Spec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self.kind {
+            Kind::Kron => "kron",
+            Kind::Urand => "urand",
+        };
+        write!(f, "{kind}:{}:{}", self.scale, self.edge_factor)
+    }
+}
+
 /// A replayable stream of generated edges.
 #[derive(Debug, Clone)]
 pub struct Generator {
@@ -246,6 +256,24 @@ mod tests {
         assert!(a
             .iter()
             .all(|e| (1..=255).contains(&e.w) && e.u < 4096 && e.v < 4096));
+    }
+
+    #[test]
+    fn uniform_edges_are_nearly_all_distinct() {
+        // 2^20 edges among 2^32 ordered pairs: almost no duplicates, unless blocks repeat.
+        let spec: Spec = "urand:16".parse().expect("spec");
+        let mut all: Vec<(u32, u32)> = collect(&mut Generator::new(spec, 1, false))
+            .into_iter()
+            .map(|e| (e.u, e.v))
+            .collect();
+        let generated = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert!(
+            all.len() as f64 > 0.999 * generated as f64,
+            "{} of {generated} distinct",
+            all.len()
+        );
     }
 
     #[test]

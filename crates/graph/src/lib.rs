@@ -14,6 +14,7 @@ pub mod gen;
 pub mod io;
 pub mod kernels;
 pub mod layout;
+pub mod load;
 pub mod rng;
 
 pub use csr::Csr;

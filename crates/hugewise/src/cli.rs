@@ -46,6 +46,23 @@ A touch counts as a fault only when the kernel's fault counter moved, so THP run
 one fault per huge page. Latencies include the timer overhead, which is reported.")]
     Faultlat(FaultlatArgs),
 
+    /// Run a graph kernel with a page policy per array, timed apart from loading, verified,
+    /// with each array's real backing.
+    #[command(after_help = "Examples:
+  hugewise run bfs --graph kron:20 --verify
+  hugewise run bfs --graph kron:24 --pages all=base,property=thp --alloc-order property-first
+  hugewise run bfs --graph ../shared/data/cnr-2000.el.zst --mode top-down --trials 10
+  hugewise run bfs --graph g.sg --pages all=thp --threads 2 --json
+
+Arrays: offsets, edges, weights, in-offsets, in-edges (the graph), property, frontier (the
+kernel's). --pages takes <array>=<policy> pairs; all=<policy> sets the rest. Policies: system,
+base, thp, thp-prefix:<size|%>, hugetlb-2m, hugetlb-1g.")]
+    Run(RunArgs),
+
+    /// Make, convert and describe graphs.
+    #[command(subcommand)]
+    Graph(GraphCommand),
+
     /// Benchmarks whose numbers go into BENCHMARKS.md.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -120,6 +137,113 @@ pub struct RandreadArgs {
     /// Print a Markdown table instead of the terminal table.
     #[arg(long, conflicts_with = "json")]
     pub markdown: bool,
+    /// Output options.
+    #[command(flatten)]
+    pub output: Output,
+}
+
+/// Kernels `hugewise run` knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum KernelArg {
+    /// Breadth-first search.
+    Bfs,
+}
+
+/// BFS variants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BfsModeArg {
+    /// Top-down push only (as the seed papers run it).
+    TopDown,
+    /// Direction-optimizing (as the GAP suite runs it).
+    Do,
+}
+
+/// How a graph is read or generated.
+#[derive(Debug, Args)]
+pub struct GraphInputArgs {
+    /// kron:<scale>[:<edge factor>], urand:<scale>[:<edge factor>], or a file: .el, .wel
+    /// (optionally .gz/.zst), .sg, .wsg.
+    #[arg(long, default_value = "kron:16")]
+    pub graph: String,
+    /// Seed for generators and source picking.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Generate weights in [1, 255] (generators).
+    #[arg(long)]
+    pub weighted: bool,
+    /// Make a text edge list undirected (generators are; GAP files say themselves).
+    #[arg(long)]
+    pub symmetrize: bool,
+}
+
+/// `hugewise run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Kernel.
+    #[arg(value_enum)]
+    pub kernel: KernelArg,
+    /// Graph.
+    #[command(flatten)]
+    pub input: GraphInputArgs,
+    /// Page policy per array, e.g. all=base,property=thp-prefix:2%.
+    #[arg(long, default_value = "all=system")]
+    pub pages: String,
+    /// Which arrays are faulted in first: natural, <array>-first, or a list.
+    #[arg(long, default_value = "natural")]
+    pub alloc_order: String,
+    /// Worker threads (default: one per CPU).
+    #[arg(long, conflicts_with = "overcommit")]
+    pub threads: Option<usize>,
+    /// Threads as a multiple of the CPUs (e.g. 4 runs 4 threads per CPU).
+    #[arg(long)]
+    pub overcommit: Option<u32>,
+    /// Timed trials, one source each.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub trials: u32,
+    /// Check every trial against an independent serial implementation.
+    #[arg(long)]
+    pub verify: bool,
+    /// BFS variant.
+    #[arg(long, value_enum, default_value = "do")]
+    pub mode: BfsModeArg,
+    /// Output options.
+    #[command(flatten)]
+    pub output: Output,
+}
+
+/// `hugewise graph ...`.
+#[derive(Debug, Subcommand)]
+pub enum GraphCommand {
+    /// Generate or convert a graph and save it in the GAP suite's format (.sg or .wsg).
+    #[command(after_help = "Examples:
+  hugewise graph convert --graph kron:20 --out kron20.sg
+  hugewise graph convert --graph kron:20 --weighted --out kron20.wsg
+  hugewise graph convert --graph ../shared/data/cnr-2000.el.zst --out cnr.sg")]
+    Convert(ConvertArgs),
+    /// Load a graph and describe it: vertices, edges, degrees, bytes per array.
+    #[command(after_help = "Examples:
+  hugewise graph info --graph kron:20
+  hugewise graph info --graph ../shared/data/cnr-2000.el.zst")]
+    Info(InfoArgs),
+}
+
+/// `hugewise graph convert`.
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    /// Graph.
+    #[command(flatten)]
+    pub input: GraphInputArgs,
+    /// Output file (.sg, or .wsg for weighted graphs); written atomically.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+}
+
+/// `hugewise graph info`.
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// Graph.
+    #[command(flatten)]
+    pub input: GraphInputArgs,
     /// Output options.
     #[command(flatten)]
     pub output: Output,

@@ -7,7 +7,13 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use cli::{BenchCommand, Cli, Command, Output};
+use cli::{
+    BenchCommand, BfsModeArg, Cli, Command, GraphCommand, GraphInputArgs, KernelArg, Output,
+};
+use hugewise_graph::kernels::bfs;
+use hugewise_graph::load::{Input, LoadOptions};
+use hugewise_graph::Layout;
+use hugewise_study::graphrun;
 use hugewise_study::meta::Meta;
 use hugewise_study::{faultlat, randread, save};
 use hugewise_sys::machine;
@@ -79,6 +85,20 @@ fn emit<T: Serialize>(
     Ok(())
 }
 
+fn load_options(a: &GraphInputArgs) -> LoadOptions {
+    LoadOptions {
+        seed: a.seed,
+        weighted: a.weighted,
+        symmetrize: a.symmetrize,
+    }
+}
+
+fn cpus() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
 fn run(cli: Cli) -> anyhow::Result<()> {
     let progress = !cli.no_progress;
     match cli.command {
@@ -108,6 +128,79 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             .context("fault-latency run")?;
             b.finish_and_clear();
             emit(&a.output, &r, || hugewise_report::views::faultlat(&r))
+        }
+        Command::Run(a) => {
+            let layout = Layout::parse(&a.pages, &a.alloc_order)?;
+            let KernelArg::Bfs = a.kernel;
+            let mode = match a.mode {
+                BfsModeArg::TopDown => bfs::Mode::TopDown,
+                BfsModeArg::Do => bfs::Mode::DirectionOptimizing,
+            };
+            let threads = match (a.threads, a.overcommit) {
+                (Some(t), _) => t.max(1),
+                (None, Some(f)) => cpus() * f.max(1) as usize,
+                (None, None) => cpus(),
+            };
+            let cfg = graphrun::Config {
+                input: Input::parse(&a.input.graph)?,
+                load: load_options(&a.input),
+                layout,
+                kernel: graphrun::Kernel::Bfs(mode),
+                trials: a.trials,
+                verify: a.verify,
+                threads,
+            };
+            let b = bar(progress, "trials", false);
+            let r = graphrun::run(
+                &cfg,
+                &a.pages,
+                &a.alloc_order,
+                meta(),
+                &mut |done, total| {
+                    b.set_length(total);
+                    b.set_position(done);
+                },
+            )
+            .with_context(|| format!("running {:?} on {}", a.kernel, a.input.graph))?;
+            b.finish_and_clear();
+            emit(&a.output, &r, || hugewise_report::views::run(&r))
+        }
+        Command::Graph(GraphCommand::Info(a)) => {
+            let input = Input::parse(&a.input.graph)?;
+            let r = graphrun::info(&input, load_options(&a.input), &a.input.graph, meta())
+                .with_context(|| format!("loading {}", a.input.graph))?;
+            emit(&a.output, &r, || hugewise_report::views::graph_info(&r))
+        }
+        Command::Graph(GraphCommand::Convert(a)) => {
+            let input = Input::parse(&a.input.graph)?;
+            let (g, _) = hugewise_graph::load::load(
+                &input,
+                load_options(&a.input),
+                &Layout::default(),
+                &mut |_| Ok(()),
+            )
+            .with_context(|| format!("loading {}", a.input.graph))?;
+            let want_weighted = a.out.extension().is_some_and(|e| e == "wsg");
+            if want_weighted != g.weighted() {
+                anyhow::bail!(
+                    "{}: a {} graph goes to a .{} file",
+                    a.out.display(),
+                    if g.weighted() {
+                        "weighted"
+                    } else {
+                        "unweighted"
+                    },
+                    if g.weighted() { "wsg" } else { "sg" }
+                );
+            }
+            hugewise_graph::io::gap::write(&g, &a.out)?;
+            eprintln!(
+                "wrote {} ({} vertices, {} edges)",
+                a.out.display(),
+                g.n(),
+                g.edges()
+            );
+            Ok(())
         }
         Command::Bench(BenchCommand::Randread(a)) => {
             let cfg = randread::Config {

@@ -2,7 +2,8 @@
 
 use std::fmt::Write;
 
-use hugewise_study::{faultlat, randread};
+use hugewise_graph::csr::RegionReport;
+use hugewise_study::{faultlat, graphrun, randread};
 use hugewise_sys::caps::Probe;
 use hugewise_sys::machine::MachineReport;
 
@@ -283,5 +284,102 @@ pub fn randread_markdown(r: &randread::Report) -> String {
             pct(s.huge_share)
         );
     }
+    o
+}
+
+fn regions_table(regions: &[RegionReport]) -> String {
+    let mut t = Table::new(["array", "policy", "data", "2M THP", "4K", "hugetlb", "huge"]);
+    for r in regions {
+        let b = &r.backing;
+        t.row([
+            r.name.clone(),
+            r.policy.clone(),
+            bytes(r.data_bytes),
+            bytes(b.thp_2m_bytes),
+            bytes(b.base_bytes),
+            bytes(b.hugetlb_bytes),
+            pct(b.huge_share()),
+        ]);
+    }
+    t.render()
+}
+
+fn graph_line(g: &graphrun::GraphInfo) -> String {
+    format!(
+        "{} vertices, {} edges ({} arcs, {}{}), {} of arrays",
+        g.vertices,
+        g.edges,
+        g.arcs,
+        if g.directed { "directed" } else { "symmetric" },
+        if g.weighted { ", weighted" } else { "" },
+        bytes(g.data_bytes)
+    )
+}
+
+/// `hugewise run`.
+pub fn run(r: &graphrun::Report) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "graph   {}: {}", r.graph_spec, graph_line(&r.graph));
+    let _ = writeln!(
+        o,
+        "load    {} (count {}, alloc {}, place {}, sort+dedup {})",
+        ns(r.load.load_ns as f64),
+        ns(r.load.build.count_ns as f64),
+        ns(r.load.build.alloc_ns as f64),
+        ns(r.load.build.place_ns as f64),
+        ns(r.load.build.normalize_ns as f64)
+    );
+    let _ = writeln!(
+        o,
+        "kernel  {:?} on {} threads; pages {}; alloc order {}\n",
+        r.kernel, r.threads, r.pages, r.alloc_order
+    );
+    let mut t = Table::new(["trial", "source", "time", "MTEPS", "reached", "verified"]);
+    for (i, x) in r.trials.iter().enumerate() {
+        t.row([
+            (i + 1).to_string(),
+            x.source.to_string(),
+            ns(x.kernel_ns as f64),
+            format!("{:.1}", x.edges_per_s / 1e6),
+            x.reached.to_string(),
+            match x.verified {
+                Some(true) => "yes".into(),
+                Some(false) => "NO".into(),
+                None => "-".into(),
+            },
+        ]);
+    }
+    o.push_str(&t.render());
+    let k = &r.kernel_ns;
+    let _ = writeln!(
+        o,
+        "\nmedian {} (min {}, max {}, spread {})\n",
+        ns(k.median),
+        ns(k.min),
+        ns(k.max),
+        pct(k.mad_rel)
+    );
+    o.push_str(&regions_table(&r.regions));
+    let _ = writeln!(
+        o,
+        "\nhuge pages hold {} of the arrays' footprint; peak RSS {}",
+        pct(r.huge_footprint_share),
+        bytes(r.peak_rss_bytes)
+    );
+    o
+}
+
+/// `hugewise graph info`.
+pub fn graph_info(r: &graphrun::InfoReport) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "graph    {}: {}", r.graph_spec, graph_line(&r.graph));
+    let d = &r.degrees;
+    let _ = writeln!(
+        o,
+        "degrees  out: max {}, mean {:.2}, median {}, {} vertices without out-arcs",
+        d.max, d.mean, d.median, d.isolated
+    );
+    let _ = writeln!(o, "load     {}\n", ns(r.load.load_ns as f64));
+    o.push_str(&regions_table(&r.regions));
     o
 }

@@ -11,6 +11,9 @@ pub enum Error {
     /// Reading the machine's state failed.
     #[error(transparent)]
     Sys(#[from] hugewise_sys::Error),
+    /// Loading a graph or running a kernel failed.
+    #[error(transparent)]
+    Graph(#[from] hugewise_graph::Error),
     /// A result file could not be written.
     #[error("writing {path}: {source}")]
     Write {
@@ -23,6 +26,12 @@ pub enum Error {
     /// A configuration value is out of range.
     #[error("{0}")]
     Config(String),
+}
+
+impl Error {
+    pub(crate) fn from_graph(e: hugewise_graph::Error) -> Self {
+        Error::Graph(e)
+    }
 }
 
 /// Result alias of the study crate.

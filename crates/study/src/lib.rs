@@ -12,6 +12,7 @@
 
 mod error;
 pub mod faultlat;
+pub mod graphrun;
 pub mod meta;
 pub mod quiet;
 pub mod randread;

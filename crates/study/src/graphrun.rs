@@ -1,0 +1,354 @@
+//! `hugewise run`: load a graph into page-policy regions, run a kernel for several trials,
+//! verify, and report timings apart from loading, with every array's real backing.
+
+use std::time::Instant;
+
+use hugewise_graph::csr::RegionReport;
+use hugewise_graph::kernels::{bfs, pick_sources};
+use hugewise_graph::load::{load, Input, LoadOptions, LoadStats};
+use hugewise_graph::{Csr, Layout};
+use serde::Serialize;
+
+use crate::meta::Meta;
+use crate::stats::{summarize, Summary};
+use crate::{Error, Progress, Result};
+
+/// Which kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kernel", content = "mode")]
+pub enum Kernel {
+    /// Breadth-first search.
+    Bfs(bfs::Mode),
+}
+
+/// What to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// The graph.
+    pub input: Input,
+    /// How to load it.
+    pub load: LoadOptions,
+    /// Page policies and allocation order.
+    pub layout: Layout,
+    /// The kernel.
+    pub kernel: Kernel,
+    /// Timed trials, one source each.
+    pub trials: u32,
+    /// Check every trial's result.
+    pub verify: bool,
+    /// Worker threads.
+    pub threads: usize,
+}
+
+/// The graph as loaded.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GraphInfo {
+    /// Vertices.
+    pub vertices: u64,
+    /// Edges as GAP counts them.
+    pub edges: u64,
+    /// Stored out-arcs.
+    pub arcs: u64,
+    /// Directed.
+    pub directed: bool,
+    /// Weighted.
+    pub weighted: bool,
+    /// Bytes of the CSR arrays.
+    pub data_bytes: u64,
+}
+
+impl GraphInfo {
+    /// Describe `g`.
+    pub fn of(g: &Csr) -> GraphInfo {
+        GraphInfo {
+            vertices: g.n() as u64,
+            edges: g.edges(),
+            arcs: g.arcs(),
+            directed: g.directed(),
+            weighted: g.weighted(),
+            data_bytes: g.data_bytes(),
+        }
+    }
+}
+
+/// One timed trial.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Trial {
+    /// Source vertex.
+    pub source: u32,
+    /// Kernel wall time.
+    pub kernel_ns: u64,
+    /// Edges per second (GAP's count of edges / kernel time).
+    pub edges_per_s: f64,
+    /// Vertices reached.
+    pub reached: u64,
+    /// Verified against the serial reference; `null` when not checked.
+    pub verified: Option<bool>,
+    /// Time the verifier took, kept apart.
+    pub verify_ns: Option<u64>,
+}
+
+/// The result of `hugewise run`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// Run and machine.
+    pub meta: Meta,
+    /// Graph spec as given.
+    pub graph_spec: String,
+    /// The graph.
+    pub graph: GraphInfo,
+    /// Kernel and mode.
+    pub kernel: Kernel,
+    /// Worker threads.
+    pub threads: usize,
+    /// Page policies as given.
+    pub pages: String,
+    /// Allocation order as given.
+    pub alloc_order: String,
+    /// Load and build time, apart from kernel time.
+    pub load: LoadStats,
+    /// Every trial.
+    pub trials: Vec<Trial>,
+    /// Kernel time over trials.
+    pub kernel_ns: Summary,
+    /// Every array, graph and kernel, with its backing read after the last trial.
+    pub regions: Vec<RegionReport>,
+    /// Bytes in huge pages over all arrays / bytes mapped for them.
+    pub huge_footprint_share: f64,
+    /// Peak resident memory of the process.
+    pub peak_rss_bytes: u64,
+}
+
+/// Run. `progress` counts trials done.
+pub fn run(
+    cfg: &Config,
+    pages: &str,
+    order: &str,
+    meta: Meta,
+    progress: Progress<'_>,
+) -> Result<Report> {
+    if cfg.trials == 0 {
+        return Err(Error::Config("trials must be at least 1".into()));
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(cfg.threads.max(1))
+        .build()
+        .map_err(|e| Error::Config(format!("thread pool: {e}")))?;
+    let layout = &cfg.layout;
+    let (g, load_stats, mut arrays) = pool.install(|| -> Result<_> {
+        let mut arrays: Option<bfs::Arrays> = None;
+        let (g, load_stats) = load(&cfg.input, cfg.load, layout, &mut |n| {
+            if layout.kernel_first() {
+                arrays = Some(bfs::Arrays::new(layout, n)?);
+            }
+            Ok(())
+        })?;
+        let arrays = match arrays {
+            Some(a) => a,
+            None => bfs::Arrays::new(layout, g.n())?,
+        };
+        Ok((g, load_stats, arrays))
+    })?;
+    let sources = pick_sources(&g, cfg.load.seed, cfg.trials as usize)?;
+    let mut trials = Vec::new();
+    let Kernel::Bfs(mode) = cfg.kernel;
+    // One untimed warm-up run: the first touch of the kernel's arrays is slow in a VM.
+    pool.install(|| bfs::run(&g, sources[0], mode, &mut arrays));
+    for (i, &src) in sources.iter().enumerate() {
+        let (s, kernel_ns) = pool.install(|| {
+            let t = Instant::now();
+            let s = bfs::run(&g, src, mode, &mut arrays);
+            (s, t.elapsed().as_nanos() as u64)
+        });
+        let (verified, verify_ns) = if cfg.verify {
+            let t = Instant::now();
+            if let Err(why) = bfs::verify(&g, src, &arrays.parent) {
+                return Err(Error::Config(format!(
+                    "BFS from {src} failed verification: {why}"
+                )));
+            }
+            (Some(true), Some(t.elapsed().as_nanos() as u64))
+        } else {
+            (None, None)
+        };
+        trials.push(Trial {
+            source: src,
+            kernel_ns,
+            edges_per_s: g.edges() as f64 / (kernel_ns.max(1) as f64 / 1e9),
+            reached: s.reached,
+            verified,
+            verify_ns,
+        });
+        progress(i as u64 + 1, cfg.trials as u64);
+    }
+    let mut regions = g.regions().map_err(Error::from_graph)?;
+    regions.extend(arrays.regions().map_err(Error::from_graph)?);
+    let mapped: u64 = regions.iter().map(|r| r.backing.total_bytes).sum();
+    let huge: u64 = regions.iter().map(|r| r.backing.huge_bytes()).sum();
+    let ns: Vec<f64> = trials.iter().map(|t| t.kernel_ns as f64).collect();
+    Ok(Report {
+        meta,
+        graph_spec: match &cfg.input {
+            Input::Gen(s) => s.to_string(),
+            Input::File(p) => p.display().to_string(),
+        },
+        graph: GraphInfo::of(&g),
+        kernel: cfg.kernel,
+        threads: cfg.threads,
+        pages: pages.to_string(),
+        alloc_order: order.to_string(),
+        load: load_stats,
+        kernel_ns: summarize(&ns).ok_or_else(|| Error::Config("no trials".into()))?,
+        trials,
+        regions,
+        huge_footprint_share: if mapped == 0 {
+            0.0
+        } else {
+            huge as f64 / mapped as f64
+        },
+        peak_rss_bytes: hugewise_sys::rusage::peak_rss_bytes(),
+    })
+}
+
+/// Out-degree statistics.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Degrees {
+    /// Largest out-degree.
+    pub max: u64,
+    /// Mean out-degree.
+    pub mean: f64,
+    /// Median out-degree.
+    pub median: u64,
+    /// Vertices with no out-arcs.
+    pub isolated: u64,
+}
+
+/// The result of `hugewise graph info`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InfoReport {
+    /// Run and machine.
+    pub meta: Meta,
+    /// Graph spec as given.
+    pub graph_spec: String,
+    /// The graph.
+    pub graph: GraphInfo,
+    /// Out-degrees.
+    pub degrees: Degrees,
+    /// Load time.
+    pub load: LoadStats,
+    /// Every array with its size and backing.
+    pub regions: Vec<RegionReport>,
+}
+
+/// Load a graph and describe it.
+pub fn info(input: &Input, opts: LoadOptions, spec: &str, meta: Meta) -> Result<InfoReport> {
+    let (g, load_stats) = load(input, opts, &Layout::default(), &mut |_| Ok(()))?;
+    let mut deg: Vec<u64> = (0..g.n() as u32).map(|v| g.out_degree(v) as u64).collect();
+    deg.sort_unstable();
+    let degrees = Degrees {
+        max: deg.last().copied().unwrap_or(0),
+        mean: g.arcs() as f64 / g.n().max(1) as f64,
+        median: deg[deg.len() / 2],
+        isolated: deg.iter().take_while(|&&d| d == 0).count() as u64,
+    };
+    Ok(InfoReport {
+        meta,
+        graph_spec: spec.to_string(),
+        graph: GraphInfo::of(&g),
+        degrees,
+        load: load_stats,
+        regions: g.regions()?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hugewise_graph::kernels::bfs::Mode;
+
+    fn cfg(pages: &str, order: &str) -> Config {
+        Config {
+            input: Input::parse("kron:12").expect("spec"),
+            load: LoadOptions {
+                seed: 1,
+                weighted: false,
+                symmetrize: true,
+            },
+            layout: Layout::parse(pages, order).expect("layout"),
+            kernel: Kernel::Bfs(Mode::DirectionOptimizing),
+            trials: 3,
+            verify: true,
+            threads: 2,
+        }
+    }
+
+    #[test]
+    fn runs_verifies_and_reports_every_region() {
+        let r = run(
+            &cfg("all=base", "natural"),
+            "all=base",
+            "natural",
+            Meta::collect("t", vec![]),
+            &mut |_, _| {},
+        )
+        .expect("run");
+        assert_eq!(r.trials.len(), 3);
+        assert!(r
+            .trials
+            .iter()
+            .all(|t| t.verified == Some(true) && t.edges_per_s > 0.0));
+        let names: Vec<&str> = r.regions.iter().map(|x| x.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "offsets",
+                "edges",
+                "property",
+                "frontier",
+                "frontier-bits",
+                "frontier-next-bits"
+            ]
+        );
+        assert_eq!(r.huge_footprint_share, 0.0);
+        assert_eq!(r.graph.vertices, 4096);
+    }
+
+    #[test]
+    fn property_thp_gets_huge_pages_and_only_there() {
+        let r = run(
+            &cfg("all=base,property=thp", "property-first"),
+            "",
+            "",
+            Meta::collect("t", vec![]),
+            &mut |_, _| {},
+        )
+        .expect("run");
+        for reg in &r.regions {
+            let huge = reg.backing.huge_bytes();
+            if reg.name == "property" {
+                assert_eq!(huge, reg.backing.total_bytes, "{reg:?}");
+            } else {
+                assert_eq!(huge, 0, "{reg:?}");
+            }
+        }
+        assert!(r.huge_footprint_share > 0.0);
+    }
+
+    #[test]
+    fn info_on_a_generated_graph() {
+        let i = info(
+            &Input::parse("urand:10").expect("spec"),
+            LoadOptions {
+                seed: 1,
+                weighted: false,
+                symmetrize: true,
+            },
+            "urand:10",
+            Meta::collect("t", vec![]),
+        )
+        .expect("info");
+        assert_eq!(i.graph.vertices, 1024);
+        assert!(i.degrees.max >= i.degrees.median);
+        assert!((i.degrees.mean - 32.0).abs() < 2.0, "{}", i.degrees.mean);
+    }
+}
