@@ -133,3 +133,143 @@ fn help_teaches_with_examples() {
     let o = hw(&["--help"]);
     assert!(String::from_utf8_lossy(&o.stdout).contains("Exit codes:"));
 }
+
+#[test]
+fn run_bfs_verifies_and_reports_backing_per_array() {
+    let o = hw(&[
+        "run",
+        "bfs",
+        "--graph",
+        "kron:12",
+        "--verify",
+        "--trials",
+        "2",
+        "--pages",
+        "all=base,property=thp",
+        "--alloc-order",
+        "property-first",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["trials"].as_array().expect("trials").len(), 2);
+    assert!(v["trials"]
+        .as_array()
+        .expect("trials")
+        .iter()
+        .all(|t| t["verified"] == true));
+    let regions = v["regions"].as_array().expect("regions");
+    let prop = regions
+        .iter()
+        .find(|r| r["name"] == "property")
+        .expect("property");
+    assert_eq!(prop["policy"], "thp");
+    assert_eq!(
+        prop["backing"]["thp_2m_bytes"],
+        prop["backing"]["total_bytes"]
+    );
+    let edges = regions
+        .iter()
+        .find(|r| r["name"] == "edges")
+        .expect("edges");
+    assert_eq!(edges["backing"]["thp_2m_bytes"], 0);
+}
+
+#[test]
+fn gap_file_round_trips_through_the_binary() {
+    let d = tempfile::tempdir().expect("tmp");
+    let sg = d.path().join("k.sg");
+    let o = hw(&[
+        "graph",
+        "convert",
+        "--graph",
+        "kron:10",
+        "--out",
+        sg.to_str().expect("utf8"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let info = |g: &str| -> serde_json::Value {
+        let o = hw(&["graph", "info", "--graph", g, "--json"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_slice(&o.stdout).expect("json")
+    };
+    let a = info("kron:10");
+    let b = info(sg.to_str().expect("utf8"));
+    assert_eq!(a["graph"], b["graph"]);
+    let o = hw(&[
+        "run",
+        "bfs",
+        "--graph",
+        sg.to_str().expect("utf8"),
+        "--verify",
+        "--trials",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let wrong = d.path().join("k.wsg");
+    let o = hw(&[
+        "graph",
+        "convert",
+        "--graph",
+        "kron:10",
+        "--out",
+        wrong.to_str().expect("utf8"),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("unweighted graph goes to a .sg file"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn run_bfs_on_the_shared_real_graph() {
+    let p = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/data/cnr-2000.el.zst"
+    );
+    if !std::path::Path::new(p).exists() {
+        eprintln!("skip: {p} not present");
+        return;
+    }
+    let o = hw(&[
+        "run", "bfs", "--graph", p, "--mode", "top-down", "--verify", "--trials", "2", "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["graph"]["vertices"], 325_557);
+    assert_eq!(v["graph"]["directed"], true);
+}
+
+#[test]
+fn bad_graph_inputs_say_what_is_wrong() {
+    let d = tempfile::tempdir().expect("tmp");
+    let el = d.path().join("bad.el");
+    std::fs::write(&el, "0 1\n1 two\n").expect("write");
+    let o = hw(&["run", "bfs", "--graph", el.to_str().expect("utf8")]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("bad.el:2: target id 'two' is not a whole number"),
+        "{}",
+        stderr(&o)
+    );
+    let o = hw(&["run", "bfs", "--graph", "kron:99"]);
+    assert!(
+        stderr(&o).contains("scale must be 1 to 31"),
+        "{}",
+        stderr(&o)
+    );
+    let o = hw(&["run", "bfs", "--graph", "kron:8", "--pages", "vertices=thp"]);
+    assert!(
+        stderr(&o).contains("unknown region 'vertices'"),
+        "{}",
+        stderr(&o)
+    );
+    let o = hw(&["run", "bfs", "--graph", "g.txt"]);
+    assert!(
+        stderr(&o).contains("unknown graph file kind"),
+        "{}",
+        stderr(&o)
+    );
+}
