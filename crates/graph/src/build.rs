@@ -39,6 +39,40 @@ pub trait EdgeSource {
     }
 }
 
+/// Batches edges for an [`EdgeSource`] that reads one edge at a time.
+pub struct Chunker<'a> {
+    buf: Vec<Edge>,
+    sink: &'a mut dyn FnMut(&[Edge]) -> Result<()>,
+}
+
+impl<'a> Chunker<'a> {
+    /// Batches of 64 Ki edges into `sink`.
+    pub fn new(sink: &'a mut dyn FnMut(&[Edge]) -> Result<()>) -> Self {
+        Chunker {
+            buf: Vec::with_capacity(1 << 16),
+            sink,
+        }
+    }
+
+    /// Add one edge, handing a full batch on.
+    pub fn push(&mut self, e: Edge) -> Result<()> {
+        self.buf.push(e);
+        if self.buf.len() == self.buf.capacity() {
+            (self.sink)(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    /// Hand on what is left.
+    pub fn finish(self) -> Result<()> {
+        if !self.buf.is_empty() {
+            (self.sink)(&self.buf)?;
+        }
+        Ok(())
+    }
+}
+
 /// How to build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BuildOptions {

@@ -193,7 +193,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     if g.weighted() { "wsg" } else { "sg" }
                 );
             }
-            hugewise_graph::io::gap::write(&g, &a.out)?;
+            save::write_atomic_with(&a.out, &mut |w| hugewise_graph::io::gap::write_to(&g, w))?;
             eprintln!(
                 "wrote {} ({} vertices, {} edges)",
                 a.out.display(),

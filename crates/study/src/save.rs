@@ -17,8 +17,20 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     write_atomic(path, &text)
 }
 
-/// Write `bytes` to `path` atomically.
+/// Write `bytes` (and a final newline) to `path` atomically.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_with(path, &mut |w| {
+        w.write_all(bytes)?;
+        w.write_all(b"\n")
+    })
+}
+
+/// Stream whatever `fill` writes into `path` atomically: a temporary file in the same
+/// directory, synced, then renamed; on any error the temporary file is removed.
+pub fn write_atomic_with(
+    path: &Path,
+    fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
     let err = |source| Error::Write {
         path: path.to_path_buf(),
         source,
@@ -36,10 +48,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         std::process::id()
     ));
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.write_all(b"\n")?;
-        f.sync_all()?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp)?);
+        fill(&mut w)?;
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
         std::fs::rename(&tmp, path)
     })();
     if result.is_err() {

@@ -4,7 +4,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-use crate::build::{Edge, EdgeSource};
+use crate::build::{Chunker, Edge, EdgeSource};
 use crate::{Error, Result};
 
 /// An edge-list file, read once per builder pass.
@@ -60,7 +60,7 @@ fn id(field: Option<&str>, what: &str, path: &Path, line: u64, text: &str) -> Re
 impl EdgeSource for EdgeList {
     fn each_chunk(&mut self, f: &mut dyn FnMut(&[Edge]) -> Result<()>) -> Result<()> {
         let r = BufReader::with_capacity(1 << 20, super::open(&self.path)?);
-        let mut chunk = Vec::with_capacity(1 << 16);
+        let mut chunk = Chunker::new(f);
         for (i, line) in r.lines().enumerate() {
             let no = i as u64 + 1;
             let text = line.map_err(|e| Error::io(&self.path, e))?;
@@ -86,16 +86,9 @@ impl EdgeSource for EdgeList {
             if fields.next().is_some() {
                 return Err(line_error(&self.path, no, "too many fields", &text));
             }
-            chunk.push(Edge { u, v, w });
-            if chunk.len() == chunk.capacity() {
-                f(&chunk)?;
-                chunk.clear();
-            }
+            chunk.push(Edge { u, v, w })?;
         }
-        if !chunk.is_empty() {
-            f(&chunk)?;
-        }
-        Ok(())
+        chunk.finish()
     }
 
     fn weighted(&self) -> bool {

@@ -9,10 +9,10 @@
 //! streams the arcs through the CSR builder, which validates ids and offsets as it goes.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
-use crate::build::{build, BuildOptions, BuildStats, Edge, EdgeSource};
+use crate::build::{build, BuildOptions, BuildStats, Chunker, Edge, EdgeSource};
 use crate::{Csr, Error, Layout, Result};
 
 const HEADER: u64 = 17;
@@ -150,7 +150,7 @@ impl EdgeSource for GapSource {
         }
         let base = HEADER + (n as u64 + 1) * 8;
         let dsize = if self.weighted { 8 } else { 4 };
-        let mut chunk = Vec::with_capacity(1 << 16);
+        let mut chunk = Chunker::new(f);
         let mut u = 0usize;
         let mut rec = [0u8; 8];
         for k in 0..m {
@@ -193,16 +193,9 @@ impl EdgeSource for GapSource {
                 u: u as u32,
                 v: v as u32,
                 w,
-            });
-            if chunk.len() == chunk.capacity() {
-                f(&chunk)?;
-                chunk.clear();
-            }
+            })?;
         }
-        if !chunk.is_empty() {
-            f(&chunk)?;
-        }
-        Ok(())
+        chunk.finish()
     }
 
     fn weighted(&self) -> bool {
@@ -226,50 +219,31 @@ pub fn read(
     build(&mut src, BuildOptions { symmetrize }, layout, before_alloc)
 }
 
-/// Write `g` as a GAP file (`.wsg` layout when `g` is weighted), atomically.
-pub fn write(g: &Csr, path: &Path) -> Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        path.file_name()
-            .map(|n| n.to_string_lossy())
-            .unwrap_or_default(),
-        std::process::id()
-    ));
-    let result = (|| -> std::io::Result<()> {
-        let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
-        w.write_all(&[g.directed() as u8])?;
-        w.write_all(&(g.arcs() as i64).to_le_bytes())?;
-        w.write_all(&(g.n() as i64).to_le_bytes())?;
-        let sides = std::iter::once(g.out_adjacency()).chain(g.in_adjacency());
-        for a in sides {
-            for &o in a.offsets.iter() {
-                w.write_all(&(o as i64).to_le_bytes())?;
-            }
-            match &a.weights {
-                None => {
-                    for &v in a.edges.iter() {
-                        w.write_all(&(v as i32).to_le_bytes())?;
-                    }
+/// Write `g` in the GAP layout (`.wsg` when `g` is weighted) to `w`. Callers that write a file
+/// should write it atomically (hugewise's `study::save` does).
+pub fn write_to(g: &Csr, w: &mut dyn Write) -> std::io::Result<()> {
+    w.write_all(&[g.directed() as u8])?;
+    w.write_all(&(g.arcs() as i64).to_le_bytes())?;
+    w.write_all(&(g.n() as i64).to_le_bytes())?;
+    for a in std::iter::once(g.out_adjacency()).chain(g.in_adjacency()) {
+        for &o in a.offsets.iter() {
+            w.write_all(&(o as i64).to_le_bytes())?;
+        }
+        match &a.weights {
+            None => {
+                for &v in a.edges.iter() {
+                    w.write_all(&(v as i32).to_le_bytes())?;
                 }
-                Some(ws) => {
-                    for (&v, &x) in a.edges.iter().zip(ws.iter()) {
-                        w.write_all(&(v as i32).to_le_bytes())?;
-                        w.write_all(&(x as i32).to_le_bytes())?;
-                    }
+            }
+            Some(ws) => {
+                for (&v, &x) in a.edges.iter().zip(ws.iter()) {
+                    w.write_all(&(v as i32).to_le_bytes())?;
+                    w.write_all(&(x as i32).to_le_bytes())?;
                 }
             }
         }
-        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
     }
-    result.map_err(|e| Error::io(path, e))
+    Ok(())
 }
 
 #[cfg(test)]
@@ -308,6 +282,12 @@ mod tests {
             assert_eq!(a.out_weights(v), b.out_weights(v));
             assert_eq!(a.in_neighbors(v), b.in_neighbors(v));
         }
+    }
+
+    fn write(g: &Csr, p: &Path) -> std::io::Result<()> {
+        let mut w = std::io::BufWriter::new(File::create(p)?);
+        write_to(g, &mut w)?;
+        w.flush()
     }
 
     #[test]
