@@ -161,7 +161,7 @@ pub enum BfsModeArg {
 /// How a graph is read or generated.
 #[derive(Debug, Args)]
 pub struct GraphInputArgs {
-    /// kron:<scale>[:<edge factor>], urand:<scale>[:<edge factor>], or a file: .el, .wel
+    /// kron:<scale> or kron:<scale>:<edge factor> (likewise urand), or a file: .el, .wel
     /// (optionally .gz/.zst), .sg, .wsg.
     #[arg(long, default_value = "kron:16")]
     pub graph: String,
