@@ -93,7 +93,7 @@ pub struct FaultlatArgs {
     /// Region size, e.g. 1GiB, 512M, 1.5G.
     #[arg(long, default_value = "1GiB", allow_negative_numbers = true)]
     pub size: Bytes,
-    /// Page policy: system, base, thp, thp-prefix:<size|%>, hugetlb-2m, hugetlb-1g.
+    /// Page policy: system, base, thp, thp-prefix:SIZE or thp-prefix:PERCENT%, hugetlb-2m, hugetlb-1g.
     #[arg(long, default_value = "base")]
     pub policy: PagePolicy,
     /// After faulting, lift NOHUGEPAGE and collapse every 2 MiB piece with MADV_COLLAPSE.
@@ -161,7 +161,7 @@ pub enum BfsModeArg {
 /// How a graph is read or generated.
 #[derive(Debug, Args)]
 pub struct GraphInputArgs {
-    /// kron:<scale> or kron:<scale>:<edge factor> (likewise urand), or a file: .el, .wel
+    /// kron:SCALE or kron:SCALE:EDGE_FACTOR (likewise urand), or a file: .el, .wel
     /// (optionally .gz/.zst), .sg, .wsg.
     #[arg(long, default_value = "kron:16")]
     pub graph: String,
@@ -188,7 +188,7 @@ pub struct RunArgs {
     /// Page policy per array, e.g. all=base,property=thp-prefix:2%.
     #[arg(long, default_value = "all=system")]
     pub pages: String,
-    /// Which arrays are faulted in first: natural, <array>-first, or a list.
+    /// Which arrays are faulted in first: natural, ARRAY-first, or a list.
     #[arg(long, default_value = "natural")]
     pub alloc_order: String,
     /// Worker threads (default: one per CPU).
