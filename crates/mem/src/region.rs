@@ -5,9 +5,9 @@ use std::ops::{Deref, DerefMut, Range};
 use std::time::Instant;
 
 use bytemuck::Pod;
+use hugewise_sys::debugfs;
 use hugewise_sys::errno::{EAGAIN, EINVAL};
 use hugewise_sys::mmap::{Advice, MapOptions, Mapping};
-use hugewise_sys::mount::DebugFs;
 use hugewise_sys::page_size::align_up;
 use hugewise_sys::proc::ProcFs;
 use hugewise_sys::sysfs::SysFs;
@@ -277,7 +277,7 @@ impl<T: Pod> Region<T> {
     /// Split the huge pages in `range` into 4 KiB pages, keeping the contents.
     ///
     /// First choice is the kernel's own splitter, debugfs `split_huge_pages` (root; debugfs is
-    /// mounted privately for the call if needed). Where debugfs is read-only (kernel lockdown)
+    /// mounted privately and detached as soon as the file is open, if the system has not). Where debugfs is read-only (kernel lockdown)
     /// or absent, the range is rebuilt from 4 KiB pages by copy-out, free, copy-back, and left
     /// `NOHUGEPAGE` so it stays split; give `Advice::HugePage` again before collapsing it.
     pub fn split(&mut self, range: Range<usize>) -> Result<SplitOutcome> {
@@ -304,14 +304,13 @@ impl<T: Pod> Region<T> {
     }
 
     fn split_debugfs(&self, range: Range<usize>) -> hugewise_sys::Result<()> {
-        let dbg = DebugFs::open()?;
         let req = format!(
             "{},{:#x},{:#x}",
             std::process::id(),
             self.addr() + range.start,
             self.addr() + range.end
         );
-        dbg.write("split_huge_pages", &req)
+        debugfs::write("split_huge_pages", &req)
     }
 
     fn widen(&self, range: Range<usize>) -> Result<Range<usize>> {

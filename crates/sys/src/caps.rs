@@ -2,8 +2,8 @@
 
 use serde::Serialize;
 
+use crate::debugfs;
 use crate::mmap::{Advice, MapOptions, Mapping};
-use crate::mount::DebugFs;
 use crate::proc::{Pid, ProcFs};
 use crate::process::PidFd;
 
@@ -100,23 +100,18 @@ fn probe_collapse(proc: &ProcFs) -> Probe {
 }
 
 fn probe_split() -> Probe {
-    let d = match DebugFs::open() {
-        Ok(d) => d,
-        Err(e) => return Probe::no(format!("debugfs not reachable: {e}")),
-    };
-    if !d.path().join("split_huge_pages").exists() {
-        return Probe::no("debugfs has no split_huge_pages (kernel built without it)");
-    }
     // A request for an empty range of this process: splits nothing, tells whether writes pass.
-    match d.write(
-        "split_huge_pages",
-        &format!("{},0x0,0x1000", std::process::id()),
-    ) {
+    match debugfs::write("split_huge_pages", &format!("{},0x0,0x1000", std::process::id())) {
         Ok(()) => Probe::yes("debugfs split_huge_pages writable"),
-        Err(e) if e.errno().map(|e| e.0) == Some(libc::EPERM) => Probe::no(
-            "debugfs writes refused (kernel lockdown); hugewise splits by copy and remap instead",
-        ),
-        Err(e) => Probe::no(e.to_string()),
+        Err(e) => match e.errno().map(|e| e.0) {
+            Some(libc::EPERM) => Probe::no(
+                "debugfs writes refused (kernel lockdown); hugewise splits by copy and remap instead",
+            ),
+            Some(libc::ENOENT) => {
+                Probe::no("debugfs has no split_huge_pages (kernel built without it)")
+            }
+            _ => Probe::no(format!("debugfs not usable: {e}")),
+        },
     }
 }
 

@@ -3,8 +3,8 @@
 //!
 //! Two halves:
 //! - syscalls: [`mmap`] (anonymous mappings, advice, collapse), [`process`] (pidfd and
-//!   `process_madvise`), [`lock`] (mlock, personality), [`rusage`] (fault counters), [`mount`]
-//!   (a scoped private debugfs mount);
+//!   `process_madvise`), [`lock`] (mlock, personality), [`rusage`] (fault counters), [`debugfs`]
+//!   (debugfs files, through a private mount detached at once when needed);
 //! - readers: [`proc`] and [`sysfs`], each rooted at an injectable path so that every parser is
 //!   tested on recorded samples.
 //!
@@ -15,12 +15,12 @@
 
 pub mod atomic;
 pub mod caps;
+pub mod debugfs;
 pub mod errno;
 mod error;
 pub mod lock;
 pub mod machine;
 pub mod mmap;
-pub mod mount;
 pub mod page_size;
 pub mod proc;
 pub mod process;

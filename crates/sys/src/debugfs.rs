@@ -1,0 +1,132 @@
+//! Files of debugfs (`split_huge_pages`, `extfrag/*`), also where the system has not mounted it.
+//!
+//! Without a system mount, each call mounts debugfs on a fresh private directory, opens the one
+//! file it needs, and detaches the mount and removes the directory at once: the open file keeps
+//! working, and a crash or Ctrl-C can leave nothing mounted behind for more than the few
+//! microseconds between mount and detach.
+
+use std::ffi::CString;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use crate::{Error, Result};
+
+const SYSTEM: &str = "/sys/kernel/debug";
+
+fn is_debugfs_mounted(at: &Path) -> bool {
+    let Ok(mounts) = std::fs::read_to_string("/proc/self/mounts") else {
+        return false;
+    };
+    mounts.lines().any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f.len() > 2 && f[2] == "debugfs" && Path::new(f[1]) == at
+    })
+}
+
+fn cstring(p: &Path) -> Result<CString> {
+    CString::new(p.as_os_str().as_bytes())
+        .map_err(|_| Error::Invalid(format!("{} holds a NUL byte", p.display())))
+}
+
+fn open_in(dir: &Path, rel: &str, write: bool) -> Result<File> {
+    let p = dir.join(rel);
+    OpenOptions::new()
+        .read(!write)
+        .write(write)
+        .open(&p)
+        .map_err(|e| Error::io(SYSTEM.to_string() + "/" + rel, e))
+}
+
+/// Open the debugfs file `rel` for reading or writing.
+pub fn open(rel: &str, write: bool) -> Result<File> {
+    if is_debugfs_mounted(Path::new(SYSTEM)) {
+        return open_in(Path::new(SYSTEM), rel, write);
+    }
+    let dir: PathBuf = std::env::temp_dir().join(format!(
+        "hugewise-debugfs-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    let target = cstring(&dir)?;
+    let fstype = c"debugfs";
+    // SAFETY: all pointers are NUL-terminated strings that live across the call; no data
+    // argument is passed.
+    let rc = unsafe {
+        libc::mount(
+            fstype.as_ptr(),
+            target.as_ptr(),
+            fstype.as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            std::ptr::null(),
+        )
+    };
+    if rc != 0 {
+        let e = Error::last_os("mount(debugfs)");
+        let _ = std::fs::remove_dir(&dir);
+        return Err(e);
+    }
+    let file = open_in(&dir, rel, write);
+    // SAFETY: target is the NUL-terminated path mounted just above; a lazy detach leaves the
+    // open file usable.
+    unsafe {
+        libc::umount2(target.as_ptr(), libc::MNT_DETACH);
+    }
+    let _ = std::fs::remove_dir(&dir);
+    file
+}
+
+/// Read the debugfs file `rel`.
+pub fn read(rel: &str) -> Result<String> {
+    let mut s = String::new();
+    open(rel, false)?
+        .read_to_string(&mut s)
+        .map_err(|e| Error::io(SYSTEM.to_string() + "/" + rel, e))?;
+    Ok(s)
+}
+
+/// Write `value` to the debugfs file `rel` (e.g. `split_huge_pages`).
+pub fn write(rel: &str, value: &str) -> Result<()> {
+    open(rel, true)?
+        .write_all(value.as_bytes())
+        .map_err(|e| Error::io(SYSTEM.to_string() + "/" + rel, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_leave_no_mount_behind() {
+        match read("extfrag/unusable_index") {
+            Ok(s) => assert!(s.contains("zone"), "{s}"),
+            Err(e) => eprintln!("skip: debugfs not readable here: {e}"),
+        }
+        let mounts = std::fs::read_to_string("/proc/self/mounts").expect("mounts");
+        assert!(
+            !mounts.contains("hugewise-debugfs"),
+            "a private mount is left: {mounts}"
+        );
+        let left = std::fs::read_dir(std::env::temp_dir())
+            .expect("tmp")
+            .flatten()
+            .any(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("hugewise-debugfs-{}-", std::process::id()))
+            });
+        assert!(!left, "a mount directory is left");
+    }
+
+    #[test]
+    fn a_missing_file_names_it() {
+        let e = read("no-such-file-here").expect_err("missing");
+        assert!(
+            e.to_string()
+                .contains("/sys/kernel/debug/no-such-file-here"),
+            "{e}"
+        );
+    }
+}
