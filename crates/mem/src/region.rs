@@ -276,10 +276,10 @@ impl<T: Pod> Region<T> {
 
     /// Split the huge pages in `range` into 4 KiB pages, keeping the contents.
     ///
-    /// First choice is the kernel's own splitter, debugfs `split_huge_pages` (root; debugfs is
-    /// mounted privately and detached as soon as the file is open, if the system has not). Where debugfs is read-only (kernel lockdown)
-    /// or absent, the range is rebuilt from 4 KiB pages by copy-out, free, copy-back, and left
-    /// `NOHUGEPAGE` so it stays split; give `Advice::HugePage` again before collapsing it.
+    /// First choice is the kernel's own splitter, debugfs `split_huge_pages` (root). Where
+    /// debugfs is read-only (kernel lockdown) or absent, the range is rebuilt from 4 KiB pages
+    /// by copy-out, free, copy-back, and left `NOHUGEPAGE` so it stays split; give
+    /// `Advice::HugePage` again before collapsing it.
     pub fn split(&mut self, range: Range<usize>) -> Result<SplitOutcome> {
         let range = self.widen(range)?;
         let before = self.backing_of(range.clone())?.thp_2m_bytes;
