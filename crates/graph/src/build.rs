@@ -216,6 +216,18 @@ pub fn build(
     Ok((csr, stats))
 }
 
+/// Build with the default layout (the system's pages, the natural order) and no hook, for
+/// tools and tests that do not study page placement.
+pub fn build_default(src: &mut dyn EdgeSource, symmetrize: bool) -> Result<Csr> {
+    build(
+        src,
+        BuildOptions { symmetrize },
+        &Layout::default(),
+        &mut |_| Ok(()),
+    )
+    .map(|(g, _)| g)
+}
+
 struct Sides {
     out: Adjacency,
     inc: Option<Adjacency>,
@@ -443,14 +455,7 @@ mod tests {
             weighted,
             vertices: None,
         };
-        build(
-            &mut src,
-            BuildOptions { symmetrize },
-            &Layout::default(),
-            &mut |_| Ok(()),
-        )
-        .expect("build")
-        .0
+        build_default(&mut src, symmetrize).expect("build")
     }
 
     #[test]

@@ -99,7 +99,7 @@ impl EdgeSource for EdgeList {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::build::{build, BuildOptions};
+    use crate::build::{build, build_default, BuildOptions};
     use crate::Layout;
 
     fn load(text: &str, weighted: bool) -> Result<crate::Csr> {
@@ -107,13 +107,7 @@ mod tests {
         let p = d.path().join("g.el");
         std::fs::write(&p, text).expect("write");
         let mut src = EdgeList::new(&p, weighted);
-        build(
-            &mut src,
-            BuildOptions { symmetrize: true },
-            &Layout::default(),
-            &mut |_| Ok(()),
-        )
-        .map(|(g, _)| g)
+        build_default(&mut src, true)
     }
 
     #[test]

@@ -249,7 +249,7 @@ pub fn write_to(g: &Csr, w: &mut dyn Write) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::build::VecSource;
+    use crate::build::{build_default, VecSource};
 
     fn small(weighted: bool, symmetrize: bool) -> Csr {
         let edges = vec![
@@ -262,14 +262,7 @@ mod tests {
             weighted,
             vertices: Some(5),
         };
-        build(
-            &mut src,
-            BuildOptions { symmetrize },
-            &Layout::default(),
-            &mut |_| Ok(()),
-        )
-        .expect("build")
-        .0
+        build_default(&mut src, symmetrize).expect("build")
     }
 
     fn same(a: &Csr, b: &Csr) {

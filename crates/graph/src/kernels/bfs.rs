@@ -281,20 +281,13 @@ pub fn verify(g: &Csr, src: u32, parent: &[u32]) -> std::result::Result<(), Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::build::{build, BuildOptions, Edge, VecSource};
+    use crate::build::{build_default, Edge, VecSource};
     use crate::gen::{Generator, Spec};
     use crate::kernels::pick_sources;
 
     fn graph(spec: &str, symmetrize: bool) -> Csr {
         let mut g = Generator::new(spec.parse::<Spec>().expect("spec"), 3, false);
-        build(
-            &mut g,
-            BuildOptions { symmetrize },
-            &Layout::default(),
-            &mut |_| Ok(()),
-        )
-        .expect("build")
-        .0
+        build_default(&mut g, symmetrize).expect("build")
     }
 
     #[test]
@@ -311,14 +304,7 @@ mod tests {
             weighted: false,
             vertices: Some(8),
         };
-        let g = build(
-            &mut src,
-            BuildOptions { symmetrize: true },
-            &Layout::default(),
-            &mut |_| Ok(()),
-        )
-        .expect("build")
-        .0;
+        let g = build_default(&mut src, true).expect("build");
         for mode in [Mode::TopDown, Mode::DirectionOptimizing] {
             let mut a = Arrays::new(&Layout::default(), g.n()).expect("arrays");
             let s = run(&g, 2, mode, &mut a);
