@@ -34,12 +34,24 @@ pub enum FileKind {
 }
 
 impl Input {
-    /// `kron:…` and `urand:…` are generators; anything else is a path.
+    /// `kron:…` and `urand:…` are generators; anything else is a path whose name must say a
+    /// kind hugewise reads.
     pub fn parse(s: &str) -> Result<Input> {
         if s.starts_with("kron:") || s.starts_with("urand:") {
             Ok(Input::Gen(s.parse()?))
         } else {
-            Ok(Input::File(PathBuf::from(s)))
+            let p = PathBuf::from(s);
+            file_kind(&p)?;
+            Ok(Input::File(p))
+        }
+    }
+}
+
+impl std::fmt::Display for Input {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Input::Gen(s) => s.fmt(f),
+            Input::File(p) => p.display().fmt(f),
         }
     }
 }
@@ -155,5 +167,6 @@ mod tests {
             Input::Gen(_)
         ));
         assert!(Input::parse("kron:x").is_err());
+        assert!(Input::parse("graph.txt").is_err());
     }
 }

@@ -3,7 +3,9 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use hugewise_mem::{Bytes, PagePolicy};
+use hugewise_graph::layout::ALL_REGIONS;
+use hugewise_graph::load::Input;
+use hugewise_mem::{AllocOrder, Bytes, PagePolicy, PolicyMap};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -163,8 +165,8 @@ pub enum BfsModeArg {
 pub struct GraphInputArgs {
     /// kron:SCALE or kron:SCALE:EDGE_FACTOR (likewise urand), or a file: .el, .wel
     /// (optionally .gz/.zst), .sg, .wsg.
-    #[arg(long, default_value = "kron:16")]
-    pub graph: String,
+    #[arg(long, default_value = "kron:16", value_parser = parse_input)]
+    pub graph: Input,
     /// Seed for generators and source picking.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -186,11 +188,11 @@ pub struct RunArgs {
     #[command(flatten)]
     pub input: GraphInputArgs,
     /// Page policy per array, e.g. all=base,property=thp-prefix:2%.
-    #[arg(long, default_value = "all=system")]
-    pub pages: String,
+    #[arg(long, default_value = "all=system", value_parser = parse_pages)]
+    pub pages: PolicyMap,
     /// Which arrays are faulted in first: natural, ARRAY-first, or a list.
-    #[arg(long, default_value = "natural")]
-    pub alloc_order: String,
+    #[arg(long, default_value = "natural", value_parser = parse_order)]
+    pub alloc_order: AllocOrder,
     /// Worker threads (default: one per CPU).
     #[arg(long, conflicts_with = "overcommit")]
     pub threads: Option<usize>,
@@ -247,6 +249,18 @@ pub struct InfoArgs {
     /// Output options.
     #[command(flatten)]
     pub output: Output,
+}
+
+fn parse_input(s: &str) -> Result<Input, String> {
+    Input::parse(s).map_err(|e| e.to_string())
+}
+
+fn parse_pages(s: &str) -> Result<PolicyMap, String> {
+    PolicyMap::parse(s, ALL_REGIONS).map_err(|e| e.to_string())
+}
+
+fn parse_order(s: &str) -> Result<AllocOrder, String> {
+    AllocOrder::parse(s, ALL_REGIONS).map_err(|e| e.to_string())
 }
 
 /// A positive count with an optional decimal suffix: `1000`, `20M`, `1.5k`.

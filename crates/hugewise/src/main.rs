@@ -11,7 +11,7 @@ use cli::{
     BenchCommand, BfsModeArg, Cli, Command, GraphCommand, GraphInputArgs, KernelArg, Output,
 };
 use hugewise_graph::kernels::bfs;
-use hugewise_graph::load::{Input, LoadOptions};
+use hugewise_graph::load::LoadOptions;
 use hugewise_graph::Layout;
 use hugewise_study::graphrun;
 use hugewise_study::meta::Meta;
@@ -63,6 +63,21 @@ fn bar(enabled: bool, msg: &str, in_bytes: bool) -> ProgressBar {
         b.set_style(style.progress_chars("=> "));
     }
     b.set_message(msg.to_string());
+    b
+}
+
+/// A spinner with elapsed time for work whose length is unknown up front (it turns into a bar
+/// once a caller sets a length); hidden when stderr is not a terminal.
+fn spinner(enabled: bool, msg: &str) -> ProgressBar {
+    if !enabled {
+        return ProgressBar::hidden();
+    }
+    let b = ProgressBar::new_spinner();
+    if let Ok(style) = ProgressStyle::with_template("{spinner} {msg:>10} {pos}/{len} {elapsed}") {
+        b.set_style(style);
+    }
+    b.set_message(msg.to_string());
+    b.enable_steady_tick(std::time::Duration::from_millis(120));
     b
 }
 
@@ -130,7 +145,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             emit(&a.output, &r, || hugewise_report::views::faultlat(&r))
         }
         Command::Run(a) => {
-            let layout = Layout::parse(&a.pages, &a.alloc_order)?;
+            let layout = Layout {
+                pages: a.pages.clone(),
+                order: a.alloc_order.clone(),
+            };
             let KernelArg::Bfs = a.kernel;
             let mode = match a.mode {
                 BfsModeArg::TopDown => bfs::Mode::TopDown,
@@ -142,7 +160,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 (None, None) => cpus(),
             };
             let cfg = graphrun::Config {
-                input: Input::parse(&a.input.graph)?,
+                input: a.input.graph.clone(),
                 load: load_options(&a.input),
                 layout,
                 kernel: graphrun::Kernel::Bfs(mode),
@@ -150,31 +168,36 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 verify: a.verify,
                 threads,
             };
-            let b = bar(progress, "trials", false);
-            let r = graphrun::run(
-                &cfg,
-                &a.pages,
-                &a.alloc_order,
-                meta(),
-                &mut |done, total| {
-                    b.set_length(total);
-                    b.set_position(done);
-                },
-            )
+            let b = spinner(progress, "loading");
+            let r = graphrun::run(&cfg, meta(), &mut |done, total| {
+                if done == 1 {
+                    b.set_message("trials");
+                }
+                b.set_length(total);
+                b.set_position(done);
+            })
             .with_context(|| format!("running {:?} on {}", a.kernel, a.input.graph))?;
             b.finish_and_clear();
-            emit(&a.output, &r, || hugewise_report::views::run(&r))
+            emit(&a.output, &r, || hugewise_report::views::run(&r))?;
+            match r.failed_verification() {
+                0 => Ok(()),
+                n => anyhow::bail!(
+                    "{n} of {} trials failed verification (each trial's verify_error says why)",
+                    r.trials.len()
+                ),
+            }
         }
         Command::Graph(GraphCommand::Info(a)) => {
-            let input = Input::parse(&a.input.graph)?;
-            let r = graphrun::info(&input, load_options(&a.input), &a.input.graph, meta())
+            let b = spinner(progress, "loading");
+            let r = graphrun::info(&a.input.graph, load_options(&a.input), meta())
                 .with_context(|| format!("loading {}", a.input.graph))?;
+            b.finish_and_clear();
             emit(&a.output, &r, || hugewise_report::views::graph_info(&r))
         }
         Command::Graph(GraphCommand::Convert(a)) => {
-            let input = Input::parse(&a.input.graph)?;
+            let b = spinner(progress, "loading");
             let (g, _) = hugewise_graph::load::load(
-                &input,
+                &a.input.graph,
                 load_options(&a.input),
                 &Layout::default(),
                 &mut |_| Ok(()),
@@ -193,7 +216,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     if g.weighted() { "wsg" } else { "sg" }
                 );
             }
+            b.set_message("writing");
             save::write_atomic_with(&a.out, &mut |w| hugewise_graph::io::gap::write_to(&g, w))?;
+            b.finish_and_clear();
             eprintln!(
                 "wrote {} ({} vertices, {} edges)",
                 a.out.display(),

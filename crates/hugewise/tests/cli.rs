@@ -14,6 +14,16 @@ fn stderr(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// The command failed with `code` and its message mentions `want`.
+fn fails_with(o: &std::process::Output, code: i32, want: &str) {
+    assert_eq!(o.status.code(), Some(code), "{}", stderr(o));
+    assert!(
+        stderr(o).contains(want),
+        "expected {want:?} in: {}",
+        stderr(o)
+    );
+}
+
 #[test]
 fn sys_json_has_the_machine() {
     let o = hw(&["sys", "--json"]);
@@ -100,11 +110,10 @@ fn empty_hugetlb_pool_names_the_knob() {
         return;
     }
     let o = hw(&["faultlat", "--size", "4MiB", "--policy", "hugetlb-2m"]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        stderr(&o).contains("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages"),
-        "{}",
-        stderr(&o)
+    fails_with(
+        &o,
+        1,
+        "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages",
     );
 }
 
@@ -215,11 +224,34 @@ fn gap_file_round_trips_through_the_binary() {
         "--out",
         wrong.to_str().expect("utf8"),
     ]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        stderr(&o).contains("unweighted graph goes to a .sg file"),
-        "{}",
-        stderr(&o)
+    fails_with(&o, 1, "unweighted graph goes to a .sg file");
+}
+
+#[test]
+fn overcommit_runs_that_many_threads_per_cpu() {
+    let o = hw(&[
+        "run",
+        "bfs",
+        "--graph",
+        "kron:8",
+        "--overcommit",
+        "3",
+        "--trials",
+        "1",
+        "--verify",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    assert_eq!(v["threads"], 3 * cpus);
+    assert_eq!(v["trials"][0]["verified"], true);
+    fails_with(
+        &hw(&["run", "bfs", "--threads", "2", "--overcommit", "2"]),
+        2,
+        "cannot be used with",
     );
 }
 
@@ -248,28 +280,25 @@ fn bad_graph_inputs_say_what_is_wrong() {
     let el = d.path().join("bad.el");
     std::fs::write(&el, "0 1\n1 two\n").expect("write");
     let o = hw(&["run", "bfs", "--graph", el.to_str().expect("utf8")]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        stderr(&o).contains("bad.el:2: target id 'two' is not a whole number"),
-        "{}",
-        stderr(&o)
-    );
-    let o = hw(&["run", "bfs", "--graph", "kron:99"]);
-    assert!(
-        stderr(&o).contains("scale must be 1 to 31"),
-        "{}",
-        stderr(&o)
-    );
-    let o = hw(&["run", "bfs", "--graph", "kron:8", "--pages", "vertices=thp"]);
-    assert!(
-        stderr(&o).contains("unknown region 'vertices'"),
-        "{}",
-        stderr(&o)
-    );
-    let o = hw(&["run", "bfs", "--graph", "g.txt"]);
-    assert!(
-        stderr(&o).contains("unknown graph file kind"),
-        "{}",
-        stderr(&o)
-    );
+    fails_with(&o, 1, "bad.el:2: target id 'two' is not a whole number");
+    for (args, want) in [
+        (
+            vec!["run", "bfs", "--graph", "kron:99"],
+            "scale must be 1 to 31",
+        ),
+        (
+            vec!["run", "bfs", "--pages", "vertices=thp"],
+            "unknown region 'vertices'",
+        ),
+        (
+            vec!["run", "bfs", "--alloc-order", "weights-frist"],
+            "unknown region 'weights-frist'",
+        ),
+        (
+            vec!["run", "bfs", "--graph", "g.txt"],
+            "unknown graph file kind",
+        ),
+    ] {
+        fails_with(&hw(&args), 2, want);
+    }
 }

@@ -139,6 +139,17 @@ impl PolicyMap {
     }
 }
 
+impl fmt::Display for PolicyMap {
+    /// The canonical form: `all=<default>` then each named override.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "all={}", self.default)?;
+        for (n, p) in &self.by_name {
+            write!(f, ",{n}={p}")?;
+        }
+        Ok(())
+    }
+}
+
 /// The order in which regions are created and faulted in. Whoever faults first gets the huge
 /// pages when they are scarce.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -195,6 +206,16 @@ impl AllocOrder {
     }
 }
 
+impl fmt::Display for AllocOrder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AllocOrder::Natural => f.write_str("natural"),
+            AllocOrder::First(n) => write!(f, "{n}-first"),
+            AllocOrder::Explicit(v) => f.write_str(&v.join(",")),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,6 +259,9 @@ mod tests {
             .to_string();
         assert!(e.contains("unknown region 'weights'"), "{e}");
         assert!(PolicyMap::parse("thp", R).is_err());
+        let m = PolicyMap::parse("edges=thp,all=base,property=thp-prefix:2%", R).expect("map");
+        assert_eq!(m.to_string(), "all=base,property=thp-prefix:2%");
+        assert_eq!(PolicyMap::parse(&m.to_string(), R).expect("again"), m);
     }
 
     #[test]
@@ -248,5 +272,8 @@ mod tests {
         assert_eq!(o.arrange(R), ["edges", "offsets", "property"]);
         assert_eq!(AllocOrder::Natural.arrange(R), R);
         assert!(AllocOrder::parse("weights-first", R).is_err());
+        for t in ["natural", "property-first", "edges,offsets"] {
+            assert_eq!(AllocOrder::parse(t, R).expect(t).to_string(), t);
+        }
     }
 }
