@@ -14,7 +14,7 @@ use hugewise_graph::kernels::bfs;
 use hugewise_graph::load::LoadOptions;
 use hugewise_graph::Layout;
 use hugewise_study::graphrun;
-use hugewise_study::meta::Meta;
+use hugewise_study::meta::{Meta, WithMeta};
 use hugewise_study::{faultlat, randread, save};
 use hugewise_sys::machine;
 use hugewise_sys::proc::ProcFs;
@@ -91,7 +91,9 @@ fn emit<T: Serialize>(
     }
     let mut stdout = std::io::stdout().lock();
     if out.json {
-        serde_json::to_writer_pretty(&mut stdout, value)?;
+        // Serialise first: serde_json would wrap a closed pipe's io::Error and hide it.
+        let text = serde_json::to_vec_pretty(value)?;
+        stdout.write_all(&text)?;
         writeln!(stdout)?;
     } else {
         stdout.write_all(text().as_bytes())?;
@@ -120,7 +122,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Sys(a) => {
             let r = machine::gather(&ProcFs::default(), &SysFs::default())
                 .context("reading the machine's huge-page state")?;
-            emit(&a.output, &r, || hugewise_report::views::machine(&r))
+            let with_meta = WithMeta {
+                meta: meta(),
+                result: &r,
+            };
+            emit(&a.output, &with_meta, || {
+                hugewise_report::views::machine(&r)
+            })
         }
         Command::Faultlat(a) => {
             let cfg = faultlat::Config {

@@ -33,6 +33,8 @@ fn sys_json_has_the_machine() {
     assert!(!v["zones"].as_array().expect("zones").is_empty());
     assert!(v["capabilities"]["madv_collapse"]["usable"].is_boolean());
     assert!(v["thp"]["enabled"]["current"].is_string());
+    assert_eq!(v["meta"]["schema_version"], 1);
+    assert!(v["meta"]["kernel"].is_string());
 }
 
 #[test]
@@ -119,16 +121,22 @@ fn empty_hugetlb_pool_names_the_knob() {
 
 #[test]
 fn a_closed_pipe_is_not_an_error() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hugewise"))
-        .args(["sys", "--no-progress"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    drop(child.stdout.take());
-    let o = child.wait_with_output().expect("wait");
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    for json in [false, true] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hugewise"));
+        cmd.args(["sys", "--no-progress"]);
+        if json {
+            cmd.arg("--json");
+        }
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        drop(child.stdout.take());
+        let o = child.wait_with_output().expect("wait");
+        assert!(o.status.success(), "json={json}: {}", stderr(&o));
+        assert_eq!(stderr(&o), "", "json={json}");
+    }
 }
 
 #[test]

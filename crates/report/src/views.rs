@@ -120,6 +120,24 @@ pub fn machine(r: &MachineReport) -> String {
     }
     o.push_str(&t.render());
     o.push_str("(frag@2M '-': a 2 MiB allocation succeeds now without compaction)\n");
+    o.push_str("\nfree blocks per order\n");
+    let orders = r
+        .zones
+        .iter()
+        .map(|z| z.free_blocks.len())
+        .max()
+        .unwrap_or(0);
+    let mut t = Table::new(
+        std::iter::once("zone".to_string())
+            .chain((0..orders).map(|k| bytes(4096u64 << k).replace(' ', ""))),
+    );
+    for z in &r.zones {
+        t.row(
+            std::iter::once(format!("{}/{}", z.node, z.zone))
+                .chain(z.free_blocks.iter().map(|n| n.to_string())),
+        );
+    }
+    o.push_str(&t.render());
     o.push_str("\ncounters\n");
     let shown = [
         "thp_fault_alloc",

@@ -67,3 +67,14 @@ impl Meta {
         }
     }
 }
+
+/// Any result from a lower crate (which cannot know [`Meta`]) with the meta block added; the
+/// result's own fields stay at the top level of the JSON.
+#[derive(Debug, Clone, Serialize)]
+pub struct WithMeta<'a, T: Serialize> {
+    /// Run and machine.
+    pub meta: Meta,
+    /// The result.
+    #[serde(flatten)]
+    pub result: &'a T,
+}
