@@ -81,7 +81,7 @@ impl fmt::Display for Bytes {
             ("KiB", 1 << 10),
         ] {
             if n >= m {
-                return if n % m == 0 {
+                return if n.is_multiple_of(m) {
                     write!(f, "{}{unit}", n / m)
                 } else {
                     write!(f, "{:.2}{unit}", n as f64 / m as f64)

@@ -10,7 +10,7 @@ pub fn bytes(n: u64) -> String {
     ];
     for (u, m) in UNITS {
         if n >= m {
-            return if n % m == 0 {
+            return if n.is_multiple_of(m) {
                 format!("{} {u}", n / m)
             } else {
                 format!("{:.1} {u}", n as f64 / m as f64)

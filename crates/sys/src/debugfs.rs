@@ -39,16 +39,22 @@ fn open_in(dir: &Path, rel: &str, write: bool) -> Result<File> {
         .map_err(|e| Error::io(SYSTEM.to_string() + "/" + rel, e))
 }
 
+/// Where this thread mounts debugfs when the system has not: unique per process and thread, so
+/// concurrent calls never share a mount point.
+fn private_dir() -> PathBuf {
+    std::env::temp_dir().join(format!(
+        "hugewise-debugfs-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ))
+}
+
 /// Open the debugfs file `rel` for reading or writing.
 pub fn open(rel: &str, write: bool) -> Result<File> {
     if is_debugfs_mounted(Path::new(SYSTEM)) {
         return open_in(Path::new(SYSTEM), rel, write);
     }
-    let dir: PathBuf = std::env::temp_dir().join(format!(
-        "hugewise-debugfs-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
+    let dir = private_dir();
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     let target = cstring(&dir)?;
     let fstype = c"debugfs";
@@ -104,20 +110,12 @@ mod tests {
             Ok(s) => assert!(s.contains("zone"), "{s}"),
             Err(e) => eprintln!("skip: debugfs not readable here: {e}"),
         }
+        // Only this thread's mount point: other tests may be mid-call on theirs.
+        let dir = private_dir();
         let mounts = std::fs::read_to_string("/proc/self/mounts").expect("mounts");
-        assert!(
-            !mounts.contains("hugewise-debugfs"),
-            "a private mount is left: {mounts}"
-        );
-        let left = std::fs::read_dir(std::env::temp_dir())
-            .expect("tmp")
-            .flatten()
-            .any(|e| {
-                e.file_name()
-                    .to_string_lossy()
-                    .starts_with(&format!("hugewise-debugfs-{}-", std::process::id()))
-            });
-        assert!(!left, "a mount directory is left");
+        let name = dir.to_string_lossy();
+        assert!(!mounts.contains(name.as_ref()), "{name} is still mounted");
+        assert!(!dir.exists(), "{name} is left behind");
     }
 
     #[test]

@@ -210,7 +210,7 @@ impl Mapping {
                 range.start, range.end, self.len
             )));
         }
-        if range.start % PageSize::Size4K.bytes() != 0 {
+        if !range.start.is_multiple_of(PageSize::Size4K.bytes()) {
             return Err(Error::Invalid(format!(
                 "range start {} is not 4 KiB aligned",
                 range.start

@@ -124,7 +124,7 @@ impl PageMap {
 
     /// Entries for `pages` 4 KiB pages from virtual address `start` (4 KiB aligned).
     pub fn read(&self, start: usize, pages: usize) -> Result<Vec<PagemapEntry>> {
-        if start % 4096 != 0 {
+        if !start.is_multiple_of(4096) {
             return Err(Error::Invalid(format!(
                 "address {start:#x} is not 4 KiB aligned"
             )));
