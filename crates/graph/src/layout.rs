@@ -63,6 +63,13 @@ impl Layout {
         opts.populate = Populate::OnCreate;
         Ok(Region::new(name, len.max(1), opts)?)
     }
+
+    /// Like [`Layout::region`], but faulted in by first touch: for arrays sized for the worst
+    /// case of which a run touches only a part.
+    pub fn lazy_region<T: Pod>(&self, group: &str, name: &str, len: usize) -> Result<Region<T>> {
+        let opts = RegionOptions::new(self.pages.get(group)).first_touch();
+        Ok(Region::new(name, len.max(1), opts)?)
+    }
 }
 
 #[cfg(test)]

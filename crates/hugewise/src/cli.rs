@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use hugewise_graph::kernels::{bfs, cc, pr, Spec};
 use hugewise_graph::layout::ALL_REGIONS;
 use hugewise_graph::load::Input;
 use hugewise_mem::{AllocOrder, Bytes, PagePolicy, PolicyMap};
@@ -54,7 +55,15 @@ one fault per huge page. Latencies include the timer overhead, which is reported
   hugewise run bfs --graph kron:20 --verify
   hugewise run bfs --graph kron:24 --pages all=base,property=thp --alloc-order property-first
   hugewise run bfs --graph ../shared/data/cnr-2000.el.zst --mode top-down --trials 10
+  hugewise run sssp --graph kron:20 --delta 2 --verify     (generators draw weights 1..255)
+  hugewise run pr --graph g.sg --mode push --tolerance 1e-6
+  hugewise run cc --graph urand:20 --mode sv
+  hugewise run bc --graph kron:18 --sources 4 --trials 3
+  hugewise run tc --graph g.el --symmetrize
   hugewise run bfs --graph g.sg --pages all=thp --threads 2 --json
+
+Defaults are the GAP suite's benchmark settings: bfs direction-optimizing, sssp delta 2,
+pr pull with tolerance 1e-4 and at most 1000 iterations, cc Afforest, bc 4 sources a trial.
 
 Arrays: offsets, edges, weights, in-offsets, in-edges (the graph), property, frontier (the
 kernel's). --pages takes <array>=<policy> pairs; all=<policy> sets the rest. Policies: system,
@@ -147,17 +156,31 @@ pub struct RandreadArgs {
 /// Kernels `hugewise run` knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum KernelArg {
-    /// Breadth-first search.
+    /// Breadth-first search (parent tree).
     Bfs,
+    /// Single-source shortest paths, delta-stepping (weighted).
+    Sssp,
+    /// PageRank.
+    Pr,
+    /// Connected components.
+    Cc,
+    /// Betweenness centrality, Brandes.
+    Bc,
+    /// Triangle counting (undirected).
+    Tc,
 }
 
-/// BFS variants.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum BfsModeArg {
-    /// Top-down push only (as the seed papers run it).
-    TopDown,
-    /// Direction-optimizing (as the GAP suite runs it).
-    Do,
+impl KernelArg {
+    fn name(self) -> &'static str {
+        match self {
+            KernelArg::Bfs => "bfs",
+            KernelArg::Sssp => "sssp",
+            KernelArg::Pr => "pr",
+            KernelArg::Cc => "cc",
+            KernelArg::Bc => "bc",
+            KernelArg::Tc => "tc",
+        }
+    }
 }
 
 /// How a graph is read or generated.
@@ -205,12 +228,83 @@ pub struct RunArgs {
     /// Check every trial against an independent serial implementation.
     #[arg(long)]
     pub verify: bool,
-    /// BFS variant.
-    #[arg(long, value_enum, default_value = "do")]
-    pub mode: BfsModeArg,
+    /// Variant: bfs do|top-down (default do); pr pull|push (default pull); cc afforest|sv
+    /// (default afforest).
+    #[arg(long)]
+    pub mode: Option<String>,
+    /// sssp: bucket width of delta-stepping [default: 2].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub delta: Option<u32>,
+    /// pr: stop when the scores' total change in an iteration is below this [default: 1e-4].
+    #[arg(long)]
+    pub tolerance: Option<f64>,
+    /// pr: iteration cap [default: 1000].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_iters: Option<u32>,
+    /// bc: sources per trial [default: 4].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub sources: Option<u32>,
     /// Output options.
     #[command(flatten)]
     pub output: Output,
+}
+
+impl RunArgs {
+    /// The kernel and its settings, or a usage error naming the flag that does not fit.
+    pub fn kernel_spec(&self) -> Result<Spec, String> {
+        let name = self.kernel.name();
+        let only = |flag: &str, set: bool, kernel: &str| {
+            if set && name != kernel {
+                Err(format!("--{flag} applies to {kernel} only, not {name}"))
+            } else {
+                Ok(())
+            }
+        };
+        only("delta", self.delta.is_some(), "sssp")?;
+        only("tolerance", self.tolerance.is_some(), "pr")?;
+        only("max-iters", self.max_iters.is_some(), "pr")?;
+        only("sources", self.sources.is_some(), "bc")?;
+        let mut spec = Spec::default_for(name).ok_or_else(|| format!("unknown kernel {name}"))?;
+        let bad_mode = |m: &str, allowed: &str| {
+            Err(format!(
+                "--mode {m} is not a variant of {name} (use {allowed})"
+            ))
+        };
+        match &mut spec {
+            Spec::Bfs { mode } => match self.mode.as_deref() {
+                None | Some("do") => {}
+                Some("top-down") => *mode = bfs::Mode::TopDown,
+                Some(m) => return bad_mode(m, "do or top-down"),
+            },
+            Spec::Sssp { delta } => {
+                *delta = self.delta.unwrap_or(*delta);
+            }
+            Spec::Pr {
+                mode,
+                tolerance,
+                max_iters,
+            } => {
+                match self.mode.as_deref() {
+                    None | Some("pull") => {}
+                    Some("push") => *mode = pr::Mode::Push,
+                    Some(m) => return bad_mode(m, "pull or push"),
+                }
+                *tolerance = self.tolerance.unwrap_or(*tolerance);
+                *max_iters = self.max_iters.unwrap_or(*max_iters);
+            }
+            Spec::Cc { algo } => match self.mode.as_deref() {
+                None | Some("afforest") => {}
+                Some("sv") => *algo = cc::Algo::ShiloachVishkin,
+                Some(m) => return bad_mode(m, "afforest or sv"),
+            },
+            Spec::Bc { sources } => *sources = self.sources.unwrap_or(*sources),
+            Spec::Tc => {}
+        }
+        if let (Some(m), Spec::Sssp { .. } | Spec::Bc { .. } | Spec::Tc) = (&self.mode, &spec) {
+            return Err(format!("--mode {m}: {name} has no variants"));
+        }
+        Ok(spec)
+    }
 }
 
 /// `hugewise graph ...`.

@@ -6,11 +6,9 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use clap::CommandFactory;
 use clap::Parser;
-use cli::{
-    BenchCommand, BfsModeArg, Cli, Command, GraphCommand, GraphInputArgs, KernelArg, Output,
-};
-use hugewise_graph::kernels::bfs;
+use cli::{BenchCommand, Cli, Command, GraphCommand, GraphInputArgs, Output};
 use hugewise_graph::load::LoadOptions;
 use hugewise_graph::Layout;
 use hugewise_study::graphrun;
@@ -157,11 +155,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 pages: a.pages.clone(),
                 order: a.alloc_order.clone(),
             };
-            let KernelArg::Bfs = a.kernel;
-            let mode = match a.mode {
-                BfsModeArg::TopDown => bfs::Mode::TopDown,
-                BfsModeArg::Do => bfs::Mode::DirectionOptimizing,
-            };
+            let kernel = a.kernel_spec().unwrap_or_else(|m| {
+                Cli::command()
+                    .error(clap::error::ErrorKind::ArgumentConflict, m)
+                    .exit()
+            });
             let threads = match (a.threads, a.overcommit) {
                 (Some(t), _) => t.max(1),
                 (None, Some(f)) => cpus() * f.max(1) as usize,
@@ -171,7 +169,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 input: a.input.graph.clone(),
                 load: load_options(&a.input),
                 layout,
-                kernel: graphrun::Kernel::Bfs(mode),
+                kernel,
                 trials: a.trials,
                 verify: a.verify,
                 threads,
@@ -184,7 +182,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 b.set_length(total);
                 b.set_position(done);
             })
-            .with_context(|| format!("running {:?} on {}", a.kernel, a.input.graph))?;
+            .with_context(|| format!("running {} on {}", kernel.name(), a.input.graph))?;
             b.finish_and_clear();
             emit(&a.output, &r, || hugewise_report::views::run(&r))?;
             match r.failed_verification() {

@@ -349,17 +349,22 @@ pub fn run(r: &graphrun::Report) -> String {
     );
     let _ = writeln!(
         o,
-        "kernel  {:?} on {} threads; pages {}; alloc order {}\n",
+        "kernel  {} on {} threads; pages {}; alloc order {}\n",
         r.kernel, r.threads, r.pages, r.alloc_order
     );
-    let mut t = Table::new(["trial", "source", "time", "MTEPS", "reached", "verified"]);
+    let mut t = Table::new(["trial", "sources", "time", "MTEPS", "found", "verified"]);
     for (i, x) in r.trials.iter().enumerate() {
+        let sources: Vec<String> = x.sources.iter().map(u32::to_string).collect();
         t.row([
             (i + 1).to_string(),
-            x.source.to_string(),
+            if sources.is_empty() {
+                "-".into()
+            } else {
+                sources.join(",")
+            },
             ns(x.kernel_ns as f64),
             format!("{:.1}", x.edges_per_s / 1e6),
-            x.reached.to_string(),
+            x.outcome.summary(),
             match x.verified {
                 Some(true) => "yes".into(),
                 Some(false) => "NO".into(),

@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use hugewise_graph::csr::RegionReport;
-use hugewise_graph::kernels::{bfs, pick_sources};
+use hugewise_graph::kernels::{pick_sources, Kernel, Outcome, Spec};
 use hugewise_graph::load::{load, Input, LoadOptions, LoadStats};
 use hugewise_graph::{Csr, Layout};
 use serde::Serialize;
@@ -12,14 +12,6 @@ use serde::Serialize;
 use crate::meta::Meta;
 use crate::stats::{summarize, Summary};
 use crate::{Error, Progress, Result};
-
-/// Which kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case", tag = "kernel", content = "mode")]
-pub enum Kernel {
-    /// Breadth-first search.
-    Bfs(bfs::Mode),
-}
 
 /// What to run.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,7 +23,7 @@ pub struct Config {
     /// Page policies and allocation order.
     pub layout: Layout,
     /// The kernel.
-    pub kernel: Kernel,
+    pub kernel: Spec,
     /// Timed trials, one source each.
     pub trials: u32,
     /// Check every trial's result.
@@ -74,14 +66,14 @@ impl GraphInfo {
 /// One timed trial.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Trial {
-    /// Source vertex.
-    pub source: u32,
+    /// Source vertices (none for kernels that take none).
+    pub sources: Vec<u32>,
     /// Kernel wall time.
     pub kernel_ns: u64,
     /// Edges per second (GAP's count of edges / kernel time).
     pub edges_per_s: f64,
-    /// Vertices reached.
-    pub reached: u64,
+    /// What the kernel found.
+    pub outcome: Outcome,
     /// Verified against the serial reference; `null` when not checked.
     pub verified: Option<bool>,
     /// Time the verifier took, kept apart.
@@ -99,8 +91,8 @@ pub struct Report {
     pub graph_spec: String,
     /// The graph.
     pub graph: GraphInfo,
-    /// Kernel and mode.
-    pub kernel: Kernel,
+    /// Kernel and settings.
+    pub kernel: Spec,
     /// Worker threads.
     pub threads: usize,
     /// Page policies, in canonical form.
@@ -142,44 +134,52 @@ pub fn run(cfg: &Config, meta: Meta, progress: Progress<'_>) -> Result<Report> {
         .build()
         .map_err(|e| Error::Config(format!("thread pool: {e}")))?;
     let layout = &cfg.layout;
-    let (g, load_stats, mut arrays) = pool.install(|| -> Result<_> {
-        let mut arrays: Option<bfs::Arrays> = None;
-        let (g, load_stats) = load(&cfg.input, cfg.load, layout, &mut |n| {
+    let mut load_opts = cfg.load;
+    if cfg.kernel.needs_weights() && matches!(cfg.input, Input::Gen(_)) {
+        load_opts.weighted = true;
+    }
+    let (g, load_stats, mut kernel) = pool.install(|| -> Result<_> {
+        let mut early: Option<Box<dyn Kernel>> = None;
+        let (g, load_stats) = load(&cfg.input, load_opts, layout, &mut |n| {
             if layout.kernel_first() {
-                arrays = Some(bfs::Arrays::new(layout, n)?);
+                early = Some(cfg.kernel.create(layout, n)?);
             }
             Ok(())
         })?;
-        let arrays = match arrays {
-            Some(a) => a,
-            None => bfs::Arrays::new(layout, g.n())?,
+        cfg.kernel.check(&g)?;
+        let kernel = match early {
+            Some(k) => k,
+            None => cfg.kernel.create(layout, g.n())?,
         };
-        Ok((g, load_stats, arrays))
+        Ok((g, load_stats, kernel))
     })?;
-    let sources = pick_sources(&g, cfg.load.seed, cfg.trials as usize)?;
+    let per_trial = cfg.kernel.sources_per_trial();
+    let all_sources = pick_sources(&g, cfg.load.seed, per_trial * cfg.trials as usize)?;
+    let sources = |i: usize| &all_sources[i * per_trial..(i + 1) * per_trial];
     let mut trials = Vec::new();
-    let Kernel::Bfs(mode) = cfg.kernel;
-    // One untimed warm-up run: the first touch of the kernel's arrays is slow in a VM.
-    pool.install(|| bfs::run(&g, sources[0], mode, &mut arrays));
-    for (i, &src) in sources.iter().enumerate() {
-        let (s, kernel_ns) = pool.install(|| {
+    // One untimed warm-up run: the first touch of the kernel's arrays is slow in a VM, and
+    // arrays sized by the edge count are made here.
+    pool.install(|| kernel.run(&g, sources(0)))?;
+    for i in 0..cfg.trials as usize {
+        let src = sources(i);
+        let (outcome, kernel_ns) = pool.install(|| -> Result<_> {
             let t = Instant::now();
-            let s = bfs::run(&g, src, mode, &mut arrays);
-            (s, t.elapsed().as_nanos() as u64)
-        });
+            let o = kernel.run(&g, src)?;
+            Ok((o, t.elapsed().as_nanos() as u64))
+        })?;
         let (verified, verify_ns, verify_error) = if cfg.verify {
             let t = Instant::now();
-            let outcome = bfs::verify(&g, src, &arrays.parent);
+            let outcome = pool.install(|| kernel.verify(&g, src));
             let ns = Some(t.elapsed().as_nanos() as u64);
             (Some(outcome.is_ok()), ns, outcome.err())
         } else {
             (None, None, None)
         };
         trials.push(Trial {
-            source: src,
+            sources: src.to_vec(),
             kernel_ns,
             edges_per_s: g.edges() as f64 / (kernel_ns.max(1) as f64 / 1e9),
-            reached: s.reached,
+            outcome,
             verified,
             verify_ns,
             verify_error,
@@ -187,7 +187,7 @@ pub fn run(cfg: &Config, meta: Meta, progress: Progress<'_>) -> Result<Report> {
         progress(i as u64 + 1, cfg.trials as u64);
     }
     let mut regions = g.regions().map_err(Error::from_graph)?;
-    regions.extend(arrays.regions().map_err(Error::from_graph)?);
+    regions.extend(kernel.regions().map_err(Error::from_graph)?);
     let mapped: u64 = regions.iter().map(|r| r.backing.total_bytes).sum();
     let huge: u64 = regions.iter().map(|r| r.backing.huge_bytes()).sum();
     let ns: Vec<f64> = trials.iter().map(|t| t.kernel_ns as f64).collect();
@@ -277,7 +277,9 @@ mod tests {
                 symmetrize: true,
             },
             layout: Layout::parse(pages, order).expect("layout"),
-            kernel: Kernel::Bfs(Mode::DirectionOptimizing),
+            kernel: Spec::Bfs {
+                mode: Mode::DirectionOptimizing,
+            },
             trials: 3,
             verify: true,
             threads: 2,

@@ -15,6 +15,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::csr::RegionReport;
+use crate::kernels::{Kernel, Outcome};
 use crate::{Csr, Layout, Result};
 
 /// Parent value of an unreached vertex.
@@ -65,6 +66,42 @@ impl Arrays {
             RegionReport::of(&self.front)?,
             RegionReport::of(&self.next)?,
         ])
+    }
+}
+
+/// BFS as a [`Kernel`].
+#[derive(Debug)]
+pub struct Bfs {
+    mode: Mode,
+    arrays: Arrays,
+}
+
+impl Bfs {
+    /// Arrays for `n` vertices.
+    pub fn new(layout: &Layout, n: usize, mode: Mode) -> Result<Bfs> {
+        Ok(Bfs {
+            mode,
+            arrays: Arrays::new(layout, n)?,
+        })
+    }
+}
+
+impl Kernel for Bfs {
+    fn run(&mut self, g: &Csr, sources: &[u32]) -> Result<Outcome> {
+        Ok(Outcome::Bfs(run(
+            g,
+            sources[0],
+            self.mode,
+            &mut self.arrays,
+        )))
+    }
+
+    fn verify(&self, g: &Csr, sources: &[u32]) -> std::result::Result<(), String> {
+        verify(g, sources[0], &self.arrays.parent)
+    }
+
+    fn regions(&self) -> Result<Vec<RegionReport>> {
+        self.arrays.regions()
     }
 }
 

@@ -1,0 +1,289 @@
+//! Betweenness centrality, Brandes' algorithm from several sources, scores normalised by the
+//! largest (as the GAP suite reports them).
+//!
+//! Per source: a level-synchronous parallel BFS counts shortest paths (σ, f64, the "property"
+//! region) and marks in a bitmap over arcs which arcs lie on a shortest path; then the levels
+//! are walked backwards, each vertex summing σ(u)/σ(v)·(1 + δ(v)) over its marked arcs. Depths,
+//! dependencies and scores are further "property" regions; the queue and the arc bitmap are
+//! "frontier" regions (the bitmap is created by the first run, as it needs the arc count).
+//!
+//! [`verify`] runs a serial Brandes with explicit predecessor lists and compares scores.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+use hugewise_mem::Region;
+use hugewise_sys::atomic;
+use rayon::prelude::*;
+
+use crate::csr::RegionReport;
+use crate::kernels::{add_f64, Kernel, Outcome};
+use crate::{Csr, Layout, Result};
+
+const UNSEEN: u32 = u32::MAX;
+
+/// Brandes with its arrays.
+#[derive(Debug)]
+pub struct Bc {
+    layout: Layout,
+    sigma: Region<f64>,
+    depth: Region<u32>,
+    delta: Region<f32>,
+    scores: Region<f32>,
+    queue: Region<u32>,
+    on_path: Option<Region<u64>>,
+}
+
+impl Bc {
+    /// Arrays for `n` vertices.
+    pub fn new(layout: &Layout, n: usize) -> Result<Bc> {
+        Ok(Bc {
+            layout: layout.clone(),
+            sigma: layout.region("property", "property", n)?,
+            depth: layout.region("property", "property-depth", n)?,
+            delta: layout.region("property", "property-delta", n)?,
+            scores: layout.region("property", "property-scores", n)?,
+            queue: layout.region("frontier", "frontier", n)?,
+            on_path: None,
+        })
+    }
+
+    /// Normalised scores of the last run.
+    pub fn scores(&self) -> &[f32] {
+        &self.scores
+    }
+
+    /// One source: add its dependencies to the scores; returns vertices reached.
+    fn search(&mut self, g: &Csr, src: u32, on_path: &mut [u64]) -> u64 {
+        self.depth.par_iter_mut().for_each(|d| *d = UNSEEN);
+        self.sigma.par_iter_mut().for_each(|s| *s = 0.0);
+        on_path.par_iter_mut().for_each(|w| *w = 0);
+        self.depth[src as usize] = 0;
+        self.sigma[src as usize] = 1.0;
+        self.queue[0] = src;
+        let depth = atomic::u32s(&mut self.depth);
+        let sigma = atomic::u64s(bytemuck::cast_slice_mut(&mut self.sigma[..]));
+        let queue = atomic::u32s(&mut self.queue);
+        let on_path = atomic::u64s(on_path);
+        // levels[i]..levels[i + 1] of the queue is depth i.
+        let mut levels = vec![0usize, 1];
+        let offsets = &g.out_adjacency().offsets;
+        loop {
+            let (head, tail) = (levels[levels.len() - 2], levels[levels.len() - 1]);
+            if head == tail {
+                break;
+            }
+            let d = (levels.len() - 2) as u32;
+            let end = AtomicUsize::new(tail);
+            queue[head..tail].par_chunks(64).for_each(|chunk| {
+                let mut found = Vec::new();
+                for q in chunk {
+                    let u = q.load(Relaxed);
+                    let su = f64::from_bits(sigma[u as usize].load(Relaxed));
+                    let first = offsets[u as usize] as usize;
+                    for (i, &v) in g.out_neighbors(u).iter().enumerate() {
+                        let dv = &depth[v as usize];
+                        if dv.load(Relaxed) == UNSEEN
+                            && dv.compare_exchange(UNSEEN, d + 1, Relaxed, Relaxed).is_ok()
+                        {
+                            found.push(v);
+                        }
+                        if dv.load(Relaxed) == d + 1 {
+                            let arc = first + i;
+                            on_path[arc / 64].fetch_or(1 << (arc % 64), Relaxed);
+                            add_f64(&sigma[v as usize], su);
+                        }
+                    }
+                }
+                let at = end.fetch_add(found.len(), Relaxed);
+                for (k, v) in found.into_iter().enumerate() {
+                    queue[at + k].store(v, Relaxed);
+                }
+            });
+            levels.push(end.into_inner());
+        }
+        let reached = levels[levels.len() - 1] as u64;
+        let delta = atomic::u32s(bytemuck::cast_slice_mut(&mut self.delta[..]));
+        let scores = atomic::u32s(bytemuck::cast_slice_mut(&mut self.scores[..]));
+        for w in levels.windows(2).rev() {
+            queue[w[0]..w[1]].par_iter().with_min_len(64).for_each(|q| {
+                let u = q.load(Relaxed);
+                let su = f64::from_bits(sigma[u as usize].load(Relaxed));
+                let first = offsets[u as usize] as usize;
+                let mut dep = 0.0f64;
+                for (i, &v) in g.out_neighbors(u).iter().enumerate() {
+                    let arc = first + i;
+                    if on_path[arc / 64].load(Relaxed) & (1 << (arc % 64)) != 0 {
+                        let sv = f64::from_bits(sigma[v as usize].load(Relaxed));
+                        let dv = f32::from_bits(delta[v as usize].load(Relaxed)) as f64;
+                        dep += su / sv * (1.0 + dv);
+                    }
+                }
+                delta[u as usize].store((dep as f32).to_bits(), Relaxed);
+                if u != src {
+                    let s = &scores[u as usize];
+                    s.store(
+                        (f32::from_bits(s.load(Relaxed)) + dep as f32).to_bits(),
+                        Relaxed,
+                    );
+                }
+            });
+        }
+        reached
+    }
+}
+
+impl Kernel for Bc {
+    fn run(&mut self, g: &Csr, sources: &[u32]) -> Result<Outcome> {
+        let mut on_path = match self.on_path.take() {
+            Some(r) if r.len() >= g.arcs().div_ceil(64) as usize => r,
+            _ => self.layout.region(
+                "frontier",
+                "frontier-on-path-bits",
+                g.arcs().div_ceil(64) as usize,
+            )?,
+        };
+        self.scores.par_iter_mut().for_each(|s| *s = 0.0);
+        self.delta.par_iter_mut().for_each(|d| *d = 0.0);
+        let mut reached = 0;
+        for &src in sources {
+            reached += self.search(g, src, &mut on_path);
+        }
+        self.on_path = Some(on_path);
+        let max = self.scores.par_iter().copied().reduce(|| 0.0, f32::max);
+        if max > 0.0 {
+            self.scores.par_iter_mut().for_each(|s| *s /= max);
+        }
+        Ok(Outcome::Bc {
+            sources: sources.len() as u32,
+            reached,
+        })
+    }
+
+    fn verify(&self, g: &Csr, sources: &[u32]) -> std::result::Result<(), String> {
+        verify(g, sources, &self.scores)
+    }
+
+    fn regions(&self) -> Result<Vec<RegionReport>> {
+        let mut v = vec![
+            RegionReport::of(&self.sigma)?,
+            RegionReport::of(&self.depth)?,
+            RegionReport::of(&self.delta)?,
+            RegionReport::of(&self.scores)?,
+            RegionReport::of(&self.queue)?,
+        ];
+        if let Some(b) = &self.on_path {
+            v.push(RegionReport::of(b)?);
+        }
+        Ok(v)
+    }
+}
+
+/// Compare `scores` with a serial Brandes from the same `sources`, both normalised by their
+/// largest score, within 1e-4.
+pub fn verify(g: &Csr, sources: &[u32], scores: &[f32]) -> std::result::Result<(), String> {
+    let n = g.n();
+    let mut want = vec![0.0f64; n];
+    for &s in sources {
+        let mut dist = vec![-1i64; n];
+        let mut paths = vec![0.0f64; n];
+        let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
+        let mut order = Vec::new();
+        let mut q = VecDeque::from([s]);
+        dist[s as usize] = 0;
+        paths[s as usize] = 1.0;
+        while let Some(u) = q.pop_front() {
+            order.push(u);
+            for &v in g.out_neighbors(u) {
+                if dist[v as usize] < 0 {
+                    dist[v as usize] = dist[u as usize] + 1;
+                    q.push_back(v);
+                }
+                if dist[v as usize] == dist[u as usize] + 1 {
+                    paths[v as usize] += paths[u as usize];
+                    preds[v as usize].push(u);
+                }
+            }
+        }
+        let mut dep = vec![0.0f64; n];
+        for &v in order.iter().rev() {
+            for &u in &preds[v as usize] {
+                dep[u as usize] += paths[u as usize] / paths[v as usize] * (1.0 + dep[v as usize]);
+            }
+            if v != s {
+                want[v as usize] += dep[v as usize];
+            }
+        }
+    }
+    let max = want.iter().copied().fold(0.0, f64::max);
+    if max > 0.0 {
+        want.iter_mut().for_each(|x| *x /= max);
+    }
+    match (0..n).find(|&v| (want[v] - scores[v] as f64).abs() > 1e-4) {
+        None => Ok(()),
+        Some(v) => Err(format!(
+            "vertex {v}: score {} but serial Brandes says {:.6}",
+            scores[v], want[v]
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::pick_sources;
+    use crate::kernels::testing::{from_edges, generated};
+
+    fn bc(g: &Csr, sources: &[u32]) -> Bc {
+        let mut k = Bc::new(&Layout::default(), g.n()).expect("bc");
+        k.run(g, sources).expect("run");
+        k
+    }
+
+    #[test]
+    fn a_path_by_hand() {
+        // 0 - 1 - 2 - 3 from every source: dependencies 0, 4, 4, 0 → normalised 0, 1, 1, 0.
+        let g = from_edges(4, &[(0, 1, 1), (1, 2, 1), (2, 3, 1)], true);
+        let k = bc(&g, &[0, 1, 2, 3]);
+        assert_eq!(k.scores(), [0.0, 1.0, 1.0, 0.0]);
+        // From 0 alone: 1 lies on 2 paths, 2 on 1.
+        let k = bc(&g, &[0]);
+        assert_eq!(k.scores(), [0.0, 1.0, 0.5, 0.0]);
+        verify(&g, &[0], k.scores()).expect("verifies");
+    }
+
+    #[test]
+    fn a_diamond_splits_paths() {
+        // 0 → 1 → 3 and 0 → 2 → 3: 1 and 2 each carry half of the path to 3.
+        let g = from_edges(4, &[(0, 1, 1), (0, 2, 1), (1, 3, 1), (2, 3, 1)], false);
+        let k = bc(&g, &[0]);
+        assert_eq!(k.scores(), [0.0, 1.0, 1.0, 0.0]);
+    }
+
+    #[test]
+    fn verifies_on_generated_graphs() {
+        for (spec, sym) in [("kron:12", true), ("urand:12", true), ("kron:11", false)] {
+            let g = generated(spec, sym, false);
+            let sources = pick_sources(&g, 5, 4).expect("sources");
+            let mut k = Bc::new(&Layout::default(), g.n()).expect("bc");
+            for _ in 0..2 {
+                k.run(&g, &sources).expect("run");
+                k.verify(&g, &sources)
+                    .unwrap_or_else(|e| panic!("{spec}: {e}"));
+            }
+        }
+    }
+
+    #[test]
+    fn verifier_catches_a_wrong_score() {
+        let g = generated("kron:10", true, false);
+        let sources = pick_sources(&g, 1, 2).expect("sources");
+        let k = bc(&g, &sources);
+        let mut bad = k.scores().to_vec();
+        let v = (0..g.n())
+            .find(|&v| bad[v] > 0.01 && bad[v] < 1.0)
+            .expect("v");
+        bad[v] *= 0.9;
+        assert!(verify(&g, &sources, &bad).is_err());
+    }
+}

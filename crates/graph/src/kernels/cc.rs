@@ -1,0 +1,323 @@
+//! Connected components (weakly connected, for directed graphs), labelled in the "property"
+//! region: two vertices share a label exactly when they are connected.
+//!
+//! `Afforest` (Sutton, Ben-Nun and Barak, 2018), as the GAP suite runs it: link every vertex to
+//! its first two neighbours and compress; sample 1024 labels to guess the giant component;
+//! then link the remaining arcs of every vertex outside it (and, for a directed graph, its
+//! in-arcs), and compress again. `ShiloachVishkin`: hook the larger root under the smaller over
+//! all arcs and compress, until nothing changes.
+//!
+//! [`verify`] labels the graph with a serial union-find and checks that the two partitions are
+//! the same.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
+
+use hugewise_mem::Region;
+use hugewise_sys::atomic;
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::csr::RegionReport;
+use crate::kernels::{Kernel, Outcome};
+use crate::rng::SplitMix64;
+use crate::{Csr, Layout, Result};
+
+/// Which algorithm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Algo {
+    /// Afforest: sampled linking, skips the giant component.
+    Afforest,
+    /// Shiloach–Vishkin: hooking and shortcutting to a fixed point.
+    ShiloachVishkin,
+}
+
+/// Neighbours linked in Afforest's first phase.
+const NEIGHBOR_ROUNDS: usize = 2;
+/// Labels sampled to find the giant component.
+const SAMPLES: usize = 1024;
+
+/// Connected components with their label array.
+#[derive(Debug)]
+pub struct Cc {
+    algo: Algo,
+    comp: Region<u32>,
+}
+
+impl Cc {
+    /// Arrays for `n` vertices.
+    pub fn new(layout: &Layout, n: usize, algo: Algo) -> Result<Cc> {
+        Ok(Cc {
+            algo,
+            comp: layout.region("property", "property", n)?,
+        })
+    }
+
+    /// Labels of the last run.
+    pub fn labels(&self) -> &[u32] {
+        &self.comp
+    }
+}
+
+impl Kernel for Cc {
+    fn run(&mut self, g: &Csr, _: &[u32]) -> Result<Outcome> {
+        self.comp
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(v, c)| *c = v as u32);
+        let comp = atomic::u32s(&mut self.comp);
+        match self.algo {
+            Algo::Afforest => afforest(g, comp),
+            Algo::ShiloachVishkin => shiloach_vishkin(g, comp),
+        }
+        let (components, largest) = census(&self.comp);
+        Ok(Outcome::Cc {
+            components,
+            largest,
+        })
+    }
+
+    fn verify(&self, g: &Csr, _: &[u32]) -> std::result::Result<(), String> {
+        verify(g, &self.comp)
+    }
+
+    fn regions(&self) -> Result<Vec<RegionReport>> {
+        Ok(vec![RegionReport::of(&self.comp)?])
+    }
+}
+
+/// Join the trees of `u` and `v`: the root with the larger id is hung under the smaller one.
+fn link(u: u32, v: u32, comp: &[AtomicU32]) {
+    let mut a = comp[u as usize].load(Relaxed);
+    let mut b = comp[v as usize].load(Relaxed);
+    while a != b {
+        let (high, low) = if a > b { (a, b) } else { (b, a) };
+        let up = comp[high as usize].load(Relaxed);
+        if up == low {
+            return;
+        }
+        if up == high
+            && comp[high as usize]
+                .compare_exchange(high, low, Relaxed, Relaxed)
+                .is_ok()
+        {
+            return;
+        }
+        a = comp[comp[high as usize].load(Relaxed) as usize].load(Relaxed);
+        b = comp[low as usize].load(Relaxed);
+    }
+}
+
+/// Point every vertex straight at its root.
+fn compress(comp: &[AtomicU32]) {
+    comp.par_iter().with_min_len(4096).for_each(|c| {
+        let mut x = c.load(Relaxed);
+        loop {
+            let up = comp[x as usize].load(Relaxed);
+            if up == x {
+                break;
+            }
+            x = up;
+        }
+        c.store(x, Relaxed);
+    });
+}
+
+fn afforest(g: &Csr, comp: &[AtomicU32]) {
+    let n = g.n() as u32;
+    for r in 0..NEIGHBOR_ROUNDS {
+        (0..n).into_par_iter().with_min_len(1024).for_each(|u| {
+            if let Some(&v) = g.out_neighbors(u).get(r) {
+                link(u, v, comp);
+            }
+        });
+        compress(comp);
+    }
+    let giant = most_frequent_label(comp);
+    (0..n).into_par_iter().with_min_len(256).for_each(|u| {
+        if comp[u as usize].load(Relaxed) == giant {
+            return;
+        }
+        for &v in g.out_neighbors(u).iter().skip(NEIGHBOR_ROUNDS) {
+            link(u, v, comp);
+        }
+        if g.directed() {
+            for &v in g.in_neighbors(u) {
+                link(u, v, comp);
+            }
+        }
+    });
+    compress(comp);
+}
+
+/// The most common label among a fixed-seed sample: almost surely the giant component's.
+fn most_frequent_label(comp: &[AtomicU32]) -> u32 {
+    let mut rng = SplitMix64::new(0xaff0_4e57, 0);
+    let mut counts: HashMap<u32, u32> = HashMap::new();
+    for _ in 0..SAMPLES {
+        let v = rng.below(comp.len() as u64) as usize;
+        *counts.entry(comp[v].load(Relaxed)).or_default() += 1;
+    }
+    counts
+        .into_iter()
+        .max_by_key(|&(label, count)| (count, std::cmp::Reverse(label)))
+        .map_or(0, |(label, _)| label)
+}
+
+fn shiloach_vishkin(g: &Csr, comp: &[AtomicU32]) {
+    let n = g.n() as u32;
+    loop {
+        let changed = AtomicBool::new(false);
+        (0..n).into_par_iter().with_min_len(256).for_each(|u| {
+            for &v in g.out_neighbors(u) {
+                let cu = comp[u as usize].load(Relaxed);
+                let cv = comp[v as usize].load(Relaxed);
+                if cu == cv {
+                    continue;
+                }
+                let (high, low) = if cu > cv { (cu, cv) } else { (cv, cu) };
+                // Hook only roots, so that no tree is ever cut.
+                if comp[high as usize]
+                    .compare_exchange(high, low, Relaxed, Relaxed)
+                    .is_ok()
+                {
+                    changed.store(true, Relaxed);
+                }
+            }
+        });
+        compress(comp);
+        if !changed.load(Relaxed) {
+            break;
+        }
+    }
+}
+
+/// Components and the size of the largest.
+fn census(labels: &[u32]) -> (u64, u64) {
+    let mut size = vec![0u32; labels.len()];
+    for &l in labels {
+        size[l as usize] += 1;
+    }
+    let components = size.iter().filter(|&&s| s > 0).count() as u64;
+    (components, size.iter().copied().max().unwrap_or(0) as u64)
+}
+
+/// Check that `labels` partition the vertices exactly as a serial union-find over every arc
+/// does.
+pub fn verify(g: &Csr, labels: &[u32]) -> std::result::Result<(), String> {
+    let n = g.n();
+    let mut parent: Vec<u32> = (0..n as u32).collect();
+    fn find(p: &mut [u32], mut x: u32) -> u32 {
+        while p[x as usize] != x {
+            let up = p[p[x as usize] as usize];
+            p[x as usize] = up;
+            x = up;
+        }
+        x
+    }
+    for u in 0..n as u32 {
+        for &v in g.out_neighbors(u) {
+            let (a, b) = (find(&mut parent, u), find(&mut parent, v));
+            if a != b {
+                parent[a.max(b) as usize] = a.min(b);
+            }
+        }
+    }
+    // root -> label and label -> root must both be functions.
+    let mut label_of_root = vec![u32::MAX; n];
+    let mut root_of_label: HashMap<u32, u32> = HashMap::new();
+    for v in 0..n as u32 {
+        let r = find(&mut parent, v);
+        let l = labels[v as usize];
+        if label_of_root[r as usize] == u32::MAX {
+            label_of_root[r as usize] = l;
+        } else if label_of_root[r as usize] != l {
+            return Err(format!(
+                "vertex {v} has label {l} but is connected to vertices labelled {}",
+                label_of_root[r as usize]
+            ));
+        }
+        if let Some(&r0) = root_of_label.get(&l) {
+            if r0 != r {
+                return Err(format!(
+                    "label {l} joins vertices of two components (vertex {v} and vertex {r0})"
+                ));
+            }
+        } else {
+            root_of_label.insert(l, r);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::testing::{from_edges, generated};
+
+    fn cc(g: &Csr, algo: Algo) -> (Cc, Outcome) {
+        let mut k = Cc::new(&Layout::default(), g.n(), algo).expect("cc");
+        let o = k.run(g, &[]).expect("run");
+        (k, o)
+    }
+
+    #[test]
+    fn two_components_and_an_isolated_vertex() {
+        let g = from_edges(7, &[(0, 1, 1), (1, 2, 1), (3, 4, 1), (5, 4, 1)], true);
+        for algo in [Algo::Afforest, Algo::ShiloachVishkin] {
+            let (k, o) = cc(&g, algo);
+            assert_eq!(
+                o,
+                Outcome::Cc {
+                    components: 3,
+                    largest: 3
+                }
+            );
+            let l = k.labels();
+            assert!(l[0] == l[1] && l[1] == l[2] && l[3] == l[4] && l[4] == l[5]);
+            assert!(l[0] != l[3] && l[6] != l[0] && l[6] != l[3]);
+            verify(&g, l).expect("verifies");
+        }
+    }
+
+    #[test]
+    fn directed_graphs_are_weakly_connected() {
+        // 2 -> 0 and 2 -> 1: one weak component, reachable only through in-arcs from 0.
+        let g = from_edges(3, &[(2, 0, 1), (2, 1, 1)], false);
+        for algo in [Algo::Afforest, Algo::ShiloachVishkin] {
+            let (k, o) = cc(&g, algo);
+            assert!(
+                matches!(o, Outcome::Cc { components: 1, .. }),
+                "{algo:?} {o:?}"
+            );
+            verify(&g, k.labels()).expect("verifies");
+        }
+    }
+
+    #[test]
+    fn verifies_on_generated_graphs() {
+        for (spec, sym) in [("kron:14", true), ("urand:14", true), ("kron:12", false)] {
+            let g = generated(spec, sym, false);
+            let mut found = Vec::new();
+            for algo in [Algo::Afforest, Algo::ShiloachVishkin] {
+                let (k, o) = cc(&g, algo);
+                verify(&g, k.labels()).unwrap_or_else(|e| panic!("{spec} {algo:?}: {e}"));
+                found.push(o);
+            }
+            assert_eq!(found[0], found[1], "{spec}");
+        }
+    }
+
+    #[test]
+    fn verifier_catches_split_and_merged_components() {
+        let g = from_edges(4, &[(0, 1, 1), (2, 3, 1)], true);
+        assert!(verify(&g, &[0, 0, 2, 2]).is_ok());
+        assert!(verify(&g, &[0, 1, 2, 2])
+            .expect_err("split")
+            .contains("vertex 1"));
+        assert!(verify(&g, &[0, 0, 0, 0])
+            .expect_err("merged")
+            .contains("two components"));
+    }
+}
