@@ -2,9 +2,11 @@
 //! and for directed graphs the incoming side too.
 
 use hugewise_mem::{Backing, Region};
+use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::Result;
+use crate::rng::mix;
+use crate::{Layout, Result};
 
 /// One direction of adjacency.
 #[derive(Debug)]
@@ -140,6 +142,46 @@ impl Csr {
         side(&self.out) + self.inc.as_ref().map(side).unwrap_or(0)
     }
 
+    /// Give an unweighted graph weights in [1, 255], as the GAP suite does for SSSP on an
+    /// unweighted input: each weight is a hash of the seed and the edge's two ends, so both
+    /// arcs of an undirected edge, and an arc in the out- and in-lists, carry the same one.
+    pub fn add_weights(&mut self, seed: u64, layout: &Layout) -> Result<()> {
+        if self.weighted() {
+            return Ok(());
+        }
+        let fill = |a: &Adjacency, name: &str, incoming: bool| -> Result<Region<u32>> {
+            let mut w: Region<u32> = layout.region("weights", name, a.edges.len())?;
+            let n = a.offsets.len() - 1;
+            let mut rest: &mut [u32] = &mut w;
+            let mut lists = Vec::with_capacity(n);
+            for v in 0..n {
+                let (mine, tail) = std::mem::take(&mut rest).split_at_mut(a.range(v as u32).len());
+                lists.push((v as u32, mine));
+                rest = tail;
+            }
+            lists
+                .into_par_iter()
+                .with_min_len(1024)
+                .for_each(|(v, ws)| {
+                    for (x, &u) in ws.iter_mut().zip(&a.edges[a.range(v)]) {
+                        let (from, to) = if incoming { (u, v) } else { (v, u) };
+                        *x = edge_weight(seed, from, to, self.directed);
+                    }
+                });
+            Ok(w)
+        };
+        let out = fill(&self.out, "weights", false)?;
+        let inc = match &self.inc {
+            Some(a) => Some(fill(a, "in-weights", true)?),
+            None => None,
+        };
+        self.out.weights = Some(out);
+        if let (Some(a), Some(w)) = (self.inc.as_mut(), inc) {
+            a.weights = Some(w);
+        }
+        Ok(())
+    }
+
     /// Size and backing of every array.
     pub fn regions(&self) -> Result<Vec<RegionReport>> {
         let mut v = Vec::new();
@@ -151,5 +193,50 @@ impl Csr {
             }
         }
         Ok(v)
+    }
+}
+
+/// The weight `add_weights` gives the arc `from → to`: undirected edges hash their ends in
+/// order, so both directions agree.
+fn edge_weight(seed: u64, from: u32, to: u32, directed: bool) -> u32 {
+    let (a, b) = if directed || from < to {
+        (from, to)
+    } else {
+        (to, from)
+    };
+    1 + (mix(seed ^ mix((a as u64) << 32 | b as u64)) % 255) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::kernels::testing::generated;
+    use crate::Layout;
+
+    #[test]
+    fn added_weights_agree_in_both_directions() {
+        for directed in [false, true] {
+            let mut g = generated("kron:9", !directed, false);
+            assert!(!g.weighted());
+            g.add_weights(5, &Layout::default()).expect("weights");
+            assert!(g.weighted());
+            let mut seen = std::collections::HashSet::new();
+            for u in 0..g.n() as u32 {
+                for (&v, &w) in g.out_neighbors(u).iter().zip(g.out_weights(u)) {
+                    assert!((1..=255).contains(&w));
+                    seen.insert(w);
+                    if !directed {
+                        let k = g.out_neighbors(v).binary_search(&u).expect("reverse arc");
+                        assert_eq!(g.out_weights(v)[k], w);
+                    } else {
+                        let inc = g.in_adjacency().expect("in");
+                        let r =
+                            inc.offsets[v as usize] as usize..inc.offsets[v as usize + 1] as usize;
+                        let k = inc.edges[r.clone()].binary_search(&u).expect("in arc");
+                        assert_eq!(inc.weights.as_ref().expect("in weights")[r][k], w);
+                    }
+                }
+            }
+            assert!(seen.len() > 200, "weights spread over [1, 255]");
+        }
     }
 }

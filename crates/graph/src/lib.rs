@@ -15,6 +15,7 @@ pub mod io;
 pub mod kernels;
 pub mod layout;
 pub mod load;
+pub mod reorder;
 pub mod rng;
 
 pub use csr::Csr;

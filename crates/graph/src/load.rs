@@ -92,7 +92,8 @@ pub struct LoadStats {
 pub struct LoadOptions {
     /// Seed for generators.
     pub seed: u64,
-    /// Make a weighted graph (generators) or read weights (`.wel`, `.wsg` imply it).
+    /// Make a weighted graph: generators draw weights, unweighted files get hashed weights in
+    /// [1, 255] (see [`Csr::add_weights`]); `.wel` and `.wsg` carry their own.
     pub weighted: bool,
     /// Symmetrize a text edge list (generators always are; GAP files say themselves).
     pub symmetrize: bool,
@@ -107,7 +108,7 @@ pub fn load(
     before_alloc: &mut dyn FnMut(usize) -> Result<()>,
 ) -> Result<(Csr, LoadStats)> {
     let t = Instant::now();
-    let (g, build) = match input {
+    let (mut g, build) = match input {
         Input::Gen(spec) => {
             let mut g = Generator::new(*spec, opts.seed, opts.weighted);
             build(
@@ -133,6 +134,9 @@ pub fn load(
             FileKind::WeightedGap => gap::read(p, true, layout, before_alloc)?,
         },
     };
+    if opts.weighted {
+        g.add_weights(opts.seed, layout)?;
+    }
     Ok((
         g,
         LoadStats {

@@ -6,6 +6,7 @@ use clap::{Args, Parser, Subcommand};
 use hugewise_graph::kernels::{bfs, cc, pr, Spec};
 use hugewise_graph::layout::ALL_REGIONS;
 use hugewise_graph::load::Input;
+use hugewise_graph::reorder::Method;
 use hugewise_mem::{AllocOrder, Bytes, PagePolicy, PolicyMap};
 
 const EXIT_CODES: &str = "\
@@ -54,6 +55,7 @@ one fault per huge page. Latencies include the timer overhead, which is reported
     #[command(after_help = "Examples:
   hugewise run bfs --graph kron:20 --verify
   hugewise run bfs --graph kron:24 --pages all=base,property=thp --alloc-order property-first
+  hugewise run bfs --graph kron:24 --reorder dbg --pages all=base,property=thp-prefix:5%
   hugewise run bfs --graph ../shared/data/cnr-2000.el.zst --mode top-down --trials 10
   hugewise run sssp --graph kron:20 --delta 2 --verify     (generators draw weights 1..255)
   hugewise run pr --graph g.sg --mode push --tolerance 1e-6
@@ -193,7 +195,8 @@ pub struct GraphInputArgs {
     /// Seed for generators and source picking.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Generate weights in [1, 255] (generators).
+    /// Give the graph weights in [1, 255]: generators draw them, unweighted files get a hash
+    /// of each edge's ends (sssp does this by itself).
     #[arg(long)]
     pub weighted: bool,
     /// Make a text edge list undirected (generators are; GAP files say themselves).
@@ -216,6 +219,10 @@ pub struct RunArgs {
     /// Which arrays are faulted in first: natural, ARRAY-first, or a list.
     #[arg(long, default_value = "natural", value_parser = parse_order)]
     pub alloc_order: AllocOrder,
+    /// Reorder vertices after loading, hot first: dbg, degree-sort, hub-sort, hub-cluster,
+    /// random. Timed apart; sources stay the same original vertices.
+    #[arg(long, value_name = "METHOD", value_parser = parse_reorder)]
+    pub reorder: Option<Method>,
     /// Worker threads (default: one per CPU).
     #[arg(long, conflicts_with = "overcommit")]
     pub threads: Option<usize>,
@@ -347,6 +354,10 @@ pub struct InfoArgs {
 
 fn parse_input(s: &str) -> Result<Input, String> {
     Input::parse(s).map_err(|e| e.to_string())
+}
+
+fn parse_reorder(s: &str) -> Result<Method, String> {
+    s.parse().map_err(|e: hugewise_graph::Error| e.to_string())
 }
 
 fn parse_pages(s: &str) -> Result<PolicyMap, String> {

@@ -170,6 +170,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 load: load_options(&a.input),
                 layout,
                 kernel,
+                reorder: a.reorder,
                 trials: a.trials,
                 verify: a.verify,
                 threads,

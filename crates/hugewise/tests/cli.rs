@@ -310,3 +310,107 @@ fn bad_graph_inputs_say_what_is_wrong() {
         fails_with(&hw(&args), 2, want);
     }
 }
+
+#[test]
+fn every_kernel_runs_and_verifies_from_the_command_line() {
+    for (kernel, extra) in [
+        ("bfs", vec!["--mode", "top-down"]),
+        ("sssp", vec!["--delta", "4"]),
+        ("pr", vec!["--mode", "push", "--tolerance", "1e-5"]),
+        ("cc", vec!["--mode", "sv"]),
+        ("bc", vec!["--sources", "2"]),
+        ("tc", vec![]),
+    ] {
+        let mut args = vec![
+            "run", kernel, "--graph", "kron:10", "--verify", "--trials", "2",
+        ];
+        args.extend(&extra);
+        args.push("--json");
+        let o = hw(&args);
+        assert!(o.status.success(), "{kernel}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+        assert_eq!(v["kernel"]["kernel"], kernel);
+        assert_eq!(v["trials"][1]["verified"], true, "{kernel}");
+        assert_eq!(v["trials"][1]["outcome"]["kernel"], kernel);
+        let want_sources = match kernel {
+            "bfs" | "sssp" => 1,
+            "bc" => 2,
+            _ => 0,
+        };
+        assert_eq!(
+            v["trials"][0]["sources"].as_array().expect("sources").len(),
+            want_sources,
+            "{kernel}"
+        );
+    }
+}
+
+#[test]
+fn kernel_flags_that_do_not_fit_are_usage_errors() {
+    for (args, want) in [
+        (
+            vec!["run", "bfs", "--delta", "3"],
+            "--delta applies to sssp only",
+        ),
+        (vec!["run", "pr", "--mode", "sv"], "not a variant of pr"),
+        (vec!["run", "tc", "--mode", "do"], "tc has no variants"),
+        (vec!["run", "bc", "--sources", "0"], "0 is not in 1.."),
+        (
+            vec!["run", "bfs", "--reorder", "dgb"],
+            "unknown reordering 'dgb'",
+        ),
+    ] {
+        fails_with(&hw(&args), 2, want);
+    }
+}
+
+#[test]
+fn tc_on_a_directed_file_says_how_to_fix_it_and_sssp_weights_any_input() {
+    let d = tempfile::tempdir().expect("tmp");
+    let el = d.path().join("tri.el");
+    std::fs::write(&el, "# a directed triangle\n0 1\n1 2\n2 0\n").expect("write");
+    let path = el.to_str().expect("utf8");
+    fails_with(
+        &hw(&["run", "tc", "--graph", path]),
+        1,
+        "tc needs an undirected graph: pass --symmetrize",
+    );
+    let o = hw(&["run", "tc", "--graph", path, "--symmetrize", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["trials"][0]["outcome"]["triangles"], 1);
+    let o = hw(&["run", "sssp", "--graph", path, "--verify", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["graph"]["weighted"], true);
+    assert_eq!(v["trials"][0]["verified"], true);
+}
+
+#[test]
+fn reordering_is_timed_apart_and_keeps_the_sources() {
+    let run = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec![
+            "run", "bfs", "--graph", "kron:12", "--verify", "--trials", "3",
+        ];
+        args.extend(extra);
+        args.push("--json");
+        let o = hw(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_slice(&o.stdout).expect("json")
+    };
+    let plain = run(&[]);
+    assert!(plain["reorder"].is_null());
+    for m in ["dbg", "degree-sort", "hub-sort", "hub-cluster", "random"] {
+        let r = run(&["--reorder", m]);
+        assert_eq!(r["reorder"]["method"], m);
+        assert!(r["reorder"]["relabel_ns"].as_u64().expect("ns") > 0);
+        for t in 0..3 {
+            assert_eq!(r["trials"][t]["sources"], plain["trials"][t]["sources"]);
+            assert_eq!(r["trials"][t]["verified"], true);
+            assert_eq!(
+                r["trials"][t]["outcome"]["reached"], plain["trials"][t]["outcome"]["reached"],
+                "{m}: the same source reaches the same vertices"
+            );
+        }
+    }
+}

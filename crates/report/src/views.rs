@@ -347,6 +347,15 @@ pub fn run(r: &graphrun::Report) -> String {
         ns(r.load.build.place_ns as f64),
         ns(r.load.build.normalize_ns as f64)
     );
+    if let Some(x) = &r.reorder {
+        let _ = writeln!(
+            o,
+            "reorder {} (order {}, relabel {})",
+            x.method,
+            ns(x.order_ns as f64),
+            ns(x.relabel_ns as f64)
+        );
+    }
     let _ = writeln!(
         o,
         "kernel  {} on {} threads; pages {}; alloc order {}\n",

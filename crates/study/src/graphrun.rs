@@ -6,6 +6,7 @@ use std::time::Instant;
 use hugewise_graph::csr::RegionReport;
 use hugewise_graph::kernels::{pick_sources, Kernel, Outcome, Spec};
 use hugewise_graph::load::{load, Input, LoadOptions, LoadStats};
+use hugewise_graph::reorder::{self, Method, Relabeling, ReorderStats};
 use hugewise_graph::{Csr, Layout};
 use serde::Serialize;
 
@@ -24,6 +25,8 @@ pub struct Config {
     pub layout: Layout,
     /// The kernel.
     pub kernel: Spec,
+    /// Reorder the vertices after loading.
+    pub reorder: Option<Method>,
     /// Timed trials, one source each.
     pub trials: u32,
     /// Check every trial's result.
@@ -66,7 +69,7 @@ impl GraphInfo {
 /// One timed trial.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Trial {
-    /// Source vertices (none for kernels that take none).
+    /// Source vertices, in the input's original ids (none for kernels that take none).
     pub sources: Vec<u32>,
     /// Kernel wall time.
     pub kernel_ns: u64,
@@ -101,6 +104,8 @@ pub struct Report {
     pub alloc_order: String,
     /// Load and build time, apart from kernel time.
     pub load: LoadStats,
+    /// Reordering time, apart from load and kernel time; `null` when not reordered.
+    pub reorder: Option<ReorderStats>,
     /// Every trial.
     pub trials: Vec<Trial>,
     /// Kernel time over trials.
@@ -135,26 +140,45 @@ pub fn run(cfg: &Config, meta: Meta, progress: Progress<'_>) -> Result<Report> {
         .map_err(|e| Error::Config(format!("thread pool: {e}")))?;
     let layout = &cfg.layout;
     let mut load_opts = cfg.load;
-    if cfg.kernel.needs_weights() && matches!(cfg.input, Input::Gen(_)) {
+    if cfg.kernel.needs_weights() {
         load_opts.weighted = true;
     }
-    let (g, load_stats, mut kernel) = pool.install(|| -> Result<_> {
-        let mut early: Option<Box<dyn Kernel>> = None;
-        let (g, load_stats) = load(&cfg.input, load_opts, layout, &mut |n| {
-            if layout.kernel_first() {
-                early = Some(cfg.kernel.create(layout, n)?);
-            }
-            Ok(())
-        })?;
-        cfg.kernel.check(&g)?;
-        let kernel = match early {
-            Some(k) => k,
-            None => cfg.kernel.create(layout, g.n())?,
-        };
-        Ok((g, load_stats, kernel))
-    })?;
     let per_trial = cfg.kernel.sources_per_trial();
-    let all_sources = pick_sources(&g, cfg.load.seed, per_trial * cfg.trials as usize)?;
+    let wanted = per_trial * cfg.trials as usize;
+    let (g, load_stats, reordered, original_sources, mut kernel) =
+        pool.install(|| -> Result<_> {
+            let mut early: Option<Box<dyn Kernel>> = None;
+            let (g, load_stats) = load(&cfg.input, load_opts, layout, &mut |n| {
+                if layout.kernel_first() {
+                    early = Some(cfg.kernel.create(layout, n)?);
+                }
+                Ok(())
+            })?;
+            cfg.kernel.check(&g)?;
+            // Sources are picked in original ids, so a reordering runs from the same vertices.
+            let sources = pick_sources(&g, cfg.load.seed, wanted)?;
+            let (g, reordered) = match cfg.reorder {
+                Some(m) => {
+                    let (h, r, stats) = reorder::reorder(&g, m, cfg.load.seed, layout)?;
+                    drop(g);
+                    (h, Some((r, stats)))
+                }
+                None => (g, None),
+            };
+            let kernel = match early {
+                Some(k) => k,
+                None => cfg.kernel.create(layout, g.n())?,
+            };
+            Ok((g, load_stats, reordered, sources, kernel))
+        })?;
+    let (relabeling, reorder_stats): (Option<Relabeling>, Option<ReorderStats>) = match reordered {
+        Some((r, s)) => (Some(r), Some(s)),
+        None => (None, None),
+    };
+    let all_sources: Vec<u32> = match &relabeling {
+        Some(r) => original_sources.iter().map(|&v| r.new_id(v)).collect(),
+        None => original_sources.clone(),
+    };
     let sources = |i: usize| &all_sources[i * per_trial..(i + 1) * per_trial];
     let mut trials = Vec::new();
     // One untimed warm-up run: the first touch of the kernel's arrays is slow in a VM, and
@@ -176,7 +200,7 @@ pub fn run(cfg: &Config, meta: Meta, progress: Progress<'_>) -> Result<Report> {
             (None, None, None)
         };
         trials.push(Trial {
-            sources: src.to_vec(),
+            sources: original_sources[i * per_trial..(i + 1) * per_trial].to_vec(),
             kernel_ns,
             edges_per_s: g.edges() as f64 / (kernel_ns.max(1) as f64 / 1e9),
             outcome,
@@ -200,6 +224,7 @@ pub fn run(cfg: &Config, meta: Meta, progress: Progress<'_>) -> Result<Report> {
         pages: cfg.layout.pages.to_string(),
         alloc_order: cfg.layout.order.to_string(),
         load: load_stats,
+        reorder: reorder_stats,
         kernel_ns: summarize(&ns).ok_or_else(|| Error::Config("no trials".into()))?,
         trials,
         regions,
@@ -280,6 +305,7 @@ mod tests {
             kernel: Spec::Bfs {
                 mode: Mode::DirectionOptimizing,
             },
+            reorder: None,
             trials: 3,
             verify: true,
             threads: 2,

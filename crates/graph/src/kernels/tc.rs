@@ -6,7 +6,7 @@
 //!
 //! Ranking and orienting are part of the kernel's time (the GAP suite likewise counts its
 //! relabelling); the rank and the oriented graph are "property" regions, created by the first
-//! run. [`verify`] counts with a serial marking method.
+//! run. [`verify_count`] counts with a serial marking method.
 
 use hugewise_mem::Region;
 use rayon::prelude::*;
@@ -197,24 +197,29 @@ pub fn verify_count(g: &Csr) -> u64 {
     for (r, &v) in order.iter().enumerate() {
         rank[v as usize] = r as u32;
     }
-    let rank = &rank;
-    let higher = |x: u32| {
-        let rx = rank[x as usize];
-        g.out_neighbors(x)
-            .iter()
-            .copied()
-            .filter(move |&y| rank[y as usize] > rx)
-    };
+    let higher: Vec<Vec<u32>> = (0..n as u32)
+        .map(|x| {
+            let rx = rank[x as usize];
+            g.out_neighbors(x)
+                .iter()
+                .copied()
+                .filter(|&y| rank[y as usize] > rx)
+                .collect()
+        })
+        .collect();
     let mut mark = vec![false; n];
     let mut count = 0u64;
-    for a in 0..n as u32 {
-        for b in higher(a) {
+    for ups in &higher {
+        for &b in ups {
             mark[b as usize] = true;
         }
-        for b in higher(a) {
-            count += higher(b).filter(|&c| mark[c as usize]).count() as u64;
+        for &b in ups {
+            count += higher[b as usize]
+                .iter()
+                .filter(|&&c| mark[c as usize])
+                .count() as u64;
         }
-        for b in higher(a) {
+        for &b in ups {
             mark[b as usize] = false;
         }
     }

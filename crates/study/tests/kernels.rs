@@ -1,0 +1,159 @@
+//! Every kernel, in every variant, verifies on generated and real graphs of several sizes under
+//! every page policy, and each array is backed as its policy says (read from the kernel).
+
+use hugewise_graph::kernels::{bfs, cc, pr, Spec};
+use hugewise_graph::load::{load, Input, LoadOptions};
+use hugewise_graph::{Csr, Layout};
+use hugewise_mem::PagePolicy;
+use hugewise_sys::sysfs::SysFs;
+
+const POOL: &str = "kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
+
+/// Grows the 2 MiB hugetlb pool for the test and puts the old size back, also on panic.
+struct PoolGuard {
+    old: String,
+}
+
+impl PoolGuard {
+    fn grow_to(pages: u64) -> Option<PoolGuard> {
+        let old = SysFs::default().write(POOL, &pages.to_string()).ok()?;
+        let now = SysFs::default().read_u64(POOL).ok()??;
+        let guard = PoolGuard { old };
+        (now >= pages).then_some(guard)
+    }
+}
+
+impl Drop for PoolGuard {
+    fn drop(&mut self) {
+        let _ = SysFs::default().write(POOL, &self.old);
+    }
+}
+
+fn specs() -> Vec<Spec> {
+    let mut v: Vec<Spec> = ["bfs", "sssp", "pr", "cc", "bc", "tc"]
+        .iter()
+        .map(|k| Spec::default_for(k).expect("kernel"))
+        .collect();
+    v.push(Spec::Bfs {
+        mode: bfs::Mode::TopDown,
+    });
+    v.push(Spec::Pr {
+        mode: pr::Mode::Push,
+        tolerance: 1e-4,
+        max_iters: 1000,
+    });
+    v.push(Spec::Cc {
+        algo: cc::Algo::ShiloachVishkin,
+    });
+    v
+}
+
+fn cnr() -> Option<String> {
+    let p = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/data/cnr-2000.el.zst"
+    );
+    std::path::Path::new(p).exists().then(|| p.to_string())
+}
+
+/// Load, then run and verify every kernel variant that suits the graph.
+fn check_all(input: &str, symmetrize: bool, policy: &str) {
+    let layout = Layout::parse(&format!("all={policy}"), "natural").expect("layout");
+    let opts = LoadOptions {
+        seed: 7,
+        weighted: true,
+        symmetrize,
+    };
+    let input = Input::parse(input).expect("input");
+    let (g, _) = load(&input, opts, &layout, &mut |_| Ok(())).expect("load");
+    for spec in specs() {
+        if let Err(e) = spec.check(&g) {
+            assert!(spec == Spec::Tc && g.directed(), "{spec}: {e}");
+            continue;
+        }
+        run_one(&g, spec, &layout, &format!("{input} {policy} {spec}"));
+    }
+    check_backing(&g, policy);
+}
+
+fn run_one(g: &Csr, spec: Spec, layout: &Layout, what: &str) {
+    let sources = hugewise_graph::kernels::pick_sources(g, 11, spec.sources_per_trial().max(1))
+        .expect("sources");
+    let sources = &sources[..spec.sources_per_trial()];
+    let mut k = spec.create(layout, g.n()).expect("create");
+    // Twice: the second run reuses arrays the first one left dirty.
+    for _ in 0..2 {
+        k.run(g, sources).expect("run");
+        k.verify(g, sources)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+    }
+    for r in k.regions().expect("regions") {
+        check_region(&r, what);
+    }
+}
+
+fn check_region(r: &hugewise_graph::csr::RegionReport, what: &str) {
+    let b = &r.backing;
+    let present = b.total_bytes - b.not_present_bytes;
+    match r.policy.parse::<PagePolicy>().expect("policy") {
+        PagePolicy::Base => assert_eq!(b.huge_bytes(), 0, "{what}: {r:?}"),
+        PagePolicy::Thp => assert_eq!(b.base_bytes, 0, "{what}: {r:?}"),
+        PagePolicy::Hugetlb2M => assert_eq!(b.hugetlb_bytes, b.total_bytes, "{what}: {r:?}"),
+        PagePolicy::ThpPrefix(_) => assert!(b.huge_bytes() <= present, "{what}: {r:?}"),
+        _ => {}
+    }
+}
+
+fn check_backing(g: &Csr, policy: &str) {
+    for r in g.regions().expect("regions") {
+        check_region(&r, &format!("graph array under {policy}"));
+    }
+}
+
+#[test]
+fn every_kernel_verifies_on_every_graph_under_every_policy() {
+    let mut policies = vec!["system", "base", "thp", "thp-prefix:10%"];
+    let is_root = unsafe_free_is_root();
+    let _pool = if is_root {
+        PoolGuard::grow_to(160)
+    } else {
+        None
+    };
+    if _pool.is_some() {
+        policies.push("hugetlb-2m");
+    } else {
+        eprintln!("skip hugetlb-2m: the pool could not be grown (needs root and free memory)");
+    }
+    let mut graphs: Vec<(String, bool)> = ["kron:10", "kron:13", "urand:10", "urand:13"]
+        .iter()
+        .map(|s| (s.to_string(), true))
+        .collect();
+    match cnr() {
+        Some(p) => {
+            graphs.push((p.clone(), false));
+            graphs.push((p, true));
+        }
+        None => eprintln!("skip cnr-2000: ../shared/data/cnr-2000.el.zst not present"),
+    }
+    for policy in &policies {
+        for (graph, symmetrize) in &graphs {
+            let t = std::time::Instant::now();
+            check_all(graph, *symmetrize, policy);
+            eprintln!(
+                "{graph} (symmetrized: {symmetrize}) under {policy}: {:?}",
+                t.elapsed()
+            );
+        }
+    }
+}
+
+fn unsafe_free_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
