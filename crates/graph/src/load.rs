@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::build::{build, BuildOptions, BuildStats};
 use crate::gen::{Generator, Spec};
-use crate::io::{edgelist::EdgeList, gap};
+use crate::io::{edgelist::EdgeList, gap, hwg, mtx::MatrixMarket};
 use crate::{Csr, Error, Layout, Result};
 
 /// Where a graph comes from.
@@ -15,8 +15,8 @@ use crate::{Csr, Error, Layout, Result};
 pub enum Input {
     /// A generator (always symmetric, as the GAP suite's).
     Gen(Spec),
-    /// A file; its kind comes from its name (`.el`, `.wel`, `.sg`, `.wsg`, optionally with
-    /// `.gz` or `.zst` for text).
+    /// A file; its kind comes from its name (`.el`, `.wel`, `.mtx`, optionally with `.gz` or
+    /// `.zst`; `.sg`, `.wsg`, `.hwg`).
     File(PathBuf),
 }
 
@@ -31,6 +31,10 @@ pub enum FileKind {
     Gap,
     /// GAP serialized weighted graph.
     WeightedGap,
+    /// Matrix Market coordinate file.
+    MatrixMarket,
+    /// hugewise's own binary CSR.
+    Hugewise,
 }
 
 impl Input {
@@ -68,10 +72,12 @@ pub fn file_kind(p: &Path) -> Result<FileKind> {
         Some("wel") => FileKind::WeightedEdgeList,
         Some("sg") => FileKind::Gap,
         Some("wsg") => FileKind::WeightedGap,
+        Some("mtx") => FileKind::MatrixMarket,
+        Some("hwg") => FileKind::Hugewise,
         _ => {
             return Err(Error::Invalid(format!(
-                "{}: unknown graph file kind; use .el, .wel (text, optionally .gz or .zst), \
-                 .sg or .wsg (GAP), or a generator such as kron:22",
+                "{}: unknown graph file kind; use .el, .wel, .mtx (text, optionally .gz or \
+                 .zst), .sg or .wsg (GAP), .hwg (hugewise), or a generator such as kron:22",
                 p.display()
             )))
         }
@@ -130,6 +136,12 @@ pub fn load(
                     before_alloc,
                 )?
             }
+            FileKind::MatrixMarket => {
+                let mut src = MatrixMarket::open(p)?;
+                let symmetrize = opts.symmetrize || src.header().symmetric;
+                build(&mut src, BuildOptions { symmetrize }, layout, before_alloc)?
+            }
+            FileKind::Hugewise => hwg::read(p, layout, before_alloc)?,
             FileKind::Gap => gap::read(p, false, layout, before_alloc)?,
             FileKind::WeightedGap => gap::read(p, true, layout, before_alloc)?,
         },

@@ -188,8 +188,8 @@ impl KernelArg {
 /// How a graph is read or generated.
 #[derive(Debug, Args)]
 pub struct GraphInputArgs {
-    /// kron:SCALE or kron:SCALE:EDGE_FACTOR (likewise urand), or a file: .el, .wel
-    /// (optionally .gz/.zst), .sg, .wsg.
+    /// kron:SCALE or kron:SCALE:EDGE_FACTOR (likewise urand), or a file: .el, .wel, .mtx
+    /// (optionally .gz/.zst), .sg, .wsg, .hwg.
     #[arg(long, default_value = "kron:16", value_parser = parse_input)]
     pub graph: Input,
     /// Seed for generators and source picking.
@@ -317,11 +317,17 @@ impl RunArgs {
 /// `hugewise graph ...`.
 #[derive(Debug, Subcommand)]
 pub enum GraphCommand {
-    /// Generate or convert a graph and save it in the GAP suite's format (.sg or .wsg).
-    #[command(after_help = "Examples:
-  hugewise graph convert --graph kron:20 --out kron20.sg
+    /// Generate or convert a graph and save it: hugewise's binary CSR (.hwg, the fastest to
+    /// load) or the GAP suite's format (.sg, or .wsg when weighted).
+    #[command(
+        visible_alias = "gen",
+        after_help = "Examples:
+  hugewise graph gen --graph kron:24 --out kron24.hwg
+  hugewise graph convert --graph kron:20 --out kron20.sg          (GAP's programs read it)
   hugewise graph convert --graph kron:20 --weighted --out kron20.wsg
-  hugewise graph convert --graph ../shared/data/cnr-2000.el.zst --out cnr.sg")]
+  hugewise graph convert --graph ../shared/data/cnr-2000.el.zst --out cnr.hwg
+  hugewise graph convert --graph web.mtx --reorder dbg --out web-dbg.hwg"
+    )]
     Convert(ConvertArgs),
     /// Load a graph and describe it: vertices, edges, degrees, bytes per array.
     #[command(after_help = "Examples:
@@ -336,7 +342,10 @@ pub struct ConvertArgs {
     /// Graph.
     #[command(flatten)]
     pub input: GraphInputArgs,
-    /// Output file (.sg, or .wsg for weighted graphs); written atomically.
+    /// Reorder the vertices before saving (see `hugewise run --help`).
+    #[arg(long, value_name = "METHOD", value_parser = parse_reorder)]
+    pub reorder: Option<Method>,
+    /// Output file: .hwg, .sg, or .wsg for weighted graphs; written atomically.
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
 }

@@ -202,6 +202,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             emit(&a.output, &r, || hugewise_report::views::graph_info(&r))
         }
         Command::Graph(GraphCommand::Convert(a)) => {
+            let ext = a.out.extension().and_then(|e| e.to_str()).unwrap_or("");
+            if !matches!(ext, "hwg" | "sg" | "wsg") {
+                anyhow::bail!(
+                    "{}: write .hwg (hugewise), .sg or .wsg (GAP)",
+                    a.out.display()
+                );
+            }
             let b = spinner(progress, "loading");
             let (g, _) = hugewise_graph::load::load(
                 &a.input.graph,
@@ -210,21 +217,40 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 &mut |_| Ok(()),
             )
             .with_context(|| format!("loading {}", a.input.graph))?;
-            let want_weighted = a.out.extension().is_some_and(|e| e == "wsg");
-            if want_weighted != g.weighted() {
-                anyhow::bail!(
-                    "{}: a {} graph goes to a .{} file",
-                    a.out.display(),
-                    if g.weighted() {
-                        "weighted"
-                    } else {
-                        "unweighted"
-                    },
-                    if g.weighted() { "wsg" } else { "sg" }
-                );
-            }
+            let g = match a.reorder {
+                Some(m) => {
+                    b.set_message("reordering");
+                    let seed = a.input.seed;
+                    hugewise_graph::reorder::reorder(&g, m, seed, &Layout::default())
+                        .context("reordering")?
+                        .0
+                }
+                None => g,
+            };
             b.set_message("writing");
-            save::write_atomic_with(&a.out, &mut |w| hugewise_graph::io::gap::write_to(&g, w))?;
+            match ext {
+                "hwg" => save::write_atomic_with(&a.out, &mut |w| {
+                    hugewise_graph::io::hwg::write_to(&g, w)
+                })?,
+                "sg" | "wsg" => {
+                    if (ext == "wsg") != g.weighted() {
+                        anyhow::bail!(
+                            "{}: a {} graph goes to a .{} file",
+                            a.out.display(),
+                            if g.weighted() {
+                                "weighted"
+                            } else {
+                                "unweighted"
+                            },
+                            if g.weighted() { "wsg" } else { "sg" }
+                        );
+                    }
+                    save::write_atomic_with(&a.out, &mut |w| {
+                        hugewise_graph::io::gap::write_to(&g, w)
+                    })?
+                }
+                _ => unreachable!("checked before loading"),
+            }
             b.finish_and_clear();
             eprintln!(
                 "wrote {} ({} vertices, {} edges)",

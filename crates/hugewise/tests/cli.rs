@@ -414,3 +414,67 @@ fn reordering_is_timed_apart_and_keeps_the_sources() {
         }
     }
 }
+
+#[test]
+fn hwg_and_mtx_files_load_and_agree_with_their_source() {
+    let d = tempfile::tempdir().expect("tmp");
+    let hwg = d.path().join("k.hwg");
+    let hwg_s = hwg.to_str().expect("utf8");
+    let o = hw(&["graph", "gen", "--graph", "kron:11", "--out", hwg_s]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let info = |g: &str| -> serde_json::Value {
+        let o = hw(&["graph", "info", "--graph", g, "--json"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_slice(&o.stdout).expect("json")
+    };
+    assert_eq!(info("kron:11")["graph"], info(hwg_s)["graph"]);
+    let o = hw(&["run", "bc", "--graph", hwg_s, "--verify", "--trials", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    let mtx = d.path().join("m.mtx");
+    std::fs::write(
+        &mtx,
+        "%%MatrixMarket matrix coordinate pattern symmetric\n% K4\n4 4 6\n2 1\n3 1\n4 1\n3 2\n4 2\n4 3\n",
+    )
+    .expect("write");
+    let o = hw(&[
+        "run",
+        "tc",
+        "--graph",
+        mtx.to_str().expect("utf8"),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["trials"][0]["outcome"]["triangles"], 4);
+
+    let reordered = d.path().join("k-dbg.hwg");
+    let o = hw(&[
+        "graph",
+        "convert",
+        "--graph",
+        hwg_s,
+        "--reorder",
+        "dbg",
+        "--out",
+        reordered.to_str().expect("utf8"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = info(reordered.to_str().expect("utf8"));
+    assert_eq!(r["graph"], info(hwg_s)["graph"]);
+
+    let mut bytes = std::fs::read(&hwg).expect("read");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&hwg, &bytes).expect("damage");
+    fails_with(
+        &hw(&["graph", "info", "--graph", hwg_s]),
+        1,
+        "checksum does not match",
+    );
+    fails_with(
+        &hw(&["graph", "convert", "--graph", "kron:4", "--out", "x.txt"]),
+        1,
+        "write .hwg (hugewise), .sg or .wsg (GAP)",
+    );
+}

@@ -57,38 +57,49 @@ fn id(field: Option<&str>, what: &str, path: &Path, line: u64, text: &str) -> Re
     Ok(v as u32)
 }
 
+/// Parse the lines of `r` (named `path` in errors) into `f`; `weighted` requires a third
+/// column.
+pub fn read_edges(
+    r: &mut dyn BufRead,
+    path: &Path,
+    weighted: bool,
+    f: &mut dyn FnMut(&[Edge]) -> Result<()>,
+) -> Result<()> {
+    let mut chunk = Chunker::new(f);
+    for (i, line) in r.lines().enumerate() {
+        let no = i as u64 + 1;
+        let text = line.map_err(|e| Error::io(path, e))?;
+        let t = text.trim();
+        if t.is_empty() || t.starts_with('#') || t.starts_with('%') {
+            continue;
+        }
+        let mut fields = t.split_whitespace();
+        let u = id(fields.next(), "source id", path, no, &text)?;
+        let v = id(fields.next(), "target id", path, no, &text)?;
+        let w = if weighted {
+            let w = fields.next();
+            match w {
+                Some(x) if x.starts_with('-') => {
+                    return Err(line_error(path, no, "weight is negative", &text))
+                }
+                _ => {}
+            }
+            id(w, "weight", path, no, &text)?
+        } else {
+            1
+        };
+        if fields.next().is_some() {
+            return Err(line_error(path, no, "too many fields", &text));
+        }
+        chunk.push(Edge { u, v, w })?;
+    }
+    chunk.finish()
+}
+
 impl EdgeSource for EdgeList {
     fn each_chunk(&mut self, f: &mut dyn FnMut(&[Edge]) -> Result<()>) -> Result<()> {
-        let r = BufReader::with_capacity(1 << 20, super::open(&self.path)?);
-        let mut chunk = Chunker::new(f);
-        for (i, line) in r.lines().enumerate() {
-            let no = i as u64 + 1;
-            let text = line.map_err(|e| Error::io(&self.path, e))?;
-            let t = text.trim();
-            if t.is_empty() || t.starts_with('#') || t.starts_with('%') {
-                continue;
-            }
-            let mut fields = t.split_whitespace();
-            let u = id(fields.next(), "source id", &self.path, no, &text)?;
-            let v = id(fields.next(), "target id", &self.path, no, &text)?;
-            let w = if self.weighted {
-                let w = fields.next();
-                match w {
-                    Some(x) if x.starts_with('-') => {
-                        return Err(line_error(&self.path, no, "weight is negative", &text))
-                    }
-                    _ => {}
-                }
-                id(w, "weight", &self.path, no, &text)?
-            } else {
-                1
-            };
-            if fields.next().is_some() {
-                return Err(line_error(&self.path, no, "too many fields", &text));
-            }
-            chunk.push(Edge { u, v, w })?;
-        }
-        chunk.finish()
+        let mut r = BufReader::with_capacity(1 << 20, super::open(&self.path)?);
+        read_edges(&mut r, &self.path, self.weighted, f)
     }
 
     fn weighted(&self) -> bool {

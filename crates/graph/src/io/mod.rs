@@ -1,12 +1,16 @@
 //! Readers and writers of graph files.
 //!
 //! - [`edgelist`]: `.el` / `.wel` text (any whitespace, `#` and `%` comments);
+//! - [`mtx`]: Matrix Market coordinate files;
 //! - [`gap`]: the GAP benchmark suite's serialized `.sg` / `.wsg`, byte-compatible;
+//! - [`hwg`]: hugewise's own binary CSR, versioned and checksummed, read straight into regions.
 //!
 //! Compressed input (`gzip`, `zstd`) is detected by magic bytes, not by name.
 
 pub mod edgelist;
 pub mod gap;
+pub mod hwg;
+pub mod mtx;
 
 use std::fs::File;
 use std::io::{BufReader, Read};
