@@ -61,7 +61,7 @@ impl Cc {
 }
 
 impl Kernel for Cc {
-    fn run(&mut self, g: &Csr, _: &[u32]) -> Result<Outcome> {
+    fn run(&mut self, g: &Csr, _: &[u32]) -> Result<()> {
         self.comp
             .par_iter_mut()
             .enumerate()
@@ -71,11 +71,15 @@ impl Kernel for Cc {
             Algo::Afforest => afforest(g, comp),
             Algo::ShiloachVishkin => shiloach_vishkin(g, comp),
         }
+        Ok(())
+    }
+
+    fn outcome(&self, _: &Csr) -> Outcome {
         let (components, largest) = census(&self.comp);
-        Ok(Outcome::Cc {
+        Outcome::Cc {
             components,
             largest,
-        })
+        }
     }
 
     fn verify(&self, g: &Csr, _: &[u32]) -> std::result::Result<(), String> {
@@ -112,7 +116,8 @@ fn link(u: u32, v: u32, comp: &[AtomicU32]) {
 /// Point every vertex straight at its root.
 fn compress(comp: &[AtomicU32]) {
     comp.par_iter().with_min_len(4096).for_each(|c| {
-        let mut x = c.load(Relaxed);
+        let first = c.load(Relaxed);
+        let mut x = first;
         loop {
             let up = comp[x as usize].load(Relaxed);
             if up == x {
@@ -120,7 +125,11 @@ fn compress(comp: &[AtomicU32]) {
             }
             x = up;
         }
-        c.store(x, Relaxed);
+        // Write only what changes: most vertices already point at their root, and a store
+        // would dirty their cache line for nothing.
+        if x != first {
+            c.store(x, Relaxed);
+        }
     });
 }
 
@@ -170,6 +179,7 @@ fn shiloach_vishkin(g: &Csr, comp: &[AtomicU32]) {
     loop {
         let changed = AtomicBool::new(false);
         (0..n).into_par_iter().with_min_len(256).for_each(|u| {
+            let mut hooked = false;
             for &v in g.out_neighbors(u) {
                 let cu = comp[u as usize].load(Relaxed);
                 let cv = comp[v as usize].load(Relaxed);
@@ -177,13 +187,17 @@ fn shiloach_vishkin(g: &Csr, comp: &[AtomicU32]) {
                     continue;
                 }
                 let (high, low) = if cu > cv { (cu, cv) } else { (cv, cu) };
-                // Hook only roots, so that no tree is ever cut.
-                if comp[high as usize]
-                    .compare_exchange(high, low, Relaxed, Relaxed)
-                    .is_ok()
+                // Hook only roots, so that no tree is ever cut; test with a plain load first,
+                // as most candidates are no longer roots.
+                let h = &comp[high as usize];
+                if h.load(Relaxed) == high
+                    && h.compare_exchange(high, low, Relaxed, Relaxed).is_ok()
                 {
-                    changed.store(true, Relaxed);
+                    hooked = true;
                 }
+            }
+            if hooked {
+                changed.store(true, Relaxed);
             }
         });
         compress(comp);
@@ -258,7 +272,8 @@ mod tests {
 
     fn cc(g: &Csr, algo: Algo) -> (Cc, Outcome) {
         let mut k = Cc::new(&Layout::default(), g.n(), algo).expect("cc");
-        let o = k.run(g, &[]).expect("run");
+        k.run(g, &[]).expect("run");
+        let o = k.outcome(g);
         (k, o)
     }
 

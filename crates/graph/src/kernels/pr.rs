@@ -41,6 +41,7 @@ pub struct Pr {
     scores: Region<f32>,
     contrib: Region<f32>,
     last_change: f64,
+    iterations: u32,
 }
 
 impl Pr {
@@ -59,6 +60,7 @@ impl Pr {
             contrib: layout.region("property", "property", n)?,
             scores: layout.region("property", "property-scores", n)?,
             last_change: f64::INFINITY,
+            iterations: 0,
         })
     }
 
@@ -69,7 +71,7 @@ impl Pr {
 }
 
 impl Kernel for Pr {
-    fn run(&mut self, g: &Csr, _: &[u32]) -> Result<Outcome> {
+    fn run(&mut self, g: &Csr, _: &[u32]) -> Result<()> {
         let n = g.n();
         let base = ((1.0 - DAMPING) / n as f64) as f32;
         let d = DAMPING as f32;
@@ -87,10 +89,15 @@ impl Kernel for Pr {
             }
         }
         self.last_change = change;
-        Ok(Outcome::Pr {
-            iterations,
-            last_change: change,
-        })
+        self.iterations = iterations;
+        Ok(())
+    }
+
+    fn outcome(&self, _: &Csr) -> Outcome {
+        Outcome::Pr {
+            iterations: self.iterations,
+            last_change: self.last_change,
+        }
     }
 
     fn verify(&self, g: &Csr, _: &[u32]) -> std::result::Result<(), String> {
@@ -224,7 +231,8 @@ mod tests {
 
     fn pr(g: &Csr, mode: Mode, tolerance: f64, max_iters: u32) -> (Pr, Outcome) {
         let mut k = Pr::new(&Layout::default(), g.n(), mode, tolerance, max_iters).expect("pr");
-        let o = k.run(g, &[]).expect("run");
+        k.run(g, &[]).expect("run");
+        let o = k.outcome(g);
         (k, o)
     }
 

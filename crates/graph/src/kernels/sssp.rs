@@ -38,6 +38,7 @@ pub struct Sssp {
     dist: Region<u32>,
     frontier: Option<Region<u32>>,
     buckets: Vec<Mutex<Vec<Vec<u32>>>>,
+    rounds: u32,
 }
 
 impl Sssp {
@@ -49,6 +50,7 @@ impl Sssp {
             dist: layout.region("property", "property", n)?,
             frontier: None,
             buckets: Vec::new(),
+            rounds: 0,
         })
     }
 
@@ -67,7 +69,7 @@ impl Sssp {
 }
 
 impl Kernel for Sssp {
-    fn run(&mut self, g: &Csr, sources: &[u32]) -> Result<Outcome> {
+    fn run(&mut self, g: &Csr, sources: &[u32]) -> Result<()> {
         let src = sources[0];
         let threads = rayon::current_num_threads();
         if self.buckets.len() != threads {
@@ -150,17 +152,22 @@ impl Kernel for Sssp {
             frontier_len = total;
             bucket = next;
         }
+        self.rounds = rounds;
+        Ok(())
+    }
+
+    fn outcome(&self, _: &Csr) -> Outcome {
         let (reached, max_dist) = self
             .dist
             .par_iter()
             .filter(|&&d| d != INF)
             .map(|&d| (1u64, d as u64))
             .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1.max(b.1)));
-        Ok(Outcome::Sssp {
+        Outcome::Sssp {
             reached,
             max_dist,
-            rounds,
-        })
+            rounds: self.rounds,
+        }
     }
 
     fn verify(&self, g: &Csr, sources: &[u32]) -> std::result::Result<(), String> {
