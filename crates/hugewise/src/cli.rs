@@ -130,6 +130,49 @@ Each round creates each variant's region afresh and populates it before timing, 
 other processes are idle, warms up, then times the reads. The speedup is the median over
 rounds of base/variant measured in the same round.")]
     Randread(RandreadArgs),
+
+    /// One graph kernel under several page layouts of its own arrays, alternated round by
+    /// round on one loaded graph: the speedup huge pages give, as a ratio within each round.
+    #[command(after_help = "Examples:
+  hugewise bench pages bfs --graph kron:24            property=base vs property=thp
+  hugewise bench pages pr --graph g.hwg --compare all=base --compare property=thp-prefix:5%
+  hugewise bench pages bfs --graph kron:24 --rounds 7 --markdown
+
+The graph's arrays take --graph-pages (all=base by default) and are shared by every variant;
+each --compare sets the kernel's arrays (property, frontier) and gets its own copy of them.
+The first --compare is the baseline. Each round runs every variant once from the same
+sources, in alternating order, after checking the machine is quiet.")]
+    Pages(PagesArgs),
+}
+
+/// `hugewise bench pages`.
+#[derive(Debug, Args)]
+pub struct PagesArgs {
+    /// Kernel.
+    #[arg(value_enum)]
+    pub kernel: KernelArg,
+    /// Graph.
+    #[command(flatten)]
+    pub input: GraphInputArgs,
+    /// Page policies of the graph's arrays, shared by every variant.
+    #[arg(long, default_value = "all=base", value_parser = parse_pages)]
+    pub graph_pages: PolicyMap,
+    /// A layout of the kernel's arrays (property, frontier); give two or more, baseline
+    /// first [default: all=base and all=base,property=thp].
+    #[arg(long = "compare", value_name = "PAGES")]
+    pub compare: Vec<String>,
+    /// Rounds; each runs every variant once.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rounds: u32,
+    /// Worker threads (default: one per CPU).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Print a Markdown table instead of the terminal table.
+    #[arg(long, conflicts_with = "json")]
+    pub markdown: bool,
+    /// Output options.
+    #[command(flatten)]
+    pub output: Output,
 }
 
 /// `hugewise bench randread`.
@@ -254,6 +297,13 @@ pub struct RunArgs {
     /// Output options.
     #[command(flatten)]
     pub output: Output,
+}
+
+impl PagesArgs {
+    /// The kernel with its default settings.
+    pub fn kernel_spec(&self) -> Result<Spec, String> {
+        Spec::default_for(self.kernel.name()).ok_or_else(|| "unknown kernel".to_string())
+    }
 }
 
 impl RunArgs {

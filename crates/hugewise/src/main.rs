@@ -13,7 +13,7 @@ use hugewise_graph::load::LoadOptions;
 use hugewise_graph::Layout;
 use hugewise_study::graphrun;
 use hugewise_study::meta::{Meta, WithMeta};
-use hugewise_study::{faultlat, randread, save};
+use hugewise_study::{faultlat, pagebench, randread, save};
 use hugewise_sys::machine;
 use hugewise_sys::proc::ProcFs;
 use hugewise_sys::sysfs::SysFs;
@@ -259,6 +259,44 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 g.edges()
             );
             Ok(())
+        }
+        Command::Bench(BenchCommand::Pages(a)) => {
+            let kernel = a.kernel_spec().unwrap_or_else(|m| {
+                Cli::command()
+                    .error(clap::error::ErrorKind::ArgumentConflict, m)
+                    .exit()
+            });
+            let variants = if a.compare.is_empty() {
+                vec!["all=base".to_string(), "all=base,property=thp".to_string()]
+            } else {
+                a.compare.clone()
+            };
+            let cfg = pagebench::Config {
+                input: a.input.graph.clone(),
+                load: load_options(&a.input),
+                graph_pages: a.graph_pages.clone(),
+                kernel,
+                variants,
+                rounds: a.rounds,
+                threads: a.threads.unwrap_or_else(cpus).max(1),
+            };
+            let b = spinner(progress, "loading");
+            let r = pagebench::run(&cfg, meta(), &mut |done, total| {
+                if done == 1 {
+                    b.set_message("samples");
+                }
+                b.set_length(total);
+                b.set_position(done);
+            })
+            .with_context(|| format!("comparing page layouts for {}", kernel.name()))?;
+            b.finish_and_clear();
+            if a.markdown {
+                emit(&a.output, &r, || {
+                    hugewise_report::views::pagebench_markdown(&r)
+                })
+            } else {
+                emit(&a.output, &r, || hugewise_report::views::pagebench(&r))
+            }
         }
         Command::Bench(BenchCommand::Randread(a)) => {
             let cfg = randread::Config {

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use hugewise_graph::csr::RegionReport;
-use hugewise_study::{faultlat, graphrun, randread};
+use hugewise_study::{faultlat, graphrun, pagebench, randread};
 use hugewise_sys::caps::Probe;
 use hugewise_sys::machine::MachineReport;
 
@@ -413,5 +413,72 @@ pub fn graph_info(r: &graphrun::InfoReport) -> String {
     );
     let _ = writeln!(o, "load     {}\n", ns(r.load.load_ns as f64));
     o.push_str(&regions_table(&r.regions));
+    o
+}
+
+/// `hugewise bench pages`.
+pub fn pagebench(r: &pagebench::Report) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "graph   {}: {}", r.graph_spec, graph_line(&r.graph));
+    let _ = writeln!(
+        o,
+        "kernel  {} on {} threads, {} rounds; graph arrays {}\n",
+        r.kernel, r.threads, r.rounds, r.graph_pages
+    );
+    let mut t = Table::new([
+        "kernel arrays",
+        "median",
+        "min",
+        "max",
+        "spread",
+        "speedup",
+        "huge share",
+    ]);
+    for s in &r.summary {
+        let k = &s.kernel_ns;
+        t.row([
+            s.pages.clone(),
+            ns(k.median),
+            ns(k.min),
+            ns(k.max),
+            pct(k.mad_rel),
+            s.speedup_vs_first
+                .map(|x| format!("{x:.2}x"))
+                .unwrap_or_else(|| "baseline".into()),
+            pct(s.huge_footprint_share),
+        ]);
+    }
+    o.push_str(&t.render());
+    for s in &r.summary {
+        let _ = writeln!(o, "\nkernel arrays for {}:", s.pages);
+        o.push_str(&regions_table(&s.regions));
+    }
+    o
+}
+
+/// `hugewise bench pages --markdown`, for BENCHMARKS.md.
+pub fn pagebench_markdown(r: &pagebench::Report) -> String {
+    let mut o = format!(
+        "{} on {} ({} vertices, {} edges), {} threads, {} rounds, graph arrays {}\n\n",
+        r.kernel, r.graph_spec, r.graph.vertices, r.graph.edges, r.threads, r.rounds, r.graph_pages
+    );
+    o.push_str(
+        "| kernel arrays | median | min | max | speedup (median of per-round ratios) | huge share of footprint |\n|---|---:|---:|---:|---:|---:|\n",
+    );
+    for s in &r.summary {
+        let k = &s.kernel_ns;
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} | {} |",
+            s.pages,
+            ns(k.median),
+            ns(k.min),
+            ns(k.max),
+            s.speedup_vs_first
+                .map(|x| format!("{x:.2}x"))
+                .unwrap_or_else(|| "baseline".into()),
+            pct(s.huge_footprint_share)
+        );
+    }
     o
 }

@@ -6,7 +6,9 @@
 //! - [`quiet`]: other processes' CPU use, checked before each timed run;
 //! - [`save`]: atomic result files;
 //! - [`faultlat`]: page-fault latency of a fresh region under a page policy;
-//! - [`randread`]: random reads over a large region, page policies alternated A B C A B C.
+//! - [`randread`]: random reads over a large region, page policies alternated A B C A B C;
+//! - [`graphrun`]: graph kernels on page-policy arrays, verified, with every array's backing;
+//! - [`pagebench`]: one kernel under several layouts of its arrays, alternated round by round.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -14,6 +16,7 @@ mod error;
 pub mod faultlat;
 pub mod graphrun;
 pub mod meta;
+pub mod pagebench;
 pub mod quiet;
 pub mod randread;
 pub mod save;

@@ -1,14 +1,20 @@
 //! PageRank by power iteration, damping 0.85, f32 scores as in the GAP suite.
 //!
 //! `Pull`: each vertex sums the contributions (score / out-degree) of its in-neighbours, a
-//! scattered read of the contribution array, which is the "property" region. `Push`: each
-//! vertex adds its contribution to its out-neighbours' sums with atomic adds, a scattered write
-//! of the same region. Iteration stops when the scores' total absolute change falls below the
-//! tolerance, or at the cap. As in GAP, rank held by vertices without out-arcs is not passed on.
+//! scattered read of the contribution array, which is the "property" region; as in the GAP
+//! suite, a vertex's contribution is refreshed as soon as its score is (Gauss–Seidel), which
+//! halves the iterations. `Push`: each vertex adds its contribution to its out-neighbours' sums
+//! with atomic adds, a scattered write of the same region (Jacobi). Iteration stops when the
+//! scores' total absolute change falls below the tolerance, or at the cap. As in GAP, rank held
+//! by vertices without out-arcs is not passed on.
 //!
 //! [`verify`] computes the fixed point serially in f64 and bounds the distance to it from the
-//! last change the kernel saw: for a contraction with factor d, the error after an iteration
-//! is at most d / (1 − d) times that iteration's change.
+//! last change the kernel saw. With x = b + dPx (P's columns sum to at most 1), an iteration
+//! whose terms read some new and some old values leaves a residual dB(x_new − x_old) with B a
+//! part of P, so the residual is at most d times the change, and the distance to the fixed
+//! point at most d / (1 − d) times it; that holds for Jacobi and for racy Gauss–Seidel alike.
+
+use std::sync::atomic::Ordering::Relaxed;
 
 use hugewise_mem::Region;
 use hugewise_sys::atomic;
@@ -76,6 +82,10 @@ impl Kernel for Pr {
         let base = ((1.0 - DAMPING) / n as f64) as f32;
         let d = DAMPING as f32;
         self.scores.par_iter_mut().for_each(|s| *s = 1.0 / n as f32);
+        self.contrib
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(v, c)| *c = share(g, v, 1.0 / n as f32));
         let mut iterations = 0;
         let mut change = f64::INFINITY;
         while iterations < self.max_iters {
@@ -113,23 +123,10 @@ impl Kernel for Pr {
 }
 
 fn pull_step(g: &Csr, scores: &mut [f32], contrib: &mut [f32], base: f32, d: f32) -> f64 {
-    {
-        let scores: &[f32] = scores;
-        contrib
-            .par_iter_mut()
-            .enumerate()
-            .with_min_len(4096)
-            .for_each(|(u, c)| {
-                let deg = g.out_degree(u as u32);
-                *c = if deg == 0 {
-                    0.0
-                } else {
-                    scores[u] / deg as f32
-                };
-            });
-    }
-    let contrib: &[f32] = contrib;
-    // Scores are updated in place: each vertex reads only the contributions and its own score.
+    // Gauss-Seidel: a vertex's contribution is refreshed as soon as its score is, so vertices
+    // done later in the same iteration already see it (which one a thread sees is a benign
+    // race: either value keeps the convergence bound the verifier relies on).
+    let contrib = atomic::u32s(bytemuck::cast_slice_mut(contrib));
     scores
         .par_iter_mut()
         .enumerate()
@@ -138,14 +135,23 @@ fn pull_step(g: &Csr, scores: &mut [f32], contrib: &mut [f32], base: f32, d: f32
             let sum: f32 = g
                 .in_neighbors(v as u32)
                 .iter()
-                .map(|&u| contrib[u as usize])
+                .map(|&u| f32::from_bits(contrib[u as usize].load(Relaxed)))
                 .sum();
             let new = base + d * sum;
             let c = (new - *s).abs() as f64;
             *s = new;
+            contrib[v].store(share(g, v, new).to_bits(), Relaxed);
             c
         })
         .sum()
+}
+
+/// What vertex `v` passes to each out-neighbour.
+fn share(g: &Csr, v: usize, score: f32) -> f32 {
+    match g.out_degree(v as u32) {
+        0 => 0.0,
+        deg => score / deg as f32,
+    }
 }
 
 fn push_step(g: &Csr, scores: &mut [f32], sums: &mut [f32], base: f32, d: f32) -> f64 {
