@@ -114,6 +114,18 @@ fn cpus() -> usize {
         .unwrap_or(1)
 }
 
+/// Progress that renames the spinner's phase (e.g. from "loading" to "trials") once counting
+/// starts.
+fn phase_progress<'a>(b: &'a ProgressBar, phase: &'static str) -> impl FnMut(u64, u64) + 'a {
+    move |done, total| {
+        if done == 1 {
+            b.set_message(phase);
+        }
+        b.set_length(total);
+        b.set_position(done);
+    }
+}
+
 fn run(cli: Cli) -> anyhow::Result<()> {
     let progress = !cli.no_progress;
     match cli.command {
@@ -176,14 +188,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 threads,
             };
             let b = spinner(progress, "loading");
-            let r = graphrun::run(&cfg, meta(), &mut |done, total| {
-                if done == 1 {
-                    b.set_message("trials");
-                }
-                b.set_length(total);
-                b.set_position(done);
-            })
-            .with_context(|| format!("running {} on {}", kernel.name(), a.input.graph))?;
+            let r = graphrun::run(&cfg, meta(), &mut phase_progress(&b, "trials"))
+                .with_context(|| format!("running {} on {}", kernel.name(), a.input.graph))?;
             b.finish_and_clear();
             emit(&a.output, &r, || hugewise_report::views::run(&r))?;
             match r.failed_verification() {
@@ -281,14 +287,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 threads: a.threads.unwrap_or_else(cpus).max(1),
             };
             let b = spinner(progress, "loading");
-            let r = pagebench::run(&cfg, meta(), &mut |done, total| {
-                if done == 1 {
-                    b.set_message("samples");
-                }
-                b.set_length(total);
-                b.set_position(done);
-            })
-            .with_context(|| format!("comparing page layouts for {}", kernel.name()))?;
+            let r = pagebench::run(&cfg, meta(), &mut phase_progress(&b, "samples"))
+                .with_context(|| format!("comparing page layouts for {}", kernel.name()))?;
             b.finish_and_clear();
             if a.markdown {
                 emit(&a.output, &r, || {

@@ -134,10 +134,7 @@ pub fn run(cfg: &Config, meta: Meta, progress: Progress<'_>) -> Result<Report> {
     if cfg.trials == 0 {
         return Err(Error::Config("trials must be at least 1".into()));
     }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(cfg.threads.max(1))
-        .build()
-        .map_err(|e| Error::Config(format!("thread pool: {e}")))?;
+    let pool = crate::thread_pool(cfg.threads)?;
     let layout = &cfg.layout;
     let mut load_opts = cfg.load;
     if cfg.kernel.needs_weights() {

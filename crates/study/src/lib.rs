@@ -24,5 +24,13 @@ pub mod stats;
 
 pub use error::{Error, Result};
 
+/// A rayon pool of `threads` workers (at least one) for one experiment.
+pub(crate) fn thread_pool(threads: usize) -> Result<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .build()
+        .map_err(|e| Error::Config(format!("thread pool: {e}")))
+}
+
 /// A progress sink for long work: `(done, total)` in the work's own units.
 pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);

@@ -123,10 +123,7 @@ pub fn run(cfg: &Config, meta: Meta, progress: Progress<'_>) -> Result<Report> {
                 })
         })
         .collect::<Result<_>>()?;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(cfg.threads.max(1))
-        .build()
-        .map_err(|e| Error::Config(format!("thread pool: {e}")))?;
+    let pool = crate::thread_pool(cfg.threads)?;
     let graph_layout = Layout {
         pages: cfg.graph_pages.clone(),
         order: AllocOrder::Natural,
