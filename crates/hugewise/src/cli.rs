@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 use hugewise_graph::kernels::{bfs, cc, pr, Spec};
-use hugewise_graph::layout::ALL_REGIONS;
+use hugewise_graph::layout::{ALL_REGIONS, KERNEL_REGIONS};
 use hugewise_graph::load::Input;
 use hugewise_graph::reorder::Method;
 use hugewise_mem::{AllocOrder, Bytes, PagePolicy, PolicyMap};
@@ -159,7 +159,7 @@ pub struct PagesArgs {
     pub graph_pages: PolicyMap,
     /// A layout of the kernel's arrays (property, frontier); give two or more, baseline
     /// first [default: all=base and all=base,property=thp].
-    #[arg(long = "compare", value_name = "PAGES")]
+    #[arg(long = "compare", value_name = "PAGES", value_parser = parse_kernel_pages)]
     pub compare: Vec<String>,
     /// Rounds; each runs every variant once.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
@@ -304,6 +304,15 @@ impl PagesArgs {
     pub fn kernel_spec(&self) -> Result<Spec, String> {
         Spec::default_for(self.kernel.name()).ok_or_else(|| "unknown kernel".to_string())
     }
+
+    /// The layouts to compare, baseline first, or a usage error.
+    pub fn variants(&self) -> Result<Vec<String>, String> {
+        match self.compare.len() {
+            0 => Ok(vec!["all=base".into(), "all=base,property=thp".into()]),
+            1 => Err("give --compare twice or more: a baseline and what to compare with it".into()),
+            _ => Ok(self.compare.clone()),
+        }
+    }
 }
 
 impl RunArgs {
@@ -417,6 +426,17 @@ fn parse_input(s: &str) -> Result<Input, String> {
 
 fn parse_reorder(s: &str) -> Result<Method, String> {
     s.parse().map_err(|e: hugewise_graph::Error| e.to_string())
+}
+
+/// A layout of the kernel's arrays only: the graph's are shared by every variant.
+fn parse_kernel_pages(s: &str) -> Result<String, String> {
+    PolicyMap::parse(s, KERNEL_REGIONS)
+        .map(|p| p.to_string())
+        .map_err(|e| {
+            format!(
+                "{e} (--compare sets property and frontier; the graph's arrays take --graph-pages)"
+            )
+        })
 }
 
 fn parse_pages(s: &str) -> Result<PolicyMap, String> {

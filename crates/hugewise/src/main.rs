@@ -114,6 +114,13 @@ fn cpus() -> usize {
         .unwrap_or(1)
 }
 
+/// A command-line mistake found after parsing: clap's message format and exit code 2.
+fn usage_error(message: String) -> ! {
+    Cli::command()
+        .error(clap::error::ErrorKind::ArgumentConflict, message)
+        .exit()
+}
+
 /// Progress that renames the spinner's phase (e.g. from "loading" to "trials") once counting
 /// starts.
 fn phase_progress<'a>(b: &'a ProgressBar, phase: &'static str) -> impl FnMut(u64, u64) + 'a {
@@ -167,11 +174,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 pages: a.pages.clone(),
                 order: a.alloc_order.clone(),
             };
-            let kernel = a.kernel_spec().unwrap_or_else(|m| {
-                Cli::command()
-                    .error(clap::error::ErrorKind::ArgumentConflict, m)
-                    .exit()
-            });
+            let kernel = a.kernel_spec().unwrap_or_else(|m| usage_error(m));
             let threads = match (a.threads, a.overcommit) {
                 (Some(t), _) => t.max(1),
                 (None, Some(f)) => cpus() * f.max(1) as usize,
@@ -267,16 +270,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Bench(BenchCommand::Pages(a)) => {
-            let kernel = a.kernel_spec().unwrap_or_else(|m| {
-                Cli::command()
-                    .error(clap::error::ErrorKind::ArgumentConflict, m)
-                    .exit()
-            });
-            let variants = if a.compare.is_empty() {
-                vec!["all=base".to_string(), "all=base,property=thp".to_string()]
-            } else {
-                a.compare.clone()
-            };
+            let kernel = a.kernel_spec().unwrap_or_else(|m| usage_error(m));
+            let variants = a.variants().unwrap_or_else(|m| usage_error(m));
             let cfg = pagebench::Config {
                 input: a.input.graph.clone(),
                 load: load_options(&a.input),

@@ -478,3 +478,34 @@ fn hwg_and_mtx_files_load_and_agree_with_their_source() {
         "write .hwg (hugewise), .sg or .wsg (GAP)",
     );
 }
+
+#[test]
+fn bench_pages_compares_layouts_and_refuses_bad_ones() {
+    let o = hw(&[
+        "bench", "pages", "bfs", "--graph", "kron:10", "--rounds", "2", "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["samples"].as_array().expect("samples").len(), 4);
+    assert_eq!(v["summary"][1]["pages"], "all=base,property=thp");
+    for (args, want) in [
+        (
+            vec![
+                "bench",
+                "pages",
+                "bfs",
+                "--compare",
+                "edges=thp",
+                "--compare",
+                "all=base",
+            ],
+            "the graph's arrays take --graph-pages",
+        ),
+        (
+            vec!["bench", "pages", "bfs", "--compare", "all=base"],
+            "give --compare twice or more",
+        ),
+    ] {
+        fails_with(&hw(&args), 2, want);
+    }
+}

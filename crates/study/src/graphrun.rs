@@ -168,10 +168,7 @@ pub fn run(cfg: &Config, meta: Meta, progress: Progress<'_>) -> Result<Report> {
             };
             Ok((g, load_stats, reordered, sources, kernel))
         })?;
-    let (relabeling, reorder_stats): (Option<Relabeling>, Option<ReorderStats>) = match reordered {
-        Some((r, s)) => (Some(r), Some(s)),
-        None => (None, None),
-    };
+    let (relabeling, reorder_stats): (Option<Relabeling>, Option<ReorderStats>) = reordered.unzip();
     let all_sources: Vec<u32> = match &relabeling {
         Some(r) => original_sources.iter().map(|&v| r.new_id(v)).collect(),
         None => original_sources.clone(),

@@ -113,12 +113,8 @@ fn check_backing(g: &Csr, policy: &str) {
 #[test]
 fn every_kernel_verifies_on_every_graph_under_every_policy() {
     let mut policies = vec!["system", "base", "thp", "thp-prefix:10%"];
-    let is_root = unsafe_free_is_root();
-    let _pool = if is_root {
-        PoolGuard::grow_to(160)
-    } else {
-        None
-    };
+    let root = is_root();
+    let _pool = if root { PoolGuard::grow_to(160) } else { None };
     if _pool.is_some() {
         policies.push("hugetlb-2m");
     } else {
@@ -147,7 +143,7 @@ fn every_kernel_verifies_on_every_graph_under_every_policy() {
     }
 }
 
-fn unsafe_free_is_root() -> bool {
+fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {

@@ -36,7 +36,7 @@ pub struct Sssp {
     delta: u32,
     layout: Layout,
     dist: Region<u32>,
-    frontier: Option<Region<u32>>,
+    frontier: Region<u32>,
     buckets: Vec<Mutex<Vec<Vec<u32>>>>,
     rounds: u32,
 }
@@ -48,7 +48,9 @@ impl Sssp {
             delta: delta.max(1),
             layout: layout.clone(),
             dist: layout.region("property", "property", n)?,
-            frontier: None,
+            // Sized by a guess and grown when a round needs more; faulted in by first touch,
+            // so the part never used costs no memory.
+            frontier: layout.lazy_region("frontier", "frontier", (n / 4).max(GRAIN) + 1)?,
             buckets: Vec::new(),
             rounds: 0,
         })
@@ -60,9 +62,8 @@ impl Sssp {
     }
 
     fn frontier_at_least(&mut self, len: usize) -> Result<()> {
-        if self.frontier.as_ref().is_none_or(|f| f.len() < len) {
-            self.frontier = None;
-            self.frontier = Some(self.layout.lazy_region("frontier", "frontier", len)?);
+        if self.frontier.len() < len {
+            self.frontier = self.layout.lazy_region("frontier", "frontier", len)?;
         }
         Ok(())
     }
@@ -78,24 +79,17 @@ impl Kernel for Sssp {
         for b in &self.buckets {
             lock(b).iter_mut().for_each(Vec::clear);
         }
-        // The largest frontier of a round is unknown in advance: start at n / 4 + 1 and grow.
-        self.frontier_at_least((g.n() / 4).max(GRAIN) + 1)?;
         self.dist.par_iter_mut().for_each(|d| *d = INF);
         self.dist[src as usize] = 0;
         let delta = self.delta as u64;
         let mut frontier_len = 1usize;
-        if let Some(f) = self.frontier.as_mut() {
-            f[0] = src;
-        }
+        self.frontier[0] = src;
         let mut bucket = 0usize;
         let mut rounds = 0u32;
         loop {
             rounds += 1;
             let dist = atomic::u32s(&mut self.dist);
-            let frontier = match self.frontier.as_ref() {
-                Some(f) => &f[..frontier_len],
-                None => unreachable_frontier(),
-            };
+            let frontier = &self.frontier[..frontier_len];
             let cursor = AtomicUsize::new(0);
             let buckets = &self.buckets;
             rayon::broadcast(|ctx| {
@@ -133,10 +127,7 @@ impl Kernel for Sssp {
                 .map(|b| lock(b).get(next).map_or(0, Vec::len))
                 .sum();
             self.frontier_at_least(total)?;
-            let frontier = match self.frontier.as_mut() {
-                Some(f) => atomic::u32s(f),
-                None => unreachable_frontier(),
-            };
+            let frontier = atomic::u32s(&mut self.frontier);
             let end = AtomicUsize::new(0);
             let buckets = &self.buckets;
             rayon::broadcast(|ctx| {
@@ -176,15 +167,9 @@ impl Kernel for Sssp {
 
     fn regions(&self) -> Result<Vec<RegionReport>> {
         let mut v = vec![RegionReport::of(&self.dist)?];
-        if let Some(f) = &self.frontier {
-            v.push(RegionReport::of(f)?);
-        }
+        v.push(RegionReport::of(&self.frontier)?);
         Ok(v)
     }
-}
-
-fn unreachable_frontier() -> ! {
-    unreachable!("the frontier is created before the first round")
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
