@@ -49,10 +49,15 @@ pub struct Capabilities {
     pub split_huge_pages: Probe,
 }
 
+/// Whether this process runs as root (effective uid 0).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
 /// Run every probe. Each uses at most 4 MiB and leaves nothing behind.
 pub fn probe(proc: &ProcFs) -> Capabilities {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = is_root();
     Capabilities {
         root,
         madv_collapse: probe_collapse(proc),

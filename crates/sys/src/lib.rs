@@ -4,7 +4,8 @@
 //! Two halves:
 //! - syscalls: [`mmap`] (anonymous mappings, advice, collapse), [`process`] (pidfd and
 //!   `process_madvise`), [`lock`] (mlock, personality), [`rusage`] (fault counters), [`debugfs`]
-//!   (debugfs files, through a private mount detached at once when needed);
+//!   (debugfs files, through a private mount detached at once when needed), [`swap`] (swapon,
+//!   swapoff, preallocated files);
 //! - readers: [`proc`] and [`sysfs`], each rooted at an injectable path so that every parser is
 //!   tested on recorded samples.
 //!
@@ -25,6 +26,7 @@ pub mod page_size;
 pub mod proc;
 pub mod process;
 pub mod rusage;
+pub mod swap;
 pub mod sysfs;
 
 pub use error::{Error, Result};

@@ -203,7 +203,8 @@ impl Mapping {
         self.len == 0
     }
 
-    fn check(&self, range: &Range<usize>) -> Result<()> {
+    /// Refuse a range outside the mapping or not 4 KiB aligned at its start.
+    pub(crate) fn check_range(&self, range: &Range<usize>) -> Result<()> {
         if range.start > range.end || range.end > self.len {
             return Err(Error::Invalid(format!(
                 "range {}..{} is outside the mapping of {} bytes",
@@ -264,7 +265,7 @@ impl Mapping {
 
     /// Give `advice` for the byte range `range` (offsets into the mapping).
     pub fn advise(&self, range: Range<usize>, advice: Advice) -> Result<()> {
-        self.check(&range)?;
+        self.check_range(&range)?;
         if range.is_empty() {
             return Ok(());
         }
@@ -292,7 +293,7 @@ impl Mapping {
         range: Range<usize>,
         advice: UncheckedAdvice,
     ) -> Result<()> {
-        self.check(&range)?;
+        self.check_range(&range)?;
         let UncheckedAdvice::DontNeed = advice;
         // SAFETY: the range lies within this mapping; the caller guarantees no reference
         // observes the contents being dropped.
@@ -314,7 +315,7 @@ impl Mapping {
     /// makes it huge again, and copy it back. This is how hugewise splits huge pages where
     /// debugfs `split_huge_pages` is not writable (kernel lockdown).
     pub fn rebuild_base_pages(&mut self, range: Range<usize>) -> Result<()> {
-        self.check(&range)?;
+        self.check_range(&range)?;
         self.advise(range.clone(), Advice::NoHugePage)?;
         let piece = PageSize::Size2M.bytes();
         let mut buf = vec![0u8; piece];

@@ -1,7 +1,11 @@
 //! Advice to another process's memory: `pidfd_open` + `process_madvise`.
 
+use std::ffi::CString;
 use std::ops::Range;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
 
 use crate::mmap::Advice;
 use crate::{Error, Result};
@@ -68,6 +72,77 @@ impl PidFd {
     }
 }
 
+/// A signal hugewise sends to processes it started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// SIGTERM: ask to exit.
+    Term,
+    /// SIGKILL: end now.
+    Kill,
+}
+
+impl Signal {
+    fn raw(self) -> libc::c_int {
+        match self {
+            Signal::Term => libc::SIGTERM,
+            Signal::Kill => libc::SIGKILL,
+        }
+    }
+}
+
+impl PidFd {
+    /// Send `signal` to the process (`pidfd_send_signal`, Linux 5.1): it cannot reach another
+    /// process that reused the pid.
+    pub fn signal(&self, signal: Signal) -> Result<()> {
+        // SAFETY: the fd is a live pidfd we own; a null siginfo asks the kernel to fill it in.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                self.fd.as_raw_fd(),
+                signal.raw(),
+                std::ptr::null::<libc::siginfo_t>(),
+                0u32,
+            )
+        };
+        if rc < 0 {
+            return Err(Error::last_os("pidfd_send_signal"));
+        }
+        Ok(())
+    }
+}
+
+/// Make the child that `cmd` spawns join a cgroup before it executes its program, by writing
+/// `0` (the writer itself) to `procs_file` (the cgroup's `cgroup.procs`). Everything the program
+/// allocates is then charged to that cgroup from its first instruction.
+pub fn join_cgroup_at_exec(cmd: &mut std::process::Command, procs_file: &Path) -> Result<()> {
+    let path = CString::new(procs_file.as_os_str().as_bytes()).map_err(|_| {
+        Error::Invalid(format!(
+            "{}: path contains a NUL byte",
+            procs_file.display()
+        ))
+    })?;
+    let hook = move || -> std::io::Result<()> {
+        // SAFETY: between fork and exec only async-signal-safe calls are allowed: open, write
+        // and close are; `path` was allocated before the fork and is only read here.
+        unsafe {
+            let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+            if fd < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let n = libc::write(fd, b"0".as_ptr().cast(), 1);
+            let err = std::io::Error::last_os_error();
+            libc::close(fd);
+            if n != 1 {
+                return Err(err);
+            }
+        }
+        Ok(())
+    };
+    // SAFETY: the hook above only makes async-signal-safe calls and allocates nothing.
+    unsafe { cmd.pre_exec(hook) };
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,6 +162,27 @@ mod tests {
             Ok(n) => assert_eq!(n, m.len()),
             Err(e) => eprintln!("skip: process_madvise unavailable here: {e}"),
         }
+    }
+
+    #[test]
+    fn signal_reaches_a_child() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("spawn sleep");
+        let fd = PidFd::open(child.id() as i32).expect("pidfd");
+        fd.signal(Signal::Kill).expect("kill");
+        let status = child.wait().expect("wait");
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(libc::SIGKILL));
+    }
+
+    #[test]
+    fn exec_hook_failure_is_the_spawn_error() {
+        let mut cmd = std::process::Command::new("true");
+        join_cgroup_at_exec(&mut cmd, Path::new("/nonexistent/cgroup.procs")).expect("hook");
+        let e = cmd.spawn().expect_err("cannot join a missing cgroup");
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
     }
 
     #[test]

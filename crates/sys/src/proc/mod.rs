@@ -2,15 +2,19 @@
 
 mod buddy;
 mod meminfo;
+mod mounts;
 mod pagemap;
 mod pagetype;
 mod smaps;
+mod swaps;
 
 pub use buddy::{fragmentation_index, unusable_index, BuddyZone};
 pub use meminfo::MemInfo;
+pub use mounts::Mount;
 pub use pagemap::{KPageFlags, PageFlags, PageMap, PagemapEntry};
 pub use pagetype::{PageTypeFree, PageTypeInfo};
 pub use smaps::{Vma, VmaTotals};
+pub use swaps::SwapArea;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -111,6 +115,66 @@ impl ProcFs {
         PageMap::open(self.path(&format!("{}/pagemap", pid.dir())))
     }
 
+    /// `/proc/swaps`: the active swap areas.
+    pub fn swaps(&self) -> Result<Vec<SwapArea>> {
+        let (p, s) = self.read("swaps")?;
+        swaps::parse(&p, &s)
+    }
+
+    /// `/proc/self/mounts`.
+    pub fn mounts(&self) -> Result<Vec<Mount>> {
+        let (p, s) = self.read("self/mounts")?;
+        mounts::parse(&p, &s)
+    }
+
+    /// This boot's id (`sys/kernel/random/boot_id`): what a journal compares to tell whether
+    /// the machine rebooted since a change was made.
+    pub fn boot_id(&self) -> Result<String> {
+        self.read_knob("sys/kernel/random/boot_id")
+    }
+
+    /// When process `pid` started, in clock ticks since boot (field 22 of `stat`); `None` when
+    /// no such process exists. With the pid it identifies a process across pid reuse.
+    pub fn start_time(&self, pid: i32) -> Result<Option<u64>> {
+        let (p, s) = match self.read(&format!("{pid}/stat")) {
+            Ok(v) => v,
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(None)
+            }
+            Err(e) => return Err(e),
+        };
+        // The command name (field 2) may hold spaces and parentheses: fields after it are
+        // counted from the last ')'.
+        let after = s
+            .rfind(')')
+            .map(|i| &s[i + 1..])
+            .ok_or_else(|| Error::parse(&p, 1, "no ')' after the command name"))?;
+        after
+            .split_whitespace()
+            .nth(19)
+            .and_then(|f| f.parse().ok())
+            .map(Some)
+            .ok_or_else(|| Error::parse(&p, 1, "no start time in field 22"))
+    }
+
+    /// Read a knob under this root (such as `sys/vm/page-cluster`), trimmed.
+    pub fn read_knob(&self, rel: &str) -> Result<String> {
+        self.read(rel).map(|(_, s)| s.trim().to_string())
+    }
+
+    /// Write `value` to a knob under this root and return what it held before.
+    pub fn write_knob(&self, rel: &str, value: &str) -> Result<String> {
+        let old = self.read_knob(rel)?;
+        let p = self.path(rel);
+        std::fs::write(&p, value).map_err(|e| Error::io(&p, e))?;
+        Ok(old)
+    }
+
+    /// Absolute path of a file given relative to the root.
+    pub fn file(&self, rel: &str) -> PathBuf {
+        self.path(rel)
+    }
+
     /// Open `/proc/kpageflags` (root only).
     pub fn kpageflags(&self) -> Result<KPageFlags> {
         KPageFlags::open(self.path("kpageflags"))
@@ -161,5 +225,25 @@ mod tests {
         )]);
         assert!(proc.smaps_rollup(Pid::Id(42)).is_ok());
         assert!(proc.smaps_rollup(Pid::Current).is_err());
+    }
+
+    #[test]
+    fn start_time_skips_odd_command_names() {
+        let stat = "77 (a) b (c)) S 1 77 77 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 123456 \
+                    1000 10 18446744073709551615\n";
+        let (_d, proc) = tree(&[("77/stat", stat)]);
+        assert_eq!(proc.start_time(77).expect("stat"), Some(123456));
+        assert_eq!(proc.start_time(78).expect("absent"), None);
+        let real = ProcFs::default()
+            .start_time(std::process::id() as i32)
+            .expect("own stat");
+        assert!(real.is_some());
+    }
+
+    #[test]
+    fn knobs_write_back_the_old_value() {
+        let (_d, proc) = tree(&[("sys/vm/page-cluster", "3\n")]);
+        assert_eq!(proc.write_knob("sys/vm/page-cluster", "0").expect("write"), "3");
+        assert_eq!(proc.read_knob("sys/vm/page-cluster").expect("read"), "0");
     }
 }

@@ -1,0 +1,120 @@
+//! One change to the machine, as the journal records it, and how to undo it.
+//!
+//! Every undo is idempotent, because a run can die after journaling a change and before making
+//! it, or while undoing: writing back an old value that is already there, removing a cgroup
+//! that is already gone or turning off a swap file that is not on are all no-ops.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::host::Host;
+use crate::knob::Knob;
+use crate::{cgroup, swapfile, Error, Result};
+
+/// A change hugewise made, or is about to make.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Change {
+    /// A kernel setting written.
+    Knob {
+        /// Which.
+        knob: Knob,
+        /// Its value before, written back on undo.
+        old: String,
+        /// The value written.
+        new: String,
+    },
+    /// A memory cgroup created (undo: kill what runs in it, remove it).
+    Cgroup {
+        /// Its directory.
+        path: PathBuf,
+    },
+    /// A swap file created and enabled (undo: swapoff, delete the file).
+    SwapFile {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+impl fmt::Display for Change {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Change::Knob { knob, old, new } => write!(f, "{knob}: {old} -> {new}"),
+            Change::Cgroup { path } => write!(f, "cgroup {}", path.display()),
+            Change::SwapFile { path } => write!(f, "swap file {}", path.display()),
+        }
+    }
+}
+
+/// What undoing a change did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Undone {
+    /// The change.
+    pub change: String,
+    /// `restored`, or why it was skipped, and anything worth knowing.
+    pub outcome: String,
+}
+
+impl Change {
+    /// Put the machine back as it was before this change. `same_boot` is false when the machine
+    /// rebooted since the change: the kernel then already forgot settings, cgroups and swap.
+    pub fn undo(&self, host: &Host, same_boot: bool) -> Result<String> {
+        match self {
+            Change::Knob { knob, old, new } => {
+                if !same_boot {
+                    return Ok("skipped: the machine rebooted since, which reset it".into());
+                }
+                let now = knob.read(host)?;
+                knob.write(host, old)?;
+                let back = knob.read(host)?;
+                let mut outcome = "restored".to_string();
+                if now != *new {
+                    outcome.push_str(&format!(" (it had been changed to {now} since)"));
+                }
+                if back != *old {
+                    outcome.push_str(&format!("; the kernel now reports {back}"));
+                }
+                Ok(outcome)
+            }
+            Change::Cgroup { path } => {
+                if !same_boot {
+                    return Ok("skipped: the machine rebooted since".into());
+                }
+                if !path.exists() {
+                    return Ok("already gone".into());
+                }
+                if !cgroup::is_ours(host, path) {
+                    return Err(Error::Invalid(format!(
+                        "{}: not a cgroup hugewise creates (hugewise-* under the memory \
+                         hierarchy); left alone",
+                        path.display()
+                    )));
+                }
+                cgroup::remove(path)?;
+                Ok("removed".into())
+            }
+            Change::SwapFile { path } => {
+                let mut done = Vec::new();
+                if same_boot && swapfile::is_active(host, path)? {
+                    hugewise_sys::swap::swapoff(path)?;
+                    done.push("swapped off");
+                }
+                if path.exists() {
+                    if swapfile::is_ours(path) {
+                        std::fs::remove_file(path).map_err(|e| Error::io(path, e))?;
+                        done.push("file removed");
+                    } else {
+                        done.push("file left: it has no hugewise swap label");
+                    }
+                }
+                Ok(if done.is_empty() {
+                    "already gone".into()
+                } else {
+                    done.join(", ")
+                })
+            }
+        }
+    }
+}

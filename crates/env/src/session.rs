@@ -1,0 +1,250 @@
+//! A session: the changes one hugewise process makes, journaled before each is made, and put
+//! back when the session ends (for [`Lifetime::Run`]) or by `hugewise env restore`.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::cgroup::{self, Hierarchy, MemoryCgroup};
+use crate::change::{Change, Undone};
+use crate::host::Host;
+use crate::journal::{Journal, Lifetime, Owner, Pending};
+use crate::knob::Knob;
+use crate::{swapfile, Error, Result};
+
+/// A knob write and what the kernel made of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KnobSet {
+    /// The knob.
+    pub knob: String,
+    /// The file.
+    pub path: String,
+    /// Its value before.
+    pub old: String,
+    /// The value asked for.
+    pub asked: String,
+    /// What the kernel reports after the write (a hugetlb pool may grow less than asked).
+    pub now: String,
+}
+
+/// What putting the machine back did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RestoreReport {
+    /// Changes undone (or skipped, with why), newest first.
+    pub undone: Vec<Undone>,
+    /// Changes that could not be undone, with the error; they stay in the journal.
+    pub failed: Vec<Undone>,
+}
+
+impl RestoreReport {
+    /// Whether everything was put back.
+    pub fn complete(&self) -> bool {
+        self.failed.is_empty()
+    }
+}
+
+/// Changes made by this process, journaled before each is made.
+#[derive(Debug)]
+pub struct Session {
+    host: Host,
+    journal: Journal,
+    owner: Owner,
+    lifetime: Lifetime,
+    mine: Vec<(u64, Change)>,
+    finished: bool,
+}
+
+fn owner(host: &Host) -> Result<Owner> {
+    let pid = std::process::id() as i32;
+    Ok(Owner {
+        pid,
+        start_time: host.proc.start_time(pid).ok().flatten(),
+        boot_id: host.proc.boot_id()?,
+    })
+}
+
+impl Session {
+    /// Lock the journal and start a session. Refuses while another hugewise run holds the
+    /// journal, and while a run that ended without restoring left changes behind.
+    pub fn open(host: &Host, lifetime: Lifetime) -> Result<Session> {
+        let mut journal = Journal::open(&host.state_dir)?;
+        let left: Vec<String> = journal
+            .pending()?
+            .iter()
+            .filter(|p| p.lifetime == Lifetime::Run)
+            .map(|p| p.change.to_string())
+            .collect();
+        if !left.is_empty() {
+            return Err(Error::Leftover {
+                path: journal.path().to_path_buf(),
+                steps: left,
+            });
+        }
+        Ok(Session {
+            owner: owner(host)?,
+            host: host.clone(),
+            journal,
+            lifetime,
+            mine: Vec::new(),
+            finished: false,
+        })
+    }
+
+    /// The machine.
+    pub fn host(&self) -> &Host {
+        &self.host
+    }
+
+    /// Set `knob` to `value`: validate, journal, write, read back. Setting a knob to the value
+    /// it already holds changes nothing and journals nothing.
+    pub fn set(&mut self, knob: Knob, value: &str) -> Result<KnobSet> {
+        self.host
+            .require_root(&format!("setting {knob}"), &knob.display_path())?;
+        let new = knob.validate(&self.host, value)?;
+        let old = knob.read(&self.host)?;
+        if old != new {
+            let change = Change::Knob {
+                knob,
+                old: old.clone(),
+                new: new.clone(),
+            };
+            self.journaled(change)?;
+            knob.write(&self.host, &new)?;
+        }
+        Ok(KnobSet {
+            knob: knob.to_string(),
+            path: knob.display_path(),
+            now: knob.read(&self.host)?,
+            old,
+            asked: new,
+        })
+    }
+
+    fn journaled(&mut self, change: Change) -> Result<()> {
+        let seq = self
+            .journal
+            .record_change(&self.owner, self.lifetime, &change)?;
+        self.mine.push((seq, change));
+        Ok(())
+    }
+
+    /// Create a memory cgroup limited to `limit_bytes`, removed when the session ends.
+    pub fn create_cgroup(&mut self, limit_bytes: u64) -> Result<MemoryCgroup> {
+        self.host.require_real("a memory cgroup")?;
+        let h = Hierarchy::find(&self.host)?;
+        let path = cgroup::fresh_path(&h);
+        self.host
+            .require_root("creating a cgroup", &path.display().to_string())?;
+        self.journaled(Change::Cgroup { path: path.clone() })?;
+        MemoryCgroup::create(&h, &path, limit_bytes)
+    }
+
+    /// Create a swap file of `bytes` at `path` (which must not exist) and enable it.
+    pub fn add_swap(&mut self, path: &Path, bytes: u64) -> Result<()> {
+        self.host.require_real("a swap file")?;
+        self.host
+            .require_root("enabling swap", &path.display().to_string())?;
+        if path.exists() {
+            return Err(Error::Invalid(format!(
+                "{} already exists; hugewise never overwrites a file (choose another --file)",
+                path.display()
+            )));
+        }
+        self.journaled(Change::SwapFile {
+            path: path.to_path_buf(),
+        })?;
+        swapfile::create(path, bytes)?;
+        hugewise_sys::swap::swapon(path, None)?;
+        Ok(())
+    }
+
+    /// Undo this session's changes, newest first. Also runs on drop for [`Lifetime::Run`].
+    pub fn restore(&mut self) -> RestoreReport {
+        self.finished = true;
+        let boot = self.owner.boot_id.clone();
+        let mut report = RestoreReport::default();
+        let mine = std::mem::take(&mut self.mine);
+        for (seq, change) in mine.into_iter().rev() {
+            undo_one(&self.host, &mut self.journal, seq, &change, &boot, &mut report);
+        }
+        let _ = self.journal.compact_if_done();
+        report
+    }
+
+    /// End the session as a crash would: nothing is put back and the journal keeps every
+    /// change. Tests use it to check that `restore_all` recovers.
+    #[doc(hidden)]
+    pub fn abandon(mut self) {
+        self.finished = true;
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if !self.finished && self.lifetime == Lifetime::Run {
+            let r = self.restore();
+            for f in &r.failed {
+                eprintln!("hugewise: could not restore {}: {}", f.change, f.outcome);
+            }
+        }
+    }
+}
+
+fn undo_one(
+    host: &Host,
+    journal: &mut Journal,
+    seq: u64,
+    change: &Change,
+    boot: &str,
+    report: &mut RestoreReport,
+) {
+    let current_boot = host.proc.boot_id().unwrap_or_default();
+    match change.undo(host, boot == current_boot) {
+        Ok(outcome) => {
+            let _ = journal.record_undone(seq, &outcome);
+            report.undone.push(Undone {
+                change: change.to_string(),
+                outcome,
+            });
+        }
+        Err(e) => report.failed.push(Undone {
+            change: change.to_string(),
+            outcome: e.to_string(),
+        }),
+    }
+}
+
+/// Undo every pending change in the journal, newest first, whoever made it: what a crashed or
+/// killed run left behind, and settings kept on purpose.
+pub fn restore_all(host: &Host) -> Result<RestoreReport> {
+    let mut journal = Journal::open(&host.state_dir)?;
+    let pending = journal.pending()?;
+    let mut report = RestoreReport::default();
+    for p in pending.iter().rev() {
+        undo_one(
+            host,
+            &mut journal,
+            p.seq,
+            &p.change,
+            &p.owner.boot_id,
+            &mut report,
+        );
+    }
+    journal.compact_if_done()?;
+    Ok(report)
+}
+
+/// The pending changes, oldest first, without taking the lock (for `env show`).
+pub fn pending(host: &Host) -> Result<Vec<Pending>> {
+    let path = Journal::path_in(&host.state_dir);
+    if !path.exists() {
+        return Ok(Vec::new());
+    }
+    match Journal::open(&host.state_dir) {
+        Ok(mut j) => j.pending(),
+        // A live run holds the lock: its changes are pending by definition; show what the file
+        // says without locking.
+        Err(Error::Busy { .. }) => crate::journal::read_pending(&path),
+        Err(e) => Err(e),
+    }
+}

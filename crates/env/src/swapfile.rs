@@ -1,0 +1,124 @@
+//! Swap files hugewise creates, enables, and removes again.
+//!
+//! The file is preallocated (the kernel refuses a swap file with holes) and given a version-1
+//! swap header written here, labelled `hugewise`, so that restore only ever deletes a file that
+//! carries that label.
+
+use std::fs::OpenOptions;
+use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use crate::{Error, Result};
+
+const PAGE: usize = 4096;
+const LABEL: &[u8; 8] = b"hugewise";
+const MAGIC: &[u8; 10] = b"SWAPSPACE2";
+const LABEL_AT: usize = 1052;
+/// Smallest swap area the kernel takes (10 pages) and a sensible minimum above it.
+pub const MIN_BYTES: u64 = 1 << 20;
+
+/// The first page of a swap area of `bytes` bytes.
+pub fn header(bytes: u64, uuid: [u8; 16]) -> Vec<u8> {
+    let pages = bytes / PAGE as u64;
+    let mut h = vec![0u8; PAGE];
+    h[1024..1028].copy_from_slice(&1u32.to_le_bytes());
+    let last = u32::try_from(pages.saturating_sub(1)).unwrap_or(u32::MAX);
+    h[1028..1032].copy_from_slice(&last.to_le_bytes());
+    h[1036..1052].copy_from_slice(&uuid);
+    h[LABEL_AT..LABEL_AT + LABEL.len()].copy_from_slice(LABEL);
+    h[PAGE - MAGIC.len()..].copy_from_slice(MAGIC);
+    h
+}
+
+fn uuid() -> [u8; 16] {
+    let t = crate::journal::now_ms() as u128;
+    let mut x = t ^ (u128::from(std::process::id()) << 64);
+    let mut out = [0u8; 16];
+    for b in out.iter_mut() {
+        // splitmix-style scramble; uniqueness, not secrecy, is what a swap uuid needs.
+        x = x.wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835).wrapping_add(1);
+        *b = (x >> 64) as u8;
+    }
+    out
+}
+
+/// Create `path` (it must not exist) as a swap file of `bytes` bytes (rounded down to 4 KiB).
+/// A failure removes the partial file.
+pub fn create(path: &Path, bytes: u64) -> Result<()> {
+    if bytes < MIN_BYTES {
+        return Err(Error::Invalid(format!(
+            "a swap file must be at least {} MiB",
+            MIN_BYTES >> 20
+        )));
+    }
+    let bytes = bytes / PAGE as u64 * PAGE as u64;
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => Error::Invalid(format!(
+                "{} already exists; hugewise never overwrites a file (choose another --file)",
+                path.display()
+            )),
+            _ => Error::io(path, e),
+        })?;
+    let filled = hugewise_sys::swap::preallocate(&f, path, bytes)
+        .map_err(Error::from)
+        .and_then(|()| {
+            f.write_all(&header(bytes, uuid()))
+                .and_then(|()| f.sync_all())
+                .map_err(|e| Error::io(path, e))
+        });
+    if let Err(e) = filled {
+        let _ = std::fs::remove_file(path);
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// Whether `path` is a swap file that hugewise made (its header carries the label).
+pub fn is_ours(path: &Path) -> bool {
+    let mut page = vec![0u8; PAGE];
+    let read = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut page));
+    read.is_ok()
+        && &page[LABEL_AT..LABEL_AT + LABEL.len()] == LABEL
+        && &page[PAGE - MAGIC.len()..] == MAGIC
+}
+
+/// Whether `path` is an active swap area now.
+pub fn is_active(host: &crate::Host, path: &Path) -> Result<bool> {
+    Ok(host.proc.swaps()?.iter().any(|a| a.path == path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_fields() {
+        let h = header(64 << 20, [7; 16]);
+        assert_eq!(h.len(), 4096);
+        assert_eq!(&h[1024..1028], &1u32.to_le_bytes());
+        assert_eq!(&h[1028..1032], &((16384u32 - 1).to_le_bytes()));
+        assert_eq!(&h[4086..], b"SWAPSPACE2");
+        assert_eq!(&h[1052..1060], b"hugewise");
+    }
+
+    #[test]
+    fn create_refuses_to_overwrite_and_labels_its_files() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = dir.path().join("swap");
+        create(&p, 2 << 20).expect("create");
+        assert!(is_ours(&p));
+        assert_eq!(std::fs::metadata(&p).expect("meta").len(), 2 << 20);
+        let e = create(&p, 2 << 20).expect_err("exists");
+        assert!(e.to_string().contains("never overwrites"), "{e}");
+        let other = dir.path().join("other");
+        std::fs::write(&other, vec![0u8; 8192]).expect("write");
+        assert!(!is_ours(&other));
+        assert!(create(&dir.path().join("tiny"), 4096).is_err());
+    }
+}
