@@ -85,7 +85,14 @@ pub enum Knob {
     CompactUnevictable,
     /// `vm.page-cluster`: swap readahead, 2^n pages.
     PageCluster,
+    /// `vm.percpu_pagelist_high_fraction`: 0 lets the kernel size the per-CPU free lists
+    /// (up to about 1 GiB here); a large value keeps them at their minimum, so freed pages reach
+    /// the buddy allocator and merge at once.
+    PcpHighFraction,
 }
+
+/// A `vm.percpu_pagelist_high_fraction` that keeps the per-CPU free lists at their minimum.
+pub const PCP_MINIMAL: &str = "1000000000";
 
 enum Kind {
     Selector,
@@ -110,6 +117,7 @@ impl Knob {
             ),
             Knob::CompactUnevictable => (Tree::Proc, "sys/vm/compact_unevictable_allowed".into()),
             Knob::PageCluster => (Tree::Proc, "sys/vm/page-cluster".into()),
+            Knob::PcpHighFraction => (Tree::Proc, "sys/vm/percpu_pagelist_high_fraction".into()),
         }
     }
 
@@ -134,6 +142,10 @@ impl Knob {
             },
             Knob::CompactUnevictable => Kind::Number { min: 0, max: 1 },
             Knob::PageCluster => Kind::Number { min: 0, max: 31 },
+            Knob::PcpHighFraction => Kind::Number {
+                min: 0,
+                max: i32::MAX as u64,
+            },
         }
     }
 
@@ -193,6 +205,11 @@ impl Knob {
                         "{self}: {n} is outside {min}..={max}"
                     )));
                 }
+                if *self == Knob::PcpHighFraction && (1..8).contains(&n) {
+                    return Err(Error::Invalid(format!(
+                        "{self}: {n} is refused by the kernel (0, or 8 and above)"
+                    )));
+                }
                 Ok(n.to_string())
             }
         }
@@ -218,6 +235,7 @@ impl fmt::Display for Knob {
             Knob::HugetlbPages { size_kib } => write!(f, "hugetlb {size_kib}kB pages"),
             Knob::CompactUnevictable => write!(f, "vm.compact_unevictable_allowed"),
             Knob::PageCluster => write!(f, "vm.page-cluster"),
+            Knob::PcpHighFraction => write!(f, "vm.percpu_pagelist_high_fraction"),
         }
     }
 }
@@ -260,6 +278,8 @@ mod tests {
         assert_eq!(max_none.validate(&h, " 0 ").expect("ok"), "0");
         assert!(Knob::CompactUnevictable.validate(&h, "2").is_err());
         assert!(Knob::PageCluster.validate(&h, "-1").is_err());
+        assert!(Knob::PcpHighFraction.validate(&h, "7").is_err());
+        assert!(Knob::PcpHighFraction.validate(&h, PCP_MINIMAL).is_ok());
     }
 
     #[test]
@@ -274,6 +294,7 @@ mod tests {
             Knob::HugetlbPages { size_kib: 2048 },
             Knob::CompactUnevictable,
             Knob::PageCluster,
+            Knob::PcpHighFraction,
         ];
         for k in all {
             assert!(!k.display_path().contains("damon"), "{k}");

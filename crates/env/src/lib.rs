@@ -16,10 +16,14 @@
 pub mod cgroup;
 pub mod change;
 mod error;
+pub mod fragment;
 pub mod host;
 pub mod journal;
 pub mod knob;
+pub mod pressure;
+pub mod probe;
 pub mod session;
+pub mod state;
 pub mod swapfile;
 #[doc(hidden)]
 pub mod testing;

@@ -310,6 +310,14 @@ impl Mapping {
         Ok(())
     }
 
+    /// Free the pages of `range` now (`MADV_DONTNEED`); they read as zeros afterwards. Safe
+    /// because `&mut self` rules out every reference into the mapping.
+    pub fn discard(&mut self, range: Range<usize>) -> Result<()> {
+        // SAFETY: &mut self excludes every reference into the mapping, so no one observes the
+        // contents being dropped.
+        unsafe { self.advise_unchecked(range, UncheckedAdvice::DontNeed) }
+    }
+
     /// Re-back `range` with 4 KiB pages and keep its contents: copy each 2 MiB piece out, free
     /// it (`MADV_DONTNEED`), mark it `MADV_NOHUGEPAGE` so neither the next fault nor khugepaged
     /// makes it huge again, and copy it back. This is how hugewise splits huge pages where

@@ -115,6 +115,23 @@ impl ProcFs {
         PageMap::open(self.path(&format!("{}/pagemap", pid.dir())))
     }
 
+    /// Free pages parked in the per-CPU lists of all zones (`count:` of every pageset in
+    /// `/proc/zoneinfo`). They are free but neither in buddyinfo nor able to merge into larger
+    /// blocks until drained.
+    pub fn pcp_pages(&self) -> Result<u64> {
+        let (p, s) = self.read("zoneinfo")?;
+        let mut total = 0u64;
+        for (i, line) in s.lines().enumerate() {
+            if let Some(v) = line.trim_start().strip_prefix("count:") {
+                total += v
+                    .trim()
+                    .parse::<u64>()
+                    .map_err(|_| Error::parse(&p, i + 1, format!("bad count: {line:?}")))?;
+            }
+        }
+        Ok(total)
+    }
+
     /// `/proc/swaps`: the active swap areas.
     pub fn swaps(&self) -> Result<Vec<SwapArea>> {
         let (p, s) = self.read("swaps")?;
@@ -238,6 +255,14 @@ mod tests {
             .start_time(std::process::id() as i32)
             .expect("own stat");
         assert!(real.is_some());
+    }
+
+    #[test]
+    fn pcp_pages_sum_every_pageset() {
+        let zi = "Node 0, zone   Normal\n  pages free     1975747\n  pagesets\n    cpu: 0\n              count:    221387\n              high:     221521\n    cpu: 1\n              count:    13\n";
+        let (_d, proc) = tree(&[("zoneinfo", zi)]);
+        assert_eq!(proc.pcp_pages().expect("zoneinfo"), 221400);
+        assert!(ProcFs::default().pcp_pages().is_ok());
     }
 
     #[test]

@@ -1,0 +1,323 @@
+//! Fragmentation by unmovable pages: make a chosen share of free memory useless for 2 MiB pages
+//! by keeping one mlocked 4 KiB page in each of enough free 2 MiB physical blocks.
+//!
+//! From user space, without a kernel module: take 4 KiB pages, read their physical frames from
+//! `/proc/self/pagemap`, and once enough whole 2 MiB blocks are owned, keep (mlock) one page of
+//! each and free the other 511. With `vm.compact_unevictable_allowed = 0` (the caller sets it,
+//! journaled) compaction cannot move the kept pages, so each such block stays broken until
+//! hugewise lets go. With `vm.percpu_pagelist_high_fraction` at [`crate::knob::PCP_MINIMAL`]
+//! (also the caller's, journaled) freed pages reach the buddy allocator at once instead of
+//! waiting in per-CPU lists, so the blocks merge and the measurement is exact. The level is measured from `/proc/buddyinfo` after every round and
+//! corrected: too low, more blocks are broken; too high, some are given back whole.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use hugewise_sys::lock;
+use hugewise_sys::mmap::{Advice, MapOptions, Mapping};
+use hugewise_sys::proc::Pid;
+use serde::Serialize;
+
+use crate::host::Host;
+use crate::state::{self, MemoryState, BLOCK_BYTES};
+use crate::{Error, Result};
+
+const PAGE: usize = 4096;
+const PAGES_PER_BLOCK: u32 = 512;
+const CHUNK: u64 = 256 << 20;
+
+/// What to reach.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Target {
+    /// This share (0 to 1) of free memory unusable for 2 MiB pages.
+    Level(f64),
+    /// This many bytes of free memory in broken blocks, whatever the free total (used when
+    /// pressure will take whole blocks afterwards and the level is meant for what remains).
+    UnusableBytes(u64),
+}
+
+/// What [`fragment`] did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FragmentReport {
+    /// What was asked.
+    pub target: Target,
+    /// Tolerance on the level (share of free memory).
+    pub tolerance: f64,
+    /// Whether the target was reached within the tolerance.
+    pub reached: bool,
+    /// 2 MiB blocks broken by a kept page.
+    pub pinned_blocks: u64,
+    /// Rounds of measure and correct.
+    pub rounds: u32,
+    /// Most memory taken at once while looking for whole blocks.
+    pub peak_taken_bytes: u64,
+    /// Memory before.
+    pub before: MemoryState,
+    /// Memory after.
+    pub after: MemoryState,
+    /// Time taken.
+    pub seconds: f64,
+    /// Why the target was not reached, when it was not.
+    pub note: Option<String>,
+}
+
+#[derive(Debug)]
+struct Pin {
+    chunk: usize,
+    offset: usize,
+}
+
+/// The kept pages, one per broken block; dropping this gives every block back.
+#[derive(Debug, Default)]
+pub struct Fragmenter {
+    chunks: Vec<Option<Mapping>>,
+    pins: Vec<Pin>,
+}
+
+impl Fragmenter {
+    /// Blocks broken now.
+    pub fn pinned_blocks(&self) -> u64 {
+        self.pins.len() as u64
+    }
+
+    /// Give back `n` broken blocks (newest first): each becomes a whole free block again.
+    pub fn unpin(&mut self, n: usize) -> Result<()> {
+        for _ in 0..n {
+            let Some(p) = self.pins.pop() else { break };
+            if let Some(m) = &mut self.chunks[p.chunk] {
+                lock::munlock_range(m, p.offset..p.offset + PAGE)?;
+                free_range(m, p.offset..p.offset + PAGE)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn free_range(m: &mut Mapping, range: std::ops::Range<usize>) -> Result<()> {
+    if range.is_empty() {
+        return Ok(());
+    }
+    m.discard(range)?;
+    Ok(())
+}
+
+/// Reach `target` (within `tolerance`, a share of free memory), never letting MemAvailable
+/// fall below `floor_bytes` while looking for whole blocks. The caller must have set
+/// `vm.compact_unevictable_allowed` to 0, or compaction will undo the work, and should set
+/// `vm.percpu_pagelist_high_fraction` (see the module docs); [`prepare`] does both.
+pub fn fragment(
+    host: &Host,
+    target: Target,
+    tolerance: f64,
+    floor_bytes: u64,
+    cancel: &dyn Fn() -> bool,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<(Fragmenter, FragmentReport)> {
+    host.require_real("fragmentation")?;
+    host.require_root("fragmentation", "/proc/self/pagemap frames and mlocked pages")?;
+    if let Target::Level(l) = target {
+        if !(0.0..=0.99).contains(&l) {
+            return Err(Error::Invalid(format!(
+                "fragmentation level {:.0}% is outside 0..99%",
+                l * 100.0
+            )));
+        }
+    }
+    let t0 = Instant::now();
+    let before = state::settled(host)?;
+    let mut f = Fragmenter::default();
+    let mut peak = 0u64;
+    let mut note = None;
+    let mut rounds = 0;
+    let mut reached = false;
+    while rounds < 6 {
+        rounds += 1;
+        if cancel() {
+            return Err(Error::Interrupted);
+        }
+        let s = state::settled(host)?;
+        let free = s.buddy_free_bytes as f64;
+        let want = match target {
+            Target::Level(l) => l * free,
+            Target::UnusableBytes(b) => b as f64,
+        };
+        let have = s.unusable_bytes as f64;
+        if (have - want).abs() <= tolerance * free.max(1.0) {
+            reached = true;
+            break;
+        }
+        if have > want {
+            let n = ((have - want) / BLOCK_BYTES as f64).ceil() as usize;
+            if f.pins.is_empty() {
+                note = Some(format!(
+                    "free memory is already {:.0}% unusable for 2 MiB pages; run `hugewise env \
+                     compact` first to start lower",
+                    s.unusable_share * 100.0
+                ));
+                break;
+            }
+            f.unpin(n.min(f.pins.len()))?;
+        } else {
+            let k = ((want - have) / ((PAGES_PER_BLOCK - 1) as f64 * PAGE as f64)).ceil() as u64;
+            check_map_count(host, f.pins.len() as u64 + k)?;
+            let got = f.grab(host, k, floor_bytes, cancel, progress, &mut peak)?;
+            if got < k {
+                note = Some(format!(
+                    "found {got} of the {k} whole 2 MiB blocks needed before reaching the \
+                     floor of {} MiB available",
+                    floor_bytes >> 20
+                ));
+                break;
+            }
+        }
+    }
+    let after = state::settled(host)?;
+    if !reached && note.is_none() {
+        let want = match target {
+            Target::Level(l) => l,
+            Target::UnusableBytes(b) => b as f64 / after.buddy_free_bytes.max(1) as f64,
+        };
+        reached = (after.unusable_share - want).abs() <= tolerance;
+        if !reached {
+            note = Some(format!(
+                "free memory kept moving (reclaim, other processes): reached {:.1}% after {rounds} rounds",
+                after.unusable_share * 100.0
+            ));
+        }
+    }
+    let report = FragmentReport {
+        target,
+        tolerance,
+        reached,
+        pinned_blocks: f.pinned_blocks(),
+        rounds,
+        peak_taken_bytes: peak,
+        before,
+        after,
+        seconds: t0.elapsed().as_secs_f64(),
+        note,
+    };
+    Ok((f, report))
+}
+
+/// Set the two knobs fragmentation needs, in `session` (journaled, restored with it).
+pub fn prepare(session: &mut crate::Session) -> Result<()> {
+    session.set(crate::Knob::CompactUnevictable, "0")?;
+    session.set(crate::Knob::PcpHighFraction, crate::knob::PCP_MINIMAL)?;
+    Ok(())
+}
+
+/// Each kept page splits its mapping: make sure the kernel's limit on mappings allows them.
+fn check_map_count(host: &Host, pins: u64) -> Result<()> {
+    let limit: u64 = host
+        .proc
+        .read_knob("sys/vm/max_map_count")?
+        .parse()
+        .unwrap_or(65530);
+    let maps = std::fs::read_to_string(host.proc.file("self/maps"))
+        .map(|s| s.lines().count() as u64)
+        .unwrap_or(0);
+    let need = 2 * pins + maps + 64;
+    if need > limit {
+        return Err(Error::Invalid(format!(
+            "breaking {pins} blocks needs about {need} mappings, above vm.max_map_count = \
+             {limit}; raise it or ask for a lower level"
+        )));
+    }
+    Ok(())
+}
+
+impl Fragmenter {
+    /// Take 4 KiB pages until `k` whole 2 MiB blocks are owned (or the floor is reached), keep
+    /// one page of `k` of them and free everything else. Returns the blocks broken.
+    fn grab(
+        &mut self,
+        host: &Host,
+        k: u64,
+        floor_bytes: u64,
+        cancel: &dyn Fn() -> bool,
+        progress: &mut dyn FnMut(u64, u64),
+        peak: &mut u64,
+    ) -> Result<u64> {
+        let first_new = self.chunks.len();
+        // block -> (pages owned, chunk, offset of one of them)
+        let mut blocks: HashMap<u64, (u32, usize, usize)> = HashMap::new();
+        let mut whole: Vec<u64> = Vec::new();
+        let pagemap = host.proc.pagemap(Pid::Current)?;
+        let mut taken = 0u64;
+        while (whole.len() as u64) < k {
+            if cancel() {
+                self.release_unpinned(first_new)?;
+                return Err(Error::Interrupted);
+            }
+            let room = state::measure(host)?.available().saturating_sub(floor_bytes);
+            let bytes = CHUNK.min(room) / BLOCK_BYTES * BLOCK_BYTES;
+            if bytes == 0 {
+                break;
+            }
+            let m = Mapping::anonymous(bytes as usize, MapOptions::default())?;
+            m.advise(0..m.len(), Advice::NoHugePage)?;
+            m.advise(0..m.len(), Advice::PopulateWrite)?;
+            taken += bytes;
+            *peak = (*peak).max(taken);
+            let idx = self.chunks.len();
+            let entries = pagemap.read(m.addr(), m.len() / PAGE)?;
+            for (i, e) in entries.iter().enumerate() {
+                let Some(pfn) = e.pfn() else { continue };
+                let b = blocks.entry(pfn >> 9).or_insert((0, idx, i * PAGE));
+                b.0 += 1;
+                if b.0 == PAGES_PER_BLOCK {
+                    whole.push(pfn >> 9);
+                }
+            }
+            self.chunks.push(Some(m));
+            progress(whole.len().min(k as usize) as u64, k);
+        }
+        let mut pinned = 0;
+        for b in whole.iter().take(k as usize) {
+            let (_, chunk, offset) = blocks[b];
+            let Some(m) = &self.chunks[chunk] else {
+                continue;
+            };
+            lock::mlock_range(m, offset..offset + PAGE)?;
+            // mlock does not move a page, but compaction may have between the pagemap read and
+            // now: keep the pin only if the page is still in its block.
+            let now = pagemap.read(m.addr() + offset, 1)?;
+            if now.first().and_then(|e| e.pfn()).map(|p| p >> 9) == Some(*b) {
+                self.pins.push(Pin { chunk, offset });
+                pinned += 1;
+            } else {
+                lock::munlock_range(m, offset..offset + PAGE)?;
+            }
+        }
+        self.release_unpinned(first_new)?;
+        Ok(pinned)
+    }
+
+    /// Free every page of chunks from `first` on except the kept ones; drop chunks that keep
+    /// nothing.
+    fn release_unpinned(&mut self, first: usize) -> Result<()> {
+        for idx in first..self.chunks.len() {
+            let mut kept: Vec<usize> = self
+                .pins
+                .iter()
+                .filter(|p| p.chunk == idx)
+                .map(|p| p.offset)
+                .collect();
+            if kept.is_empty() {
+                self.chunks[idx] = None;
+                continue;
+            }
+            kept.sort_unstable();
+            let Some(m) = &mut self.chunks[idx] else { continue };
+            let mut at = 0;
+            for off in kept {
+                free_range(m, at..off)?;
+                at = off + PAGE;
+            }
+            free_range(m, at..m.len())?;
+        }
+        Ok(())
+    }
+}

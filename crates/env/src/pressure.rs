@@ -1,0 +1,191 @@
+//! Memory pressure: this process takes memory and keeps it mlocked until released, so that a
+//! workload finds only what was left. The memory dies with the process, whatever kills it.
+
+use std::time::Instant;
+
+use hugewise_sys::lock;
+use hugewise_sys::mmap::{Advice, MapOptions, Mapping};
+use hugewise_sys::proc::Pid;
+use serde::Serialize;
+
+use crate::host::Host;
+use crate::state::{self, MemoryState, BLOCK_BYTES};
+use crate::{Error, Result};
+
+/// How much to take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Target {
+    /// Take until MemAvailable is this many bytes.
+    Leave(u64),
+    /// Take this many bytes.
+    Take(u64),
+}
+
+/// Which pages the holder takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pages {
+    /// 4 KiB pages: the buddy allocator serves them from its smallest free blocks first, so
+    /// the holder eats existing fragmentation and leaves whole 2 MiB blocks behind.
+    Base,
+    /// Whole 2 MiB blocks only, so that fragmented free memory stays as it is; taking stops
+    /// when no free 2 MiB block is left.
+    WholeBlocks,
+}
+
+/// What [`hold`] did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PressureReport {
+    /// What was asked.
+    pub target: Target,
+    /// Pages taken.
+    pub pages: Pages,
+    /// The safety floor.
+    pub floor_bytes: u64,
+    /// Bytes held.
+    pub held_bytes: u64,
+    /// True when [`Pages::WholeBlocks`] ran out of free 2 MiB blocks before the target.
+    pub ran_out_of_2m_blocks: bool,
+    /// Memory before.
+    pub before: MemoryState,
+    /// Memory after.
+    pub after: MemoryState,
+    /// Time taken.
+    pub seconds: f64,
+}
+
+/// Memory held by this process.
+#[derive(Debug, Default)]
+pub struct Holder {
+    chunks: Vec<Mapping>,
+}
+
+impl Holder {
+    /// Bytes held.
+    pub fn held_bytes(&self) -> u64 {
+        self.chunks.iter().map(|c| c.len() as u64).sum()
+    }
+
+    /// Give back up to `bytes`, newest chunks first; returns what was given back.
+    pub fn give_back(&mut self, bytes: u64) -> u64 {
+        let mut done = 0;
+        while done < bytes {
+            match self.chunks.pop() {
+                Some(c) => done += c.len() as u64,
+                None => break,
+            }
+        }
+        done
+    }
+}
+
+const BASE_CHUNK: u64 = 256 << 20;
+const HUGE_CHUNK: u64 = 32 << 20;
+
+/// Take memory as `target` asks, never leaving less than `floor_bytes` available. `cancel` is
+/// polled between chunks; `progress` gets (bytes held, bytes to hold).
+pub fn hold(
+    host: &Host,
+    target: Target,
+    pages: Pages,
+    floor_bytes: u64,
+    cancel: &dyn Fn() -> bool,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<(Holder, PressureReport)> {
+    host.require_real("memory pressure")?;
+    host.require_root("memory pressure", "mlocked memory (CAP_IPC_LOCK)")?;
+    let t0 = Instant::now();
+    let before = state::measure(host)?;
+    let avail = before.available();
+    let (want, left) = match target {
+        Target::Leave(leave) => (avail.saturating_sub(leave), leave.min(avail)),
+        Target::Take(take) => (take, avail.saturating_sub(take)),
+    };
+    if left < floor_bytes {
+        return Err(Error::Floor {
+            what: match target {
+                Target::Leave(b) => format!("leaving {} MiB", b >> 20),
+                Target::Take(b) => format!("taking {} MiB", b >> 20),
+            },
+            available_mib: avail >> 20,
+            left_mib: left >> 20,
+            floor_mib: floor_bytes >> 20,
+        });
+    }
+    let mut holder = Holder::default();
+    let mut ran_out = false;
+    let step = match pages {
+        Pages::Base => BASE_CHUNK,
+        Pages::WholeBlocks => HUGE_CHUNK,
+    };
+    loop {
+        if cancel() {
+            return Err(Error::Interrupted);
+        }
+        let held = holder.held_bytes();
+        let mut need = want.saturating_sub(held);
+        if let Target::Leave(leave) = target {
+            // The kernel's estimate of what is available moves as page cache is reclaimed:
+            // steer by it, within the floor.
+            let now = state::measure(host)?.available();
+            need = need.min(now.saturating_sub(leave.max(floor_bytes)));
+        }
+        let chunk = need.min(step) / BLOCK_BYTES * BLOCK_BYTES;
+        if chunk == 0 {
+            break;
+        }
+        let m = take_chunk(chunk as usize, pages)?;
+        if pages == Pages::WholeBlocks && huge_bytes_of(host, &m)? < chunk {
+            // Part of the chunk came from fragmented blocks: give it back and stop.
+            drop(m);
+            ran_out = true;
+            break;
+        }
+        holder.chunks.push(m);
+        progress(holder.held_bytes(), want);
+    }
+    let after = state::measure(host)?;
+    let report = PressureReport {
+        target,
+        pages,
+        floor_bytes,
+        held_bytes: holder.held_bytes(),
+        ran_out_of_2m_blocks: ran_out,
+        before,
+        after,
+        seconds: t0.elapsed().as_secs_f64(),
+    };
+    Ok((holder, report))
+}
+
+fn take_chunk(bytes: usize, pages: Pages) -> Result<Mapping> {
+    let m = Mapping::anonymous(bytes, MapOptions::default())?;
+    m.advise(
+        0..bytes,
+        match pages {
+            Pages::Base => Advice::NoHugePage,
+            Pages::WholeBlocks => Advice::HugePage,
+        },
+    )?;
+    m.advise(0..bytes, Advice::PopulateWrite)?;
+    lock::mlock(&m)?;
+    Ok(m)
+}
+
+/// Bytes of `m` backed by transparent huge pages: the frame of each 2 MiB piece's first page,
+/// looked up in kpageflags (root).
+pub(crate) fn huge_bytes_of(host: &Host, m: &Mapping) -> Result<u64> {
+    let pagemap = host.proc.pagemap(Pid::Current)?;
+    let flags = host.proc.kpageflags()?;
+    let mut huge = 0;
+    for off in (0..m.len()).step_by(BLOCK_BYTES as usize) {
+        let e = pagemap.read(m.addr() + off, 1)?;
+        if let Some(pfn) = e.first().and_then(|e| e.pfn()) {
+            if flags.read(pfn, 1)?.first().is_some_and(|f| f.thp()) {
+                huge += BLOCK_BYTES.min((m.len() - off) as u64);
+            }
+        }
+    }
+    Ok(huge)
+}
