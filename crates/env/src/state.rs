@@ -135,7 +135,7 @@ mod tests {
         .expect("write");
         std::fs::write(
             proc.join("meminfo"),
-            "MemTotal: 1000 kB\nMemFree: 6144 kB\nMemAvailable: 6144 kB\n",
+            include_str!("../../sys/tests/samples/meminfo-6.18.txt"),
         )
         .expect("write");
         let host = Host::fake(&proc, &dir.path().join("sys"), dir.path());
