@@ -142,10 +142,7 @@ impl MemoryCgroup {
             path: path.to_path_buf(),
             limit_bytes,
         };
-        write(
-            &path.join(hierarchy.limit_file()),
-            &limit_bytes.to_string(),
-        )?;
+        write(&path.join(hierarchy.limit_file()), &limit_bytes.to_string())?;
         Ok(cg)
     }
 

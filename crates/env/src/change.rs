@@ -69,7 +69,7 @@ impl Change {
                 let now = knob.read(host)?;
                 knob.write(host, old)?;
                 let back = knob.read(host)?;
-                let mut outcome = "restored".to_string();
+                let mut outcome = format!("back to {old}");
                 if now != *new {
                     outcome.push_str(&format!(" (it had been changed to {now} since)"));
                 }

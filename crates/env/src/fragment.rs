@@ -115,7 +115,10 @@ pub fn fragment(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<(Fragmenter, FragmentReport)> {
     host.require_real("fragmentation")?;
-    host.require_root("fragmentation", "/proc/self/pagemap frames and mlocked pages")?;
+    host.require_root(
+        "fragmentation",
+        "/proc/self/pagemap frames and mlocked pages",
+    )?;
     if let Target::Level(l) = target {
         if !(0.0..=0.99).contains(&l) {
             return Err(Error::Invalid(format!(
@@ -202,10 +205,11 @@ pub fn fragment(
 }
 
 /// Set the two knobs fragmentation needs, in `session` (journaled, restored with it).
-pub fn prepare(session: &mut crate::Session) -> Result<()> {
-    session.set(crate::Knob::CompactUnevictable, "0")?;
-    session.set(crate::Knob::PcpHighFraction, crate::knob::PCP_MINIMAL)?;
-    Ok(())
+pub fn prepare(session: &mut crate::Session) -> Result<Vec<crate::session::KnobSet>> {
+    Ok(vec![
+        session.set(crate::Knob::CompactUnevictable, "0")?,
+        session.set(crate::Knob::PcpHighFraction, crate::knob::PCP_MINIMAL)?,
+    ])
 }
 
 /// Each kept page splits its mapping: make sure the kernel's limit on mappings allows them.
@@ -251,7 +255,9 @@ impl Fragmenter {
                 self.release_unpinned(first_new)?;
                 return Err(Error::Interrupted);
             }
-            let room = state::measure(host)?.available().saturating_sub(floor_bytes);
+            let room = state::measure(host)?
+                .available()
+                .saturating_sub(floor_bytes);
             let bytes = CHUNK.min(room) / BLOCK_BYTES * BLOCK_BYTES;
             if bytes == 0 {
                 break;
@@ -310,7 +316,9 @@ impl Fragmenter {
                 continue;
             }
             kept.sort_unstable();
-            let Some(m) = &mut self.chunks[idx] else { continue };
+            let Some(m) = &mut self.chunks[idx] else {
+                continue;
+            };
             let mut at = 0;
             for off in kept {
                 free_range(m, at..off)?;

@@ -123,7 +123,11 @@ impl Journal {
                 let pid = pid.trim();
                 return Err(Error::Busy {
                     path: lock_path,
-                    pid: if pid.is_empty() { "?".into() } else { pid.into() },
+                    pid: if pid.is_empty() {
+                        "?".into()
+                    } else {
+                        pid.into()
+                    },
                 });
             }
             Err(TryLockError::Error(e)) => return Err(Error::io(&lock_path, e)),
@@ -379,7 +383,8 @@ mod tests {
         std::fs::write(&path, format!("{good}\n{{\"record\":\"cha")).expect("write");
         let mut j = Journal::open(dir.path()).expect("open");
         assert_eq!(j.pending().expect("pending").len(), 1);
-        j.record_undone(1, "restored").expect("append after a torn line");
+        j.record_undone(1, "restored")
+            .expect("append after a torn line");
         assert!(j.pending().expect("pending").is_empty());
         drop(j);
         std::fs::write(&path, format!("{{oops}}\n{good}\n")).expect("write");

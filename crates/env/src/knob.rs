@@ -257,10 +257,7 @@ mod tests {
         let e = Knob::ThpEnabled
             .validate(&h, "sometimes")
             .expect_err("not a choice");
-        assert!(
-            e.to_string().contains("always, madvise, never"),
-            "{e}"
-        );
+        assert!(e.to_string().contains("always, madvise, never"), "{e}");
         let e = Knob::MthpEnabled { size_kib: 32 }
             .validate(&h, "always")
             .expect_err("no such size");

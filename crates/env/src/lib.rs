@@ -10,7 +10,7 @@
 //!
 //! Pieces: [`knob`] (the closed list of settings), [`journal`], [`change`], [`session`],
 //! [`state`] (measured memory state), [`pressure`], [`fragment`], [`probe`] (THP probe),
-//! [`cgroup`], [`swapfile`], [`scoped`] (apply, run a command, restore).
+//! [`cgroup`], [`swapfile`], [`scoped`] (apply, run a command, restore), [`show`].
 #![deny(missing_docs)]
 
 pub mod cgroup;
@@ -22,7 +22,9 @@ pub mod journal;
 pub mod knob;
 pub mod pressure;
 pub mod probe;
+pub mod scoped;
 pub mod session;
+pub mod show;
 pub mod state;
 pub mod swapfile;
 #[doc(hidden)]

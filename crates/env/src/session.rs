@@ -165,7 +165,14 @@ impl Session {
         let mut report = RestoreReport::default();
         let mine = std::mem::take(&mut self.mine);
         for (seq, change) in mine.into_iter().rev() {
-            undo_one(&self.host, &mut self.journal, seq, &change, &boot, &mut report);
+            undo_one(
+                &self.host,
+                &mut self.journal,
+                seq,
+                &change,
+                &boot,
+                &mut report,
+            );
         }
         let _ = self.journal.compact_if_done();
         report

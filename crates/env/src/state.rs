@@ -83,7 +83,7 @@ pub fn settle(host: &Host) {
     let mut last = host.proc.pcp_pages().unwrap_or(0);
     for _ in 0..64 {
         for _ in 0..8 {
-            if host.proc.write_knob("sys/vm/stat_refresh", "1").is_err() && !host.is_real() {
+            if host.proc.trigger("sys/vm/stat_refresh", "1").is_err() && !host.is_real() {
                 return;
             }
         }

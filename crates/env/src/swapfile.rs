@@ -37,7 +37,9 @@ fn uuid() -> [u8; 16] {
     let mut out = [0u8; 16];
     for b in out.iter_mut() {
         // splitmix-style scramble; uniqueness, not secrecy, is what a swap uuid needs.
-        x = x.wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835).wrapping_add(1);
+        x = x
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835)
+            .wrapping_add(1);
         *b = (x >> 64) as u8;
     }
     out

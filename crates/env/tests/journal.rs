@@ -125,13 +125,19 @@ fn kept_settings_stay_until_restore() {
         let mut s = Session::open(&host, Lifetime::Kept).expect("open");
         s.set(Knob::ThpDefrag, "always").expect("defrag");
     }
-    assert_eq!(m.value("sys/kernel/mm/transparent_hugepage/defrag"), "always");
+    assert_eq!(
+        m.value("sys/kernel/mm/transparent_hugepage/defrag"),
+        "always"
+    );
     // Kept settings are not leftovers: a run may start.
     {
         let mut s = Session::open(&host, Lifetime::Run).expect("run on top");
         s.set(Knob::PageCluster, "0").expect("nested");
     }
-    assert_eq!(m.value("sys/kernel/mm/transparent_hugepage/defrag"), "always");
+    assert_eq!(
+        m.value("sys/kernel/mm/transparent_hugepage/defrag"),
+        "always"
+    );
     assert_eq!(m.value("proc/sys/vm/page-cluster"), "3");
     restore_all(&host).expect("restore");
     assert_eq!(m.snapshot(), before);

@@ -79,6 +79,11 @@ base, thp, thp-prefix:<size|%>, hugetlb-2m, hugetlb-1g.")]
     /// Benchmarks whose numbers go into BENCHMARKS.md.
     #[command(subcommand)]
     Bench(BenchCommand),
+
+    /// Shape this machine as real servers are (THP modes, hugetlb pools, memory pressure,
+    /// fragmentation, cgroup limits, swap), and always put it back.
+    #[command(subcommand, after_help = crate::envcli::HELP)]
+    Env(crate::envcli::EnvCommand),
 }
 
 /// Output options shared by every report.

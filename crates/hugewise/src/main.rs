@@ -1,6 +1,8 @@
 //! The hugewise binary: parse arguments, call the libraries, print, map to an exit code.
 
 mod cli;
+mod envcli;
+mod envcmd;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -22,8 +24,18 @@ use serde::Serialize;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+    let progress = !cli.no_progress && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let result = match cli.command {
+        Command::Env(cmd) => envcmd::run(cmd, progress).map(|code| code.clamp(0, 255) as u8),
+        other => run(Cli {
+            command: other,
+            no_progress: cli.no_progress,
+        })
+        .map(|()| 0),
+    };
+    match result {
+        Ok(0) => ExitCode::SUCCESS,
+        Ok(code) => ExitCode::from(code),
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("hugewise: {e}");
@@ -293,6 +305,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 emit(&a.output, &r, || hugewise_report::views::pagebench(&r))
             }
         }
+        // Dispatched in main before run() is called.
+        Command::Env(_) => unreachable!("env commands are dispatched in main"),
         Command::Bench(BenchCommand::Randread(a)) => {
             let cfg = randread::Config {
                 bytes: a.size,

@@ -3,6 +3,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod envview;
 pub mod fmt;
 pub mod table;
 pub mod views;

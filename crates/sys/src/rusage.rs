@@ -24,8 +24,21 @@ pub fn thread_faults() -> FaultCount {
     }
 }
 
-/// Peak resident set size of this process in bytes.
+/// Peak resident set size of this process in bytes: `VmHWM` of `/proc/self/status`, the high
+/// water mark of this program's own address space. `getrusage`'s `ru_maxrss` is the fallback
+/// only: it also carries the peak of the address space the process had before `exec`, so a
+/// program started by a parent holding 20 GiB would report 20 GiB.
 pub fn peak_rss_bytes() -> u64 {
+    let hwm = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        });
+    if let Some(kib) = hwm {
+        return kib * 1024;
+    }
     let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
     // SAFETY: as above, for RUSAGE_SELF.
     let ru = unsafe {

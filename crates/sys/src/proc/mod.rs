@@ -187,6 +187,13 @@ impl ProcFs {
         Ok(old)
     }
 
+    /// Write `value` to a write-only trigger under this root (`sys/vm/drop_caches`,
+    /// `sys/vm/compact_memory`): there is no old value to read back.
+    pub fn trigger(&self, rel: &str, value: &str) -> Result<()> {
+        let p = self.path(rel);
+        std::fs::write(&p, value).map_err(|e| Error::io(&p, e))
+    }
+
     /// Absolute path of a file given relative to the root.
     pub fn file(&self, rel: &str) -> PathBuf {
         self.path(rel)
@@ -268,7 +275,10 @@ mod tests {
     #[test]
     fn knobs_write_back_the_old_value() {
         let (_d, proc) = tree(&[("sys/vm/page-cluster", "3\n")]);
-        assert_eq!(proc.write_knob("sys/vm/page-cluster", "0").expect("write"), "3");
+        assert_eq!(
+            proc.write_knob("sys/vm/page-cluster", "0").expect("write"),
+            "3"
+        );
         assert_eq!(proc.read_knob("sys/vm/page-cluster").expect("read"), "0");
     }
 }

@@ -1,0 +1,553 @@
+//! Scoped shaping: apply a [`Plan`] (settings, swap, pressure, fragmentation), measure the
+//! result, run a command in it, and put everything back.
+//!
+//! Order matters and is fixed: settings and swap first; then memory. With both pressure and
+//! fragmentation, base pages are taken first (they eat the existing small free blocks, leaving
+//! whole ones), then blocks are broken, then whole 2 MiB blocks only are taken down to what
+//! should be left, so that the broken blocks stay free and the level holds for what remains.
+
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::cgroup::{self, Usage};
+use crate::fragment::{self, FragmentReport, Fragmenter};
+use crate::host::Host;
+use crate::journal::Lifetime;
+use crate::knob::{KhugepagedSetting, Knob};
+use crate::pressure::{self, Holder, Pages, PressureReport, Target};
+use crate::probe::{self, ProbeReport};
+use crate::session::{KnobSet, RestoreReport, Session};
+
+use crate::state::{self, MemoryState};
+use crate::{Error, Result};
+
+/// How large a THP probe to run after shaping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeSize {
+    /// No probe.
+    Off,
+    /// All that is available but 256 MiB, at most 4 GiB: about what a workload starting now
+    /// could take.
+    #[default]
+    Auto,
+    /// This many bytes.
+    Bytes(u64),
+}
+
+/// A swap file to add.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SwapPlan {
+    /// Size.
+    pub bytes: u64,
+    /// Where.
+    pub path: PathBuf,
+}
+
+/// What to make of the machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct Plan {
+    /// THP mode.
+    pub thp_enabled: Option<String>,
+    /// THP defrag policy.
+    pub thp_defrag: Option<String>,
+    /// mTHP modes by size in KiB.
+    pub mthp: Vec<(u64, String)>,
+    /// khugepaged settings.
+    pub khugepaged: Vec<(KhugepagedSetting, u64)>,
+    /// hugetlb pool sizes (page size in KiB, pages).
+    pub hugetlb: Vec<(u64, u64)>,
+    /// `vm.page-cluster`.
+    pub page_cluster: Option<u32>,
+    /// A swap file.
+    pub swap: Option<SwapPlan>,
+    /// Drop the page cache first (also done whenever fragmenting: reclaim while breaking
+    /// blocks would scatter freed cache pages through them).
+    pub drop_caches: bool,
+    /// Compact memory first.
+    pub compact: bool,
+    /// Memory pressure.
+    pub pressure: Option<Target>,
+    /// Fragmentation level (0 to 1) of the free memory that remains.
+    pub fragment: Option<f64>,
+    /// Tolerance on the fragmentation level.
+    pub fragment_tolerance: f64,
+    /// Safety floor: never leave less available while shaping.
+    pub floor_bytes: u64,
+    /// Run the command in a memory cgroup with this limit.
+    pub limit_bytes: Option<u64>,
+    /// THP probe after shaping.
+    pub probe: ProbeSize,
+}
+
+/// What an automatic THP probe leaves available.
+pub const PROBE_MARGIN: u64 = 256 << 20;
+
+/// Default safety floor.
+pub const DEFAULT_FLOOR: u64 = 1 << 30;
+
+impl Plan {
+    /// An empty plan with the default floor and tolerance.
+    pub fn new() -> Plan {
+        Plan {
+            floor_bytes: DEFAULT_FLOOR,
+            fragment_tolerance: 0.02,
+            ..Plan::default()
+        }
+    }
+
+    fn settings(&self) -> Vec<(Knob, String)> {
+        let mut s = Vec::new();
+        if let Some(v) = &self.thp_enabled {
+            s.push((Knob::ThpEnabled, v.clone()));
+        }
+        if let Some(v) = &self.thp_defrag {
+            s.push((Knob::ThpDefrag, v.clone()));
+        }
+        for (kib, v) in &self.mthp {
+            s.push((Knob::MthpEnabled { size_kib: *kib }, v.clone()));
+        }
+        for (k, v) in &self.khugepaged {
+            s.push((Knob::Khugepaged { setting: *k }, v.to_string()));
+        }
+        for (kib, n) in &self.hugetlb {
+            s.push((Knob::HugetlbPages { size_kib: *kib }, n.to_string()));
+        }
+        if let Some(v) = self.page_cluster {
+            s.push((Knob::PageCluster, v.to_string()));
+        }
+        s
+    }
+}
+
+/// What shaping did and measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ShapeReport {
+    /// The plan.
+    pub plan: Plan,
+    /// Memory before anything was done.
+    pub before: MemoryState,
+    /// Settings written (fragmentation's own knobs included).
+    pub settings: Vec<KnobSet>,
+    /// One-off actions (dropping caches, compaction).
+    pub actions: Vec<String>,
+    /// Pressure taken with base pages.
+    pub pressure: Option<PressureReport>,
+    /// Fragmentation.
+    pub fragment: Option<FragmentReport>,
+    /// Pressure taken in whole 2 MiB blocks after fragmenting.
+    pub pressure_whole_blocks: Option<PressureReport>,
+    /// Memory once shaped: what a workload starts in.
+    pub shaped: MemoryState,
+    /// The THP probe.
+    pub probe: Option<ProbeReport>,
+    /// Memory after the probe (its faults may compact or reclaim).
+    pub after_probe: Option<MemoryState>,
+    /// Warnings: targets missed, pools that grew less than asked.
+    pub warnings: Vec<String>,
+}
+
+/// A shaped machine: changes in force, memory held. Dropping it puts everything back.
+#[derive(Debug)]
+pub struct Shaped {
+    // Field order is drop order: memory first, then the journaled changes.
+    top_ups: Vec<Holder>,
+    fragmenters: Vec<Fragmenter>,
+    holder: Option<Holder>,
+    session: Session,
+    report: ShapeReport,
+}
+
+/// Progress callback: (phase, done, total).
+pub type Progress<'a> = &'a mut dyn FnMut(&str, u64, u64);
+
+fn run_action(host: &Host, rel: &str, value: &str) -> Result<()> {
+    host.require_root("this action", &format!("/proc/{rel}"))?;
+    host.proc.trigger(rel, value)?;
+    Ok(())
+}
+
+/// Drop the page cache (`sync`, then `vm.drop_caches = 3`). Nothing to undo: the cache refills.
+pub fn drop_caches(host: &Host) -> Result<()> {
+    let _ = Command::new("sync").status();
+    run_action(host, "sys/vm/drop_caches", "3")
+}
+
+/// Compact all memory now (`vm.compact_memory`). Nothing to undo.
+pub fn compact(host: &Host) -> Result<()> {
+    run_action(host, "sys/vm/compact_memory", "1")
+}
+
+/// Apply `plan`. On error or cancellation everything done so far is put back before returning.
+pub fn shape(
+    host: &Host,
+    plan: &Plan,
+    cancel: &dyn Fn() -> bool,
+    progress: Progress<'_>,
+) -> Result<Shaped> {
+    if let Some(l) = plan.fragment {
+        if !(0.0..=0.95).contains(&l) {
+            return Err(Error::Invalid(format!(
+                "fragmentation level {:.0}% is outside 0..95%",
+                l * 100.0
+            )));
+        }
+    }
+    let session = Session::open(host, Lifetime::Run)?;
+    let before = state::measure(host)?;
+    let mut sh = Shaped {
+        top_ups: Vec::new(),
+        fragmenters: Vec::new(),
+        holder: None,
+        session,
+        report: ShapeReport {
+            plan: plan.clone(),
+            before,
+            settings: Vec::new(),
+            actions: Vec::new(),
+            pressure: None,
+            fragment: None,
+            pressure_whole_blocks: None,
+            shaped: state::measure(host)?,
+            probe: None,
+            after_probe: None,
+            warnings: Vec::new(),
+        },
+    };
+    // `sh` restores on drop whatever happens below.
+    for (knob, value) in plan.settings() {
+        let set = sh.session.set(knob, &value)?;
+        if let Knob::HugetlbPages { .. } = knob {
+            if set.now != set.asked {
+                sh.report.warnings.push(format!(
+                    "{}: asked {} pages, the kernel found {} (memory too fragmented or full)",
+                    set.knob, set.asked, set.now
+                ));
+            }
+        }
+        sh.report.settings.push(set);
+    }
+    if let Some(sw) = &plan.swap {
+        sh.session.add_swap(&sw.path, sw.bytes)?;
+        sh.report
+            .actions
+            .push(format!("swap file {} enabled", sw.path.display()));
+    }
+    if plan.drop_caches || plan.fragment.is_some() {
+        drop_caches(host)?;
+        sh.report.actions.push("dropped the page cache".into());
+    }
+    if plan.compact {
+        compact(host)?;
+        sh.report.actions.push("compacted memory".into());
+    }
+    if plan.fragment.is_some() {
+        let sets = fragment::prepare(&mut sh.session)?;
+        sh.report.settings.extend(sets);
+    }
+    shape_memory(host, plan, &mut sh, cancel, progress)?;
+    sh.report.shaped = state::settled(host)?;
+    let probe_bytes = match plan.probe {
+        ProbeSize::Off => 0,
+        ProbeSize::Bytes(b) => b,
+        ProbeSize::Auto => sh
+            .report
+            .shaped
+            .available()
+            .saturating_sub(PROBE_MARGIN)
+            .min(4 << 30),
+    };
+    if probe_bytes >= state::BLOCK_BYTES {
+        if sh.report.shaped.available().saturating_sub(probe_bytes) < PROBE_MARGIN {
+            sh.report.warnings.push(format!(
+                "THP probe skipped: {} MiB would break the floor",
+                probe_bytes >> 20
+            ));
+        } else {
+            progress("probe", 0, 1);
+            sh.report.probe = Some(probe::thp_probe(host, probe_bytes)?);
+            sh.report.after_probe = Some(state::settled(host)?);
+        }
+    }
+    Ok(sh)
+}
+
+fn shape_memory(
+    host: &Host,
+    plan: &Plan,
+    sh: &mut Shaped,
+    cancel: &dyn Fn() -> bool,
+    progress: Progress<'_>,
+) -> Result<()> {
+    let floor = plan.floor_bytes;
+    match (plan.pressure, plan.fragment) {
+        (None, None) => {}
+        (Some(t), None) => {
+            let (h, r) = pressure::hold(host, t, Pages::Base, floor, cancel, &mut |d, n| {
+                progress("pressure", d, n)
+            })?;
+            sh.holder = Some(h);
+            sh.report.pressure = Some(r);
+        }
+        (None, Some(level)) => {
+            let (f, r) = fragment::fragment(
+                host,
+                fragment::Target::Level(level),
+                plan.fragment_tolerance,
+                floor,
+                cancel,
+                &mut |d, n| progress("fragment", d, n),
+            )?;
+            if !r.reached {
+                sh.report
+                    .warnings
+                    .push(r.note.clone().unwrap_or_else(|| "level not reached".into()));
+            }
+            sh.fragmenters.push(f);
+            sh.report.fragment = Some(r);
+        }
+        (Some(t), Some(level)) => {
+            let now = state::settled(host)?;
+            let leave = match t {
+                Target::Leave(b) => b,
+                Target::Take(b) => now.available().saturating_sub(b),
+            };
+            if leave < floor {
+                return Err(Error::Floor {
+                    what: "the pressure asked".into(),
+                    available_mib: now.available() >> 20,
+                    left_mib: leave >> 20,
+                    floor_mib: floor >> 20,
+                });
+            }
+            // The buddy lists hold a little more than MemAvailable says (it subtracts the
+            // kernel's reserves): aim at the free memory expected once squeezed.
+            let expected_free = |s: &MemoryState| {
+                (leave as i64 + s.buddy_free_bytes as i64 - s.available() as i64).max(0) as u64
+            };
+            let holes = (level * expected_free(&now) as f64) as u64;
+            // Room to find whole blocks in, above the floor, before the final squeeze.
+            let room = (floor + holes + holes / 511 + (256 << 20)).saturating_sub(leave);
+            let (h, r) = pressure::hold(
+                host,
+                Target::Leave(leave + room),
+                Pages::Base,
+                floor,
+                cancel,
+                &mut |d, n| progress("pressure", d, n),
+            )?;
+            sh.holder = Some(h);
+            sh.report.pressure = Some(r);
+            let mut want = holes.max(state::settled(host)?.unusable_bytes);
+            for round in 0..4 {
+                let (f, mut r) = fragment::fragment(
+                    host,
+                    fragment::Target::UnusableBytes(want),
+                    plan.fragment_tolerance,
+                    floor,
+                    cancel,
+                    &mut |d, n| progress("fragment", d, n),
+                )?;
+                sh.fragmenters.push(f);
+                r.pinned_blocks = sh.fragmenters.iter().map(|f| f.pinned_blocks()).sum();
+                r.rounds += sh.report.fragment.as_ref().map_or(0, |p| p.rounds);
+                sh.report.fragment = Some(r);
+                let (h, r) = pressure::hold(
+                    host,
+                    Target::Leave(leave),
+                    Pages::WholeBlocks,
+                    floor.min(leave),
+                    cancel,
+                    &mut |d, n| progress("squeeze", d, n),
+                )?;
+                let ran_out = r.ran_out_of_2m_blocks;
+                sh.top_ups.push(h);
+                sh.report.pressure_whole_blocks = Some(r);
+                let s = state::settled(host)?;
+                let err = s.unusable_share - level;
+                if err.abs() <= plan.fragment_tolerance || round == 3 {
+                    break;
+                }
+                if err > 0.0 {
+                    // Too many broken blocks for what is left: give some back whole.
+                    let mut n = (err * s.buddy_free_bytes as f64 / state::BLOCK_BYTES as f64).ceil()
+                        as usize;
+                    for f in sh.fragmenters.iter_mut().rev() {
+                        let k = n.min(f.pinned_blocks() as usize);
+                        f.unpin(k)?;
+                        n -= k;
+                    }
+                    let s = state::settled(host)?;
+                    if (s.unusable_share - level).abs() <= plan.fragment_tolerance {
+                        break;
+                    }
+                } else {
+                    if ran_out {
+                        break;
+                    }
+                    // Too few: free the squeeze to make room, break more, squeeze again.
+                    want = s.unusable_bytes + ((-err) * s.buddy_free_bytes as f64) as u64;
+                    sh.top_ups.clear();
+                }
+            }
+            let s = state::settled(host)?;
+            if (s.unusable_share - level).abs() > plan.fragment_tolerance {
+                sh.report.warnings.push(format!(
+                    "fragmentation is {:.1}% where {:.0}% was asked",
+                    s.unusable_share * 100.0,
+                    level * 100.0
+                ));
+            }
+            if sh
+                .report
+                .pressure_whole_blocks
+                .as_ref()
+                .is_some_and(|r| r.ran_out_of_2m_blocks)
+            {
+                sh.report.warnings.push(
+                    "ran out of free 2 MiB blocks before reaching the pressure target".into(),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A command to run in the shaped machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CommandSpec {
+    /// Program and arguments.
+    pub argv: Vec<String>,
+}
+
+/// How the command ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunOutcome {
+    /// Program and arguments.
+    pub argv: Vec<String>,
+    /// Exit code, `null` when a signal ended it.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it.
+    pub signal: Option<i32>,
+    /// Wall time.
+    pub wall_seconds: f64,
+    /// The memory cgroup it ran in, when limited.
+    pub cgroup: Option<PathBuf>,
+    /// What the cgroup saw.
+    pub cgroup_usage: Option<Usage>,
+}
+
+impl RunOutcome {
+    /// The exit code a shell would report: the command's, or 128 + signal.
+    pub fn shell_code(&self) -> i32 {
+        self.exit_code.or(self.signal.map(|s| 128 + s)).unwrap_or(1)
+    }
+}
+
+fn outcome_of(status: ExitStatus) -> (Option<i32>, Option<i32>) {
+    use std::os::unix::process::ExitStatusExt;
+    (status.code(), status.signal())
+}
+
+/// Run `cmd`, in a fresh memory cgroup limited to `limit_bytes` when given (created in
+/// `session`, removed when it ends). On cancel the command gets SIGTERM, then SIGKILL after
+/// five seconds.
+pub fn run_command(
+    session: &mut Session,
+    cmd: &CommandSpec,
+    limit_bytes: Option<u64>,
+    cancel: &dyn Fn() -> bool,
+) -> Result<RunOutcome> {
+    let (program, args) = cmd
+        .argv
+        .split_first()
+        .ok_or_else(|| Error::Invalid("no command given after --".into()))?;
+    let mut c = Command::new(program);
+    c.args(args);
+    let cg = match limit_bytes {
+        Some(l) => {
+            let cg = session.create_cgroup(l)?;
+            hugewise_sys::process::join_cgroup_at_exec(&mut c, &cg.procs_file())?;
+            Some(cg)
+        }
+        None => None,
+    };
+    let t0 = Instant::now();
+    let mut child = c.spawn().map_err(|source| Error::Spawn {
+        program: program.clone(),
+        source,
+    })?;
+    let pidfd = hugewise_sys::process::PidFd::open(child.id() as i32).ok();
+    let mut term_sent: Option<Instant> = None;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) => {}
+            Err(e) => return Err(Error::io(program, e)),
+        }
+        if cancel() {
+            match term_sent {
+                None => {
+                    if let Some(fd) = &pidfd {
+                        let _ = fd.signal(hugewise_sys::process::Signal::Term);
+                    }
+                    term_sent = Some(Instant::now());
+                }
+                Some(t) if t.elapsed() > Duration::from_secs(5) => {
+                    let _ = child.kill();
+                }
+                Some(_) => {}
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let (exit_code, signal) = outcome_of(status);
+    let usage = cg.as_ref().map(|c| c.usage());
+    if let Some(c) = &cg {
+        // Whatever the command left running in its cgroup ends with it.
+        cgroup::remove(&c.path)?;
+    }
+    Ok(RunOutcome {
+        argv: cmd.argv.clone(),
+        exit_code,
+        signal,
+        wall_seconds: t0.elapsed().as_secs_f64(),
+        cgroup: cg.map(|c| c.path),
+        cgroup_usage: usage,
+    })
+}
+
+/// What putting the machine back did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FinishReport {
+    /// Changes undone.
+    pub restore: RestoreReport,
+    /// Memory after everything was given back.
+    pub after: MemoryState,
+}
+
+impl Shaped {
+    /// What shaping did.
+    pub fn report(&self) -> &ShapeReport {
+        &self.report
+    }
+
+    /// Run a command in the shaped machine.
+    pub fn run(&mut self, cmd: &CommandSpec, cancel: &dyn Fn() -> bool) -> Result<RunOutcome> {
+        let limit = self.report.plan.limit_bytes;
+        run_command(&mut self.session, cmd, limit, cancel)
+    }
+
+    /// Give the memory back and undo every change, newest first.
+    pub fn finish(mut self) -> Result<FinishReport> {
+        self.top_ups.clear();
+        self.fragmenters.clear();
+        self.holder = None;
+        let restore = self.session.restore();
+        let after = state::settled(self.session.host())?;
+        Ok(FinishReport { restore, after })
+    }
+}

@@ -1,0 +1,408 @@
+//! Command-line definitions of `hugewise env`. Only clap types live here.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use hugewise_mem::Bytes;
+
+use crate::cli::Output;
+
+const ENV_HELP: &str = "\
+Every change is written to a journal before it is made (old value, new value, how to undo):
+HUGEWISE_STATE_DIR/journal.jsonl, by default /var/lib/hugewise/journal.jsonl. `env with`,
+`env pressure`, `env fragment` and `env limit` undo their changes when they end, also on error,
+Ctrl-C (SIGINT) or SIGTERM; memory they hold belongs to the hugewise process and is freed even
+if it is killed. Settings made on their own (`env thp`, `env hugetlb`, `env khugepaged`,
+`env page-cluster`, `env swap`) stay until `hugewise env restore`, which also undoes whatever a
+killed run left behind. Everything except `env show` needs root.";
+
+/// `hugewise env ...`.
+#[derive(Debug, Subcommand)]
+pub enum EnvCommand {
+    /// Show the settings hugewise can change, the memory state (free 2 MiB blocks,
+    /// fragmentation), swap, and what the journal still has to undo.
+    Show(EnvShowArgs),
+
+    /// Set THP modes (kept until `env restore`).
+    #[command(after_help = "Examples:
+  hugewise env thp --enabled always
+  hugewise env thp --enabled madvise --defrag defer+madvise
+  hugewise env thp --size 64kB=always --size 2048kB=inherit")]
+    Thp(EnvThpArgs),
+
+    /// Resize hugetlb pools (kept until `env restore`). The kernel may find fewer pages than
+    /// asked when memory is fragmented; the result says how many it found.
+    #[command(after_help = "Example:
+  hugewise env hugetlb --2m 512 --1g 1")]
+    Hugetlb(EnvHugetlbArgs),
+
+    /// Set khugepaged's scan rate and collapse threshold (kept until `env restore`).
+    #[command(
+        after_help = "Example (a khugepaged that scans hard, as some studies use):
+  hugewise env khugepaged --pages-to-scan 65536 --scan-sleep-ms 100 --max-ptes-none 511"
+    )]
+    Khugepaged(EnvKhugepagedArgs),
+
+    /// Set swap readahead, 2^N pages (`vm.page-cluster`; kept until `env restore`).
+    PageCluster(EnvPageClusterArgs),
+
+    /// Compact all memory now, and show free 2 MiB blocks before and after.
+    Compact(EnvActionArgs),
+
+    /// Drop the page cache now (after sync), and show memory before and after.
+    DropCaches(EnvActionArgs),
+
+    /// Create and enable a swap file (kept until `env restore`, which turns it off and deletes
+    /// it).
+    #[command(after_help = "Example:
+  hugewise env swap --size 16GiB --file /var/tmp/hugewise.swap")]
+    Swap(EnvSwapArgs),
+
+    /// Hold memory (mlocked) so that only what is left stays available, until Ctrl-C or --for.
+    #[command(after_help = "Examples:
+  hugewise env pressure --leave 3GiB          hold all but 3 GiB of available memory
+  hugewise env pressure --take 10GiB --for 5m
+
+Memory is taken in 4 KiB pages: the kernel serves them from its smallest free blocks first,
+so pressure alone leaves whole 2 MiB blocks for the workload. Refuses to leave less than
+--floor available.")]
+    Pressure(EnvPressureArgs),
+
+    /// Make a share of free memory useless for 2 MiB pages (one pinned 4 KiB page in each
+    /// broken 2 MiB block), until Ctrl-C or --for.
+    #[command(after_help = "Examples:
+  hugewise env fragment --level 50%
+  hugewise env fragment --level 90% --for 10m --probe off
+
+The level is measured from /proc/buddyinfo (free memory in blocks under 2 MiB / all free
+memory) and corrected until it is within 2 points. Sets vm.compact_unevictable_allowed=0 (so
+compaction cannot move the pinned pages) and keeps the per-CPU free lists minimal, both put
+back at the end. A THP probe then shows what share of a fresh THP region still gets 2 MiB
+pages.")]
+    Fragment(EnvFragmentArgs),
+
+    /// Run a command in a memory cgroup created for it and removed afterwards.
+    #[command(after_help = "Example:
+  hugewise env limit --memory 2GiB -- hugewise run bfs --graph kron:22
+
+cgroup v2 is used where its root delegates the memory controller, else the v1 memory
+hierarchy. The exit code is the command's.")]
+    Limit(EnvLimitArgs),
+
+    /// Shape the machine, run a command in it, and put everything back.
+    #[command(after_help = "Examples:
+  hugewise env with --thp always -- hugewise run pr --graph kron:22
+  hugewise env with --pressure-leave 2GiB --fragment 50% -- hugewise run bfs --graph kron:22
+  hugewise env with --limit-memory 3GiB --swap 8GiB -- ./my-workload
+  hugewise env with --fragment 25% --out shaped.json -- sleep 1
+
+Order: settings and swap; drop caches (always when fragmenting); compaction; pressure and
+fragmentation; measure; THP probe; the command; restore. With both --pressure-leave and
+--fragment the level is that of the memory left: 'working set + 0.5 GiB free, 50%
+fragmented' is --pressure-leave <working set + 0.5GiB> --fragment 50%.
+The report goes to stderr (the command owns stdout); --out saves it as JSON. The exit code is
+the command's (128 + signal if a signal ended it), or 1 if shaping or restoring failed.")]
+    With(EnvWithArgs),
+
+    /// Undo every change the journal still holds, newest first: settings kept on purpose and
+    /// whatever a killed run left behind.
+    Restore(EnvActionArgs),
+}
+
+/// `env show`.
+#[derive(Debug, Args)]
+pub struct EnvShowArgs {
+    /// Output options.
+    #[command(flatten)]
+    pub output: Output,
+}
+
+/// Commands with only output options.
+#[derive(Debug, Args)]
+pub struct EnvActionArgs {
+    /// Output options.
+    #[command(flatten)]
+    pub output: Output,
+}
+
+/// `env thp`.
+#[derive(Debug, Args)]
+pub struct EnvThpArgs {
+    /// Global mode: always, madvise or never.
+    #[arg(long)]
+    pub enabled: Option<String>,
+    /// Fault-time defrag: always, defer, defer+madvise, madvise or never.
+    #[arg(long)]
+    pub defrag: Option<String>,
+    /// A per-size (mTHP) mode, SIZE=MODE, e.g. 64kB=always; repeatable.
+    #[arg(long = "size", value_name = "SIZE=MODE", value_parser = parse_mthp)]
+    pub sizes: Vec<(u64, String)>,
+    /// Output options.
+    #[command(flatten)]
+    pub output: Output,
+}
+
+/// `env hugetlb`.
+#[derive(Debug, Args)]
+pub struct EnvHugetlbArgs {
+    /// Pages in the 2 MiB pool.
+    #[arg(long = "2m", value_name = "N")]
+    pub pages_2m: Option<u64>,
+    /// Pages in the 1 GiB pool.
+    #[arg(long = "1g", value_name = "N")]
+    pub pages_1g: Option<u64>,
+    /// Output options.
+    #[command(flatten)]
+    pub output: Output,
+}
+
+/// `env khugepaged`.
+#[derive(Debug, Args)]
+pub struct EnvKhugepagedArgs {
+    /// Pages scanned per wake-up (kernel default 4096).
+    #[arg(long)]
+    pub pages_to_scan: Option<u64>,
+    /// Sleep between scans in ms (kernel default 10000).
+    #[arg(long = "scan-sleep-ms")]
+    pub scan_sleep_ms: Option<u64>,
+    /// Empty PTEs allowed in a range it collapses, 0..=511 (kernel default 511).
+    #[arg(long)]
+    pub max_ptes_none: Option<u64>,
+    /// Output options.
+    #[command(flatten)]
+    pub output: Output,
+}
+
+/// `env page-cluster`.
+#[derive(Debug, Args)]
+pub struct EnvPageClusterArgs {
+    /// Readahead of 2^N pages, 0..=31 (kernel default 3).
+    pub value: u32,
+    /// Output options.
+    #[command(flatten)]
+    pub output: Output,
+}
+
+/// `env swap`.
+#[derive(Debug, Args)]
+pub struct EnvSwapArgs {
+    /// Size of the swap file.
+    #[arg(long)]
+    pub size: Bytes,
+    /// Where (must not exist; never on tmpfs).
+    #[arg(long, default_value = "/var/tmp/hugewise.swap")]
+    pub file: PathBuf,
+    /// Output options.
+    #[command(flatten)]
+    pub output: Output,
+}
+
+/// Holding options shared by `env pressure` and `env fragment`.
+#[derive(Debug, Args)]
+pub struct HoldArgs {
+    /// Never leave less than this available while shaping.
+    #[arg(long, default_value = "1GiB")]
+    pub floor: Bytes,
+    /// Hold this long, then restore (e.g. 90s, 5m, 1h); default: until Ctrl-C.
+    #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
+    pub hold_for: Option<std::time::Duration>,
+    /// Save the report as JSON (atomically).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+/// `env pressure`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("amount").required(true).args(["leave", "take"])))]
+pub struct EnvPressureArgs {
+    /// Hold memory until only this much is available.
+    #[arg(long)]
+    pub leave: Option<Bytes>,
+    /// Hold this much memory.
+    #[arg(long)]
+    pub take: Option<Bytes>,
+    /// Holding options.
+    #[command(flatten)]
+    pub hold: HoldArgs,
+}
+
+/// `env fragment`.
+#[derive(Debug, Args)]
+pub struct EnvFragmentArgs {
+    /// Share of free memory to make useless for 2 MiB pages, 0% to 95%.
+    #[arg(long, value_parser = parse_level)]
+    pub level: f64,
+    /// THP probe afterwards: auto (all above the floor, at most 4 GiB), off, or a size.
+    #[arg(long, default_value = "auto", value_parser = parse_probe)]
+    pub probe: hugewise_env::scoped::ProbeSize,
+    /// Holding options.
+    #[command(flatten)]
+    pub hold: HoldArgs,
+}
+
+/// `env limit`.
+#[derive(Debug, Args)]
+pub struct EnvLimitArgs {
+    /// Memory limit of the cgroup.
+    #[arg(long)]
+    pub memory: Bytes,
+    /// Save the report as JSON (atomically).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// `env with`.
+#[derive(Debug, Args)]
+pub struct EnvWithArgs {
+    /// THP mode for the run.
+    #[arg(long, value_name = "MODE")]
+    pub thp: Option<String>,
+    /// THP defrag policy for the run.
+    #[arg(long, value_name = "MODE")]
+    pub thp_defrag: Option<String>,
+    /// A per-size (mTHP) mode, SIZE=MODE; repeatable.
+    #[arg(long = "mthp", value_name = "SIZE=MODE", value_parser = parse_mthp)]
+    pub mthp: Vec<(u64, String)>,
+    /// 2 MiB hugetlb pool size for the run.
+    #[arg(long = "hugetlb-2m", value_name = "N")]
+    pub hugetlb_2m: Option<u64>,
+    /// 1 GiB hugetlb pool size for the run.
+    #[arg(long = "hugetlb-1g", value_name = "N")]
+    pub hugetlb_1g: Option<u64>,
+    /// khugepaged pages_to_scan for the run.
+    #[arg(long, value_name = "N")]
+    pub khugepaged_pages_to_scan: Option<u64>,
+    /// khugepaged scan_sleep_millisecs for the run.
+    #[arg(long, value_name = "MS")]
+    pub khugepaged_scan_sleep_ms: Option<u64>,
+    /// khugepaged max_ptes_none for the run.
+    #[arg(long, value_name = "N")]
+    pub khugepaged_max_ptes_none: Option<u64>,
+    /// vm.page-cluster for the run.
+    #[arg(long, value_name = "N")]
+    pub page_cluster: Option<u32>,
+    /// Add a swap file of this size for the run.
+    #[arg(long, value_name = "SIZE")]
+    pub swap: Option<Bytes>,
+    /// Where the swap file goes (must not exist).
+    #[arg(long, default_value = "/var/tmp/hugewise.swap", requires = "swap")]
+    pub swap_file: PathBuf,
+    /// Drop the page cache first.
+    #[arg(long)]
+    pub drop_caches: bool,
+    /// Compact memory first.
+    #[arg(long)]
+    pub compact: bool,
+    /// Hold memory until only this much is available.
+    #[arg(long, value_name = "SIZE", conflicts_with = "pressure_take")]
+    pub pressure_leave: Option<Bytes>,
+    /// Hold this much memory.
+    #[arg(long, value_name = "SIZE")]
+    pub pressure_take: Option<Bytes>,
+    /// Make this share of the free memory that remains useless for 2 MiB pages.
+    #[arg(long, value_name = "LEVEL", value_parser = parse_level)]
+    pub fragment: Option<f64>,
+    /// Run the command in a memory cgroup with this limit.
+    #[arg(long, value_name = "SIZE")]
+    pub limit_memory: Option<Bytes>,
+    /// THP probe before the command: auto, off, or a size.
+    #[arg(long, default_value = "auto", value_parser = parse_probe)]
+    pub probe: hugewise_env::scoped::ProbeSize,
+    /// Never leave less than this available while shaping.
+    #[arg(long, default_value = "1GiB")]
+    pub floor: Bytes,
+    /// Save the whole report (shaping, command, restore) as JSON, atomically.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// `64kB=always` → (64, "always").
+pub fn parse_mthp(s: &str) -> Result<(u64, String), String> {
+    let (size, mode) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}': expected SIZE=MODE, e.g. 64kB=always"))?;
+    let b: Bytes = size.parse().map_err(|e| format!("'{s}': {e}"))?;
+    if b.0 % 1024 != 0 {
+        return Err(format!("'{s}': the size must be whole KiB"));
+    }
+    Ok((b.0 / 1024, mode.to_string()))
+}
+
+/// `50%` → 0.5.
+pub fn parse_level(s: &str) -> Result<f64, String> {
+    let num = s
+        .trim()
+        .strip_suffix('%')
+        .ok_or_else(|| format!("'{s}': give a percentage, e.g. 50%"))?;
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}': not a percentage"))?;
+    if !(0.0..=95.0).contains(&v) {
+        return Err(format!("'{s}': must be between 0% and 95%"));
+    }
+    Ok(v / 100.0)
+}
+
+/// `auto`, `off` or a size.
+pub fn parse_probe(s: &str) -> Result<hugewise_env::scoped::ProbeSize, String> {
+    use hugewise_env::scoped::ProbeSize;
+    match s {
+        "auto" => Ok(ProbeSize::Auto),
+        "off" => Ok(ProbeSize::Off),
+        _ => s
+            .parse::<Bytes>()
+            .map(|b| ProbeSize::Bytes(b.0))
+            .map_err(|e| format!("'{s}': auto, off or a size ({e})")),
+    }
+}
+
+/// `90s`, `5m`, `1h`, or plain seconds.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 's')) => (&t[..i], 1.0),
+        Some((i, 'm')) => (&t[..i], 60.0),
+        Some((i, 'h')) => (&t[..i], 3600.0),
+        _ => (t, 1.0),
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}': a duration such as 90s, 5m or 1h"))?;
+    if !(v > 0.0 && v.is_finite()) {
+        return Err(format!("'{s}': must be positive"));
+    }
+    Ok(std::time::Duration::from_secs_f64(v * mult))
+}
+
+pub(crate) const HELP: &str = ENV_HELP;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parsers() {
+        assert_eq!(parse_mthp("64kB=always"), Ok((64, "always".into())));
+        assert!(parse_mthp("64kB").is_err());
+        assert_eq!(parse_level("50%"), Ok(0.5));
+        assert!(parse_level("50").is_err());
+        assert!(parse_level("96%").is_err());
+        assert_eq!(
+            parse_duration("5m"),
+            Ok(std::time::Duration::from_secs(300))
+        );
+        assert_eq!(parse_duration("2"), Ok(std::time::Duration::from_secs(2)));
+        assert!(parse_duration("-1s").is_err());
+        assert_eq!(
+            parse_probe("1GiB"),
+            Ok(hugewise_env::scoped::ProbeSize::Bytes(1 << 30))
+        );
+    }
+}
