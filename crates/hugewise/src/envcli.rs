@@ -102,7 +102,7 @@ fragmentation; measure; THP probe; the command; restore. With both --pressure-le
 fragmented' is --pressure-leave <working set + 0.5GiB> --fragment 50%.
 The report goes to stderr (the command owns stdout); --out saves it as JSON. The exit code is
 the command's (128 + signal if a signal ended it), or 1 if shaping or restoring failed.")]
-    With(EnvWithArgs),
+    With(Box<EnvWithArgs>),
 
     /// Undo every change the journal still holds, newest first: settings kept on purpose and
     /// whatever a killed run left behind.
@@ -328,7 +328,7 @@ pub fn parse_mthp(s: &str) -> Result<(u64, String), String> {
         .split_once('=')
         .ok_or_else(|| format!("'{s}': expected SIZE=MODE, e.g. 64kB=always"))?;
     let b: Bytes = size.parse().map_err(|e| format!("'{s}': {e}"))?;
-    if b.0 % 1024 != 0 {
+    if !b.0.is_multiple_of(1024) {
         return Err(format!("'{s}': the size must be whole KiB"));
     }
     Ok((b.0 / 1024, mode.to_string()))

@@ -1,0 +1,282 @@
+//! `hugewise env` as a user runs it, as root on this machine: a run puts back what it changed
+//! when it ends, when it is told to stop, and (through `env restore`) when it was killed.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// These tests change machine-wide settings: one at a time.
+static MACHINE: Mutex<()> = Mutex::new(());
+
+const PAGE_CLUSTER: &str = "/proc/sys/vm/page-cluster";
+const THP: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
+
+fn root() -> bool {
+    let ok = std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+        })
+        .unwrap_or(false);
+    if !ok {
+        eprintln!("skip: not root");
+    }
+    ok
+}
+
+fn hw(state: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_hugewise"));
+    c.env("HUGEWISE_STATE_DIR", state).arg("--no-progress");
+    c
+}
+
+fn run(state: &Path, args: &[&str]) -> Output {
+    hw(state).args(args).output().expect("run hugewise")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn read(p: &str) -> String {
+    std::fs::read_to_string(p).expect("read").trim().to_string()
+}
+
+fn wait_until(what: &str, f: impl Fn() -> bool) {
+    let t0 = Instant::now();
+    while !f() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn with_runs_the_command_in_the_shaped_machine_and_restores() {
+    let _g = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if !root() {
+        return;
+    }
+    let state = tempfile::tempdir().expect("tmp");
+    let before = (read(THP), read(PAGE_CLUSTER));
+    let out = state.path().join("with.json");
+    let o = run(
+        state.path(),
+        &[
+            "env",
+            "with",
+            "--thp",
+            "always",
+            "--page-cluster",
+            "0",
+            "--probe",
+            "off",
+            "--out",
+            out.to_str().expect("utf8"),
+            "--",
+            "sh",
+            "-c",
+            &format!("cat {THP} {PAGE_CLUSTER}; exit 3"),
+        ],
+    );
+    // The command's own exit code comes back.
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
+    let seen = text(&o.stdout);
+    assert!(seen.contains("[always]"), "{seen}");
+    assert!(seen.lines().any(|l| l.trim() == "0"), "{seen}");
+    assert_eq!((read(THP), read(PAGE_CLUSTER)), before);
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("thp enabled") && err.contains("back to"),
+        "{err}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&out).expect("report")).expect("json");
+    assert_eq!(v["run"]["exit_code"], 3);
+    assert_eq!(v["shape"]["settings"][0]["now"], "always");
+    assert!(v["finish"]["restore"]["failed"]
+        .as_array()
+        .expect("failed")
+        .is_empty());
+    assert!(v["meta"]["tool_version"].is_string());
+}
+
+#[test]
+fn sigterm_stops_the_command_and_restores() {
+    let _g = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if !root() {
+        return;
+    }
+    let state = tempfile::tempdir().expect("tmp");
+    let before = read(PAGE_CLUSTER);
+    let target = if before == "0" { "1" } else { "0" };
+    let child = hw(state.path())
+        .args([
+            "env",
+            "with",
+            "--page-cluster",
+            target,
+            "--probe",
+            "off",
+            "--",
+            "sleep",
+            "30",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    wait_until("the setting", || read(PAGE_CLUSTER) == target);
+    let t0 = Instant::now();
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let o = child.wait_with_output().expect("wait");
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "sleep 30 was not stopped"
+    );
+    // sleep ended by SIGTERM: 128 + 15.
+    assert_eq!(o.status.code(), Some(143), "{}", text(&o.stderr));
+    assert_eq!(read(PAGE_CLUSTER), before);
+}
+
+#[test]
+fn a_killed_run_is_found_and_restore_puts_it_back() {
+    let _g = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if !root() {
+        return;
+    }
+    let state = tempfile::tempdir().expect("tmp");
+    let before = read(PAGE_CLUSTER);
+    let target = if before == "0" { "1" } else { "0" };
+    let mut child = hw(state.path())
+        .args([
+            "env",
+            "with",
+            "--page-cluster",
+            target,
+            "--probe",
+            "off",
+            "--",
+            "sleep",
+            "30",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    wait_until("the setting", || read(PAGE_CLUSTER) == target);
+    let pid = child.id();
+    let orphans =
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    child.kill().expect("SIGKILL");
+    child.wait().expect("wait");
+    for p in orphans.split_whitespace() {
+        let _ = Command::new("kill").args(["-KILL", p]).status();
+    }
+    assert_eq!(read(PAGE_CLUSTER), target, "nothing ran to restore it");
+
+    let shown = run(state.path(), &["env", "show"]);
+    assert!(
+        text(&shown.stdout).contains("1 change(s) to undo"),
+        "{}",
+        text(&shown.stdout)
+    );
+    let refused = run(
+        state.path(),
+        &["env", "with", "--probe", "off", "--", "true"],
+    );
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        text(&refused.stderr).contains("hugewise env restore"),
+        "{}",
+        text(&refused.stderr)
+    );
+
+    let restored = run(state.path(), &["env", "restore"]);
+    assert!(restored.status.success(), "{}", text(&restored.stderr));
+    assert!(text(&restored.stdout).contains(&format!("back to {before}")));
+    assert_eq!(read(PAGE_CLUSTER), before);
+    let again = run(state.path(), &["env", "restore"]);
+    assert!(text(&again.stdout).contains("nothing to undo"));
+}
+
+#[test]
+fn kept_settings_stay_until_restore() {
+    let _g = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if !root() {
+        return;
+    }
+    let state = tempfile::tempdir().expect("tmp");
+    let before = read(PAGE_CLUSTER);
+    let target = if before == "0" { "1" } else { "0" };
+    let o = run(state.path(), &["env", "page-cluster", target]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(read(PAGE_CLUSTER), target);
+    let o = run(state.path(), &["env", "restore", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["undone"].as_array().expect("undone").len(), 1);
+    assert_eq!(read(PAGE_CLUSTER), before);
+}
+
+#[test]
+fn without_root_nothing_is_changed() {
+    let _g = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if !root() || Command::new("setpriv").arg("--version").output().is_err() {
+        return;
+    }
+    let state = tempfile::tempdir().expect("tmp");
+    let before = read(THP);
+    let o = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_hugewise"))
+        .args(["env", "thp", "--enabled", "always"])
+        .env("HUGEWISE_STATE_DIR", state.path())
+        .output()
+        .expect("setpriv");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("needs root"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_eq!(read(THP), before);
+}
+
+#[test]
+fn wrong_values_are_usage_errors() {
+    let state = tempfile::tempdir().expect("tmp");
+    let o = run(state.path(), &["env", "fragment", "--level", "50"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("give a percentage"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = run(state.path(), &["env", "with", "--thp", "always"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let o = run(state.path(), &["env", "pressure"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+}
+
+#[test]
+fn a_value_the_kernel_does_not_offer_is_refused_by_name() {
+    let _g = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if !root() {
+        return;
+    }
+    let state = tempfile::tempdir().expect("tmp");
+    let o = run(state.path(), &["env", "thp", "--enabled", "sometimes"]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = text(&o.stderr);
+    assert!(
+        e.contains("thp enabled") && e.contains("always, madvise, never"),
+        "{e}"
+    );
+}
