@@ -8,7 +8,8 @@
 //! hugewise lets go. With `vm.percpu_pagelist_high_fraction` at [`crate::knob::PCP_MINIMAL`]
 //! (also the caller's, journaled) freed pages reach the buddy allocator at once instead of
 //! waiting in per-CPU lists, so the blocks merge and the measurement is exact. The level is measured from `/proc/buddyinfo` after every round and
-//! corrected: too low, more blocks are broken; too high, some are given back whole.
+//! corrected: too low, more blocks are broken; too high, some are given back whole (or, when
+//! none are held, memory is compacted once).
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -134,6 +135,7 @@ pub fn fragment(
     let mut note = None;
     let mut rounds = 0;
     let mut reached = false;
+    let mut compacted = false;
     while rounds < 6 {
         rounds += 1;
         if cancel() {
@@ -152,10 +154,15 @@ pub fn fragment(
         }
         if have > want {
             let n = ((have - want) / BLOCK_BYTES as f64).ceil() as usize;
+            if f.pins.is_empty() && !compacted {
+                // Already more fragmented than asked: compaction is the only way down.
+                crate::actions::compact(host)?;
+                compacted = true;
+                continue;
+            }
             if f.pins.is_empty() {
                 note = Some(format!(
-                    "free memory is already {:.0}% unusable for 2 MiB pages; run `hugewise env \
-                     compact` first to start lower",
+                    "free memory is still {:.0}% unusable for 2 MiB pages after compaction",
                     s.unusable_share * 100.0
                 ));
                 break;

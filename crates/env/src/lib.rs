@@ -13,6 +13,7 @@
 //! [`cgroup`], [`swapfile`], [`scoped`] (apply, run a command, restore), [`show`].
 #![deny(missing_docs)]
 
+pub mod actions;
 pub mod cgroup;
 pub mod change;
 mod error;

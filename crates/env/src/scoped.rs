@@ -8,6 +8,7 @@
 
 use std::path::PathBuf;
 use std::process::{Command, ExitStatus};
+
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -164,22 +165,7 @@ pub struct Shaped {
 /// Progress callback: (phase, done, total).
 pub type Progress<'a> = &'a mut dyn FnMut(&str, u64, u64);
 
-fn run_action(host: &Host, rel: &str, value: &str) -> Result<()> {
-    host.require_root("this action", &format!("/proc/{rel}"))?;
-    host.proc.trigger(rel, value)?;
-    Ok(())
-}
-
-/// Drop the page cache (`sync`, then `vm.drop_caches = 3`). Nothing to undo: the cache refills.
-pub fn drop_caches(host: &Host) -> Result<()> {
-    let _ = Command::new("sync").status();
-    run_action(host, "sys/vm/drop_caches", "3")
-}
-
-/// Compact all memory now (`vm.compact_memory`). Nothing to undo.
-pub fn compact(host: &Host) -> Result<()> {
-    run_action(host, "sys/vm/compact_memory", "1")
-}
+pub use crate::actions::{compact, drop_caches};
 
 /// Apply `plan`. On error or cancellation everything done so far is put back before returning.
 pub fn shape(
