@@ -77,7 +77,7 @@ pub fn show(r: &EnvShow) -> String {
         );
     }
     for (name, v) in &r.vm {
-        let _ = writeln!(o, "{:<12} {}", name, v.as_deref().unwrap_or("-"));
+        let _ = writeln!(o, "vm           {name} = {}", v.as_deref().unwrap_or("-"));
     }
     let _ = writeln!(o, "memory       {}", memory_line(&r.memory));
     if r.swaps.is_empty() {
