@@ -241,17 +241,12 @@ pub fn restore_all(host: &Host) -> Result<RestoreReport> {
     Ok(report)
 }
 
-/// The pending changes, oldest first, without taking the lock (for `env show`).
+/// The pending changes, oldest first, read without taking the lock or creating anything (for
+/// `env show`, which needs no root and may run beside a live run).
 pub fn pending(host: &Host) -> Result<Vec<Pending>> {
     let path = Journal::path_in(&host.state_dir);
     if !path.exists() {
         return Ok(Vec::new());
     }
-    match Journal::open(&host.state_dir) {
-        Ok(mut j) => j.pending(),
-        // A live run holds the lock: its changes are pending by definition; show what the file
-        // says without locking.
-        Err(Error::Busy { .. }) => crate::journal::read_pending(&path),
-        Err(e) => Err(e),
-    }
+    crate::journal::read_pending(&path)
 }

@@ -54,6 +54,30 @@ fn wait_until(what: &str, f: impl Fn() -> bool) {
     }
 }
 
+/// Start `env with --page-cluster <other value> -- sleep 30` and wait until the setting shows;
+/// returns the value before and the running hugewise.
+fn sleep_with_other_page_cluster(state: &Path) -> (String, std::process::Child) {
+    let before = read(PAGE_CLUSTER);
+    let target = if before == "0" { "1" } else { "0" };
+    let child = hw(state)
+        .args([
+            "env",
+            "with",
+            "--page-cluster",
+            target,
+            "--probe",
+            "off",
+            "--",
+        ])
+        .args(["sleep", "30"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    wait_until("the setting", || read(PAGE_CLUSTER) == target);
+    (before, child)
+}
+
 #[test]
 fn with_runs_the_command_in_the_shaped_machine_and_restores() {
     let _g = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
@@ -111,25 +135,7 @@ fn sigterm_stops_the_command_and_restores() {
         return;
     }
     let state = tempfile::tempdir().expect("tmp");
-    let before = read(PAGE_CLUSTER);
-    let target = if before == "0" { "1" } else { "0" };
-    let child = hw(state.path())
-        .args([
-            "env",
-            "with",
-            "--page-cluster",
-            target,
-            "--probe",
-            "off",
-            "--",
-            "sleep",
-            "30",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    wait_until("the setting", || read(PAGE_CLUSTER) == target);
+    let (before, child) = sleep_with_other_page_cluster(state.path());
     let t0 = Instant::now();
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
@@ -153,25 +159,8 @@ fn a_killed_run_is_found_and_restore_puts_it_back() {
         return;
     }
     let state = tempfile::tempdir().expect("tmp");
-    let before = read(PAGE_CLUSTER);
-    let target = if before == "0" { "1" } else { "0" };
-    let mut child = hw(state.path())
-        .args([
-            "env",
-            "with",
-            "--page-cluster",
-            target,
-            "--probe",
-            "off",
-            "--",
-            "sleep",
-            "30",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    wait_until("the setting", || read(PAGE_CLUSTER) == target);
+    let (before, mut child) = sleep_with_other_page_cluster(state.path());
+    let target = read(PAGE_CLUSTER);
     let pid = child.id();
     let orphans =
         std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();

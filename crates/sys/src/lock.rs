@@ -26,22 +26,28 @@ pub fn munlock(m: &Mapping) -> Result<()> {
 /// Lock the pages of `range` (offsets into `m`, 4 KiB aligned) in memory. Locking a part of a
 /// mapping splits its kernel VMA in up to three.
 pub fn mlock_range(m: &Mapping, range: std::ops::Range<usize>) -> Result<()> {
-    m.check_range(&range)?;
-    // SAFETY: the range lies inside the live mapping `m` owns (checked above).
-    let rc = unsafe { libc::mlock(m.as_ptr().add(range.start).cast(), range.len()) };
-    if rc != 0 {
-        return Err(Error::last_os("mlock"));
-    }
-    Ok(())
+    lock_call(m, range, true)
 }
 
 /// Unlock the pages of `range` (offsets into `m`).
 pub fn munlock_range(m: &Mapping, range: std::ops::Range<usize>) -> Result<()> {
+    lock_call(m, range, false)
+}
+
+fn lock_call(m: &Mapping, range: std::ops::Range<usize>, lock: bool) -> Result<()> {
     m.check_range(&range)?;
-    // SAFETY: the range lies inside the live mapping `m` owns (checked above).
-    let rc = unsafe { libc::munlock(m.as_ptr().add(range.start).cast(), range.len()) };
+    // SAFETY: the range lies inside the live mapping `m` owns (checked above); mlock and
+    // munlock change residency, never contents.
+    let rc = unsafe {
+        let p = m.as_ptr().add(range.start).cast();
+        if lock {
+            libc::mlock(p, range.len())
+        } else {
+            libc::munlock(p, range.len())
+        }
+    };
     if rc != 0 {
-        return Err(Error::last_os("munlock"));
+        return Err(Error::last_os(if lock { "mlock" } else { "munlock" }));
     }
     Ok(())
 }
