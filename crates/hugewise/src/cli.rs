@@ -61,6 +61,7 @@ one fault per huge page. Latencies include the timer overhead, which is reported
   hugewise run pr --graph g.sg --mode push --tolerance 1e-6
   hugewise run cc --graph urand:20 --mode sv
   hugewise run bc --graph kron:18 --sources 4 --trials 3
+  hugewise run bfs --graph g.sg --source 0 --source 42 --trials 4   (the same starts as GAP's -r)
   hugewise run tc --graph g.el --symmetrize
   hugewise run bfs --graph g.sg --pages all=thp --threads 2 --json
 
@@ -299,6 +300,10 @@ pub struct RunArgs {
     /// bc: sources per trial [default: 4].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub sources: Option<u32>,
+    /// bfs, sssp, bc: start from this vertex (the input's id); repeat for several, used in turn
+    /// across trials (GAP's -r). Default: random vertices with edges, from --seed.
+    #[arg(long = "source", value_name = "VERTEX")]
+    pub source: Vec<u32>,
     /// Output options.
     #[command(flatten)]
     pub output: Output,
@@ -373,6 +378,11 @@ impl RunArgs {
         }
         if let (Some(m), Spec::Sssp { .. } | Spec::Bc { .. } | Spec::Tc) = (&self.mode, &spec) {
             return Err(format!("--mode {m}: {name} has no variants"));
+        }
+        if !self.source.is_empty() && spec.sources_per_trial() == 0 {
+            return Err(format!(
+                "--source applies to bfs, sssp and bc, not {name}, which starts from no vertex"
+            ));
         }
         Ok(spec)
     }

@@ -199,6 +199,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 kernel,
                 reorder: a.reorder,
                 trials: a.trials,
+                sources: a.source.clone(),
                 verify: a.verify,
                 threads,
             };

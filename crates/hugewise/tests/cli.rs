@@ -509,3 +509,30 @@ fn bench_pages_compares_layouts_and_refuses_bad_ones() {
         fails_with(&hw(&args), 2, want);
     }
 }
+
+#[test]
+fn given_sources_are_used_and_misplaced_ones_are_usage_errors() {
+    let o = hw(&[
+        "run", "bfs", "--graph", "kron:10", "--source", "3", "--source", "9", "--trials", "3",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let used: Vec<u64> = v["trials"]
+        .as_array()
+        .expect("trials")
+        .iter()
+        .map(|t| t["sources"][0].as_u64().expect("source"))
+        .collect();
+    assert_eq!(used, [3, 9, 3]);
+    fails_with(
+        &hw(&["run", "pr", "--graph", "kron:10", "--source", "1"]),
+        2,
+        "--source applies to",
+    );
+    fails_with(
+        &hw(&["run", "bfs", "--graph", "kron:10", "--source", "5000"]),
+        1,
+        "not a vertex",
+    );
+}

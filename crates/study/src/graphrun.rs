@@ -29,6 +29,9 @@ pub struct Config {
     pub reorder: Option<Method>,
     /// Timed trials, one source each.
     pub trials: u32,
+    /// Start vertices in the input's ids, used in turn across trials (as GAP's `-r`); empty:
+    /// picked at random from the seed among vertices with outgoing edges.
+    pub sources: Vec<u32>,
     /// Check every trial's result.
     pub verify: bool,
     /// Worker threads.
@@ -64,6 +67,17 @@ impl GraphInfo {
             data_bytes: g.data_bytes(),
         }
     }
+}
+
+/// `wanted` sources from the given ones, in turn; each must be a vertex of the graph.
+fn given_sources(given: &[u32], n: usize, wanted: usize) -> Result<Vec<u32>> {
+    if let Some(&v) = given.iter().find(|&&v| v as usize >= n) {
+        return Err(Error::Config(format!(
+            "source {v} is not a vertex: the graph has {n} (ids 0 to {})",
+            n.saturating_sub(1)
+        )));
+    }
+    Ok((0..wanted).map(|i| given[i % given.len()]).collect())
 }
 
 /// One timed trial.
@@ -152,8 +166,12 @@ pub fn run(cfg: &Config, meta: Meta, progress: Progress<'_>) -> Result<Report> {
                 Ok(())
             })?;
             cfg.kernel.check(&g)?;
-            // Sources are picked in original ids, so a reordering runs from the same vertices.
-            let sources = pick_sources(&g, cfg.load.seed, wanted)?;
+            // Sources are in original ids, so a reordering runs from the same vertices.
+            let sources = if cfg.sources.is_empty() {
+                pick_sources(&g, cfg.load.seed, wanted)?
+            } else {
+                given_sources(&cfg.sources, g.n(), wanted)?
+            };
             let (g, reordered) = match cfg.reorder {
                 Some(m) => {
                     let (h, r, stats) = reorder::reorder(&g, m, cfg.load.seed, layout)?;
@@ -302,9 +320,22 @@ mod tests {
             },
             reorder: None,
             trials: 3,
+            sources: Vec::new(),
             verify: true,
             threads: 2,
         }
+    }
+
+    #[test]
+    fn given_sources_are_used_in_turn_and_checked() {
+        let mut c = cfg("all=base", "natural");
+        c.sources = vec![5, 7];
+        let r = run(&c, Meta::collect("test", vec![]), &mut |_, _| {}).expect("run");
+        let used: Vec<u32> = r.trials.iter().flat_map(|t| t.sources.clone()).collect();
+        assert_eq!(used, [5, 7, 5]);
+        c.sources = vec![1 << 20];
+        let e = run(&c, Meta::collect("test", vec![]), &mut |_, _| {}).expect_err("no such vertex");
+        assert!(e.to_string().contains("not a vertex"), "{e}");
     }
 
     #[test]
