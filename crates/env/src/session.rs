@@ -108,8 +108,8 @@ impl Session {
                 old: old.clone(),
                 new: new.clone(),
             };
-            self.journaled(change)?;
-            knob.write(&self.host, &new)?;
+            let host = self.host.clone();
+            self.attempt(change, || knob.write(&host, &new))?;
         }
         Ok(KnobSet {
             knob: knob.to_string(),
@@ -128,6 +128,22 @@ impl Session {
         Ok(())
     }
 
+    /// Journal `change`, then make it with `make`. If making it fails, whatever part of it took
+    /// effect is undone at once and the journal says so, so that nothing half-made stays
+    /// pending.
+    fn attempt(&mut self, change: Change, make: impl FnOnce() -> Result<()>) -> Result<()> {
+        self.journaled(change)?;
+        let Err(e) = make() else { return Ok(()) };
+        if let Some((seq, change)) = self.mine.pop() {
+            let outcome = match change.undo(&self.host, true) {
+                Ok(o) => format!("not made ({e}); {o}"),
+                Err(u) => format!("not made ({e}); undo failed: {u}"),
+            };
+            let _ = self.journal.record_undone(seq, &outcome);
+        }
+        Err(e)
+    }
+
     /// Create a memory cgroup limited to `limit_bytes`, removed when the session ends.
     pub fn create_cgroup(&mut self, limit_bytes: u64) -> Result<MemoryCgroup> {
         self.host.require_real("a memory cgroup")?;
@@ -135,8 +151,12 @@ impl Session {
         let path = cgroup::fresh_path(&h);
         self.host
             .require_root("creating a cgroup", &path.display().to_string())?;
-        self.journaled(Change::Cgroup { path: path.clone() })?;
-        MemoryCgroup::create(&h, &path, limit_bytes)
+        let mut made = None;
+        self.attempt(Change::Cgroup { path: path.clone() }, || {
+            made = Some(MemoryCgroup::create(&h, &path, limit_bytes)?);
+            Ok(())
+        })?;
+        made.ok_or_else(|| Error::Invalid("cgroup creation reported no cgroup".into()))
     }
 
     /// Create a swap file of `bytes` at `path` (which must not exist) and enable it.
@@ -150,12 +170,16 @@ impl Session {
                 path.display()
             )));
         }
-        self.journaled(Change::SwapFile {
-            path: path.to_path_buf(),
-        })?;
-        swapfile::create(path, bytes)?;
-        hugewise_sys::swap::swapon(path, None)?;
-        Ok(())
+        self.attempt(
+            Change::SwapFile {
+                path: path.to_path_buf(),
+            },
+            || {
+                swapfile::create(path, bytes)?;
+                hugewise_sys::swap::swapon(path, None)?;
+                Ok(())
+            },
+        )
     }
 
     /// Undo this session's changes, newest first. Also runs on drop for [`Lifetime::Run`].

@@ -221,3 +221,26 @@ fn pressure_holds_what_was_asked_and_refuses_to_break_the_floor() {
     .expect_err("below the floor");
     assert!(e.to_string().contains("safety floor"), "{e}");
 }
+
+#[test]
+fn a_swap_file_the_kernel_refuses_leaves_nothing_behind() {
+    let _g = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((_d, host)) = host() else { return };
+    // tmpfs cannot hold swap: the file is made, swapon refuses it.
+    let Ok(shm) = tempfile::tempdir_in("/dev/shm") else {
+        eprintln!("skip: no /dev/shm");
+        return;
+    };
+    let path = shm.path().join("refused.swap");
+    let mut s = Session::open(&host, Lifetime::Kept).expect("session");
+    let e = s.add_swap(&path, 4 << 20).expect_err("swapon on tmpfs");
+    assert!(e.to_string().contains("swapon"), "{e}");
+    assert!(!path.exists(), "the half-made file was removed");
+    drop(s);
+    assert!(
+        hugewise_env::session::pending(&host)
+            .expect("journal")
+            .is_empty(),
+        "nothing half-made stays pending"
+    );
+}
