@@ -80,6 +80,21 @@ impl Holder {
     }
 }
 
+/// The lowest safety floor accepted: below it the OOM killer, not hugewise, decides what dies.
+pub const MIN_FLOOR: u64 = 256 << 20;
+
+/// Refuse a floor under [`MIN_FLOOR`].
+pub fn check_floor(floor_bytes: u64) -> Result<()> {
+    if floor_bytes < MIN_FLOOR {
+        return Err(Error::Invalid(format!(
+            "a safety floor of {} MiB is below the minimum of {} MiB",
+            floor_bytes >> 20,
+            MIN_FLOOR >> 20
+        )));
+    }
+    Ok(())
+}
+
 const BASE_CHUNK: u64 = 256 << 20;
 const HUGE_CHUNK: u64 = 32 << 20;
 
@@ -95,6 +110,7 @@ pub fn hold(
 ) -> Result<(Holder, PressureReport)> {
     host.require_real("memory pressure")?;
     host.require_root("memory pressure", "mlocked memory (CAP_IPC_LOCK)")?;
+    check_floor(floor_bytes)?;
     let t0 = Instant::now();
     let before = state::measure(host)?;
     let avail = before.available();
@@ -188,4 +204,19 @@ pub(crate) fn huge_bytes_of(host: &Host, m: &Mapping) -> Result<u64> {
         }
     }
     Ok(huge)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_floor_too_low_is_refused() {
+        assert!(check_floor(MIN_FLOOR).is_ok());
+        let e = check_floor(1 << 20).expect_err("1 MiB");
+        assert!(
+            e.to_string().contains("below the minimum of 256 MiB"),
+            "{e}"
+        );
+    }
 }

@@ -182,6 +182,7 @@ pub fn shape(
             )));
         }
     }
+    pressure::check_floor(plan.floor_bytes)?;
     let session = Session::open(host, Lifetime::Run)?;
     let before = state::measure(host)?;
     let mut sh = Shaped {

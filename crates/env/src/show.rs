@@ -1,6 +1,7 @@
 //! `hugewise env show`: the settings hugewise can change, the memory state, swap, the cgroups
 //! hugewise made, and what the journal still has to undo.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use hugewise_sys::proc::SwapArea;
@@ -35,7 +36,7 @@ pub struct EnvShow {
     /// hugetlb pools.
     pub hugetlb: Vec<HugetlbPool>,
     /// `vm.*` settings hugewise may change, by name (`null` when absent).
-    pub vm: Vec<(String, Option<String>)>,
+    pub vm: BTreeMap<String, Option<String>>,
     /// Memory state.
     pub memory: MemoryState,
     /// Active swap areas.

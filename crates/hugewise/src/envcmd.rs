@@ -16,7 +16,7 @@ use hugewise_study::save;
 use serde::Serialize;
 
 use crate::envcli::{EnvCommand, HoldArgs};
-use crate::{emit, meta};
+use crate::{bar, emit, meta};
 
 /// SIGINT, SIGTERM and SIGHUP set this flag instead of killing hugewise, so that it can put the
 /// machine back first.
@@ -40,21 +40,20 @@ fn need_root(what: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Progress of shaping on the project's progress bars: one bar per phase, in MiB for memory
+/// taken and in blocks for fragmentation.
 fn progress_sink(enabled: bool) -> impl FnMut(&str, u64, u64) {
-    let mut last = (String::new(), Instant::now());
+    let mut current: Option<(String, indicatif::ProgressBar)> = None;
     move |phase: &str, done: u64, total: u64| {
-        if !enabled {
-            return;
+        if current.as_ref().is_none_or(|(p, _)| p != phase) {
+            if let Some((_, b)) = current.take() {
+                b.finish_and_clear();
+            }
+            current = Some((phase.to_string(), bar(enabled, phase, phase != "fragment")));
         }
-        if phase != last.0 || last.1.elapsed() > Duration::from_millis(500) {
-            let unit = if phase == "fragment" { "blocks" } else { "MiB" };
-            let (d, t) = if unit == "MiB" {
-                (done >> 20, total >> 20)
-            } else {
-                (done, total)
-            };
-            eprintln!("hugewise: {phase}: {d}/{t} {unit}");
-            last = (phase.to_string(), Instant::now());
+        if let Some((_, b)) = &current {
+            b.set_length(total);
+            b.set_position(done);
         }
     }
 }

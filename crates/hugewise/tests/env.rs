@@ -255,6 +255,51 @@ fn wrong_values_are_usage_errors() {
 }
 
 #[test]
+fn a_missing_command_or_a_floor_too_low_changes_nothing() {
+    let _g = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if !root() {
+        return;
+    }
+    let state = tempfile::tempdir().expect("tmp");
+    let before = read(PAGE_CLUSTER);
+    let target = if before == "0" { "1" } else { "0" };
+    let o = run(
+        state.path(),
+        &[
+            "env",
+            "with",
+            "--page-cluster",
+            target,
+            "--probe",
+            "off",
+            "--",
+            "/no/such/program",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("cannot start /no/such/program"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_eq!(
+        read(PAGE_CLUSTER),
+        before,
+        "restored after the failed start"
+    );
+    let o = run(
+        state.path(),
+        &["env", "pressure", "--take", "1GiB", "--floor", "1MiB"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("below the minimum"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
 fn a_value_the_kernel_does_not_offer_is_refused_by_name() {
     let _g = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     if !root() {
