@@ -17,6 +17,7 @@ pub mod layout;
 pub mod load;
 pub mod reorder;
 pub mod rng;
+pub mod traced;
 
 pub use csr::Csr;
 pub use error::{Error, Result};

@@ -73,6 +73,30 @@ kernel's). --pages takes <array>=<policy> pairs; all=<policy> sets the rest. Pol
 base, thp, thp-prefix:<size|%>, hugetlb-2m, hugetlb-1g.")]
     Run(RunArgs),
 
+    /// Record every data access of a graph kernel into a .hwt trace (or import Valgrind lackey
+    /// output), for `hugewise sim`.
+    #[command(
+        args_conflicts_with_subcommands = true,
+        after_help = "Examples:
+  hugewise trace bfs --graph kron:20 --out bfs.hwt
+  hugewise trace bfs --graph kron:24 --reorder dbg --mode top-down --out bfs-dbg.hwt
+  hugewise trace pr --graph ../shared/data/cnr-2000.el.zst --max-iters 2 --out pr.hwt
+  hugewise trace lackey lackey.txt --out prog.hwt
+  valgrind --tool=lackey --trace-mem=yes --log-fd=1 ./prog | hugewise trace lackey - --out prog.hwt
+
+The traced kernels are serial twins of `hugewise run`'s (bfs is top-down, as the seeds' BFS),
+verified like them. The trace starts with one store per 4 KiB page of every array in
+allocation order (what loading did), then the kernel's accesses in program order. Untraced
+runs of the same code give the simulator its clock; they are saved beside the trace in
+<trace>.json."
+    )]
+    Trace(TraceArgs),
+
+    /// Simulate TLBs and promotion policies over a trace: utility curves (walks and estimated
+    /// speedup per share of memory promoted), promotion plans, reuse distance.
+    #[command(args_conflicts_with_subcommands = true, after_help = crate::cli::SIM_HELP)]
+    Sim(SimArgs),
+
     /// Make, convert and describe graphs.
     #[command(subcommand)]
     Graph(GraphCommand),
@@ -222,7 +246,7 @@ pub enum KernelArg {
 }
 
 impl KernelArg {
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             KernelArg::Bfs => "bfs",
             KernelArg::Sssp => "sssp",
@@ -284,26 +308,9 @@ pub struct RunArgs {
     /// Check every trial against an independent serial implementation.
     #[arg(long)]
     pub verify: bool,
-    /// Variant: bfs do|top-down (default do); pr pull|push (default pull); cc afforest|sv
-    /// (default afforest).
-    #[arg(long)]
-    pub mode: Option<String>,
-    /// sssp: bucket width of delta-stepping [default: 2].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    pub delta: Option<u32>,
-    /// pr: stop when the scores' total change in an iteration is below this [default: 1e-4].
-    #[arg(long)]
-    pub tolerance: Option<f64>,
-    /// pr: iteration cap [default: 1000].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_iters: Option<u32>,
-    /// bc: sources per trial [default: 4].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    pub sources: Option<u32>,
-    /// bfs, sssp, bc: start from this vertex (the input's id); repeat for several, used in turn
-    /// across trials (GAP's -r). Default: random vertices with edges, from --seed.
-    #[arg(long = "source", value_name = "VERTEX")]
-    pub source: Vec<u32>,
+    /// Kernel settings.
+    #[command(flatten)]
+    pub settings: KernelSettings,
     /// Output options.
     #[command(flatten)]
     pub output: Output,
@@ -325,10 +332,35 @@ impl PagesArgs {
     }
 }
 
-impl RunArgs {
-    /// The kernel and its settings, or a usage error naming the flag that does not fit.
-    pub fn kernel_spec(&self) -> Result<Spec, String> {
-        let name = self.kernel.name();
+/// A kernel's settings, shared by `run` and `trace`.
+#[derive(Debug, Args)]
+pub struct KernelSettings {
+    /// Variant: bfs do|top-down (default do); pr pull|push (default pull); cc afforest|sv
+    /// (default afforest).
+    #[arg(long)]
+    pub mode: Option<String>,
+    /// sssp: bucket width of delta-stepping [default: 2].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub delta: Option<u32>,
+    /// pr: stop when the scores' total change in an iteration is below this [default: 1e-4].
+    #[arg(long)]
+    pub tolerance: Option<f64>,
+    /// pr: iteration cap [default: 1000].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_iters: Option<u32>,
+    /// bc: sources per trial [default: 4].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub sources: Option<u32>,
+    /// bfs, sssp, bc: start from this vertex (the input's id); repeat for several, used in turn
+    /// across trials (GAP's -r). Default: random vertices with edges, from --seed.
+    #[arg(long = "source", value_name = "VERTEX")]
+    pub source: Vec<u32>,
+}
+
+impl KernelSettings {
+    /// The kernel `name` with these settings, or a usage error naming the flag that does not
+    /// fit.
+    pub fn spec(&self, name: &str) -> Result<Spec, String> {
         let only = |flag: &str, set: bool, kernel: &str| {
             if set && name != kernel {
                 Err(format!("--{flag} applies to {kernel} only, not {name}"))
@@ -386,6 +418,133 @@ impl RunArgs {
         }
         Ok(spec)
     }
+}
+
+/// `hugewise sim --help` epilogue.
+pub const SIM_HELP: &str = "Examples:
+  hugewise sim --trace bfs.hwt
+  hugewise sim --trace bfs.hwt --policy pcc,hawkeye,linux --budget 0,1,2,4,8,16,32,64,100 --plan plan.json
+  hugewise sim --trace bfs.hwt --policy pcc:order=rr:interval=10s,mega --config golden-cove --json
+  hugewise sim --trace bfs.hwt --policy static:region=property@2% --budget 2
+  hugewise sim --trace bfs.hwt --calibrate base=1.92,huge=1.31     (seconds measured untraced)
+  hugewise sim reuse --trace bfs.hwt
+
+Policies (options after ':', separated by ':'):
+  none, all                  the ends of every curve (always simulated)
+  linux                      THP at first touch while the budget lasts
+  linux-khugepaged           sleep=10s pages=4096 max_ptes_none=511
+  hawkeye                    window=1s regions=128 (coverage buckets, fullest first)
+  ingens                     scan=4s util=90% regions=128
+  mega                       scan=5s history=10 regions=128 (promotes and demotes)
+  pcc                        interval=30s regions=128 order=freq|rr size=2m|1g entries=128 bias=1/2
+  static                     region=NAME[@SHARE] range=START-END (repeatable)
+
+Budgets are percentages of the footprint (the trace regions' 2 MiB frames). Simulated time is
+counted in accesses; the clock (accesses per second of the untraced run) comes from the trace's
+sidecar, --rate, or an assumed 200 M/s. Policy intervals are divided by --time-scale (default:
+so that the slowest interval fits 16 times in the trace). TLB configs: haswell (default),
+golden-cove (this machine's cores), zen4, or a TOML file. Every TLB figure is simulated.";
+
+/// `hugewise trace`.
+#[derive(Debug, Args)]
+pub struct TraceArgs {
+    /// Import instead of tracing a kernel.
+    #[command(subcommand)]
+    pub import: Option<TraceImport>,
+    /// Kernel.
+    #[arg(value_enum)]
+    pub kernel: Option<KernelArg>,
+    /// Graph.
+    #[command(flatten)]
+    pub input: GraphInputArgs,
+    /// Page policy per array (it places the arrays, so it sets which 2 MiB frames they use).
+    #[arg(long, default_value = "all=system", value_parser = parse_pages)]
+    pub pages: PolicyMap,
+    /// Which arrays are faulted in first: natural, ARRAY-first, or a list.
+    #[arg(long, default_value = "natural", value_parser = parse_order)]
+    pub alloc_order: AllocOrder,
+    /// Reorder vertices after loading (dbg, degree-sort, hub-sort, hub-cluster, random).
+    #[arg(long, value_name = "METHOD", value_parser = parse_reorder)]
+    pub reorder: Option<Method>,
+    /// Kernel settings.
+    #[command(flatten)]
+    pub settings: KernelSettings,
+    /// The trace file (written atomically; its sidecar is FILE.json).
+    #[arg(long, default_value = "run.hwt")]
+    pub out: PathBuf,
+    /// Untraced runs of the same code, timed for the simulator's clock (0: none).
+    #[arg(long, default_value_t = 3)]
+    pub rate_runs: u32,
+    /// Print the capture report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `hugewise trace <importer>`.
+#[derive(Debug, Subcommand)]
+pub enum TraceImport {
+    /// Import `valgrind --tool=lackey --trace-mem=yes` output (a file, or - for stdin),
+    /// streaming.
+    Lackey {
+        /// Lackey output; - reads stdin.
+        input: PathBuf,
+        /// The trace file.
+        #[arg(long, default_value = "run.hwt")]
+        out: PathBuf,
+        /// Accesses read before the regions are fixed.
+        #[arg(long, default_value_t = hugewise_trace::lackey::WINDOW)]
+        window: usize,
+    },
+}
+
+/// `hugewise sim`.
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// Reuse distance instead of curves.
+    #[command(subcommand)]
+    pub reuse: Option<SimCommand>,
+    /// The trace (from `hugewise trace`).
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Policies, comma-separated, each with options after ':'.
+    #[arg(long, default_value = "pcc,hawkeye,linux")]
+    pub policy: String,
+    /// Budgets in % of the footprint, comma-separated.
+    #[arg(long, default_value = "0,1,2,4,8,16,32,64,100")]
+    pub budget: String,
+    /// TLB organisation: haswell, golden-cove, zen4, or a TOML file.
+    #[arg(long, default_value = "haswell")]
+    pub config: String,
+    /// Accesses per second of the real run (default: the trace's sidecar, else 200 M).
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Divide policy intervals by this (default: the slowest fits 16 times in the trace).
+    #[arg(long)]
+    pub time_scale: Option<f64>,
+    /// Measured untraced seconds to calibrate the cost model: base=S,huge=S.
+    #[arg(long, value_name = "base=S,huge=S")]
+    pub calibrate: Option<String>,
+    /// Write every configuration's promotion plan to this JSON file (atomically).
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
+    /// Output options.
+    #[command(flatten)]
+    pub output: Output,
+}
+
+/// `hugewise sim <command>`.
+#[derive(Debug, Subcommand)]
+pub enum SimCommand {
+    /// Exact page reuse distance at 4 KiB and 2 MiB, and the pages' classes (TLB-friendly,
+    /// HUBs, low-reuse) at the 1 024 threshold.
+    Reuse {
+        /// The trace.
+        #[arg(long)]
+        trace: PathBuf,
+        /// Output options.
+        #[command(flatten)]
+        output: Output,
+    },
 }
 
 /// `hugewise graph ...`.

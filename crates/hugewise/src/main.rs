@@ -3,6 +3,7 @@
 mod cli;
 mod envcli;
 mod envcmd;
+mod simcmd;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -27,6 +28,8 @@ fn main() -> ExitCode {
     let progress = !cli.no_progress && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let result = match cli.command {
         Command::Env(cmd) => envcmd::run(cmd, progress).map(|code| code.clamp(0, 255) as u8),
+        Command::Trace(a) => simcmd::trace(a, progress).map(|()| 0),
+        Command::Sim(a) => simcmd::sim(a, progress).map(|()| 0),
         other => run(Cli {
             command: other,
             no_progress: cli.no_progress,
@@ -186,7 +189,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 pages: a.pages.clone(),
                 order: a.alloc_order.clone(),
             };
-            let kernel = a.kernel_spec().unwrap_or_else(|m| usage_error(m));
+            let kernel = a
+                .settings
+                .spec(a.kernel.name())
+                .unwrap_or_else(|m| usage_error(m));
             let threads = match (a.threads, a.overcommit) {
                 (Some(t), _) => t.max(1),
                 (None, Some(f)) => cpus() * f.max(1) as usize,
@@ -199,7 +205,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 kernel,
                 reorder: a.reorder,
                 trials: a.trials,
-                sources: a.source.clone(),
+                sources: a.settings.source.clone(),
                 verify: a.verify,
                 threads,
             };
@@ -307,7 +313,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
         }
         // Dispatched in main before run() is called.
-        Command::Env(_) => unreachable!("env commands are dispatched in main"),
+        Command::Env(_) | Command::Trace(_) | Command::Sim(_) => {
+            unreachable!("dispatched in main")
+        }
         Command::Bench(BenchCommand::Randread(a)) => {
             let cfg = randread::Config {
                 bytes: a.size,

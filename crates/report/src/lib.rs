@@ -5,5 +5,6 @@
 
 pub mod envview;
 pub mod fmt;
+pub mod simview;
 pub mod table;
 pub mod views;

@@ -23,6 +23,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// Writing or reading a trace failed.
+    #[error(transparent)]
+    Trace(#[from] hugewise_trace::Error),
     /// A configuration value is out of range.
     #[error("{0}")]
     Config(String),

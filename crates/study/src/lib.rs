@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod capture;
 mod error;
 pub mod faultlat;
 pub mod graphrun;

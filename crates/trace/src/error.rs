@@ -34,6 +34,18 @@ pub enum Error {
         /// What is wrong.
         what: String,
     },
+    /// A line of Valgrind lackey output that does not parse.
+    #[error("{path}:{line}: not a lackey line: {content:?} ({what})")]
+    Lackey {
+        /// The input.
+        path: PathBuf,
+        /// 1-based line number.
+        line: u64,
+        /// The line (cut to 120 characters).
+        content: String,
+        /// What is wrong.
+        what: String,
+    },
     /// A value refused before anything was written.
     #[error("{0}")]
     Invalid(String),

@@ -10,11 +10,14 @@
 
 mod error;
 pub mod format;
+pub mod lackey;
+pub mod meta;
 pub mod reader;
 pub mod varint;
 pub mod writer;
 
 pub use error::{Error, Result};
 pub use format::{Access, Header, Region};
+pub use meta::TraceMeta;
 pub use reader::{Block, Reader};
 pub use writer::Writer;

@@ -98,6 +98,29 @@ impl Reader {
         })
     }
 
+    /// The totals the end record claims (accesses, blocks), read from the file's last bytes
+    /// without reading the blocks: for progress and time scales before a full pass, which
+    /// still checks them. `None` when the file has no valid end record.
+    pub fn claimed_totals(&self) -> Option<(u64, u64)> {
+        use std::io::{Seek, SeekFrom};
+        let mut f = File::open(&self.path).ok()?;
+        let len = f.seek(SeekFrom::End(0)).ok()?;
+        if len < self.at + END_RECORD as u64 {
+            return None;
+        }
+        f.seek(SeekFrom::Start(len - END_RECORD as u64)).ok()?;
+        let mut e = [0u8; END_RECORD];
+        f.read_exact(&mut e).ok()?;
+        if &e[..4] != END_TAG || crc32fast::hash(&e[..20]).to_le_bytes() != e[20..24] {
+            return None;
+        }
+        let mut a = [0u8; 8];
+        a.copy_from_slice(&e[4..12]);
+        let accesses = u64::from_le_bytes(a);
+        a.copy_from_slice(&e[12..20]);
+        Some((accesses, u64::from_le_bytes(a)))
+    }
+
     /// The header.
     pub fn header(&self) -> &Header {
         &self.header

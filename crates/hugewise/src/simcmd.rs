@@ -1,0 +1,213 @@
+//! `hugewise trace` and `hugewise sim`: arguments to library configs, progress, output.
+
+use std::io::BufReader;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use hugewise_graph::Layout;
+use hugewise_sim::curve::{self, CurveSpec, Progress};
+use hugewise_sim::policy::parse_share;
+use hugewise_sim::{reuse, TlbConfig};
+use hugewise_study::{capture, save};
+use hugewise_trace::meta::Calibration;
+use indicatif::ProgressBar;
+use serde::Serialize;
+
+use crate::cli::{Output, SimArgs, SimCommand, TraceArgs, TraceImport};
+use crate::{bar, emit, load_options, meta, spinner, usage_error};
+
+struct Bar(ProgressBar);
+
+impl Progress for Bar {
+    fn update(&self, done: u64, total: u64) {
+        if total > 0 {
+            self.0.set_length(total);
+        }
+        self.0.set_position(done);
+    }
+}
+
+/// A flag raised by Ctrl-C (and SIGTERM), polled by long simulations.
+fn cancel_flag() -> anyhow::Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&flag))
+            .context("installing a signal handler")?;
+    }
+    Ok(flag)
+}
+
+/// `hugewise trace`.
+pub fn trace(a: TraceArgs, progress: bool) -> anyhow::Result<()> {
+    if let Some(TraceImport::Lackey { input, out, window }) = a.import {
+        let b = spinner(progress, "importing");
+        let r = if input == Path::new("-") {
+            hugewise_trace::lackey::import(
+                std::io::stdin().lock(),
+                Path::new("<stdin>"),
+                &out,
+                window,
+            )
+        } else {
+            let f = std::fs::File::open(&input)
+                .with_context(|| format!("opening {}", input.display()))?;
+            hugewise_trace::lackey::import(
+                BufReader::with_capacity(1 << 20, f),
+                &input,
+                &out,
+                window,
+            )
+        }?;
+        b.finish_and_clear();
+        println!(
+            "{}: {} accesses from {} lines ({} instruction fetches skipped), {} bytes",
+            out.display(),
+            r.summary.accesses,
+            r.lines,
+            r.instructions,
+            r.summary.bytes
+        );
+        return Ok(());
+    }
+    let Some(kernel) = a.kernel else {
+        usage_error("name a kernel (bfs, sssp, pr, cc, bc, tc) or an importer (lackey)".into())
+    };
+    let spec = a
+        .settings
+        .spec(kernel.name())
+        .unwrap_or_else(|m| usage_error(m));
+    let cfg = capture::Config {
+        input: a.input.graph.clone(),
+        load: load_options(&a.input),
+        layout: Layout {
+            pages: a.pages.clone(),
+            order: a.alloc_order.clone(),
+        },
+        kernel: spec,
+        reorder: a.reorder,
+        sources: a.settings.source.clone(),
+        out: a.out.clone(),
+        rate_runs: a.rate_runs,
+    };
+    let b = spinner(progress, "tracing");
+    let r = capture::capture(&cfg, meta())
+        .with_context(|| format!("tracing {} on {}", spec.name(), a.input.graph))?;
+    b.finish_and_clear();
+    let out = Output {
+        json: a.json,
+        out: None,
+    };
+    emit(&out, &r, || hugewise_report::simview::capture(&r))
+}
+
+fn budgets(s: &str) -> Vec<f64> {
+    s.split(',')
+        .map(|b| {
+            let b = b.trim();
+            let v = b.strip_suffix('%').unwrap_or(b);
+            parse_share(&format!("{v}%")).unwrap_or_else(|| {
+                usage_error(format!("--budget {b}: expected a percentage 0..100"))
+            })
+        })
+        .collect()
+}
+
+fn calibration(s: &str) -> Calibration {
+    let (mut base, mut huge) = (None, None);
+    for part in s.split(',') {
+        let (k, v) = part
+            .split_once('=')
+            .unwrap_or_else(|| usage_error(format!("--calibrate {s}: expected base=S,huge=S")));
+        let secs = v
+            .trim()
+            .trim_end_matches('s')
+            .parse::<f64>()
+            .ok()
+            .filter(|x| *x > 0.0)
+            .unwrap_or_else(|| {
+                usage_error(format!(
+                    "--calibrate: {v} is not a positive time in seconds"
+                ))
+            });
+        match k.trim() {
+            "base" => base = Some(secs),
+            "huge" => huge = Some(secs),
+            other => usage_error(format!("--calibrate: unknown key {other} (base, huge)")),
+        }
+    }
+    match (base, huge) {
+        (Some(base_s), Some(huge_s)) => Calibration {
+            base_s,
+            huge_s,
+            huge_share: 1.0,
+            runs: 1,
+        },
+        _ => usage_error("--calibrate needs both base=S and huge=S".into()),
+    }
+}
+
+#[derive(Serialize)]
+struct PlanFile<'a> {
+    schema_version: u32,
+    trace: &'a Path,
+    footprint_bytes: u64,
+    accesses_per_s: f64,
+    plans: &'a [curve::Plan],
+}
+
+/// `hugewise sim`.
+pub fn sim(a: SimArgs, progress: bool) -> anyhow::Result<()> {
+    let cancel = cancel_flag()?;
+    if let Some(SimCommand::Reuse { trace, output }) = a.reuse {
+        let b = Bar(bar(progress, "reuse", false));
+        let r = reuse::run(&trace, &b)
+            .with_context(|| format!("reuse distance of {}", trace.display()))?;
+        b.0.finish_and_clear();
+        return emit(&output, &r, || hugewise_report::simview::reuse(&r));
+    }
+    let Some(trace) = a.trace.clone() else {
+        usage_error("--trace FILE is required (make one with `hugewise trace`)".into())
+    };
+    let tlb = TlbConfig::resolve(&a.config)?;
+    let policies: Vec<String> = a
+        .policy
+        .split(',')
+        .map(|p| p.trim().to_string())
+        .filter(|p| !p.is_empty())
+        .collect();
+    if policies.is_empty() {
+        usage_error("--policy names no policy".into());
+    }
+    let spec = CurveSpec {
+        policies,
+        budgets: budgets(&a.budget),
+        tlb,
+        accesses_per_s: a.rate,
+        time_scale: a.time_scale,
+        calibration: a.calibrate.as_deref().map(calibration),
+    };
+    let b = Bar(bar(progress, "simulating", false));
+    let (curves, plans) = curve::run(&trace, &spec, &b, &cancel)
+        .with_context(|| format!("simulating {}", trace.display()))?;
+    b.0.finish_and_clear();
+    if let Some(p) = &a.plan {
+        save::write_json(
+            p,
+            &PlanFile {
+                schema_version: 1,
+                trace: &trace,
+                footprint_bytes: curves.footprint_bytes,
+                accesses_per_s: curves.timing.accesses_per_s,
+                plans: &plans,
+            },
+        )?;
+    }
+    if curves.accesses == 0 {
+        bail!("{} holds no accesses", trace.display());
+    }
+    emit(&a.output, &curves, || {
+        hugewise_report::simview::curves(&curves)
+    })
+}

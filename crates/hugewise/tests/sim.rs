@@ -1,0 +1,266 @@
+//! `hugewise trace` and `hugewise sim`, run as a user would, on real traces of real kernels.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+fn hw(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_hugewise"))
+        .args(args)
+        .arg("--no-progress")
+        .output()
+        .expect("run hugewise")
+}
+
+fn ok(o: &std::process::Output) -> serde_json::Value {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).expect("json")
+}
+
+fn fails_with(o: &std::process::Output, want: &str) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "expected a failure");
+    assert!(err.contains(want), "expected {want:?} in: {err}");
+}
+
+fn trace(dir: &Path, name: &str, args: &[&str]) -> String {
+    let out = dir.join(name);
+    let out = out.to_str().expect("utf-8 path").to_string();
+    let mut a = vec!["trace"];
+    a.extend_from_slice(args);
+    a.extend_from_slice(&["--out", &out, "--json"]);
+    let r = ok(&hw(&a));
+    assert_eq!(r["verified"], true);
+    assert!(r["accesses"].as_u64().expect("accesses") > 1000);
+    out
+}
+
+/// The paper's finding, on a BFS over a DBG-ordered Kronecker graph: with 2 % of the
+/// footprint allowed huge, the PCC's choice saves more walks than Linux's first-touch one.
+#[test]
+fn pcc_beats_linux_at_two_percent_on_dbg_bfs() {
+    let d = tempfile::tempdir().expect("tmp");
+    let t = trace(
+        d.path(),
+        "bfs.hwt",
+        &[
+            "bfs",
+            "--graph",
+            "kron:20",
+            "--reorder",
+            "dbg",
+            "--mode",
+            "top-down",
+            "--rate-runs",
+            "1",
+        ],
+    );
+    assert!(Path::new(&format!("{t}.json")).exists(), "sidecar");
+    let plan = d.path().join("plan.json");
+    let r = ok(&hw(&[
+        "sim",
+        "--trace",
+        &t,
+        "--policy",
+        "pcc,linux",
+        "--budget",
+        "2",
+        "--plan",
+        plan.to_str().expect("utf-8"),
+        "--json",
+    ]));
+    let walks = |policy: &str| {
+        r["points"]
+            .as_array()
+            .expect("points")
+            .iter()
+            .find(|p| p["policy"] == policy)
+            .and_then(|p| p["walks"].as_u64())
+            .expect("walks")
+    };
+    let (none, all, pcc, linux) = (walks("none"), walks("all"), walks("pcc"), walks("linux"));
+    assert!(pcc < linux, "pcc {pcc} walks, linux {linux}");
+    assert!(
+        all < pcc && linux <= none,
+        "none {none} linux {linux} pcc {pcc} all {all}"
+    );
+    let p: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&plan).expect("plan")).expect("plan json");
+    let pcc_plan = p["plans"]
+        .as_array()
+        .expect("plans")
+        .iter()
+        .find(|x| x["policy"] == "pcc")
+        .expect("pcc plan");
+    let ev = &pcc_plan["events"][0];
+    assert_eq!(ev["action"], "promote");
+    assert_eq!(ev["page_size"], "2MiB");
+    assert_eq!(ev["bytes"], 2 << 20);
+    assert!(ev["at_s"].as_f64().expect("at_s") > 0.0);
+
+    // Reuse distance on the same trace: HUBs exist and cause far more than their share of
+    // long reuses at 4 KiB.
+    let r = ok(&hw(&["sim", "reuse", "--trace", &t, "--json"]));
+    let small = &r[0];
+    assert_eq!(small["page_bytes"], 4096);
+    let hubs = &small["classes"]["hubs"];
+    assert!(hubs["pages"].as_u64().expect("hubs") > 0);
+    let long = hubs["share_of_long_reuses"].as_f64().expect("share");
+    let pages = hubs["share_of_pages"].as_f64().expect("share");
+    assert!(long > 3.0 * pages, "{hubs}");
+}
+
+#[test]
+fn every_kernel_traces_and_simulates() {
+    let d = tempfile::tempdir().expect("tmp");
+    for k in ["sssp", "pr", "cc", "bc", "tc"] {
+        let mut args = vec![k, "--graph", "kron:12", "--rate-runs", "0"];
+        if k == "pr" {
+            args.extend_from_slice(&["--max-iters", "3"]);
+        }
+        if k == "bc" {
+            args.extend_from_slice(&["--sources", "1"]);
+        }
+        let t = trace(d.path(), &format!("{k}.hwt"), &args);
+        let r = ok(&hw(&[
+            "sim",
+            "--trace",
+            &t,
+            "--policy",
+            "pcc,hawkeye,linux,linux-khugepaged,ingens,mega,static:region=edges@50%",
+            "--budget",
+            "0,50,100",
+            "--config",
+            "golden-cove",
+            "--json",
+        ]));
+        assert_eq!(r["configurations"], 2 + 7 * 3, "{k}");
+        let all = &r["points"][1];
+        assert_eq!(all["policy"], "all");
+        assert!(all["huge_share"].as_f64().expect("share") >= 0.99, "{k}");
+    }
+}
+
+#[test]
+fn lackey_output_imports_and_bad_lines_are_named() {
+    let d = tempfile::tempdir().expect("tmp");
+    let txt = d.path().join("lackey.txt");
+    let mut s = String::from("==42== Lackey, an example Valgrind tool\n");
+    for i in 0..20_000u64 {
+        s.push_str(&format!("I  0401{:03x},3\n", i % 4096));
+        s.push_str(&format!(
+            " L {:08x},8\n",
+            0x0500_0000 + (i * 4096 * 7) % (64 << 20)
+        ));
+        s.push_str(&format!(" S 1ffefff{:03x},8\n", i % 4096));
+        s.push_str(&format!(" M {:08x},4\n", 0x0402_0000 + i * 4));
+    }
+    std::fs::write(&txt, &s).expect("write");
+    let out = d.path().join("l.hwt");
+    let o = hw(&[
+        "trace",
+        "lackey",
+        txt.to_str().expect("utf-8"),
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("60000 accesses"));
+    let r = ok(&hw(&[
+        "sim",
+        "--trace",
+        out.to_str().expect("utf-8"),
+        "--budget",
+        "10",
+        "--json",
+    ]));
+    assert_eq!(r["accesses"], 60_000);
+
+    // From stdin, with a bad line 3.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hugewise"))
+        .args(["trace", "lackey", "-", "--out"])
+        .arg(d.path().join("bad.hwt"))
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin
+            .write_all(b" L 0400,4\n S 0408,4\n X 0410,4\n")
+            .expect("write");
+    }
+    let o = child.wait_with_output().expect("wait");
+    fails_with(&o, "<stdin>:3");
+    assert!(!d.path().join("bad.hwt").exists(), "no half trace");
+}
+
+#[test]
+fn bad_inputs_are_named() {
+    let d = tempfile::tempdir().expect("tmp");
+    let t = trace(
+        d.path(),
+        "b.hwt",
+        &["bfs", "--graph", "kron:10", "--rate-runs", "0"],
+    );
+    // A flipped byte in the middle of the trace: the error names the offset.
+    let mut bytes = std::fs::read(&t).expect("read");
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x5a;
+    let bad = d.path().join("bad.hwt");
+    std::fs::write(&bad, &bytes).expect("write");
+    fails_with(
+        &hw(&["sim", "--trace", bad.to_str().expect("utf-8")]),
+        "at byte",
+    );
+
+    let toml = d.path().join("tlb.toml");
+    std::fs::write(
+        &toml,
+        "l1 = [{ entries = 64, ways = 4, sizes = [\"4k\", \"2m\", \"1g\"], speed = 3 }]\n",
+    )
+    .expect("write");
+    fails_with(
+        &hw(&[
+            "sim",
+            "--trace",
+            &t,
+            "--config",
+            toml.to_str().expect("utf-8"),
+        ]),
+        "speed",
+    );
+    std::fs::write(
+        &toml,
+        "l1 = [{ entries = 64, ways = 3, sizes = [\"4k\", \"2m\", \"1g\"] }]\n",
+    )
+    .expect("write");
+    fails_with(
+        &hw(&[
+            "sim",
+            "--trace",
+            &t,
+            "--config",
+            toml.to_str().expect("utf-8"),
+        ]),
+        "l1[0].ways",
+    );
+    fails_with(
+        &hw(&["sim", "--trace", &t, "--policy", "pcc:speed=9"]),
+        "unknown option 'speed'",
+    );
+    fails_with(
+        &hw(&["sim", "--trace", &t, "--policy", "magic"]),
+        "unknown policy 'magic'",
+    );
+    fails_with(
+        &hw(&["sim", "--trace", &t, "--policy", "static:region=nope"]),
+        "no region 'nope'",
+    );
+    fails_with(
+        &hw(&["sim", "--trace", &t, "--budget", "150"]),
+        "--budget 150",
+    );
+    fails_with(&hw(&["sim"]), "--trace FILE is required");
+}

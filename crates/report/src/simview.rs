@@ -1,0 +1,164 @@
+//! Text views of simulation results and captures: utility curves, reuse distance, a capture's
+//! summary.
+
+use std::fmt::Write;
+
+use hugewise_sim::reuse::Granularity;
+use hugewise_sim::Curves;
+use hugewise_study::capture;
+
+use crate::fmt::{bytes, ns, pct};
+use crate::table::Table;
+
+/// The utility curves as one table, `none` and `all` first.
+pub fn curves(c: &Curves) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "trace   {}: {} accesses, {} streams, footprint {}",
+        c.trace.display(),
+        c.accesses,
+        c.streams,
+        bytes(c.footprint_bytes)
+    );
+    let _ = writeln!(
+        o,
+        "tlb     {}; clock {:.0} accesses/s ({}), policy intervals / {:.3}",
+        c.tlb.name, c.timing.accesses_per_s, c.timing_source, c.timing.time_scale
+    );
+    let _ = writeln!(
+        o,
+        "cost    {} (est. speedup is an estimate{})\n",
+        if c.cost_model.calibrated {
+            "calibrated on measured runs"
+        } else {
+            "not calibrated"
+        },
+        c.cost_model
+            .note
+            .as_ref()
+            .map(|n| format!(": {n}"))
+            .unwrap_or_default()
+    );
+    let mut t = Table::new([
+        "policy",
+        "budget",
+        "walks/kacc",
+        "L1 miss",
+        "L2 miss",
+        "promoted",
+        "demoted",
+        "huge",
+        "est. speedup",
+    ]);
+    for p in &c.points {
+        t.row([
+            p.policy.clone(),
+            p.budget_share.map(pct).unwrap_or_else(|| "-".into()),
+            format!("{:.2}", p.walks_per_kacc),
+            pct(p.l1_miss_rate),
+            p.l2_miss_rate.map(pct).unwrap_or_else(|| "-".into()),
+            p.promotions.to_string(),
+            p.demotions.to_string(),
+            pct(p.huge_share),
+            format!("{:.3}x", p.est_speedup),
+        ]);
+    }
+    o.push_str(&t.render());
+    let _ = writeln!(
+        o,
+        "\n{} configurations simulated in {} (TLB figures are simulated, not measured)",
+        c.configurations,
+        ns(c.sim_wall_s * 1e9)
+    );
+    o
+}
+
+/// Reuse distance at each page size.
+pub fn reuse(rs: &[Granularity]) -> String {
+    let mut o = String::new();
+    for g in rs {
+        let _ = writeln!(
+            o,
+            "{} pages: {} accesses, {} distinct pages, {} first touches",
+            bytes(g.page_bytes),
+            g.accesses,
+            g.pages,
+            g.cold
+        );
+        let mut t = Table::new(["distance", "reuses"]);
+        for b in &g.histogram {
+            let range = if b.from == 0 {
+                "0".to_string()
+            } else if b.below == b.from + 1 {
+                b.from.to_string()
+            } else {
+                format!("{}..{}", b.from, b.below - 1)
+            };
+            t.row([range, b.reuses.to_string()]);
+        }
+        o.push_str(&t.render());
+        let c = &g.classes;
+        let mut t = Table::new([
+            "class",
+            "pages",
+            "share",
+            "accesses",
+            "reuses >= 1024",
+            "share of those",
+        ]);
+        for (name, x) in [
+            ("tlb-friendly", &c.tlb_friendly),
+            ("hubs", &c.hubs),
+            ("low-reuse", &c.low_reuse),
+        ] {
+            t.row([
+                name.to_string(),
+                x.pages.to_string(),
+                pct(x.share_of_pages),
+                x.accesses.to_string(),
+                x.long_reuses.to_string(),
+                pct(x.share_of_long_reuses),
+            ]);
+        }
+        let _ = writeln!(o);
+        o.push_str(&t.render());
+        let _ = writeln!(
+            o,
+            "(a HUB has at least {:.1} reuses at distance >= 1024, the mean of TLB-sensitive pages)\n",
+            c.hub_min_long_reuses
+        );
+    }
+    o
+}
+
+/// What a capture wrote.
+pub fn capture(r: &capture::Report) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "traced  {} on {}", r.kernel.name(), r.graph_spec);
+    let _ = writeln!(
+        o,
+        "trace   {}: {} accesses ({} first touches), {} = {:.2} B/access",
+        r.trace.display(),
+        r.accesses,
+        r.prologue_accesses,
+        bytes(r.trace_bytes),
+        r.bytes_per_access
+    );
+    let _ = writeln!(
+        o,
+        "speed   captured at {:.1} M accesses/s; untraced {}",
+        r.capture_accesses_per_s / 1e6,
+        match (&r.untraced_ns, r.accesses_per_s) {
+            (Some(s), Some(a)) => format!("{} = {:.1} M accesses/s", ns(s.median), a / 1e6),
+            _ => "not measured".into(),
+        }
+    );
+    let mut t = Table::new(["array", "base", "size"]);
+    for a in &r.arrays {
+        t.row([a.name.clone(), format!("{:#x}", a.base), bytes(a.bytes)]);
+    }
+    o.push_str(&t.render());
+    let _ = writeln!(o, "verified {}", if r.verified { "yes" } else { "NO" });
+    o
+}

@@ -1,0 +1,184 @@
+//! One simulated configuration: a TLB hierarchy per core, the page table, a policy and its
+//! budget, fed the trace's accesses in order. Simulated time is counted in accesses.
+
+use hugewise_sys::PageSize;
+use hugewise_trace::Header;
+use serde::Serialize;
+
+use crate::config::TlbConfig;
+use crate::pagemap::{PageMap, FRAME};
+use crate::policy::{Budget, Ctx, PlanEvent, Policy, Walk};
+use crate::tlb::{Counts, Hierarchy, Outcome};
+use crate::Result;
+
+/// A configuration being simulated.
+pub struct Machine {
+    tlbs: Vec<Hierarchy>,
+    map: PageMap,
+    policy: Box<dyn Policy>,
+    budget: Budget,
+    plan: Vec<PlanEvent>,
+    now: u64,
+    next_tick: u64,
+    interval: u64,
+    precise: bool,
+    started: bool,
+}
+
+/// What a configuration did over the whole trace.
+#[derive(Debug, Clone, Serialize)]
+pub struct Totals {
+    /// TLB counts over all cores.
+    pub counts: Counts,
+    /// Huge-page use.
+    pub budget: Budget,
+    /// Bytes in huge pages at the end.
+    pub huge_bytes: u64,
+    /// Bytes the budget is a share of (the trace regions' 2 MiB frames).
+    pub footprint_bytes: u64,
+}
+
+impl Machine {
+    /// A machine for a trace with `header`, TLBs shaped by `tlb`, `policy`, and a budget of
+    /// `share` of the footprint (`None`: unlimited).
+    pub fn new(
+        tlb: &TlbConfig,
+        header: &Header,
+        policy: Box<dyn Policy>,
+        share: Option<f64>,
+    ) -> Result<Machine> {
+        policy.check(&header.regions)?;
+        let map = PageMap::new(&header.regions);
+        let frames = map.footprint() / FRAME;
+        let interval = policy.interval().unwrap_or(0);
+        Ok(Machine {
+            tlbs: (0..header.streams.max(1))
+                .map(|_| Hierarchy::new(tlb))
+                .collect(),
+            budget: Budget {
+                limit_frames: share.map(|s| (s * frames as f64).floor() as u64),
+                ..Budget::default()
+            },
+            precise: policy.precise_access_bits(),
+            policy,
+            map,
+            plan: Vec::new(),
+            now: 0,
+            next_tick: if interval > 0 { interval } else { u64::MAX },
+            interval,
+            started: false,
+        })
+    }
+
+    /// The policy's label.
+    pub fn label(&self) -> String {
+        self.policy.label()
+    }
+
+    /// Feed `accesses` (packed, [`hugewise_trace::Access::pack`]) of core `stream`.
+    pub fn feed(&mut self, stream: u16, accesses: &[u64]) {
+        if !self.started {
+            self.started = true;
+            let mut cx = Ctx {
+                now: 0,
+                map: &mut self.map,
+                tlbs: &mut self.tlbs,
+                budget: &mut self.budget,
+                plan: &mut self.plan,
+            };
+            self.policy.start(&mut cx);
+        }
+        let s = (stream as usize).min(self.tlbs.len() - 1) as u16;
+        if self.precise {
+            self.run::<true>(s, accesses);
+        } else {
+            self.run::<false>(s, accesses);
+        }
+    }
+
+    fn run<const PRECISE: bool>(&mut self, stream: u16, accesses: &[u64]) {
+        let s = stream as usize;
+        for &p in accesses {
+            self.now += 1;
+            if self.now >= self.next_tick {
+                self.tick();
+            }
+            let addr = p >> 1;
+            if PRECISE {
+                let id = self.map.id(addr);
+                let page = ((addr >> 12) & 511) as usize;
+                self.map.frame_mut(id).accessed[page >> 6] |= 1 << (page & 63);
+            }
+            if self.tlbs[s].probe(addr) {
+                continue;
+            }
+            let id = self.map.id(addr);
+            let size = self.map.size(id);
+            if let Outcome::Walk(_) = self.tlbs[s].l1_missed(addr, size) {
+                self.walked(stream, id, addr, size);
+            }
+        }
+    }
+
+    #[inline(never)]
+    fn walked(&mut self, stream: u16, id: u32, addr: u64, size: PageSize) {
+        let page = ((addr >> 12) & 511) as usize;
+        let (w, bit) = (page >> 6, 1u64 << (page & 63));
+        let f = self.map.frame_mut(id);
+        let frame_seen = f.n_mapped > 0;
+        let first_touch = f.mapped[w] & bit == 0;
+        if first_touch {
+            f.mapped[w] |= bit;
+            f.n_mapped += 1;
+        }
+        f.accessed[w] |= bit;
+        let walk = Walk {
+            stream,
+            frame: id,
+            addr,
+            size,
+            frame_seen,
+            first_touch,
+        };
+        let mut cx = Ctx {
+            now: self.now,
+            map: &mut self.map,
+            tlbs: &mut self.tlbs,
+            budget: &mut self.budget,
+            plan: &mut self.plan,
+        };
+        self.policy.on_walk(&mut cx, &walk);
+    }
+
+    #[inline(never)]
+    fn tick(&mut self) {
+        let mut cx = Ctx {
+            now: self.now,
+            map: &mut self.map,
+            tlbs: &mut self.tlbs,
+            budget: &mut self.budget,
+            plan: &mut self.plan,
+        };
+        self.policy.on_tick(&mut cx);
+        self.next_tick += self.interval;
+    }
+
+    /// Counts so far.
+    pub fn totals(&self) -> Totals {
+        let mut counts = Counts::default();
+        for t in &self.tlbs {
+            counts.add(&t.counts);
+        }
+        Totals {
+            counts,
+            budget: self.budget,
+            huge_bytes: self.budget.used_frames * FRAME,
+            footprint_bytes: self.map.footprint(),
+        }
+    }
+
+    /// The promotions and demotions made, in order.
+    pub fn plan(&self) -> &[PlanEvent] {
+        &self.plan
+    }
+}

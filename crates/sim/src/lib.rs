@@ -1,0 +1,26 @@
+//! hugewise-sim owns the trace-driven simulator: a TLB hierarchy whose entries carry their
+//! page size, a page table that policies change by promoting and demoting 2 MiB frames, the
+//! promotion candidate cache, the promotion policies of Linux, HawkEye, Ingens, MEGA and the
+//! PCC, utility curves over one decode of a trace, and exact reuse distance.
+//!
+//! No hardware TLB counter is read here: every TLB figure this crate gives is simulated.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod config;
+pub mod cost;
+pub mod curve;
+pub mod engine;
+mod error;
+pub mod hash;
+pub mod pagemap;
+pub mod pcc;
+pub mod policies;
+pub mod policy;
+pub mod reuse;
+pub mod tlb;
+
+pub use config::TlbConfig;
+pub use curve::{CurveSpec, Curves, Plan};
+pub use engine::Machine;
+pub use error::{Error, Result};

@@ -1,0 +1,114 @@
+//! `static`: promote given ranges before the first access, in the order given, while the
+//! budget lasts: `static:region=property@2%` (the leading 2 % of a region: the DBG hot
+//! prefix), `static:region=edges` (a whole region), `static:range=0x7f0000000000-0x7f0000400000`.
+//! Options repeat.
+
+use crate::pagemap::{FrameId, FRAME};
+use crate::policy::{parse_share, promote_in_order, Ctx, Options, Policy};
+use crate::{Error, Result};
+
+#[derive(Debug, Clone)]
+enum Target {
+    Region { name: String, share: f64 },
+    Range { start: u64, end: u64 },
+}
+
+/// Fixed ranges.
+#[derive(Debug, Clone)]
+pub struct Static {
+    targets: Vec<Target>,
+    spec: String,
+}
+
+fn hex(s: &str) -> Option<u64> {
+    let s = s.trim();
+    match s.strip_prefix("0x") {
+        Some(h) => u64::from_str_radix(h, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+impl Static {
+    /// Options: `region=NAME[@SHARE]`, `range=START-END`, each repeatable.
+    pub fn new(o: &mut Options) -> Result<Static> {
+        let mut targets = Vec::new();
+        let mut spec = Vec::new();
+        while let Some(r) = o.string("region") {
+            let (name, share) = match r.split_once('@') {
+                Some((n, s)) => (
+                    n.to_string(),
+                    parse_share(s).ok_or_else(|| {
+                        Error::Spec(format!("policy static: region={r}: '{s}' is not a share"))
+                    })?,
+                ),
+                None => (r.clone(), 1.0),
+            };
+            spec.push(format!("region={r}"));
+            targets.push(Target::Region { name, share });
+        }
+        while let Some(r) = o.string("range") {
+            let (a, b) = r
+                .split_once('-')
+                .and_then(|(a, b)| Some((hex(a)?, hex(b)?)))
+                .filter(|(a, b)| a < b)
+                .ok_or_else(|| {
+                    Error::Spec(format!(
+                        "policy static: range={r}: expected START-END addresses, START < END"
+                    ))
+                })?;
+            spec.push(format!("range={r}"));
+            targets.push(Target::Range { start: a, end: b });
+        }
+        if targets.is_empty() {
+            return Err(Error::Spec(
+                "policy static needs region=NAME[@SHARE] or range=START-END".into(),
+            ));
+        }
+        Ok(Static {
+            targets,
+            spec: spec.join(":"),
+        })
+    }
+}
+
+impl Policy for Static {
+    fn label(&self) -> String {
+        format!("static:{}", self.spec)
+    }
+
+    fn check(&self, regions: &[hugewise_trace::Region]) -> Result<()> {
+        for t in &self.targets {
+            if let Target::Region { name, .. } = t {
+                if !regions.iter().any(|r| &r.name == name) {
+                    let known: Vec<&str> = regions.iter().map(|r| r.name.as_str()).collect();
+                    return Err(Error::Spec(format!(
+                        "policy static: the trace has no region '{name}' (it has: {})",
+                        known.join(", ")
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn start(&mut self, cx: &mut Ctx<'_>) {
+        let mut ids: Vec<FrameId> = Vec::new();
+        for t in &self.targets {
+            let (start, end) = match t {
+                Target::Region { name, share } => {
+                    match cx.map.regions().iter().find(|r| &r.name == name) {
+                        Some(r) => (r.base, r.base + (r.size as f64 * share).ceil() as u64),
+                        None => continue,
+                    }
+                }
+                Target::Range { start, end } => (*start, *end),
+            };
+            let mut a = start & !(FRAME - 1);
+            while a < end {
+                ids.push(cx.map.id(a));
+                a += FRAME;
+            }
+        }
+        promote_in_order(cx, ids, u64::MAX);
+    }
+}

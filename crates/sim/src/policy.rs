@@ -1,0 +1,390 @@
+//! What every promotion policy sees and may do: the walk events of the simulated cores, a
+//! periodic tick, and a context through which it promotes or demotes frames within a budget.
+//! Policies live one per file in `policies/`; [`parse`] builds one from its spec string.
+
+use hugewise_sys::PageSize;
+use serde::Serialize;
+
+use crate::pagemap::{FrameId, PageMap, FRAME, PAGES};
+use crate::tlb::Hierarchy;
+use crate::{Error, Result};
+
+/// One page walk, as the policy hears of it.
+#[derive(Debug, Clone, Copy)]
+pub struct Walk {
+    /// Core (trace stream) that walked.
+    pub stream: u16,
+    /// Frame walked into.
+    pub frame: FrameId,
+    /// Address translated.
+    pub addr: u64,
+    /// Page size that maps it.
+    pub size: PageSize,
+    /// Whether the frame had been touched before this walk (its accessed bit was set).
+    pub frame_seen: bool,
+    /// Whether this walk touched its 4 KiB page for the first time.
+    pub first_touch: bool,
+}
+
+/// Promote or demote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Action {
+    /// Map the range with one huge page.
+    Promote,
+    /// Map it with 4 KiB pages again.
+    Demote,
+}
+
+/// One step of a promotion plan.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PlanEvent {
+    /// Simulated time, in accesses since the trace's start.
+    pub at_access: u64,
+    /// First address.
+    pub addr: u64,
+    /// Bytes.
+    pub bytes: u64,
+    /// Page size promoted to (or demoted from).
+    pub page_size: PageSize,
+    /// What to do.
+    pub action: Action,
+}
+
+/// Huge-page use against the budget, in 2 MiB frames.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Budget {
+    /// Frames allowed to be huge (`None`: no limit).
+    pub limit_frames: Option<u64>,
+    /// Frames huge now.
+    pub used_frames: u64,
+    /// Most frames huge at once.
+    pub peak_frames: u64,
+    /// Promotions done (a 1 GiB promotion counts once).
+    pub promotions: u64,
+    /// Demotions done.
+    pub demotions: u64,
+    /// Promotions refused because the budget was spent.
+    pub refused: u64,
+}
+
+impl Budget {
+    /// Frames still allowed.
+    pub fn left(&self) -> u64 {
+        match self.limit_frames {
+            Some(l) => l.saturating_sub(self.used_frames),
+            None => u64::MAX,
+        }
+    }
+}
+
+/// What a policy may look at and change.
+pub struct Ctx<'a> {
+    /// Simulated time (accesses so far).
+    pub now: u64,
+    /// The page table.
+    pub map: &'a mut PageMap,
+    pub(crate) tlbs: &'a mut [Hierarchy],
+    pub(crate) budget: &'a mut Budget,
+    pub(crate) plan: &'a mut Vec<PlanEvent>,
+}
+
+impl Ctx<'_> {
+    /// Budget state.
+    pub fn budget(&self) -> &Budget {
+        self.budget
+    }
+
+    /// Map frame `id` with a 2 MiB page, or its whole 1 GiB page with `Size1G`. False when it
+    /// already is, cannot be, or the budget is spent.
+    pub fn promote(&mut self, id: FrameId, size: PageSize) -> bool {
+        let frames: Vec<FrameId> = match size {
+            PageSize::Size4K => return false,
+            PageSize::Size2M => {
+                if self.map.size(id) != PageSize::Size4K {
+                    return false;
+                }
+                vec![id]
+            }
+            PageSize::Size1G => match self.map.gigabyte_of(id) {
+                Some(r) if self.map.size(r.start) != PageSize::Size1G => r.collect(),
+                _ => return false,
+            },
+        };
+        let newly = frames
+            .iter()
+            .filter(|&&f| self.map.size(f) == PageSize::Size4K)
+            .count() as u64;
+        if newly > self.budget.left() {
+            self.budget.refused += 1;
+            return false;
+        }
+        for &f in &frames {
+            let old = self.map.size(f);
+            let base = self.map.frame(f).base;
+            for t in self.tlbs.iter_mut() {
+                t.flush(base, FRAME, old);
+            }
+            self.map.set_size(f, size);
+        }
+        self.budget.used_frames += newly;
+        self.budget.peak_frames = self.budget.peak_frames.max(self.budget.used_frames);
+        self.budget.promotions += 1;
+        let base = self.map.frame(frames[0]).base;
+        self.plan.push(PlanEvent {
+            at_access: self.now,
+            addr: base,
+            bytes: frames.len() as u64 * FRAME,
+            page_size: size,
+            action: Action::Promote,
+        });
+        true
+    }
+
+    /// Map frame `id` (a 2 MiB page) with 4 KiB pages again, giving its frame back to the
+    /// budget. Its pages stay mapped; their accessed bits are clear.
+    pub fn demote(&mut self, id: FrameId) -> bool {
+        if self.map.size(id) != PageSize::Size2M {
+            return false;
+        }
+        let base = self.map.frame(id).base;
+        for t in self.tlbs.iter_mut() {
+            t.flush(base, FRAME, PageSize::Size2M);
+        }
+        self.map.set_size(id, PageSize::Size4K);
+        self.map.frame_mut(id).accessed = [0; 8];
+        self.budget.used_frames -= 1;
+        self.budget.demotions += 1;
+        self.plan.push(PlanEvent {
+            at_access: self.now,
+            addr: base,
+            bytes: FRAME,
+            page_size: PageSize::Size2M,
+            action: Action::Demote,
+        });
+        true
+    }
+}
+
+/// A promotion policy.
+pub trait Policy: Send {
+    /// Name with its settings, for results (`pcc:order=freq`).
+    fn label(&self) -> String;
+    /// Accesses between ticks, if it ticks.
+    fn interval(&self) -> Option<u64> {
+        None
+    }
+    /// Whether accessed bits must be set on every access, not only on walks (an idealised
+    /// utilisation measure).
+    fn precise_access_bits(&self) -> bool {
+        false
+    }
+    /// Refuse a trace the policy cannot work on (a region it names is missing).
+    fn check(&self, _regions: &[hugewise_trace::Region]) -> Result<()> {
+        Ok(())
+    }
+    /// Before the first access.
+    fn start(&mut self, _cx: &mut Ctx<'_>) {}
+    /// After every page walk.
+    fn on_walk(&mut self, _cx: &mut Ctx<'_>, _w: &Walk) {}
+    /// Every [`Policy::interval`] accesses.
+    fn on_tick(&mut self, _cx: &mut Ctx<'_>) {}
+}
+
+/// How seconds of a real run map to simulated accesses.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Timing {
+    /// Accesses the traced program makes per second (calibration).
+    pub accesses_per_s: f64,
+    /// Policy intervals are divided by this (1: real time), so that a trace of a few seconds
+    /// still holds several intervals.
+    pub time_scale: f64,
+}
+
+impl Timing {
+    /// Accesses in `seconds` of policy time.
+    pub fn accesses(&self, seconds: f64) -> u64 {
+        ((seconds * self.accesses_per_s / self.time_scale).round() as u64).max(1)
+    }
+}
+
+/// Options of one policy spec (`name:key=value:key=value`).
+#[derive(Debug, Clone)]
+pub struct Options {
+    policy: String,
+    pairs: Vec<(String, String, bool)>,
+}
+
+impl Options {
+    /// Split a spec into its name and options.
+    pub fn parse(spec: &str) -> Result<(String, Options)> {
+        let mut parts = spec.split(':');
+        let name = parts.next().unwrap_or_default().trim().to_string();
+        let mut pairs = Vec::new();
+        for p in parts {
+            let (k, v) = p.split_once('=').ok_or_else(|| {
+                Error::Spec(format!(
+                    "policy '{spec}': option '{p}' is not key=value (e.g. pcc:interval=30s)"
+                ))
+            })?;
+            pairs.push((k.trim().to_string(), v.trim().to_string(), false));
+        }
+        Ok((
+            name.clone(),
+            Options {
+                policy: name,
+                pairs,
+            },
+        ))
+    }
+
+    fn take(&mut self, key: &str) -> Option<String> {
+        self.pairs
+            .iter_mut()
+            .find(|(k, _, used)| k == key && !used)
+            .map(|(_, v, used)| {
+                *used = true;
+                v.clone()
+            })
+    }
+
+    fn bad(&self, key: &str, v: &str, want: &str) -> Error {
+        Error::Spec(format!(
+            "policy {}: option {key}={v}: expected {want}",
+            self.policy
+        ))
+    }
+
+    /// A duration (`30s`, `500ms`, `2`) in seconds.
+    pub fn seconds(&mut self, key: &str, default: f64) -> Result<f64> {
+        let Some(v) = self.take(key) else {
+            return Ok(default);
+        };
+        let (num, mult) = if let Some(n) = v.strip_suffix("ms") {
+            (n, 1e-3)
+        } else if let Some(n) = v.strip_suffix('s') {
+            (n, 1.0)
+        } else {
+            (v.as_str(), 1.0)
+        };
+        match num.parse::<f64>() {
+            Ok(x) if x > 0.0 && x.is_finite() => Ok(x * mult),
+            _ => Err(self.bad(key, &v, "a positive duration such as 30s or 500ms")),
+        }
+    }
+
+    /// A whole number.
+    pub fn count(&mut self, key: &str, default: u64) -> Result<u64> {
+        let Some(v) = self.take(key) else {
+            return Ok(default);
+        };
+        v.parse::<u64>()
+            .map_err(|_| self.bad(key, &v, "a whole number"))
+    }
+
+    /// A share (`50%` or `0.5`) in [0, 1].
+    pub fn share(&mut self, key: &str, default: f64) -> Result<f64> {
+        let Some(v) = self.take(key) else {
+            return Ok(default);
+        };
+        parse_share(&v).ok_or_else(|| self.bad(key, &v, "a share such as 50% or 0.5"))
+    }
+
+    /// One of `choices`.
+    pub fn choice(&mut self, key: &str, choices: &[&str], default: &str) -> Result<String> {
+        let Some(v) = self.take(key) else {
+            return Ok(default.to_string());
+        };
+        if choices.contains(&v.as_str()) {
+            Ok(v)
+        } else {
+            Err(self.bad(key, &v, &format!("one of {}", choices.join(", "))))
+        }
+    }
+
+    /// A raw string.
+    pub fn string(&mut self, key: &str) -> Option<String> {
+        self.take(key)
+    }
+
+    /// Refuse options nobody asked for.
+    pub fn finish(self) -> Result<()> {
+        match self.pairs.iter().find(|(_, _, used)| !used) {
+            Some((k, _, _)) => Err(Error::Spec(format!(
+                "policy {}: unknown option '{k}' (see `hugewise sim --help`)",
+                self.policy
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `12.5%` or `0.125` as a share in [0, 1].
+pub fn parse_share(v: &str) -> Option<f64> {
+    let x = match v.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().ok()? / 100.0,
+        None => v.trim().parse::<f64>().ok()?,
+    };
+    (0.0..=1.0).contains(&x).then_some(x)
+}
+
+/// Policy names [`parse`] knows.
+pub const POLICIES: &[&str] = &[
+    "none",
+    "all",
+    "linux",
+    "linux-khugepaged",
+    "hawkeye",
+    "ingens",
+    "mega",
+    "pcc",
+    "static",
+];
+
+/// Build a policy from its spec (`pcc:order=rr:interval=10s`).
+pub fn parse(spec: &str, timing: &Timing, streams: u16) -> Result<Box<dyn Policy>> {
+    use crate::policies as p;
+    let (name, mut o) = Options::parse(spec)?;
+    let policy: Box<dyn Policy> = match name.as_str() {
+        "none" => Box::new(p::none::NoPromotion),
+        "all" => Box::new(p::all::Everything),
+        "linux" => Box::new(p::linux::FirstTouch),
+        "linux-khugepaged" => Box::new(p::khugepaged::Khugepaged::new(&mut o, timing)?),
+        "hawkeye" => Box::new(p::hawkeye::HawkEye::new(&mut o, timing)?),
+        "ingens" => Box::new(p::ingens::Ingens::new(&mut o, timing)?),
+        "mega" => Box::new(p::mega::Mega::new(&mut o, timing)?),
+        "pcc" => Box::new(p::pcc::PccPolicy::new(&mut o, timing, streams)?),
+        "static" => Box::new(p::fixed::Static::new(&mut o)?),
+        other => {
+            return Err(Error::Spec(format!(
+                "unknown policy '{other}' (known: {})",
+                POLICIES.join(", ")
+            )))
+        }
+    };
+    o.finish()?;
+    Ok(policy)
+}
+
+/// Frames in `ids` promoted in order while the budget and `limit` allow; returns how many.
+pub fn promote_in_order(
+    cx: &mut Ctx<'_>,
+    ids: impl IntoIterator<Item = FrameId>,
+    limit: u64,
+) -> u64 {
+    let mut done = 0;
+    for id in ids {
+        if done >= limit || cx.budget().left() == 0 {
+            break;
+        }
+        if cx.promote(id, PageSize::Size2M) {
+            done += 1;
+        }
+    }
+    done
+}
+
+/// Whether frame `id` is mapped by base pages and fully touched to at least `share`.
+pub fn mapped_at_least(map: &PageMap, id: FrameId, share: f64) -> bool {
+    map.size(id) == PageSize::Size4K && f64::from(map.frame(id).n_mapped) >= share * PAGES as f64
+}

@@ -1,0 +1,460 @@
+//! Exact page reuse distance: for each access, the number of distinct pages touched since the
+//! same page was last touched (LRU stack distance), at 4 KiB and 2 MiB granularity in one
+//! pass, and the classification of pages into TLB-friendly, HUBs and low-reuse.
+//!
+//! Distances come from a Fenwick tree over "last touch" marks. Time advances only when the
+//! page changes, and the marks are renumbered when the tree fills, so memory follows the
+//! number of distinct pages, never the trace's length.
+
+use serde::Serialize;
+
+use crate::pagemap::FrameTable;
+
+/// The classification's reuse-distance threshold (a Haswell L2 TLB's 1 024 entries): a reuse
+/// at a shorter distance would hit in such a TLB.
+pub const THRESHOLD: u64 = 1024;
+
+/// Bucket `k` of a histogram counts distances in `[2^(k-1), 2^k)`, bucket 0 distance 0.
+const BUCKETS: usize = 48;
+
+struct Fenwick {
+    tree: Vec<u32>,
+}
+
+impl Fenwick {
+    fn new(n: usize) -> Fenwick {
+        Fenwick {
+            tree: vec![0; n + 1],
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, i: usize, v: i32) {
+        let mut i = i + 1;
+        while i < self.tree.len() {
+            self.tree[i] = self.tree[i].wrapping_add_signed(v);
+            i += i & i.wrapping_neg();
+        }
+    }
+
+    /// Marks at positions `< i`.
+    #[inline]
+    fn prefix(&self, i: usize) -> u64 {
+        let mut i = i;
+        let mut s = 0u64;
+        while i > 0 {
+            s += u64::from(self.tree[i]);
+            i &= i - 1;
+        }
+        s
+    }
+
+    /// Rebuild with a mark at each of `marks` (sorted, distinct), in O(n).
+    fn rebuild(&mut self, n: usize, marks: impl Iterator<Item = usize>) {
+        self.tree.clear();
+        self.tree.resize(n + 1, 0);
+        for m in marks {
+            self.tree[m + 1] += 1;
+        }
+        for i in 1..=n {
+            let j = i + (i & i.wrapping_neg());
+            if j <= n {
+                self.tree[j] += self.tree[i];
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct PageStat {
+    last: u32,
+    seen: bool,
+    accesses: u32,
+    short: u32,
+    long: u32,
+}
+
+/// Reuse distances at one page size.
+pub struct Stack {
+    shift: u32,
+    /// 2 MiB frame number to the index of its first page in `stats`.
+    frames: FrameTable,
+    per_frame: usize,
+    live: u64,
+    stats: Vec<PageStat>,
+    tree: Fenwick,
+    now: usize,
+    prev: u64,
+    prev_index: usize,
+    hist: [u64; BUCKETS],
+    cold: u64,
+    accesses: u64,
+}
+
+impl Stack {
+    /// A stack of pages of `1 << shift` bytes.
+    /// `shift` is 12 to 21 (4 KiB to 2 MiB pages).
+    pub fn new(shift: u32) -> Stack {
+        let shift = shift.clamp(12, 21);
+        Stack {
+            shift,
+            frames: FrameTable::default(),
+            per_frame: 1 << (21 - shift),
+            live: 0,
+            stats: Vec::new(),
+            tree: Fenwick::new(1 << 16),
+            now: 0,
+            prev: u64::MAX,
+            prev_index: 0,
+            hist: [0; BUCKETS],
+            cold: 0,
+            accesses: 0,
+        }
+    }
+
+    /// One access to `addr`.
+    #[inline]
+    pub fn access(&mut self, addr: u64) {
+        self.accesses += 1;
+        let page = addr >> self.shift;
+        if page == self.prev {
+            self.hist[0] += 1;
+            // Counted as an access, not as a reuse: a run of accesses to one page is one TLB
+            // lookup's worth of locality, and would otherwise make every page in a
+            // sequential sweep look TLB-friendly.
+            let s = &mut self.stats[self.prev_index];
+            s.accesses = s.accesses.saturating_add(1);
+            return;
+        }
+        self.prev = page;
+        self.changed(addr);
+    }
+
+    #[inline]
+    fn index(&mut self, addr: u64) -> usize {
+        let sub = ((addr >> self.shift) as usize) & (self.per_frame - 1);
+        let first = match self.frames.get(addr >> 21) {
+            Some(f) => f as usize,
+            None => {
+                let f = self.stats.len();
+                self.stats.resize(f + self.per_frame, PageStat::default());
+                self.frames.insert(addr >> 21, f as u32);
+                f
+            }
+        };
+        first + sub
+    }
+
+    fn changed(&mut self, addr: u64) {
+        if self.now + 1 >= self.tree.tree.len() - 1 {
+            self.compact();
+        }
+        let t = self.now;
+        self.now += 1;
+        let i = self.index(addr);
+        self.prev_index = i;
+        let s = self.stats[i];
+        let st = &mut self.stats[i];
+        st.accesses = st.accesses.saturating_add(1);
+        if s.seen {
+            let last = s.last as usize;
+            // Every page seen has one mark, all before `t`.
+            let d = self.live - self.tree.prefix(last + 1);
+            self.tree.add(last, -1);
+            let b = (64 - d.leading_zeros()) as usize;
+            self.hist[b.min(BUCKETS - 1)] += 1;
+            if d < THRESHOLD {
+                st.short = st.short.saturating_add(1);
+            } else {
+                st.long = st.long.saturating_add(1);
+            }
+        } else {
+            self.cold += 1;
+            self.live += 1;
+        }
+        st.seen = true;
+        st.last = t as u32;
+        self.tree.add(t, 1);
+    }
+
+    /// Renumber the live marks 0..k in time order and size the tree for 4k more steps.
+    #[cold]
+    fn compact(&mut self) {
+        let mut live: Vec<(u32, u32)> = self
+            .stats
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.seen)
+            .map(|(i, s)| (s.last, i as u32))
+            .collect();
+        live.sort_unstable();
+        for (k, &(_, i)) in live.iter().enumerate() {
+            self.stats[i as usize].last = k as u32;
+        }
+        let cap = (live.len() * 4).max(1 << 16);
+        self.tree.rebuild(cap, 0..live.len());
+        self.now = live.len();
+    }
+
+    /// Histogram and classification so far.
+    pub fn report(&self) -> Granularity {
+        let mut hist = Vec::new();
+        let last = self.hist.iter().rposition(|&c| c > 0).unwrap_or(0);
+        for (k, &c) in self.hist.iter().enumerate().take(last + 1) {
+            let (lo, hi) = if k == 0 {
+                (0, 1)
+            } else {
+                (1u64 << (k - 1), 1u64 << k)
+            };
+            hist.push(Bucket {
+                from: lo,
+                below: hi,
+                reuses: c,
+            });
+        }
+        Granularity {
+            page_bytes: 1 << self.shift,
+            accesses: self.accesses,
+            pages: self.live,
+            cold: self.cold,
+            histogram: hist,
+            classes: self.classify(),
+        }
+    }
+
+    fn classify(&self) -> Classes {
+        let seen = || self.stats.iter().filter(|s| s.seen);
+        let sensitive: Vec<&PageStat> = seen().filter(|s| s.long > s.short).collect();
+        let long_total: u64 = sensitive.iter().map(|s| u64::from(s.long)).sum();
+        let mean = long_total as f64 / sensitive.len().max(1) as f64;
+        let mut c = Classes {
+            hub_min_long_reuses: mean,
+            ..Classes::default()
+        };
+        let all_long: u64 = seen().map(|s| u64::from(s.long)).sum();
+        for s in seen() {
+            let class = if s.long + s.short == 0 {
+                &mut c.low_reuse
+            } else if s.long <= s.short {
+                &mut c.tlb_friendly
+            } else if f64::from(s.long) >= mean {
+                &mut c.hubs
+            } else {
+                &mut c.low_reuse
+            };
+            class.pages += 1;
+            class.accesses += u64::from(s.accesses);
+            class.long_reuses += u64::from(s.long);
+        }
+        for class in [&mut c.tlb_friendly, &mut c.hubs, &mut c.low_reuse] {
+            class.share_of_pages = class.pages as f64 / self.live.max(1) as f64;
+            class.share_of_long_reuses = class.long_reuses as f64 / all_long.max(1) as f64;
+        }
+        c
+    }
+}
+
+/// One histogram bucket.
+#[derive(Debug, Clone, Serialize)]
+pub struct Bucket {
+    /// Smallest distance counted.
+    pub from: u64,
+    /// Distances are below this.
+    pub below: u64,
+    /// Reuses at such distances.
+    pub reuses: u64,
+}
+
+/// One class of pages.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Class {
+    /// Pages in it.
+    pub pages: u64,
+    /// Their share of all pages.
+    pub share_of_pages: f64,
+    /// Accesses to them.
+    pub accesses: u64,
+    /// Their reuses at distance ≥ [`THRESHOLD`] (each a TLB miss in an LRU TLB of that size).
+    pub long_reuses: u64,
+    /// Their share of all long reuses.
+    pub share_of_long_reuses: f64,
+}
+
+/// The classification.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Classes {
+    /// Pages reused mostly within [`THRESHOLD`] distinct pages.
+    pub tlb_friendly: Class,
+    /// TLB-sensitive pages (reused mostly beyond the threshold) with at least the mean number
+    /// of long reuses of TLB-sensitive pages: high-reuse TLB-sensitive data.
+    pub hubs: Class,
+    /// TLB-sensitive pages reused less often than that, and pages never reused.
+    pub low_reuse: Class,
+    /// The long reuses a page needs to be a HUB (the mean over TLB-sensitive pages).
+    pub hub_min_long_reuses: f64,
+}
+
+/// Results at one page size.
+#[derive(Debug, Clone, Serialize)]
+pub struct Granularity {
+    /// Page size.
+    pub page_bytes: u64,
+    /// Accesses.
+    pub accesses: u64,
+    /// Distinct pages.
+    pub pages: u64,
+    /// First touches (no reuse distance).
+    pub cold: u64,
+    /// Reuse-distance histogram (log2 buckets).
+    pub histogram: Vec<Bucket>,
+    /// Page classes.
+    pub classes: Classes,
+}
+
+/// Reuse distance at 4 KiB and 2 MiB.
+pub struct Reuse {
+    small: Stack,
+    huge: Stack,
+}
+
+impl Default for Reuse {
+    fn default() -> Self {
+        Reuse {
+            small: Stack::new(12),
+            huge: Stack::new(21),
+        }
+    }
+}
+
+impl Reuse {
+    /// Feed packed accesses.
+    pub fn feed(&mut self, accesses: &[u64]) {
+        for &p in accesses {
+            let a = p >> 1;
+            self.small.access(a);
+            self.huge.access(a);
+        }
+    }
+
+    /// Both reports.
+    pub fn report(&self) -> [Granularity; 2] {
+        [self.small.report(), self.huge.report()]
+    }
+}
+
+/// Reuse distance over the trace at `path`, streaming; `progress` hears accesses done of the
+/// total the end record claims.
+pub fn run(
+    path: &std::path::Path,
+    progress: &dyn crate::curve::Progress,
+) -> crate::Result<[Granularity; 2]> {
+    let mut r = hugewise_trace::Reader::open(path)?;
+    let total = r.claimed_totals().map(|t| t.0).unwrap_or(0);
+    let mut reuse = Reuse::default();
+    let mut block = Vec::new();
+    let mut done = 0u64;
+    while r.next_block(&mut block)?.is_some() {
+        reuse.feed(&block);
+        done += block.len() as u64;
+        progress.update(done, total);
+    }
+    Ok(reuse.report())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Distances the slow way: distinct pages between two touches of the same page.
+    fn naive(pages: &[u64]) -> Vec<Option<u64>> {
+        (0..pages.len())
+            .map(|i| {
+                let j = (0..i).rev().find(|&j| pages[j] == pages[i])?;
+                let mut between: Vec<u64> = pages[j + 1..i].to_vec();
+                between.sort_unstable();
+                between.dedup();
+                Some(between.len() as u64)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn hand_computed_distances() {
+        // a b c a a b: a's reuse at distance 2 (b, c), a again 0, b at 2 (c, a).
+        let mut s = Stack::new(12);
+        for p in [1u64, 2, 3, 1, 1, 2] {
+            s.access(p << 12);
+        }
+        let r = s.report();
+        assert_eq!(r.cold, 3);
+        assert_eq!(r.histogram[0].reuses, 1); // distance 0
+        let at2: u64 = r
+            .histogram
+            .iter()
+            .filter(|b| b.from == 2)
+            .map(|b| b.reuses)
+            .sum();
+        assert_eq!(at2, 2);
+    }
+
+    #[test]
+    fn matches_the_naive_definition_through_compactions() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut pages = Vec::new();
+        for i in 0..200_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // A hot set, a cold tail, and runs of one page.
+            let p = match x % 10 {
+                0..=5 => x % 64,
+                6..=8 => x % 5000,
+                _ => i % 3,
+            };
+            pages.push(p);
+        }
+        let want = naive(&pages[..20_000]);
+        let mut s = Stack::new(12);
+        let mut hist = [0u64; BUCKETS];
+        for d in want.iter().flatten() {
+            hist[((64 - d.leading_zeros()) as usize).min(BUCKETS - 1)] += 1;
+        }
+        for &p in &pages[..20_000] {
+            s.access(p << 12);
+        }
+        let r = s.report();
+        let got: Vec<u64> = r.histogram.iter().map(|b| b.reuses).collect();
+        assert_eq!(got, hist[..got.len()].to_vec());
+        assert_eq!(r.cold, want.iter().filter(|d| d.is_none()).count() as u64);
+        // The rest runs through many compactions without losing count.
+        for &p in &pages[20_000..] {
+            s.access(p << 12);
+        }
+        let r = s.report();
+        let reuses: u64 = r.histogram.iter().map(|b| b.reuses).sum();
+        assert_eq!(reuses + r.cold, 200_000);
+    }
+
+    #[test]
+    fn hubs_are_hot_pages_beyond_the_threshold() {
+        let mut s = Stack::new(12);
+        // 4 hot pages revisited after 2000 distinct cold pages each time; cold pages once
+        // each round; a friendly page touched every other access.
+        let mut cold = 10_000u64;
+        for _round in 0..20 {
+            for hot in 0..4u64 {
+                s.access(hot << 12);
+            }
+            for _ in 0..2000 {
+                s.access(cold << 12);
+                s.access(5000 << 12);
+                cold += 1;
+            }
+        }
+        let c = s.report().classes;
+        assert_eq!(c.hubs.pages, 4);
+        assert_eq!(c.tlb_friendly.pages, 1);
+        assert_eq!(c.low_reuse.pages, 40_000); // touched once: no reuse at all
+        assert!(c.hubs.share_of_long_reuses > 0.99);
+    }
+}

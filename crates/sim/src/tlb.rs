@@ -1,0 +1,456 @@
+//! The TLB hierarchy: set-associative structures with true LRU, each entry tagged with its
+//! page size, an L2 looked up on L1 misses, and page walks counted in page-table reads.
+
+use hugewise_sys::PageSize;
+use serde::Serialize;
+
+use crate::config::{PwcSpec, TlbConfig, TlbSpec};
+
+const EMPTY: u64 = u64::MAX;
+
+/// Index of a page size in per-size tables.
+#[inline]
+pub fn size_code(s: PageSize) -> usize {
+    match s {
+        PageSize::Size4K => 0,
+        PageSize::Size2M => 1,
+        PageSize::Size1G => 2,
+    }
+}
+
+/// log2 of a page size.
+#[inline]
+pub fn size_shift(s: PageSize) -> u32 {
+    match s {
+        PageSize::Size4K => 12,
+        PageSize::Size2M => 21,
+        PageSize::Size1G => 30,
+    }
+}
+
+/// A set-associative structure; each set is kept most recently used first, so a hit moves
+/// its entry to the front and a fill drops the last.
+#[derive(Debug, Clone)]
+pub struct SetAssoc {
+    mask: u64,
+    ways: usize,
+    tags: Vec<u64>,
+}
+
+impl SetAssoc {
+    /// `sets × ways` empty entries (`sets` a power of two).
+    pub fn new(sets: usize, ways: usize) -> SetAssoc {
+        SetAssoc {
+            mask: sets as u64 - 1,
+            ways,
+            tags: vec![EMPTY; sets * ways],
+        }
+    }
+
+    fn from_spec(s: &TlbSpec) -> SetAssoc {
+        SetAssoc::new(s.sets() as usize, s.ways as usize)
+    }
+
+    #[inline]
+    fn set(&mut self, key: u64) -> &mut [u64] {
+        let i = (key & self.mask) as usize * self.ways;
+        &mut self.tags[i..i + self.ways]
+    }
+
+    /// Look `key` up; a hit makes it most recent.
+    #[inline]
+    pub fn lookup(&mut self, key: u64) -> bool {
+        let set = self.set(key);
+        if set[0] == key {
+            return true;
+        }
+        match set.iter().position(|&t| t == key) {
+            Some(i) => {
+                // A plain loop: sets are a few entries, too short for memmove to pay.
+                for j in (1..=i).rev() {
+                    set[j] = set[j - 1];
+                }
+                set[0] = key;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Insert `key` as most recent, evicting the least recent entry of its set.
+    #[inline]
+    pub fn fill(&mut self, key: u64) {
+        let set = self.set(key);
+        for j in (1..set.len()).rev() {
+            set[j] = set[j - 1];
+        }
+        set[0] = key;
+    }
+
+    /// Drop every entry for which `gone` holds, keeping the others' order.
+    pub fn retain(&mut self, mut gone: impl FnMut(u64) -> bool) {
+        for set in self.tags.chunks_mut(self.ways) {
+            let mut w = 0;
+            for r in 0..set.len() {
+                let t = set[r];
+                if t != EMPTY && !gone(t) {
+                    set[w] = t;
+                    w += 1;
+                }
+            }
+            set[w..].fill(EMPTY);
+        }
+    }
+}
+
+/// A key: page number with the size code in the top bits, so that pages of different sizes
+/// never match in a shared structure; the set index comes from the page number's low bits.
+#[inline]
+pub fn key(addr: u64, size: PageSize) -> u64 {
+    (addr >> size_shift(size)) | ((size_code(size) as u64) << 62)
+}
+
+/// First address covered by a key.
+#[inline]
+pub fn key_range(key: u64) -> (u64, u64) {
+    let code = (key >> 62) as usize;
+    let shift = [12, 21, 30][code.min(2)];
+    let page = key & ((1u64 << 62) - 1);
+    (page << shift, 1u64 << shift)
+}
+
+/// A small fully associative LRU cache of upper-level page-table entries.
+#[derive(Debug, Clone)]
+struct Lru {
+    tags: Vec<u64>,
+}
+
+impl Lru {
+    fn new(n: u32) -> Lru {
+        Lru {
+            tags: vec![EMPTY; n as usize],
+        }
+    }
+
+    /// Whether `key` is cached; fills it either way.
+    #[inline]
+    fn touch(&mut self, key: u64) -> bool {
+        if self.tags.is_empty() {
+            return false;
+        }
+        match self.tags.iter().position(|&t| t == key) {
+            Some(i) => {
+                self.tags.copy_within(0..i, 1);
+                self.tags[0] = key;
+                true
+            }
+            None => {
+                let n = self.tags.len();
+                self.tags.copy_within(0..n - 1, 1);
+                self.tags[0] = key;
+                false
+            }
+        }
+    }
+}
+
+/// Page-walk caches for the PML4, PDPT and PD levels.
+#[derive(Debug, Clone)]
+struct Pwc {
+    pml4: Lru,
+    pdpt: Lru,
+    pd: Lru,
+}
+
+impl Pwc {
+    fn new(s: &PwcSpec) -> Pwc {
+        Pwc {
+            pml4: Lru::new(s.pml4),
+            pdpt: Lru::new(s.pdpt),
+            pd: Lru::new(s.pd),
+        }
+    }
+
+    /// Page-table reads of a walk to a page of `size` at `addr`: the leaf, plus every level
+    /// above it down from the lowest cached one.
+    fn walk(&mut self, addr: u64, size: PageSize) -> u32 {
+        // Look every level up (each is filled by the walk whatever happens).
+        let pml4 = self.pml4.touch(addr >> 39);
+        let pdpt = size != PageSize::Size1G && self.pdpt.touch(addr >> 30);
+        let pd = size == PageSize::Size4K && self.pd.touch(addr >> 21);
+        match size {
+            PageSize::Size4K if pd => 1,
+            PageSize::Size4K if pdpt => 2,
+            PageSize::Size4K if pml4 => 3,
+            PageSize::Size4K => 4,
+            PageSize::Size2M if pdpt => 1,
+            PageSize::Size2M if pml4 => 2,
+            PageSize::Size2M => 3,
+            PageSize::Size1G if pml4 => 1,
+            PageSize::Size1G => 2,
+        }
+    }
+}
+
+/// Where a translation was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// In its L1 structure.
+    L1Hit,
+    /// In an L2 structure (the L1 is filled).
+    L2Hit,
+    /// Nowhere: a page walk reading this many page-table entries (L2 and L1 are filled).
+    Walk(u32),
+}
+
+/// Counts of one hierarchy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    /// Translations asked for.
+    pub accesses: u64,
+    /// L1 misses.
+    pub l1_misses: u64,
+    /// L2 misses (L1 misses for sizes no L2 holds), i.e. page walks.
+    pub walks: u64,
+    /// Page walks per page size (4 KiB, 2 MiB, 1 GiB).
+    pub walks_by_size: [u64; 3],
+    /// Page-table entries read by all walks.
+    pub walk_reads: u64,
+}
+
+impl Counts {
+    /// Add another hierarchy's counts.
+    pub fn add(&mut self, o: &Counts) {
+        self.accesses += o.accesses;
+        self.l1_misses += o.l1_misses;
+        self.walks += o.walks;
+        for i in 0..3 {
+            self.walks_by_size[i] += o.walks_by_size[i];
+        }
+        self.walk_reads += o.walk_reads;
+    }
+}
+
+/// One core's TLBs.
+#[derive(Debug, Clone)]
+pub struct Hierarchy {
+    l1: Vec<SetAssoc>,
+    l1_for: [usize; 3],
+    /// (size, L1 structure) in the order an access probes them.
+    probes: [(PageSize, usize); 3],
+    /// Sizes whose L1 structure has been filled with an entry of that size: only those can
+    /// hit, so the others are not probed.
+    filled: [bool; 3],
+    l2: Vec<SetAssoc>,
+    l2_for: [Option<usize>; 3],
+    pwc: Option<Pwc>,
+    /// What happened so far.
+    pub counts: Counts,
+}
+
+impl Hierarchy {
+    /// Empty TLBs of the shape `c` (validated).
+    pub fn new(c: &TlbConfig) -> Hierarchy {
+        let holder = |specs: &[TlbSpec], code: usize| {
+            specs
+                .iter()
+                .position(|s| s.sizes.iter().any(|z| size_code(z.size()) == code))
+        };
+        let l1_for = [0, 1, 2].map(|k| holder(&c.l1, k).unwrap_or(0));
+        let l2_for = [0, 1, 2].map(|k| holder(&c.l2, k));
+        Hierarchy {
+            l1: c.l1.iter().map(SetAssoc::from_spec).collect(),
+            probes: [PageSize::Size4K, PageSize::Size2M, PageSize::Size1G]
+                .map(|s| (s, l1_for[size_code(s)])),
+            filled: [false; 3],
+            l1_for,
+            l2: c.l2.iter().map(SetAssoc::from_spec).collect(),
+            l2_for,
+            pwc: c.pwc.as_ref().map(Pwc::new),
+            counts: Counts::default(),
+        }
+    }
+
+    /// Translate `addr`, mapped by a page of `size`.
+    #[inline]
+    pub fn access(&mut self, addr: u64, size: PageSize) -> Outcome {
+        let code = size_code(size);
+        let k = key(addr, size);
+        self.counts.accesses += 1;
+        if self.l1[self.l1_for[code]].lookup(k) {
+            return Outcome::L1Hit;
+        }
+        self.miss(addr, size, code, k)
+    }
+
+    /// Translate `addr` without knowing its page size yet, as hardware does: probe every L1
+    /// structure with the key of each size it holds. An entry of a size exists only while its
+    /// page is mapped at that size (promotions and demotions flush), so a hit needs no page
+    /// table. On `false`, the caller looks the size up and calls [`Hierarchy::l1_missed`].
+    #[inline]
+    pub fn probe(&mut self, addr: u64) -> bool {
+        self.counts.accesses += 1;
+        for k in 0..3 {
+            let (size, i) = self.probes[k];
+            if self.filled[k] && self.l1[i].lookup(key(addr, size)) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// After a failed [`Hierarchy::probe`]: the L2 lookup and the walk for a page of `size`.
+    #[inline]
+    pub fn l1_missed(&mut self, addr: u64, size: PageSize) -> Outcome {
+        let code = size_code(size);
+        self.miss(addr, size, code, key(addr, size))
+    }
+
+    #[inline(never)]
+    fn miss(&mut self, addr: u64, size: PageSize, code: usize, k: u64) -> Outcome {
+        self.counts.l1_misses += 1;
+        let l2 = self.l2_for[code];
+        if let Some(i) = l2 {
+            if self.l2[i].lookup(k) {
+                self.l1[self.l1_for[code]].fill(k);
+                return Outcome::L2Hit;
+            }
+        }
+        let reads = match &mut self.pwc {
+            Some(p) => p.walk(addr, size),
+            None => [4, 3, 2][code],
+        };
+        self.counts.walks += 1;
+        self.counts.walks_by_size[code] += 1;
+        self.counts.walk_reads += u64::from(reads);
+        if let Some(i) = l2 {
+            self.l2[i].fill(k);
+        }
+        self.l1[self.l1_for[code]].fill(k);
+        self.filled[code] = true;
+        Outcome::Walk(reads)
+    }
+
+    /// Drop every entry of `size` inside `[base, base + bytes)`: the shootdown that follows a
+    /// promotion (old 4 KiB entries) or a demotion (the old huge entry).
+    pub fn flush(&mut self, base: u64, bytes: u64, size: PageSize) {
+        let code = size_code(size) as u64;
+        let gone = |t: u64| {
+            let (a, _) = key_range(t);
+            t >> 62 == code && a.wrapping_sub(base) < bytes
+        };
+        for s in self.l1.iter_mut().chain(self.l2.iter_mut()) {
+            s.retain(gone);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::SizeName::*;
+
+    fn tiny() -> TlbConfig {
+        TlbConfig {
+            name: "tiny".into(),
+            l1: vec![
+                TlbSpec {
+                    entries: 2,
+                    ways: 2,
+                    sizes: vec![K4],
+                },
+                TlbSpec {
+                    entries: 2,
+                    ways: 1,
+                    sizes: vec![M2, G1],
+                },
+            ],
+            l2: vec![TlbSpec {
+                entries: 4,
+                ways: 2,
+                sizes: vec![K4, M2],
+            }],
+            pwc: None,
+        }
+    }
+
+    const K: u64 = 4096;
+
+    #[test]
+    fn lru_in_a_set_by_hand() {
+        let mut s = SetAssoc::new(1, 2);
+        assert!(!s.lookup(1));
+        s.fill(1);
+        s.fill(2); // [2, 1]
+        assert!(s.lookup(1)); // [1, 2]
+        s.fill(3); // evicts 2: [3, 1]
+        assert!(!s.lookup(2));
+        assert!(s.lookup(1) && s.lookup(3));
+    }
+
+    #[test]
+    fn l1_l2_and_walks_counted_by_hand() {
+        let c = tiny();
+        c.validate(None).expect("valid");
+        let mut h = Hierarchy::new(&c);
+        let s4 = PageSize::Size4K;
+        // Pages 0, 1, 2: three walks; L1 (2 entries) keeps 2 and 1; L2 (2 sets × 2 ways)
+        // keeps 0 and 2 in set 0, 1 in set 1.
+        for p in [0, 1, 2] {
+            assert_eq!(h.access(p * K, s4), Outcome::Walk(4));
+        }
+        assert_eq!(h.access(2 * K + 8, s4), Outcome::L1Hit);
+        assert_eq!(h.access(0, s4), Outcome::L2Hit); // L1 now [0, 2]
+        assert_eq!(h.access(K, s4), Outcome::L2Hit); // L1 now [1, 0]
+                                                     // Page 4 goes to set 0 of L2, evicting its LRU (page 2, as 0 was hit since).
+        assert_eq!(h.access(4 * K, s4), Outcome::Walk(4));
+        assert_eq!(h.access(2 * K, s4), Outcome::Walk(4));
+        let n = h.counts;
+        assert_eq!(
+            (n.accesses, n.l1_misses, n.walks, n.walk_reads),
+            (8, 7, 5, 20)
+        );
+        // A 2 MiB page is one entry for all its 4 KiB pages.
+        let m = 1u64 << 30;
+        assert_eq!(h.access(m, PageSize::Size2M), Outcome::Walk(3));
+        assert_eq!(h.access(m + 511 * K, PageSize::Size2M), Outcome::L1Hit);
+        // 1 GiB pages have no L2: an L1 miss walks.
+        assert_eq!(h.access(4 * m, PageSize::Size1G), Outcome::Walk(2));
+        // The 1 GiB entry took the 2 MiB entry's L1 set; L2 still holds it.
+        assert_eq!(h.access(m, PageSize::Size2M), Outcome::L2Hit);
+        assert_eq!(h.counts.walks_by_size, [5, 1, 1]);
+    }
+
+    #[test]
+    fn flush_drops_only_the_range() {
+        let mut h = Hierarchy::new(&tiny());
+        let s4 = PageSize::Size4K;
+        h.access(0, s4);
+        h.access(600 * K, s4);
+        h.flush(0, 2 << 20, s4);
+        assert_eq!(h.access(0, s4), Outcome::Walk(4));
+        assert_eq!(h.access(600 * K, s4), Outcome::L1Hit);
+    }
+
+    #[test]
+    fn page_walk_caches_shorten_walks() {
+        let mut c = tiny();
+        c.pwc = Some(PwcSpec {
+            pml4: 1,
+            pdpt: 1,
+            pd: 1,
+        });
+        let mut h = Hierarchy::new(&c);
+        let s4 = PageSize::Size4K;
+        assert_eq!(h.access(0, s4), Outcome::Walk(4));
+        assert_eq!(h.access(10 * K, s4), Outcome::Walk(1)); // same PD entry
+        assert_eq!(h.access(4 << 20, s4), Outcome::Walk(2)); // same PDPT entry
+        assert_eq!(h.access(2 << 30, s4), Outcome::Walk(3)); // same PML4 entry
+        assert_eq!(h.access(1 << 40, s4), Outcome::Walk(4));
+        assert_eq!(h.access(3 << 30, PageSize::Size2M), Outcome::Walk(3));
+        assert_eq!(
+            h.access((3 << 30) + (2 << 20), PageSize::Size2M),
+            Outcome::Walk(1)
+        );
+    }
+}

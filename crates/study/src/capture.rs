@@ -1,0 +1,272 @@
+//! `hugewise trace`: load a graph as `hugewise run` does, run a kernel's traced twin once and
+//! write every access to a `.hwt` trace, with a sidecar saying what was traced and how many
+//! accesses per second the same work makes untraced (the simulator's clock).
+//!
+//! The kernel runs on one core and the encoder on the other: accesses are handed over in
+//! batches, so tracing costs the kernel a store per access.
+
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::Instant;
+
+use hugewise_graph::kernels::{pick_sources, Spec};
+use hugewise_graph::load::{load, Input, LoadOptions};
+use hugewise_graph::reorder::{self, Method};
+use hugewise_graph::traced::{self, Probe, Span, Traced};
+use hugewise_graph::Layout;
+use hugewise_trace::{meta, Header, Region, TraceMeta, Writer};
+use serde::Serialize;
+
+use crate::graphrun::GraphInfo;
+use crate::meta::Meta;
+use crate::stats::{summarize, Summary};
+use crate::{Error, Result};
+
+/// Accesses handed to the encoder at once.
+const BATCH: usize = 1 << 20;
+/// Accesses per trace block.
+const BLOCK: u32 = 1 << 20;
+
+/// What to trace.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// The graph.
+    pub input: Input,
+    /// How to load it.
+    pub load: LoadOptions,
+    /// Page policies and allocation order (they set where arrays are, so which 2 MiB frames
+    /// they share, and the first-touch order).
+    pub layout: Layout,
+    /// The kernel.
+    pub kernel: Spec,
+    /// Reorder the vertices after loading.
+    pub reorder: Option<Method>,
+    /// Start vertices in the input's ids (empty: picked from the seed).
+    pub sources: Vec<u32>,
+    /// The trace file.
+    pub out: PathBuf,
+    /// Untraced runs timed for the clock (0: none).
+    pub rate_runs: u32,
+}
+
+/// One array of the trace.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ArrayInfo {
+    /// Name.
+    pub name: String,
+    /// First address.
+    pub base: u64,
+    /// Bytes.
+    pub bytes: u64,
+}
+
+/// What a capture did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Run metadata.
+    pub meta: Meta,
+    /// The graph as given.
+    pub graph_spec: String,
+    /// The graph as loaded.
+    pub graph: GraphInfo,
+    /// Kernel and settings.
+    pub kernel: Spec,
+    /// Sources, in the input's ids.
+    pub sources: Vec<u32>,
+    /// The trace.
+    pub trace: PathBuf,
+    /// Its arrays, in allocation order.
+    pub arrays: Vec<ArrayInfo>,
+    /// Accesses of the first-touch prologue (one per 4 KiB page of every array).
+    pub prologue_accesses: u64,
+    /// Accesses in all.
+    pub accesses: u64,
+    /// Trace file bytes.
+    pub trace_bytes: u64,
+    /// Bytes per access.
+    pub bytes_per_access: f64,
+    /// Wall seconds of the traced run, encoding included.
+    pub capture_s: f64,
+    /// Accesses captured per second.
+    pub capture_accesses_per_s: f64,
+    /// Wall seconds of the untraced runs of the same code.
+    pub untraced_ns: Option<Summary>,
+    /// Kernel accesses per second untraced (the simulator's clock).
+    pub accesses_per_s: Option<f64>,
+    /// Whether the traced run's result verified.
+    pub verified: bool,
+}
+
+struct Recorder {
+    buf: Vec<u64>,
+    tx: mpsc::SyncSender<Vec<u64>>,
+    back: mpsc::Receiver<Vec<u64>>,
+    count: u64,
+}
+
+impl Recorder {
+    #[cold]
+    fn ship(&mut self) {
+        let next = self
+            .back
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(BATCH));
+        let full = std::mem::replace(&mut self.buf, next);
+        // A closed channel means the encoder failed; its error is reported at the end.
+        let _ = self.tx.send(full);
+    }
+}
+
+impl Probe for Recorder {
+    #[inline(always)]
+    fn touch(&mut self, addr: usize, write: bool) {
+        self.buf.push(((addr as u64) << 1) | u64::from(write));
+        self.count += 1;
+        if self.buf.len() == BATCH {
+            self.ship();
+        }
+    }
+}
+
+fn to_info(s: &Span) -> ArrayInfo {
+    ArrayInfo {
+        name: s.name.clone(),
+        base: s.base,
+        bytes: s.bytes,
+    }
+}
+
+/// Trace `cfg.kernel` on `cfg.input`.
+pub fn capture(cfg: &Config, meta: Meta) -> Result<Report> {
+    let pool = crate::thread_pool(1)?;
+    let mut load_opts = cfg.load;
+    if cfg.kernel.needs_weights() {
+        load_opts.weighted = true;
+    }
+    let wanted = cfg.kernel.sources_per_trial();
+    let (g, sources, relabel) = pool.install(|| -> Result<_> {
+        let (g, _) = load(&cfg.input, load_opts, &cfg.layout, &mut |_| Ok(()))?;
+        cfg.kernel.check(&g)?;
+        let sources = if cfg.sources.is_empty() {
+            pick_sources(&g, cfg.load.seed, wanted)?
+        } else {
+            if let Some(&v) = cfg.sources.iter().find(|&&v| v as usize >= g.n()) {
+                return Err(Error::Config(format!(
+                    "source vertex {v} is not in the graph ({} vertices)",
+                    g.n()
+                )));
+            }
+            cfg.sources.iter().copied().cycle().take(wanted).collect()
+        };
+        Ok(match cfg.reorder {
+            Some(m) => {
+                let (h, r, _) = reorder::reorder(&g, m, cfg.load.seed, &cfg.layout)?;
+                (h, sources, Some(r))
+            }
+            None => (g, sources, None),
+        })
+    })?;
+    let run_sources: Vec<u32> = match &relabel {
+        Some(r) => sources.iter().map(|&v| r.new_id(v)).collect(),
+        None => sources.clone(),
+    };
+    let mut kernel = Traced::new(cfg.kernel, &cfg.layout, &g)?;
+    let mut spans = traced::graph_spans(&g);
+    spans.extend(kernel.spans());
+    let mut sorted = spans.clone();
+    sorted.sort_by_key(|s| s.base);
+    let header = Header {
+        addr_shift: 2,
+        streams: 1,
+        regions: sorted
+            .iter()
+            .map(|s| Region {
+                name: s.name.clone(),
+                base: s.base,
+                size: s.bytes,
+            })
+            .collect(),
+    };
+
+    // Untraced first: it also faults every array in, as the real run would have.
+    let mut untraced = Vec::new();
+    for _ in 0..cfg.rate_runs {
+        let t = Instant::now();
+        kernel.run(&g, &run_sources, &mut traced::Off);
+        untraced.push(t.elapsed().as_nanos() as f64);
+    }
+
+    let writer = Writer::create(&cfg.out, &header, BLOCK)?;
+    let (tx, rx) = mpsc::sync_channel::<Vec<u64>>(4);
+    let (back_tx, back) = mpsc::channel::<Vec<u64>>();
+    let encoder = std::thread::spawn(move || -> hugewise_trace::Result<_> {
+        let mut w = writer;
+        for batch in rx {
+            for &p in &batch {
+                w.push(0, p >> 1, p & 1 == 1)?;
+            }
+            let mut batch = batch;
+            batch.clear();
+            let _ = back_tx.send(batch);
+        }
+        w.finish()
+    });
+    let mut rec = Recorder {
+        buf: Vec::with_capacity(BATCH),
+        tx,
+        back,
+        count: 0,
+    };
+    let started = Instant::now();
+    traced::first_touch(&spans, &mut rec);
+    let prologue = rec.count;
+    kernel.run(&g, &run_sources, &mut rec);
+    rec.ship();
+    let kernel_accesses = rec.count - prologue;
+    drop(rec);
+    let summary = encoder
+        .join()
+        .map_err(|_| Error::Config("the trace encoder thread panicked".into()))??;
+    let capture_s = started.elapsed().as_secs_f64();
+    let verified = kernel.verify(&g, &run_sources);
+
+    let untraced_ns = summarize(&untraced);
+    let accesses_per_s = untraced_ns
+        .as_ref()
+        .map(|s| kernel_accesses as f64 / (s.median / 1e9));
+    let report = Report {
+        meta,
+        graph_spec: cfg.input.to_string(),
+        graph: GraphInfo::of(&g),
+        kernel: cfg.kernel,
+        sources,
+        trace: cfg.out.clone(),
+        arrays: spans.iter().map(to_info).collect(),
+        prologue_accesses: prologue,
+        accesses: summary.accesses,
+        trace_bytes: summary.bytes,
+        bytes_per_access: summary.bytes as f64 / summary.accesses.max(1) as f64,
+        capture_s,
+        capture_accesses_per_s: summary.accesses as f64 / capture_s,
+        untraced_ns,
+        accesses_per_s,
+        verified: verified.is_ok(),
+    };
+    let side = TraceMeta {
+        schema_version: meta::SCHEMA,
+        source: format!("{} on {}", cfg.kernel.name(), cfg.input),
+        accesses: summary.accesses,
+        accesses_per_s,
+        calibration: None,
+        details: serde_json::to_value(&report).unwrap_or_default(),
+    };
+    crate::save::write_json(&meta::sidecar(&cfg.out), &side)?;
+    if let Err(e) = verified {
+        return Err(Error::Config(format!(
+            "the traced {} run did not verify: {e} (the trace is kept: {})",
+            cfg.kernel.name(),
+            cfg.out.display()
+        )));
+    }
+    Ok(report)
+}

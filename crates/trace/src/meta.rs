@@ -1,0 +1,65 @@
+//! The sidecar `<trace>.json` that says where a trace came from and how fast the traced
+//! program ran without tracing: the simulator's clock (accesses per second) and the runs its
+//! cost model is calibrated against.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Result};
+
+/// Schema version of the sidecar.
+pub const SCHEMA: u32 = 1;
+
+/// Untraced wall times of the traced work, measured on this machine.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// Median seconds with every array on 4 KiB pages.
+    pub base_s: f64,
+    /// Median seconds with every array on 2 MiB pages (THP), as far as the kernel gave them.
+    pub huge_s: f64,
+    /// Share of the footprint the kernel did back with huge pages in the huge runs.
+    pub huge_share: f64,
+    /// Runs of each.
+    pub runs: u32,
+}
+
+/// What the sidecar holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceMeta {
+    /// Schema version.
+    pub schema_version: u32,
+    /// What was traced (`bfs on kron:20`, `lackey: ./a.out`).
+    pub source: String,
+    /// Accesses in the trace.
+    pub accesses: u64,
+    /// Accesses per second of the untraced program, if measured.
+    pub accesses_per_s: Option<f64>,
+    /// Untraced runs, if measured.
+    pub calibration: Option<Calibration>,
+    /// Anything else worth keeping (settings, seeds), as given by the producer.
+    #[serde(default)]
+    pub details: serde_json::Value,
+}
+
+/// The sidecar's path for a trace.
+pub fn sidecar(trace: &Path) -> PathBuf {
+    let mut s = trace.as_os_str().to_owned();
+    s.push(".json");
+    PathBuf::from(s)
+}
+
+impl TraceMeta {
+    /// Read the sidecar of `trace`; `None` if there is none.
+    pub fn read(trace: &Path) -> Result<Option<TraceMeta>> {
+        let p = sidecar(trace);
+        let text = match std::fs::read_to_string(&p) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::Io { path: p, source: e }),
+        };
+        serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| Error::Invalid(format!("{}: {e}", p.display())))
+    }
+}
