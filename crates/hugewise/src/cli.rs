@@ -7,6 +7,7 @@ use hugewise_graph::kernels::{bfs, cc, pr, Spec};
 use hugewise_graph::layout::{ALL_REGIONS, KERNEL_REGIONS};
 use hugewise_graph::load::Input;
 use hugewise_graph::reorder::Method;
+use hugewise_graph::Layout;
 use hugewise_mem::{AllocOrder, Bytes, PagePolicy, PolicyMap};
 
 const EXIT_CODES: &str = "\
@@ -286,16 +287,9 @@ pub struct RunArgs {
     /// Graph.
     #[command(flatten)]
     pub input: GraphInputArgs,
-    /// Page policy per array, e.g. all=base,property=thp-prefix:2%.
-    #[arg(long, default_value = "all=system", value_parser = parse_pages)]
-    pub pages: PolicyMap,
-    /// Which arrays are faulted in first: natural, ARRAY-first, or a list.
-    #[arg(long, default_value = "natural", value_parser = parse_order)]
-    pub alloc_order: AllocOrder,
-    /// Reorder vertices after loading, hot first: dbg, degree-sort, hub-sort, hub-cluster,
-    /// random. Timed apart; sources stay the same original vertices.
-    #[arg(long, value_name = "METHOD", value_parser = parse_reorder)]
-    pub reorder: Option<Method>,
+    /// Where the arrays go.
+    #[command(flatten)]
+    pub place: Placement,
     /// Worker threads (default: one per CPU).
     #[arg(long, conflicts_with = "overcommit")]
     pub threads: Option<usize>,
@@ -328,6 +322,31 @@ impl PagesArgs {
             0 => Ok(vec!["all=base".into(), "all=base,property=thp".into()]),
             1 => Err("give --compare twice or more: a baseline and what to compare with it".into()),
             _ => Ok(self.compare.clone()),
+        }
+    }
+}
+
+/// Page policies, allocation order and vertex order, shared by `run` and `trace`.
+#[derive(Debug, Args)]
+pub struct Placement {
+    /// Page policy per array, e.g. all=base,property=thp-prefix:2%.
+    #[arg(long, default_value = "all=system", value_parser = parse_pages)]
+    pub pages: PolicyMap,
+    /// Which arrays are faulted in first: natural, ARRAY-first, or a list.
+    #[arg(long, default_value = "natural", value_parser = parse_order)]
+    pub alloc_order: AllocOrder,
+    /// Reorder vertices after loading, hot first: dbg, degree-sort, hub-sort, hub-cluster,
+    /// random. Timed apart; sources stay the same original vertices.
+    #[arg(long, value_name = "METHOD", value_parser = parse_reorder)]
+    pub reorder: Option<Method>,
+}
+
+impl Placement {
+    /// The layout these flags ask for.
+    pub fn layout(&self) -> Layout {
+        Layout {
+            pages: self.pages.clone(),
+            order: self.alloc_order.clone(),
         }
     }
 }
@@ -457,15 +476,9 @@ pub struct TraceArgs {
     /// Graph.
     #[command(flatten)]
     pub input: GraphInputArgs,
-    /// Page policy per array (it places the arrays, so it sets which 2 MiB frames they use).
-    #[arg(long, default_value = "all=system", value_parser = parse_pages)]
-    pub pages: PolicyMap,
-    /// Which arrays are faulted in first: natural, ARRAY-first, or a list.
-    #[arg(long, default_value = "natural", value_parser = parse_order)]
-    pub alloc_order: AllocOrder,
-    /// Reorder vertices after loading (dbg, degree-sort, hub-sort, hub-cluster, random).
-    #[arg(long, value_name = "METHOD", value_parser = parse_reorder)]
-    pub reorder: Option<Method>,
+    /// Where the arrays go.
+    #[command(flatten)]
+    pub place: Placement,
     /// Kernel settings.
     #[command(flatten)]
     pub settings: KernelSettings,

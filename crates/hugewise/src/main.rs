@@ -185,10 +185,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             emit(&a.output, &r, || hugewise_report::views::faultlat(&r))
         }
         Command::Run(a) => {
-            let layout = Layout {
-                pages: a.pages.clone(),
-                order: a.alloc_order.clone(),
-            };
+            let layout = a.place.layout();
             let kernel = a
                 .settings
                 .spec(a.kernel.name())
@@ -203,7 +200,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 load: load_options(&a.input),
                 layout,
                 kernel,
-                reorder: a.reorder,
+                reorder: a.place.reorder,
                 trials: a.trials,
                 sources: a.settings.source.clone(),
                 verify: a.verify,

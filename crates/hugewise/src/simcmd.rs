@@ -6,7 +6,6 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
-use hugewise_graph::Layout;
 use hugewise_sim::curve::{self, CurveSpec, Progress};
 use hugewise_sim::policy::parse_share;
 use hugewise_sim::{reuse, TlbConfig};
@@ -81,12 +80,9 @@ pub fn trace(a: TraceArgs, progress: bool) -> anyhow::Result<()> {
     let cfg = capture::Config {
         input: a.input.graph.clone(),
         load: load_options(&a.input),
-        layout: Layout {
-            pages: a.pages.clone(),
-            order: a.alloc_order.clone(),
-        },
+        layout: a.place.layout(),
         kernel: spec,
-        reorder: a.reorder,
+        reorder: a.place.reorder,
         sources: a.settings.source.clone(),
         out: a.out.clone(),
         rate_runs: a.rate_runs,
@@ -192,6 +188,9 @@ pub fn sim(a: SimArgs, progress: bool) -> anyhow::Result<()> {
     let (curves, plans) = curve::run(&trace, &spec, &b, &cancel)
         .with_context(|| format!("simulating {}", trace.display()))?;
     b.0.finish_and_clear();
+    if curves.accesses == 0 {
+        bail!("{} holds no accesses", trace.display());
+    }
     if let Some(p) = &a.plan {
         save::write_json(
             p,
@@ -203,9 +202,6 @@ pub fn sim(a: SimArgs, progress: bool) -> anyhow::Result<()> {
                 plans: &plans,
             },
         )?;
-    }
-    if curves.accesses == 0 {
-        bail!("{} holds no accesses", trace.display());
     }
     emit(&a.output, &curves, || {
         hugewise_report::simview::curves(&curves)

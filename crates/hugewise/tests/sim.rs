@@ -215,52 +215,30 @@ fn bad_inputs_are_named() {
         "at byte",
     );
 
+    // Each bad option of `sim` on a good trace, and what its error must name.
+    let sim_fails = |extra: &[&str], want: &str| {
+        let mut args = vec!["sim", "--trace", t.as_str()];
+        args.extend_from_slice(extra);
+        fails_with(&hw(&args), want);
+    };
     let toml = d.path().join("tlb.toml");
+    let toml_s = toml.to_str().expect("utf-8");
+    let sizes = "sizes = [\"4k\", \"2m\", \"1g\"]";
     std::fs::write(
         &toml,
-        "l1 = [{ entries = 64, ways = 4, sizes = [\"4k\", \"2m\", \"1g\"], speed = 3 }]\n",
+        format!("l1 = [{{ entries = 64, ways = 4, {sizes}, speed = 3 }}]\n"),
     )
     .expect("write");
-    fails_with(
-        &hw(&[
-            "sim",
-            "--trace",
-            &t,
-            "--config",
-            toml.to_str().expect("utf-8"),
-        ]),
-        "speed",
-    );
+    sim_fails(&["--config", toml_s], "speed");
     std::fs::write(
         &toml,
-        "l1 = [{ entries = 64, ways = 3, sizes = [\"4k\", \"2m\", \"1g\"] }]\n",
+        format!("l1 = [{{ entries = 64, ways = 3, {sizes} }}]\n"),
     )
     .expect("write");
-    fails_with(
-        &hw(&[
-            "sim",
-            "--trace",
-            &t,
-            "--config",
-            toml.to_str().expect("utf-8"),
-        ]),
-        "l1[0].ways",
-    );
-    fails_with(
-        &hw(&["sim", "--trace", &t, "--policy", "pcc:speed=9"]),
-        "unknown option 'speed'",
-    );
-    fails_with(
-        &hw(&["sim", "--trace", &t, "--policy", "magic"]),
-        "unknown policy 'magic'",
-    );
-    fails_with(
-        &hw(&["sim", "--trace", &t, "--policy", "static:region=nope"]),
-        "no region 'nope'",
-    );
-    fails_with(
-        &hw(&["sim", "--trace", &t, "--budget", "150"]),
-        "--budget 150",
-    );
+    sim_fails(&["--config", toml_s], "l1[0].ways");
+    sim_fails(&["--policy", "pcc:speed=9"], "unknown option 'speed'");
+    sim_fails(&["--policy", "magic"], "unknown policy 'magic'");
+    sim_fails(&["--policy", "static:region=nope"], "no region 'nope'");
+    sim_fails(&["--budget", "150"], "--budget 150");
     fails_with(&hw(&["sim"]), "--trace FILE is required");
 }

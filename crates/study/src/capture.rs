@@ -9,15 +9,15 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::Instant;
 
-use hugewise_graph::kernels::{pick_sources, Spec};
-use hugewise_graph::load::{load, Input, LoadOptions};
-use hugewise_graph::reorder::{self, Method};
+use hugewise_graph::kernels::Spec;
+use hugewise_graph::load::{Input, LoadOptions};
+use hugewise_graph::reorder::Method;
 use hugewise_graph::traced::{self, Probe, Span, Traced};
 use hugewise_graph::Layout;
 use hugewise_trace::{meta, Header, Region, TraceMeta, Writer};
 use serde::Serialize;
 
-use crate::graphrun::GraphInfo;
+use crate::graphrun::{prepare, Graph, GraphInfo, Prepared};
 use crate::meta::Meta;
 use crate::stats::{summarize, Summary};
 use crate::{Error, Result};
@@ -143,33 +143,22 @@ pub fn capture(cfg: &Config, meta: Meta) -> Result<Report> {
     if cfg.kernel.needs_weights() {
         load_opts.weighted = true;
     }
-    let wanted = cfg.kernel.sources_per_trial();
-    let (g, sources, relabel) = pool.install(|| -> Result<_> {
-        let (g, _) = load(&cfg.input, load_opts, &cfg.layout, &mut |_| Ok(()))?;
-        cfg.kernel.check(&g)?;
-        let sources = if cfg.sources.is_empty() {
-            pick_sources(&g, cfg.load.seed, wanted)?
-        } else {
-            if let Some(&v) = cfg.sources.iter().find(|&&v| v as usize >= g.n()) {
-                return Err(Error::Config(format!(
-                    "source vertex {v} is not in the graph ({} vertices)",
-                    g.n()
-                )));
-            }
-            cfg.sources.iter().copied().cycle().take(wanted).collect()
-        };
-        Ok(match cfg.reorder {
-            Some(m) => {
-                let (h, r, _) = reorder::reorder(&g, m, cfg.load.seed, &cfg.layout)?;
-                (h, sources, Some(r))
-            }
-            None => (g, sources, None),
-        })
+    let prepared = pool.install(|| {
+        prepare(
+            &Graph {
+                input: &cfg.input,
+                load: load_opts,
+                layout: &cfg.layout,
+                kernel: cfg.kernel,
+                reorder: cfg.reorder,
+                sources: &cfg.sources,
+                wanted: cfg.kernel.sources_per_trial(),
+            },
+            &mut |_| Ok(()),
+        )
     })?;
-    let run_sources: Vec<u32> = match &relabel {
-        Some(r) => sources.iter().map(|&v| r.new_id(v)).collect(),
-        None => sources.clone(),
-    };
+    let run_sources = prepared.run_sources();
+    let Prepared { g, sources, .. } = prepared;
     let mut kernel = Traced::new(cfg.kernel, &cfg.layout, &g)?;
     let mut spans = traced::graph_spans(&g);
     spans.extend(kernel.spans());

@@ -70,6 +70,67 @@ impl GraphInfo {
 }
 
 /// `wanted` sources from the given ones, in turn; each must be a vertex of the graph.
+/// A graph to load and the starts to run from.
+pub(crate) struct Graph<'a> {
+    pub input: &'a Input,
+    pub load: LoadOptions,
+    pub layout: &'a Layout,
+    pub kernel: Spec,
+    pub reorder: Option<Method>,
+    /// Given starts (input ids); empty: picked from the seed.
+    pub sources: &'a [u32],
+    /// Starts needed.
+    pub wanted: usize,
+}
+
+/// A loaded, checked and possibly reordered graph with its starts in the input's ids.
+pub(crate) struct Prepared {
+    pub g: Csr,
+    pub load: LoadStats,
+    pub reordered: Option<(Relabeling, ReorderStats)>,
+    pub sources: Vec<u32>,
+}
+
+impl Prepared {
+    /// The starts in the graph's (possibly reordered) ids.
+    pub fn run_sources(&self) -> Vec<u32> {
+        match &self.reordered {
+            Some((r, _)) => self.sources.iter().map(|&v| r.new_id(v)).collect(),
+            None => self.sources.clone(),
+        }
+    }
+}
+
+/// Load `w.input`, check it suits the kernel, pick or check the starts (in original ids, so
+/// a reordering runs from the same vertices) and reorder. `sized` hears the vertex count as
+/// soon as it is known (to create arrays that are to be faulted in first).
+pub(crate) fn prepare(
+    w: &Graph<'_>,
+    sized: &mut dyn FnMut(usize) -> hugewise_graph::Result<()>,
+) -> Result<Prepared> {
+    let (g, load) = load(w.input, w.load, w.layout, sized)?;
+    w.kernel.check(&g)?;
+    let sources = if w.sources.is_empty() {
+        pick_sources(&g, w.load.seed, w.wanted)?
+    } else {
+        given_sources(w.sources, g.n(), w.wanted)?
+    };
+    let (g, reordered) = match w.reorder {
+        Some(m) => {
+            let (h, r, stats) = reorder::reorder(&g, m, w.load.seed, w.layout)?;
+            drop(g);
+            (h, Some((r, stats)))
+        }
+        None => (g, None),
+    };
+    Ok(Prepared {
+        g,
+        load,
+        reordered,
+        sources,
+    })
+}
+
 fn given_sources(given: &[u32], n: usize, wanted: usize) -> Result<Vec<u32>> {
     if let Some(&v) = given.iter().find(|&&v| v as usize >= n) {
         return Err(Error::Config(format!(
@@ -156,41 +217,39 @@ pub fn run(cfg: &Config, meta: Meta, progress: Progress<'_>) -> Result<Report> {
     }
     let per_trial = cfg.kernel.sources_per_trial();
     let wanted = per_trial * cfg.trials as usize;
-    let (g, load_stats, reordered, original_sources, mut kernel) =
-        pool.install(|| -> Result<_> {
-            let mut early: Option<Box<dyn Kernel>> = None;
-            let (g, load_stats) = load(&cfg.input, load_opts, layout, &mut |n| {
+    let (prepared, mut kernel) = pool.install(|| -> Result<_> {
+        let mut early: Option<Box<dyn Kernel>> = None;
+        let p = prepare(
+            &Graph {
+                input: &cfg.input,
+                load: load_opts,
+                layout,
+                kernel: cfg.kernel,
+                reorder: cfg.reorder,
+                sources: &cfg.sources,
+                wanted,
+            },
+            &mut |n| {
                 if layout.kernel_first() {
                     early = Some(cfg.kernel.create(layout, n)?);
                 }
                 Ok(())
-            })?;
-            cfg.kernel.check(&g)?;
-            // Sources are in original ids, so a reordering runs from the same vertices.
-            let sources = if cfg.sources.is_empty() {
-                pick_sources(&g, cfg.load.seed, wanted)?
-            } else {
-                given_sources(&cfg.sources, g.n(), wanted)?
-            };
-            let (g, reordered) = match cfg.reorder {
-                Some(m) => {
-                    let (h, r, stats) = reorder::reorder(&g, m, cfg.load.seed, layout)?;
-                    drop(g);
-                    (h, Some((r, stats)))
-                }
-                None => (g, None),
-            };
-            let kernel = match early {
-                Some(k) => k,
-                None => cfg.kernel.create(layout, g.n())?,
-            };
-            Ok((g, load_stats, reordered, sources, kernel))
-        })?;
-    let (relabeling, reorder_stats): (Option<Relabeling>, Option<ReorderStats>) = reordered.unzip();
-    let all_sources: Vec<u32> = match &relabeling {
-        Some(r) => original_sources.iter().map(|&v| r.new_id(v)).collect(),
-        None => original_sources.clone(),
-    };
+            },
+        )?;
+        let kernel = match early {
+            Some(k) => k,
+            None => cfg.kernel.create(layout, p.g.n())?,
+        };
+        Ok((p, kernel))
+    })?;
+    let all_sources = prepared.run_sources();
+    let Prepared {
+        g,
+        load: load_stats,
+        reordered,
+        sources: original_sources,
+    } = prepared;
+    let reorder_stats = reordered.map(|(_, stats)| stats);
     let sources = |i: usize| &all_sources[i * per_trial..(i + 1) * per_trial];
     let mut trials = Vec::new();
     // One untimed warm-up run: the first touch of the kernel's arrays is slow in a VM, and
