@@ -6,18 +6,24 @@
 //! - one configuration (Haswell TLBs + PCC at a 2 % budget) on one core, trace pre-decoded;
 //! - a 62-configuration utility curve (six policies × ten budgets + none + all) over one
 //!   decode, both cores, in configuration-accesses per second;
-//! - reuse distance at 4 KiB and 2 MiB together, pre-decoded, one core.
+//! - reuse distance at 4 KiB, pre-decoded, one core; and `sim reuse`'s whole pass (decode,
+//!   4 KiB and 2 MiB) over the file on both cores.
+//!
+//! `HUGEWISE_BENCH_ONLY=one|curve|reuse` runs just that part.
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use hugewise_sim::policy::{self, Timing};
-use hugewise_sim::reuse::Reuse;
+use hugewise_sim::reuse::Stack;
 use hugewise_sim::{CurveSpec, Machine, TlbConfig};
 use hugewise_trace::{Header, Reader, Region, Writer};
 
 fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
@@ -68,8 +74,8 @@ fn synthetic(dir: &std::path::Path, n: u64) -> PathBuf {
 fn main() {
     let dir = tempfile::tempdir().expect("tmp");
     let path = match std::env::var_os("HUGEWISE_BENCH_TRACE") {
-        Some(p) => PathBuf::from(p),
-        None => synthetic(dir.path(), 16 << 20),
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => synthetic(dir.path(), 16 << 20),
     };
     let mut reader = Reader::open(&path).expect("open");
     let header: Header = reader.header().clone();
@@ -89,6 +95,7 @@ fn main() {
 
     let mut one = Vec::new();
     let mut re = Vec::new();
+    let mut re_both = Vec::new();
     let mut curve = Vec::new();
     let spec = CurveSpec {
         policies: [
@@ -111,23 +118,34 @@ fn main() {
     let cancel = AtomicBool::new(false);
     let mut walks = 0;
     let mut configs = 0;
+    let only = std::env::var("HUGEWISE_BENCH_ONLY").unwrap_or_default();
+    let part = |name: &str| only.is_empty() || only == name;
     for _ in 0..5 {
-        let p = policy::parse(&format!("pcc:interval={interval}s"), &timing, 1).expect("pcc");
-        let mut m = Machine::new(&tlb, &header, p, Some(0.02)).expect("machine");
-        let t = Instant::now();
-        m.feed(0, &all);
-        one.push(n / t.elapsed().as_secs_f64());
-        walks = m.totals().counts.walks;
-
-        let mut r = Reuse::default();
-        let t = Instant::now();
-        r.feed(&all);
-        re.push(n / t.elapsed().as_secs_f64());
-
-        let t = Instant::now();
-        let (c, _) = hugewise_sim::curve::run(&path, &spec, &(), &cancel).expect("curve");
-        configs = c.configurations;
-        curve.push(configs as f64 * n / t.elapsed().as_secs_f64());
+        if part("one") {
+            let p = policy::parse(&format!("pcc:interval={interval}s"), &timing, 1).expect("pcc");
+            let mut m = Machine::new(&tlb, &header, p, Some(0.02)).expect("machine");
+            let t = Instant::now();
+            m.feed(0, &all);
+            one.push(n / t.elapsed().as_secs_f64());
+            walks = m.totals().counts.walks;
+        }
+        if part("reuse") {
+            let mut r = Stack::new(12);
+            let t = Instant::now();
+            for &p in &all {
+                r.access(p >> 1);
+            }
+            re.push(n / t.elapsed().as_secs_f64());
+            let t = Instant::now();
+            hugewise_sim::reuse::run(&path, &()).expect("reuse");
+            re_both.push(n / t.elapsed().as_secs_f64());
+        }
+        if part("curve") {
+            let t = Instant::now();
+            let (c, _) = hugewise_sim::curve::run(&path, &spec, &(), &cancel).expect("curve");
+            configs = c.configurations;
+            curve.push(configs as f64 * n / t.elapsed().as_secs_f64());
+        }
     }
     println!(
         "one configuration (haswell + pcc @ 2 %, {walks} walks): {:.1} M accesses/s (runs: {:?})",
@@ -140,8 +158,16 @@ fn main() {
         curve.iter().map(|x| (x / 1e6).round()).collect::<Vec<_>>()
     );
     println!(
-        "reuse distance, 4 KiB + 2 MiB: {:.1} M accesses/s (runs: {:?})",
+        "reuse distance at 4 KiB, one core, pre-decoded: {:.1} M accesses/s (runs: {:?})",
         median(re.clone()) / 1e6,
         re.iter().map(|x| (x / 1e6).round()).collect::<Vec<_>>()
+    );
+    println!(
+        "sim reuse (4 KiB + 2 MiB, from the file, both cores): {:.1} M accesses/s (runs: {:?})",
+        median(re_both.clone()) / 1e6,
+        re_both
+            .iter()
+            .map(|x| (x / 1e6).round())
+            .collect::<Vec<_>>()
     );
 }

@@ -2,9 +2,12 @@
 //! same page was last touched (LRU stack distance), at 4 KiB and 2 MiB granularity in one
 //! pass, and the classification of pages into TLB-friendly, HUBs and low-reuse.
 //!
-//! Distances come from a Fenwick tree over "last touch" marks. Time advances only when the
-//! page changes, and the marks are renumbered when the tree fills, so memory follows the
-//! number of distinct pages, never the trace's length.
+//! The most recent pages sit in a short move-to-front list whose positions are their
+//! distances; a page that leaves it gets a mark in a bitmap over "time of leaving", with a
+//! Fenwick tree over the bitmap's words, so a deeper page's distance is the list's length
+//! plus the marks after its own. Time advances only when a page leaves the list, and the
+//! marks are renumbered when the bitmap fills, so memory follows the number of distinct
+//! pages, never the trace's length.
 
 use serde::Serialize;
 
@@ -17,56 +20,100 @@ pub const THRESHOLD: u64 = 1024;
 /// Bucket `k` of a histogram counts distances in `[2^(k-1), 2^k)`, bucket 0 distance 0.
 const BUCKETS: usize = 48;
 
-struct Fenwick {
+/// Length of the move-to-front list: the distances every sequential sweep and every
+/// interleaving of a few arrays produce, answered without the tree.
+const FRONT: usize = 32;
+
+/// `last` of a page in the front list.
+const IN_FRONT: u32 = u32::MAX;
+
+/// Marks at time positions: a bit per position and a Fenwick tree of each 64-bit word's
+/// count, small enough to stay in the core's caches.
+struct Marks {
+    bits: Vec<u64>,
     tree: Vec<u32>,
+    total: u64,
 }
 
-impl Fenwick {
-    fn new(n: usize) -> Fenwick {
-        Fenwick {
-            tree: vec![0; n + 1],
+impl Marks {
+    /// Room for `n` positions (rounded up to whole words).
+    fn new(n: usize) -> Marks {
+        let words = n.div_ceil(64).max(1);
+        Marks {
+            bits: vec![0; words],
+            tree: vec![0; words + 1],
+            total: 0,
         }
     }
 
+    fn capacity(&self) -> usize {
+        self.bits.len() * 64
+    }
+
     #[inline]
-    fn add(&mut self, i: usize, v: i32) {
-        let mut i = i + 1;
+    fn tree_add(&mut self, w: usize, v: i32) {
+        let mut i = w + 1;
         while i < self.tree.len() {
             self.tree[i] = self.tree[i].wrapping_add_signed(v);
             i += i & i.wrapping_neg();
         }
     }
 
-    /// Marks at positions `< i`.
     #[inline]
-    fn prefix(&self, i: usize) -> u64 {
-        let mut i = i;
-        let mut s = 0u64;
-        while i > 0 {
-            s += u64::from(self.tree[i]);
-            i &= i - 1;
-        }
-        s
+    fn set(&mut self, i: usize) {
+        self.bits[i / 64] |= 1 << (i % 64);
+        self.tree_add(i / 64, 1);
+        self.total += 1;
     }
 
-    /// Rebuild with a mark at each of `marks` (sorted, distinct), in O(n).
-    fn rebuild(&mut self, n: usize, marks: impl Iterator<Item = usize>) {
-        self.tree.clear();
-        self.tree.resize(n + 1, 0);
-        for m in marks {
-            self.tree[m + 1] += 1;
+    #[inline]
+    fn clear(&mut self, i: usize) {
+        self.bits[i / 64] &= !(1 << (i % 64));
+        self.tree_add(i / 64, -1);
+        self.total -= 1;
+    }
+
+    /// Marks at positions `> i`.
+    #[inline]
+    fn after(&self, i: usize) -> u64 {
+        let w = i / 64;
+        let mut upto = u64::from((self.bits[w] & (u64::MAX >> (63 - i % 64))).count_ones());
+        let mut j = w;
+        while j > 0 {
+            upto += u64::from(self.tree[j]);
+            j &= j - 1;
         }
-        for i in 1..=n {
+        self.total - upto
+    }
+
+    /// Empty, room for `n` positions, with marks at `0..k`.
+    fn reset(&mut self, n: usize, k: usize) {
+        let words = n.div_ceil(64).max(1);
+        self.bits.clear();
+        self.bits.resize(words, 0);
+        self.tree.clear();
+        self.tree.resize(words + 1, 0);
+        for w in 0..k / 64 {
+            self.bits[w] = u64::MAX;
+            self.tree[w + 1] = 64;
+        }
+        if k % 64 != 0 {
+            self.bits[k / 64] = (1u64 << (k % 64)) - 1;
+            self.tree[k / 64 + 1] = (k % 64) as u32;
+        }
+        for i in 1..=words {
             let j = i + (i & i.wrapping_neg());
-            if j <= n {
+            if j <= words {
                 self.tree[j] += self.tree[i];
             }
         }
+        self.total = k as u64;
     }
 }
 
 #[derive(Debug, Clone, Copy, Default)]
 struct PageStat {
+    /// Time the page left the front list, or [`IN_FRONT`].
     last: u32,
     seen: bool,
     accesses: u32,
@@ -82,7 +129,10 @@ pub struct Stack {
     per_frame: usize,
     live: u64,
     stats: Vec<PageStat>,
-    tree: Fenwick,
+    /// Indices into `stats`, most recent first; `front_len` of them are in use.
+    front: [u32; FRONT],
+    front_len: usize,
+    marks: Marks,
     now: usize,
     prev: u64,
     prev_index: usize,
@@ -102,7 +152,9 @@ impl Stack {
             per_frame: 1 << (21 - shift),
             live: 0,
             stats: Vec::new(),
-            tree: Fenwick::new(1 << 16),
+            front: [u32::MAX; FRONT],
+            front_len: 0,
+            marks: Marks::new(1 << 16),
             now: 0,
             prev: u64::MAX,
             prev_index: 0,
@@ -145,22 +197,39 @@ impl Stack {
         first + sub
     }
 
-    fn changed(&mut self, addr: u64) {
-        if self.now + 1 >= self.tree.tree.len() - 1 {
-            self.compact();
+    /// Position of page `i` in the front list, if it is there.
+    #[inline]
+    fn in_front(&self, i: u32) -> Option<usize> {
+        // A fixed-length compare the compiler turns into a few vector compares.
+        let mut hits = 0u64;
+        for (j, &f) in self.front.iter().enumerate() {
+            hits |= u64::from(f == i) << j;
         }
-        let t = self.now;
-        self.now += 1;
+        (hits != 0).then(|| hits.trailing_zeros() as usize)
+    }
+
+    fn changed(&mut self, addr: u64) {
         let i = self.index(addr);
         self.prev_index = i;
         let s = self.stats[i];
+        let d = if !s.seen {
+            self.cold += 1;
+            self.live += 1;
+            None
+        } else if s.last == IN_FRONT {
+            let p = self.in_front(i as u32).unwrap_or(0);
+            // The page is in the list: distinct pages since its last touch are those before it.
+            self.move_to_front(p, i as u32);
+            Some(p as u64)
+        } else {
+            let d = self.front_len as u64 + self.marks.after(s.last as usize);
+            self.marks.clear(s.last as usize);
+            self.push_front(i);
+            Some(d)
+        };
         let st = &mut self.stats[i];
         st.accesses = st.accesses.saturating_add(1);
-        if s.seen {
-            let last = s.last as usize;
-            // Every page seen has one mark, all before `t`.
-            let d = self.live - self.tree.prefix(last + 1);
-            self.tree.add(last, -1);
+        if let Some(d) = d {
             let b = (64 - d.leading_zeros()) as usize;
             self.hist[b.min(BUCKETS - 1)] += 1;
             if d < THRESHOLD {
@@ -169,22 +238,47 @@ impl Stack {
                 st.long = st.long.saturating_add(1);
             }
         } else {
-            self.cold += 1;
-            self.live += 1;
+            st.seen = true;
+            self.push_front(i);
         }
-        st.seen = true;
-        st.last = t as u32;
-        self.tree.add(t, 1);
     }
 
-    /// Renumber the live marks 0..k in time order and size the tree for 4k more steps.
+    /// Put page `i` (not in the list) at its front; the list's last page, if it is full,
+    /// leaves it and is marked at the current time.
+    #[inline]
+    fn push_front(&mut self, i: usize) {
+        if self.front_len == FRONT {
+            let out = self.front[FRONT - 1] as usize;
+            if self.now >= self.marks.capacity() {
+                self.compact();
+            }
+            let t = self.now;
+            self.now += 1;
+            self.marks.set(t);
+            self.stats[out].last = t as u32;
+        } else {
+            self.front_len += 1;
+        }
+        self.move_to_front(FRONT - 1, i as u32);
+        self.stats[i].last = IN_FRONT;
+    }
+
+    /// Shift the list's first `p` entries back by one and put `v` first. Written over the
+    /// whole fixed-length list, so it compiles to a few vector blends instead of a memmove.
+    #[inline]
+    fn move_to_front(&mut self, p: usize, v: u32) {
+        self.front.copy_within(0..p, 1);
+        self.front[0] = v;
+    }
+
+    /// Renumber the live marks 0..k in time order and make room for 4k more steps.
     #[cold]
     fn compact(&mut self) {
         let mut live: Vec<(u32, u32)> = self
             .stats
             .iter()
             .enumerate()
-            .filter(|(_, s)| s.seen)
+            .filter(|(_, s)| s.seen && s.last != IN_FRONT)
             .map(|(i, s)| (s.last, i as u32))
             .collect();
         live.sort_unstable();
@@ -192,7 +286,7 @@ impl Stack {
             self.stats[i as usize].last = k as u32;
         }
         let cap = (live.len() * 4).max(1 << 16);
-        self.tree.rebuild(cap, 0..live.len());
+        self.marks.reset(cap, live.len());
         self.now = live.len();
     }
 
@@ -311,54 +405,58 @@ pub struct Granularity {
     pub classes: Classes,
 }
 
-/// Reuse distance at 4 KiB and 2 MiB.
-pub struct Reuse {
-    small: Stack,
-    huge: Stack,
-}
-
-impl Default for Reuse {
-    fn default() -> Self {
-        Reuse {
-            small: Stack::new(12),
-            huge: Stack::new(21),
-        }
-    }
-}
-
-impl Reuse {
-    /// Feed packed accesses.
-    pub fn feed(&mut self, accesses: &[u64]) {
-        for &p in accesses {
-            let a = p >> 1;
-            self.small.access(a);
-            self.huge.access(a);
-        }
-    }
-
-    /// Both reports.
-    pub fn report(&self) -> [Granularity; 2] {
-        [self.small.report(), self.huge.report()]
-    }
-}
-
 /// Reuse distance over the trace at `path`, streaming; `progress` hears accesses done of the
-/// total the end record claims.
+/// total the end record claims. The 4 KiB stack runs on a second thread; this one decodes
+/// and runs the 2 MiB stack.
 pub fn run(
     path: &std::path::Path,
     progress: &dyn crate::curve::Progress,
 ) -> crate::Result<[Granularity; 2]> {
     let mut r = hugewise_trace::Reader::open(path)?;
     let total = r.claimed_totals().map(|t| t.0).unwrap_or(0);
-    let mut reuse = Reuse::default();
-    let mut block = Vec::new();
-    let mut done = 0u64;
-    while r.next_block(&mut block)?.is_some() {
-        reuse.feed(&block);
-        done += block.len() as u64;
-        progress.update(done, total);
-    }
-    Ok(reuse.report())
+    let mut huge = Stack::new(21);
+    // Blocks go to the worker and come back to be refilled, so a few buffers serve the run.
+    let (to_worker, work) = std::sync::mpsc::sync_channel::<Vec<u64>>(4);
+    let (give_back, returned) = std::sync::mpsc::channel::<Vec<u64>>();
+    std::thread::scope(|scope| {
+        let worker = scope.spawn(move || {
+            let mut small = Stack::new(12);
+            for block in work {
+                for &p in &block {
+                    small.access(p >> 1);
+                }
+                // The reader may have stopped early; a lost buffer is only a lost reuse.
+                let _ = give_back.send(block);
+            }
+            small
+        });
+        let mut done = 0u64;
+        let mut result = Ok(());
+        loop {
+            let mut block = returned.try_recv().unwrap_or_default();
+            match r.next_block(&mut block) {
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(e) => {
+                    result = Err(e.into());
+                    break;
+                }
+            }
+            for &p in &block {
+                huge.access(p >> 1);
+            }
+            done += block.len() as u64;
+            progress.update(done, total);
+            if to_worker.send(block).is_err() {
+                break;
+            }
+        }
+        drop(to_worker);
+        let small = worker
+            .join()
+            .expect("the 4 KiB reuse thread does not panic");
+        result.map(|()| [small.report(), huge.report()])
+    })
 }
 
 #[cfg(test)]
