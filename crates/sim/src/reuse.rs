@@ -97,7 +97,7 @@ impl Marks {
             self.bits[w] = u64::MAX;
             self.tree[w + 1] = 64;
         }
-        if k % 64 != 0 {
+        if !k.is_multiple_of(64) {
             self.bits[k / 64] = (1u64 << (k % 64)) - 1;
             self.tree[k / 64 + 1] = (k % 64) as u32;
         }
