@@ -97,27 +97,52 @@ impl Machine {
     }
 
     fn run<const PRECISE: bool>(&mut self, stream: u16, accesses: &[u64]) {
-        let s = stream as usize;
-        for &p in accesses {
-            self.now += 1;
-            if self.now >= self.next_tick {
+        let mut rest = accesses;
+        while !rest.is_empty() {
+            // The tick fires just before the access that makes `now` reach `next_tick`; the
+            // accesses before it run without looking at the clock.
+            let before_tick = self.next_tick.saturating_sub(self.now + 1);
+            let k = (before_tick.min(rest.len() as u64)) as usize;
+            self.run_between_ticks::<PRECISE>(stream, &rest[..k]);
+            rest = &rest[k..];
+            if let Some((&p, tail)) = rest.split_first() {
+                // The policy ticks at that access's time, then the access runs.
+                self.now += 1;
                 self.tick();
+                self.now -= 1;
+                self.run_between_ticks::<PRECISE>(stream, std::slice::from_ref(&p));
+                rest = tail;
             }
+        }
+    }
+
+    /// Accesses with no tick among them. `now` is the time before the first; it is
+    /// brought up to date before the policy hears a walk, and at the end.
+    #[inline]
+    fn run_between_ticks<const PRECISE: bool>(&mut self, stream: u16, accesses: &[u64]) {
+        let s = stream as usize;
+        let start = self.now;
+        self.tlbs[s].counts.accesses += accesses.len() as u64;
+        for (j, &p) in accesses.iter().enumerate() {
             let addr = p >> 1;
             if PRECISE {
                 let id = self.map.id(addr);
                 let page = ((addr >> 12) & 511) as usize;
                 self.map.frame_mut(id).accessed[page >> 6] |= 1 << (page & 63);
             }
-            if self.tlbs[s].probe(addr) {
-                continue;
-            }
-            let id = self.map.id(addr);
-            let size = self.map.size(id);
-            if let Outcome::Walk(_) = self.tlbs[s].l1_missed(addr, size) {
+            let map = &mut self.map;
+            let mut id = 0;
+            let out = self.tlbs[s].translate(addr, || {
+                id = map.id(addr);
+                map.size(id)
+            });
+            if let Outcome::Walk(_) = out {
+                self.now = start + j as u64 + 1;
+                let size = self.map.size(id);
                 self.walked(stream, id, addr, size);
             }
         }
+        self.now = start + accesses.len() as u64;
     }
 
     #[inline(never)]

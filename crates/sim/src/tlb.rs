@@ -60,14 +60,21 @@ impl SetAssoc {
     /// Look `key` up; a hit makes it most recent.
     #[inline]
     pub fn lookup(&mut self, key: u64) -> bool {
-        let set = self.set(key);
-        if set[0] == key {
+        let i = (key & self.mask) as usize * self.ways;
+        // The most recent entry is checked inline (the common hit); the rest out of line.
+        if self.tags.get(i) == Some(&key) {
             return true;
         }
+        self.lookup_rest(i, key)
+    }
+
+    #[inline(never)]
+    fn lookup_rest(&mut self, i: usize, key: u64) -> bool {
+        let set = &mut self.tags[i..i + self.ways];
         match set.iter().position(|&t| t == key) {
-            Some(i) => {
+            Some(at) => {
                 // A plain loop: sets are a few entries, too short for memmove to pay.
-                for j in (1..=i).rev() {
+                for j in (1..=at).rev() {
                     set[j] = set[j - 1];
                 }
                 set[0] = key;
@@ -236,8 +243,8 @@ impl Counts {
 pub struct Hierarchy {
     l1: Vec<SetAssoc>,
     l1_for: [usize; 3],
-    /// (size, L1 structure) in the order an access probes them.
-    probes: [(PageSize, usize); 3],
+    /// The size first filled and its L1 structure: probed before the page table is read.
+    first: Option<(PageSize, usize)>,
     /// Sizes whose L1 structure has been filled with an entry of that size: only those can
     /// hit, so the others are not probed.
     filled: [bool; 3],
@@ -260,8 +267,7 @@ impl Hierarchy {
         let l2_for = [0, 1, 2].map(|k| holder(&c.l2, k));
         Hierarchy {
             l1: c.l1.iter().map(SetAssoc::from_spec).collect(),
-            probes: [PageSize::Size4K, PageSize::Size2M, PageSize::Size1G]
-                .map(|s| (s, l1_for[size_code(s)])),
+            first: None,
             filled: [false; 3],
             l1_for,
             l2: c.l2.iter().map(SetAssoc::from_spec).collect(),
@@ -283,27 +289,32 @@ impl Hierarchy {
         self.miss(addr, size, code, k)
     }
 
-    /// Translate `addr` without knowing its page size yet, as hardware does: probe every L1
-    /// structure with the key of each size it holds. An entry of a size exists only while its
-    /// page is mapped at that size (promotions and demotions flush), so a hit needs no page
-    /// table. On `false`, the caller looks the size up and calls [`Hierarchy::l1_missed`].
+    /// Translate `addr` without knowing its page size yet, as hardware does, where
+    /// `size_of` reads the page size from the page table. The L1 structure of the size that
+    /// was filled first (usually 4 KiB) is probed first: an entry of a size exists only
+    /// while its page is mapped at that size (promotions and demotions flush), so a hit
+    /// needs no page table. Otherwise the page table gives the size, and only that size's
+    /// L1 structure is probed before the L2: the same outcome as probing every structure,
+    /// for one probe instead of three. The caller counts the access in
+    /// [`Counts::accesses`] (the engine adds a whole run's).
     #[inline]
-    pub fn probe(&mut self, addr: u64) -> bool {
-        self.counts.accesses += 1;
-        for k in 0..3 {
-            let (size, i) = self.probes[k];
-            if self.filled[k] && self.l1[i].lookup(key(addr, size)) {
-                return true;
+    pub fn translate(&mut self, addr: u64, size_of: impl FnOnce() -> PageSize) -> Outcome {
+        let first = self.first;
+        if let Some((size, i)) = first {
+            if self.l1[i].lookup(key(addr, size)) {
+                return Outcome::L1Hit;
             }
         }
-        false
-    }
-
-    /// After a failed [`Hierarchy::probe`]: the L2 lookup and the walk for a page of `size`.
-    #[inline]
-    pub fn l1_missed(&mut self, addr: u64, size: PageSize) -> Outcome {
+        let size = size_of();
         let code = size_code(size);
-        self.miss(addr, size, code, key(addr, size))
+        let k = key(addr, size);
+        if first.map(|f| f.0) != Some(size)
+            && self.filled[code]
+            && self.l1[self.l1_for[code]].lookup(k)
+        {
+            return Outcome::L1Hit;
+        }
+        self.miss(addr, size, code, k)
     }
 
     #[inline(never)]
@@ -326,8 +337,12 @@ impl Hierarchy {
         if let Some(i) = l2 {
             self.l2[i].fill(k);
         }
-        self.l1[self.l1_for[code]].fill(k);
+        let l1 = self.l1_for[code];
+        self.l1[l1].fill(k);
         self.filled[code] = true;
+        if self.first.is_none() {
+            self.first = Some((size, l1));
+        }
         Outcome::Walk(reads)
     }
 

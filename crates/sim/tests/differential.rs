@@ -120,6 +120,8 @@ fn hierarchy_matches_the_naive_model() {
     ];
     for c in configs {
         let mut fast = Hierarchy::new(&c);
+        // The engine's path: the page size is read only when the first probe misses.
+        let mut engine = Hierarchy::new(&c);
         let mut l1 = build(&c.l1);
         let mut l2 = build(&c.l2);
         let mut x = 0x2545_f491_4f6c_dd1du64;
@@ -143,7 +145,11 @@ fn hierarchy_matches_the_naive_model() {
             let want = naive_access(&mut l1, &mut l2, addr, size, now);
             let got = fast.access(addr, size);
             assert_eq!(got, want, "{}: access {now} at {addr:#x} ({size})", c.name);
+            let got = engine.translate(addr, || size);
+            assert_eq!(got, want, "{}: translate {now} at {addr:#x}", c.name);
         }
+        engine.counts.accesses = fast.counts.accesses;
+        assert_eq!(engine.counts, fast.counts, "{}", c.name);
         assert!(fast.counts.walks > 1000 && fast.counts.l1_misses > fast.counts.walks);
     }
 }
