@@ -131,13 +131,13 @@ impl Machine {
                 self.map.frame_mut(id).accessed[page >> 6] |= 1 << (page & 63);
             }
             let map = &mut self.map;
-            let mut id = 0;
             let out = self.tlbs[s].translate(addr, || {
-                id = map.id(addr);
+                let id = map.id(addr);
                 map.size(id)
             });
             if let Outcome::Walk(_) = out {
                 self.now = start + j as u64 + 1;
+                let id = self.map.id(addr);
                 let size = self.map.size(id);
                 self.walked(stream, id, addr, size);
             }
