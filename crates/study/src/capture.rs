@@ -191,9 +191,7 @@ pub fn capture(cfg: &Config, meta: Meta) -> Result<Report> {
     let encoder = std::thread::spawn(move || -> hugewise_trace::Result<_> {
         let mut w = writer;
         for batch in rx {
-            for &p in &batch {
-                w.push(0, p >> 1, p & 1 == 1)?;
-            }
+            w.push_packed(0, &batch)?;
             let mut batch = batch;
             batch.clear();
             let _ = back_tx.send(batch);

@@ -1,19 +1,22 @@
 //! Trace write and read speed, in accesses per second: `cargo bench -p hugewise-trace`.
 //!
-//! A graph kernel's mix (edges in order, property at random in 64 MiB, a small stack), 32 Mi
-//! accesses in one stream, written once, then read five times; the median is printed.
+//! The accesses are either a graph kernel's mix (edges in order, property at random in
+//! 64 MiB, a small stack; 32 Mi accesses in one stream) or, with `HWT_BENCH_TRACE=run.hwt`,
+//! a real trace's, decoded into memory first. They are written five times (the writer's
+//! whole work: region lookup, deltas, varints, zstd, checksums) and read five times;
+//! medians are printed.
 
+use std::path::Path;
 use std::time::Instant;
 
 use hugewise_trace::{Header, Reader, Region, Writer};
 
-fn main() {
-    let n: u64 = std::env::var("HWT_BENCH_ACCESSES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(32 << 20);
-    let dir = tempfile::tempdir().expect("tmp");
-    let path = dir.path().join("bench.hwt");
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn synthetic(n: u64) -> (Header, Vec<u64>) {
     let header = Header {
         addr_shift: 2,
         streams: 1,
@@ -31,22 +34,59 @@ fn main() {
         ],
     };
     let mut x = 1u64;
-    let t0 = Instant::now();
-    let mut w = Writer::create(&path, &header, 1 << 20).expect("create");
-    for i in 0..n {
-        x = x
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        let a = match i % 3 {
-            0 => 0x10_0000 + (i / 3) * 4,
-            1 => 0x8000_0000 + ((x >> 20) % (16 << 20)) * 4,
-            _ => 0x7ffd_0000_0000 + ((x >> 40) % 1024) * 8,
-        };
-        w.push(0, a, i % 11 == 0).expect("push");
+    let accesses = (0..n)
+        .map(|i| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let a = match i % 3 {
+                0 => 0x10_0000 + (i / 3) * 4,
+                1 => 0x8000_0000 + ((x >> 20) % (16 << 20)) * 4,
+                _ => 0x7ffd_0000_0000 + ((x >> 40) % 1024) * 8,
+            };
+            (a << 1) | u64::from(i % 11 == 0)
+        })
+        .collect();
+    (header, accesses)
+}
+
+fn decoded(path: &Path) -> (Header, Vec<u64>) {
+    let mut r = Reader::open(path).expect("open");
+    let mut header = r.header().clone();
+    header.streams = 1;
+    let mut all = Vec::new();
+    let mut buf = Vec::new();
+    while r.next_block(&mut buf).expect("read").is_some() {
+        all.extend_from_slice(&buf);
     }
-    let sum = w.finish().expect("finish");
-    let write_s = t0.elapsed().as_secs_f64();
-    let mut times = Vec::new();
+    (header, all)
+}
+
+fn main() {
+    let (header, accesses) = match std::env::var_os("HWT_BENCH_TRACE") {
+        Some(p) if !p.is_empty() => decoded(Path::new(&p)),
+        _ => synthetic(
+            std::env::var("HWT_BENCH_ACCESSES")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(32 << 20),
+        ),
+    };
+    let n = accesses.len() as f64;
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("bench.hwt");
+    let mut writes = Vec::new();
+    let mut bytes = 0;
+    for _ in 0..5 {
+        let t = Instant::now();
+        let mut w = Writer::create(&path, &header, 1 << 20).expect("create");
+        for chunk in accesses.chunks(1 << 16) {
+            w.push_packed(0, chunk).expect("push");
+        }
+        bytes = w.finish().expect("finish").bytes;
+        writes.push(n / t.elapsed().as_secs_f64());
+    }
+    let mut reads = Vec::new();
     let mut buf = Vec::new();
     for _ in 0..5 {
         let t = Instant::now();
@@ -57,19 +97,19 @@ fn main() {
             total += buf.len() as u64;
             check ^= buf.iter().fold(0, |a, &b| a ^ b);
         }
-        assert_eq!(total, n);
+        assert_eq!(total, accesses.len() as u64);
         std::hint::black_box(check);
-        times.push(t.elapsed().as_secs_f64());
+        reads.push(n / t.elapsed().as_secs_f64());
     }
-    times.sort_by(f64::total_cmp);
-    let med = times[2];
+    let runs = |v: &[f64]| v.iter().map(|x| (x / 1e6).round()).collect::<Vec<_>>();
     println!(
-        "trace codec: {n} accesses, {:.2} bytes/access; write {:.0} M accesses/s; read median \
-         {:.0} M accesses/s (min {:.3} s, max {:.3} s over 5)",
-        sum.bytes as f64 / n as f64,
-        n as f64 / write_s / 1e6,
-        n as f64 / med / 1e6,
-        times[0],
-        times[4]
+        "trace codec: {} accesses, {:.2} bytes/access; write median {:.1} M accesses/s \
+         (runs: {:?}); read median {:.1} M accesses/s (runs: {:?})",
+        accesses.len(),
+        bytes as f64 / n,
+        median(writes.clone()) / 1e6,
+        runs(&writes),
+        median(reads.clone()) / 1e6,
+        runs(&reads),
     );
 }

@@ -152,9 +152,7 @@ fn start(out: &Path, pending: &[u64]) -> Result<Writer> {
         regions: regions_of(&addrs),
     };
     let mut w = Writer::create(out, &header, 1 << 20)?;
-    for &p in pending {
-        w.push(0, p >> 1, p & 1 == 1)?;
-    }
+    w.push_packed(0, pending)?;
     Ok(w)
 }
 
