@@ -11,8 +11,15 @@ use crate::policy::{Budget, Ctx, PlanEvent, Policy, Walk};
 use crate::tlb::{Counts, Hierarchy, Outcome};
 use crate::Result;
 
+/// Pages remembered as having their accessed bit set (direct-mapped by page number).
+const SET_BITS: usize = 64;
+
 /// A configuration being simulated.
 pub struct Machine {
+    /// Pages whose accessed bit is known to be set since the policy last ran (`u64::MAX`:
+    /// none): setting it again is skipped. Only the policy clears bits, so this is
+    /// forgotten whenever it runs.
+    set_bits: [u64; SET_BITS],
     tlbs: Vec<Hierarchy>,
     map: PageMap,
     policy: Box<dyn Policy>,
@@ -52,6 +59,7 @@ impl Machine {
         let frames = map.footprint() / FRAME;
         let interval = policy.interval().unwrap_or(0);
         Ok(Machine {
+            set_bits: [u64::MAX; SET_BITS],
             tlbs: (0..header.streams.max(1))
                 .map(|_| Hierarchy::new(tlb))
                 .collect(),
@@ -126,9 +134,14 @@ impl Machine {
         for (j, &p) in accesses.iter().enumerate() {
             let addr = p >> 1;
             if PRECISE {
-                let id = self.map.id(addr);
-                let page = ((addr >> 12) & 511) as usize;
-                self.map.frame_mut(id).accessed[page >> 6] |= 1 << (page & 63);
+                let page = addr >> 12;
+                let slot = page as usize % SET_BITS;
+                if self.set_bits[slot] != page {
+                    self.set_bits[slot] = page;
+                    let id = self.map.id(addr);
+                    let bit = (page & 511) as usize;
+                    self.map.frame_mut(id).accessed[bit >> 6] |= 1 << (bit & 63);
+                }
             }
             let map = &mut self.map;
             let out = self.tlbs[s].translate(addr, || {
@@ -173,6 +186,9 @@ impl Machine {
             plan: &mut self.plan,
         };
         self.policy.on_walk(&mut cx, &walk);
+        if self.precise {
+            self.set_bits = [u64::MAX; SET_BITS];
+        }
     }
 
     #[inline(never)]
@@ -185,6 +201,9 @@ impl Machine {
             plan: &mut self.plan,
         };
         self.policy.on_tick(&mut cx);
+        if self.precise {
+            self.set_bits = [u64::MAX; SET_BITS];
+        }
         self.next_tick += self.interval;
     }
 
