@@ -57,13 +57,6 @@ impl SetAssoc {
         &mut self.tags[i..i + self.ways]
     }
 
-    /// Whether `key` is its set's most recent entry (a hit that changes nothing).
-    #[inline]
-    fn front_is(&self, key: u64) -> bool {
-        let i = (key & self.mask) as usize * self.ways;
-        self.tags.get(i) == Some(&key)
-    }
-
     /// Look `key` up; a hit makes it most recent.
     #[inline]
     pub fn lookup(&mut self, key: u64) -> bool {
@@ -245,17 +238,9 @@ impl Counts {
     }
 }
 
-/// Frames whose page size [`Hierarchy::translate`] keeps (direct-mapped by frame number).
-const HINTS: usize = 1024;
-
-/// Page sizes by code.
-const SIZES: [PageSize; 3] = [PageSize::Size4K, PageSize::Size2M, PageSize::Size1G];
-
 /// One core's TLBs.
 #[derive(Debug, Clone)]
 pub struct Hierarchy {
-    /// `frame << 2 | size code` of frames whose size is known (`u64::MAX`: none).
-    hints: Box<[u64; HINTS]>,
     l1: Vec<SetAssoc>,
     l1_for: [usize; 3],
     /// The size first filled and its L1 structure: probed before the page table is read.
@@ -282,7 +267,6 @@ impl Hierarchy {
         let l2_for = [0, 1, 2].map(|k| holder(&c.l2, k));
         Hierarchy {
             l1: c.l1.iter().map(SetAssoc::from_spec).collect(),
-            hints: Box::new([u64::MAX; HINTS]),
             first: None,
             filled: [false; 3],
             l1_for,
@@ -306,38 +290,28 @@ impl Hierarchy {
     }
 
     /// Translate `addr` without knowing its page size yet, as hardware does, where
-    /// `size_of` reads the page size from the page table.
-    ///
-    /// Hardware probes every L1 structure at once; here one probe is enough. An entry of a
-    /// size exists only while its page is mapped at that size (promotions and demotions
-    /// flush), so the outcome is the same as probing every structure if:
-    /// - the most recent entry of the right set of the size filled first (usually 4 KiB) is
-    ///   checked: the common hit, with no page table;
-    /// - otherwise the frame's size comes from a small direct-mapped cache of the page table
-    ///   (cleared by every flush) or from `size_of`, and only that size's L1 structure is
-    ///   probed before the L2.
-    ///
-    /// The caller counts the access in [`Counts::accesses`] (the engine adds a whole run's).
+    /// `size_of` reads the page size from the page table. The L1 structure of the size that
+    /// was filled first (usually 4 KiB) is probed first: an entry of a size exists only
+    /// while its page is mapped at that size (promotions and demotions flush), so a hit
+    /// needs no page table. Otherwise the page table gives the size, and only that size's
+    /// L1 structure is probed before the L2: the same outcome as probing every structure,
+    /// for one probe instead of three. The caller counts the access in
+    /// [`Counts::accesses`] (the engine adds a whole run's).
     #[inline]
     pub fn translate(&mut self, addr: u64, size_of: impl FnOnce() -> PageSize) -> Outcome {
-        if let Some((size, i)) = self.first {
-            if self.l1[i].front_is(key(addr, size)) {
+        let first = self.first;
+        if let Some((size, i)) = first {
+            if self.l1[i].lookup(key(addr, size)) {
                 return Outcome::L1Hit;
             }
         }
-        let frame = addr >> 21;
-        let slot = frame as usize & (HINTS - 1);
-        let hint = self.hints[slot];
-        let code = if hint >> 2 == frame {
-            (hint & 3) as usize
-        } else {
-            let code = size_code(size_of());
-            self.hints[slot] = frame << 2 | code as u64;
-            code
-        };
-        let size = SIZES[code];
+        let size = size_of();
+        let code = size_code(size);
         let k = key(addr, size);
-        if self.filled[code] && self.l1[self.l1_for[code]].lookup(k) {
+        if first.map(|f| f.0) != Some(size)
+            && self.filled[code]
+            && self.l1[self.l1_for[code]].lookup(k)
+        {
             return Outcome::L1Hit;
         }
         self.miss(addr, size, code, k)
@@ -383,8 +357,6 @@ impl Hierarchy {
         for s in self.l1.iter_mut().chain(self.l2.iter_mut()) {
             s.retain(gone);
         }
-        // A flush goes with a change of page size: what the cache knew may be stale.
-        self.hints.fill(u64::MAX);
     }
 }
 
@@ -481,13 +453,12 @@ mod tests {
         let s4 = PageSize::Size4K;
         let s2 = PageSize::Size2M;
         assert_eq!(h.translate(8 * K, || s4), Outcome::Walk(4));
-        // The size is cached: a wrong answer from the page table is not even asked for.
+        // A hit in the first size's L1 needs no page table: a wrong answer is not asked for.
         assert_eq!(h.translate(8 * K, || s2), Outcome::L1Hit);
-        assert_eq!(h.translate(9 * K, || s2), Outcome::Walk(4));
-        // Promotion: the 4 KiB entries go, and the cached size with them.
+        // Promotion: the 4 KiB entries go; the 2 MiB page is walked once, then hits.
         h.flush(0, 2 << 20, s4);
         assert_eq!(h.translate(8 * K, || s2), Outcome::Walk(3));
-        assert_eq!(h.translate(100 * K, || s4), Outcome::L1Hit);
+        assert_eq!(h.translate(100 * K, || s2), Outcome::L1Hit);
         // Demotion back: the promotion's flush already dropped the old 4 KiB entries.
         h.flush(0, 2 << 20, s2);
         assert_eq!(h.translate(8 * K, || s4), Outcome::Walk(4));
