@@ -130,7 +130,9 @@ fn collapse_of_base_region_needs_nohugepage_lifted() {
     let done = r.collapse(0..8 * MIB).expect("collapse call");
     assert_eq!(done.errno, None, "{done:?} {}", thp_reason());
     assert_eq!(done.asked_bytes, 8 * MIB as u64);
-    assert_eq!(done.huge_bytes_before, 0);
+    // Once MADV_HUGEPAGE is set, khugepaged may collapse some of the range before the call
+    // does (seen once in CI), so only the end state is certain.
+    assert!(done.huge_bytes_before <= 8 * MIB as u64, "{done:?}");
     assert_eq!(done.huge_bytes_after, 8 * MIB as u64, "{done:?}");
     assert!(done.elapsed_ns > 0);
 }
