@@ -87,14 +87,7 @@ impl Machine {
     pub fn feed(&mut self, stream: u16, accesses: &[u64]) {
         if !self.started {
             self.started = true;
-            let mut cx = Ctx {
-                now: 0,
-                map: &mut self.map,
-                tlbs: &mut self.tlbs,
-                budget: &mut self.budget,
-                plan: &mut self.plan,
-            };
-            self.policy.start(&mut cx);
+            self.with_policy(|p, cx| p.start(cx));
         }
         let s = (stream as usize).min(self.tlbs.len() - 1) as u16;
         if self.precise {
@@ -178,21 +171,18 @@ impl Machine {
             frame_seen,
             first_touch,
         };
-        let mut cx = Ctx {
-            now: self.now,
-            map: &mut self.map,
-            tlbs: &mut self.tlbs,
-            budget: &mut self.budget,
-            plan: &mut self.plan,
-        };
-        self.policy.on_walk(&mut cx, &walk);
-        if self.precise {
-            self.set_bits = [u64::MAX; SET_BITS];
-        }
+        self.with_policy(|p, cx| p.on_walk(cx, &walk));
     }
 
     #[inline(never)]
     fn tick(&mut self) {
+        self.with_policy(|p, cx| p.on_tick(cx));
+        self.next_tick += self.interval;
+    }
+
+    /// Let the policy act on the machine at the current time. It may clear accessed bits, so
+    /// the memory of bits already set is dropped afterwards.
+    fn with_policy(&mut self, act: impl FnOnce(&mut dyn Policy, &mut Ctx<'_>)) {
         let mut cx = Ctx {
             now: self.now,
             map: &mut self.map,
@@ -200,11 +190,10 @@ impl Machine {
             budget: &mut self.budget,
             plan: &mut self.plan,
         };
-        self.policy.on_tick(&mut cx);
+        act(self.policy.as_mut(), &mut cx);
         if self.precise {
             self.set_bits = [u64::MAX; SET_BITS];
         }
-        self.next_tick += self.interval;
     }
 
     /// Counts so far.
