@@ -119,6 +119,10 @@ fn main() {
     let mut walks = 0;
     let mut configs = 0;
     let only = std::env::var("HUGEWISE_BENCH_ONLY").unwrap_or_default();
+    if !["", "one", "curve", "reuse"].contains(&only.as_str()) {
+        eprintln!("HUGEWISE_BENCH_ONLY={only}: expected one, curve or reuse");
+        std::process::exit(2);
+    }
     let part = |name: &str| only.is_empty() || only == name;
     for _ in 0..5 {
         if part("one") {
