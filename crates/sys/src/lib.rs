@@ -5,7 +5,7 @@
 //! - syscalls: [`mmap`] (anonymous mappings, advice, collapse), [`process`] (pidfd and
 //!   `process_madvise`), [`lock`] (mlock, personality), [`rusage`] (fault counters), [`debugfs`]
 //!   (debugfs files, through a private mount detached at once when needed), [`swap`] (swapon,
-//!   swapoff, preallocated files);
+//!   swapoff, preallocated files), and [`hint`] (cache prefetch for the kernels' hot loops);
 //! - readers: [`proc`] and [`sysfs`], each rooted at an injectable path so that every parser is
 //!   tested on recorded samples.
 //!
@@ -19,6 +19,7 @@ pub mod caps;
 pub mod debugfs;
 pub mod errno;
 mod error;
+pub mod hint;
 pub mod lock;
 pub mod machine;
 pub mod mmap;
