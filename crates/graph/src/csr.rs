@@ -24,6 +24,84 @@ impl Adjacency {
         let v = v as usize;
         self.offsets[v] as usize..self.offsets[v + 1] as usize
     }
+
+    /// Plain slices of this side, for hot loops.
+    pub fn side(&self) -> Side<'_> {
+        Side {
+            offsets: &self.offsets,
+            edges: &self.edges,
+            weights: self.weights.as_deref().unwrap_or(&[]),
+        }
+    }
+}
+
+/// One direction of adjacency as plain slices, taken once before a hot loop.
+///
+/// Going through [`Csr`] costs a region lookup (pointer, length, cast checks) per array on
+/// every call; a kernel step that reads millions of adjacency lists takes a `Side` instead, so
+/// each list costs two offset loads and a bounds check.
+#[derive(Debug, Clone, Copy)]
+pub struct Side<'a> {
+    /// `offsets[v]..offsets[v+1]` indexes v's neighbours; n + 1 values.
+    pub offsets: &'a [u64],
+    /// Neighbour ids, sorted within each vertex.
+    pub edges: &'a [u32],
+    /// Weights parallel to `edges`; empty when the graph is unweighted.
+    pub weights: &'a [u32],
+}
+
+impl<'a> Side<'a> {
+    /// Vertex count.
+    #[inline]
+    pub fn n(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// Where `v`'s neighbours sit in `edges`.
+    #[inline]
+    pub fn range(&self, v: u32) -> std::ops::Range<usize> {
+        let v = v as usize;
+        self.offsets[v] as usize..self.offsets[v + 1] as usize
+    }
+
+    /// Degree of `v` on this side.
+    #[inline]
+    pub fn degree(&self, v: u32) -> usize {
+        self.range(v).len()
+    }
+
+    /// Neighbours of `v`, sorted.
+    #[inline]
+    pub fn neighbors(&self, v: u32) -> &'a [u32] {
+        &self.edges[self.range(v)]
+    }
+
+    /// Hint that `v`'s offsets will be read soon.
+    #[inline]
+    pub fn prefetch_offsets(&self, v: u32) {
+        if let Some(o) = self.offsets.get(v as usize) {
+            hugewise_sys::hint::prefetch(o);
+        }
+    }
+
+    /// Hint that `v`'s neighbours will be read soon (reads `v`'s offset now, so prefetch that
+    /// first with [`Side::prefetch_offsets`]).
+    #[inline]
+    pub fn prefetch_neighbors(&self, v: u32) {
+        if let Some(e) = self.edges.get(self.offsets[v as usize] as usize) {
+            hugewise_sys::hint::prefetch(e);
+        }
+    }
+
+    /// Weights of `v`'s arcs (empty when unweighted).
+    #[inline]
+    pub fn weights(&self, v: u32) -> &'a [u32] {
+        if self.weights.is_empty() {
+            &[]
+        } else {
+            &self.weights[self.range(v)]
+        }
+    }
 }
 
 /// A graph.
@@ -120,6 +198,16 @@ impl Csr {
     pub fn in_neighbors(&self, v: u32) -> &[u32] {
         let a = self.inc.as_ref().unwrap_or(&self.out);
         &a.edges[a.range(v)]
+    }
+
+    /// Out-arcs as plain slices, for hot loops.
+    pub fn out_side(&self) -> Side<'_> {
+        self.out.side()
+    }
+
+    /// In-arcs as plain slices (the out-arcs for symmetric graphs), for hot loops.
+    pub fn in_side(&self) -> Side<'_> {
+        self.inc.as_ref().unwrap_or(&self.out).side()
     }
 
     /// Outgoing adjacency.
