@@ -5,6 +5,13 @@
 //! parent in the frontier) while the frontier is large, with the GAP suite's α = 15, β = 18.
 //! The parent array is the "property" region; the queue and the two bitmaps are "frontier"
 //! regions. [`verify`] checks a result against a serial BFS written independently.
+//!
+//! Speed (BENCHMARKS.md compares it with the GAP suite on the same sources): a bottom-up piece
+//! of work owns whole words of the next frontier and writes them with plain stores, where an
+//! atomic OR per vertex found cost more than the search; top-down threads gather the vertices
+//! they find and reserve queue room once per batch; both steps prefetch the adjacency lists
+//! they will read next (top-down: a few queue entries on; bottom-up: the unreached vertices
+//! two bitmap words on).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -14,7 +21,7 @@ use hugewise_sys::atomic;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::csr::RegionReport;
+use crate::csr::{RegionReport, Side};
 use crate::kernels::{Kernel, Outcome};
 use crate::{Csr, Layout, Result};
 
@@ -125,9 +132,18 @@ pub struct Stats {
     pub bottom_up_steps: u32,
 }
 
+/// Vertices per piece of work in the parallel loops (a multiple of 64, so that a piece owns
+/// whole bitmap words and writes them with plain stores).
+const GRAIN: usize = 1024;
+/// How many queue entries ahead the top-down step prefetches.
+const AHEAD: usize = 8;
+/// Vertices a thread gathers before it reserves room for them in the shared queue.
+const LOCAL_QUEUE: usize = 4096;
+
 /// Run BFS from `src`; `arrays.parent` holds the tree afterwards.
 pub fn run(g: &Csr, src: u32, mode: Mode, arrays: &mut Arrays) -> Stats {
     let n = g.n();
+    let (out, inc) = (g.out_side(), g.in_side());
     let Arrays {
         parent,
         queue,
@@ -149,20 +165,16 @@ pub fn run(g: &Csr, src: u32, mode: Mode, arrays: &mut Arrays) -> Stats {
         bottom_up_steps: 0,
     };
     let mut edges_to_check = g.arcs();
-    let mut scout = g.out_degree(src) as u64;
+    let mut scout = out.degree(src) as u64;
     while head < tail {
         stats.levels += 1;
         let go_bottom_up = mode == Mode::DirectionOptimizing && scout > edges_to_check / ALPHA;
         if go_bottom_up {
-            clear(front);
-            for q in &queue[head..tail] {
-                set(front, q.load(Relaxed));
-            }
+            queue_to_bitmap(&queue[head..tail], front);
             let mut awake = (tail - head) as u64;
             loop {
                 let old = awake;
-                clear(next);
-                awake = bottom_up_step(g, parent, front, next);
+                awake = bottom_up_step(inc, parent, front, next);
                 stats.bottom_up_steps += 1;
                 stats.reached += awake;
                 std::mem::swap(&mut front, &mut next);
@@ -177,7 +189,7 @@ pub fn run(g: &Csr, src: u32, mode: Mode, arrays: &mut Arrays) -> Stats {
             scout = 1;
         } else {
             edges_to_check = edges_to_check.saturating_sub(scout);
-            let (new_tail, s) = top_down_step(g, parent, queue, head, tail);
+            let (new_tail, s) = top_down_step(out, parent, queue, head, tail);
             stats.top_down_steps += 1;
             stats.reached += (new_tail - tail) as u64;
             scout = s;
@@ -191,8 +203,52 @@ pub fn run(g: &Csr, src: u32, mode: Mode, arrays: &mut Arrays) -> Stats {
     stats
 }
 
+/// Append vertices to the shared queue in batches: one atomic add per batch, not per vertex.
+struct LocalQueue<'a> {
+    queue: &'a [AtomicU32],
+    end: &'a AtomicUsize,
+    found: Vec<u32>,
+}
+
+impl<'a> LocalQueue<'a> {
+    fn new(queue: &'a [AtomicU32], end: &'a AtomicUsize) -> Self {
+        LocalQueue {
+            queue,
+            end,
+            found: Vec::with_capacity(LOCAL_QUEUE),
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, v: u32) {
+        self.found.push(v);
+        if self.found.len() == LOCAL_QUEUE {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        let at = self.end.fetch_add(self.found.len(), Relaxed);
+        for (slot, &v) in self.queue[at..at + self.found.len()]
+            .iter()
+            .zip(&self.found)
+        {
+            slot.store(v, Relaxed);
+        }
+        self.found.clear();
+    }
+}
+
+impl Drop for LocalQueue<'_> {
+    fn drop(&mut self) {
+        if !self.found.is_empty() {
+            self.flush();
+        }
+    }
+}
+
 fn top_down_step(
-    g: &Csr,
+    out: Side,
     parent: &[AtomicU32],
     queue: &[AtomicU32],
     head: usize,
@@ -201,77 +257,113 @@ fn top_down_step(
     let end = AtomicUsize::new(tail);
     let scout: u64 = queue[head..tail]
         .par_chunks(64)
-        .map(|chunk| {
-            let mut found: Vec<u32> = Vec::new();
-            let mut scout = 0u64;
-            for q in chunk {
-                let u = q.load(Relaxed);
-                for &v in g.out_neighbors(u) {
-                    let p = &parent[v as usize];
-                    if p.load(Relaxed) == NONE
-                        && p.compare_exchange(NONE, u, Relaxed, Relaxed).is_ok()
-                    {
-                        found.push(v);
-                        scout += g.out_degree(v) as u64;
+        .fold(
+            || (LocalQueue::new(queue, &end), 0u64),
+            |(mut local, mut scout), chunk| {
+                for (k, q) in chunk.iter().enumerate() {
+                    // Lists of the vertices a few places on, in two stages: offsets, then
+                    // the list's head.
+                    if let Some(x) = chunk.get(k + 2 * AHEAD) {
+                        out.prefetch_offsets(x.load(Relaxed));
+                    }
+                    if let Some(x) = chunk.get(k + AHEAD) {
+                        out.prefetch_neighbors(x.load(Relaxed));
+                    }
+                    let u = q.load(Relaxed);
+                    for &v in out.neighbors(u) {
+                        let p = &parent[v as usize];
+                        if p.load(Relaxed) == NONE
+                            && p.compare_exchange(NONE, u, Relaxed, Relaxed).is_ok()
+                        {
+                            local.push(v);
+                            scout += out.degree(v) as u64;
+                        }
                     }
                 }
-            }
-            let at = end.fetch_add(found.len(), Relaxed);
-            for (i, v) in found.into_iter().enumerate() {
-                queue[at + i].store(v, Relaxed);
-            }
+                (local, scout)
+            },
+        )
+        .map(|(local, scout)| {
+            drop(local);
             scout
         })
         .sum();
     (end.into_inner(), scout)
 }
 
-fn bottom_up_step(g: &Csr, parent: &[AtomicU32], front: &[AtomicU64], next: &[AtomicU64]) -> u64 {
-    (0..g.n() as u32)
-        .into_par_iter()
-        .with_min_len(1024)
-        .map(|v| {
-            if parent[v as usize].load(Relaxed) != NONE {
-                return 0;
-            }
-            for &u in g.in_neighbors(v) {
-                if get(front, u) {
-                    parent[v as usize].store(u, Relaxed);
-                    set(next, v);
-                    return 1;
+/// Every unreached vertex looks for a parent among its in-neighbours in `front`; `next`
+/// gets the vertices found. Each piece of work owns whole words of `next`.
+fn bottom_up_step(inc: Side, parent: &[AtomicU32], front: &[AtomicU64], next: &[AtomicU64]) -> u64 {
+    let n = inc.n();
+    next.par_iter()
+        .enumerate()
+        .with_min_len(GRAIN / 64)
+        .map(|(w, word)| {
+            let base = w * 64;
+            // The lists of the unreached vertices two words on are read soon.
+            let ahead = (base + 2 * 64).min(n);
+            for (i, p) in parent[ahead..(ahead + 64).min(n)].iter().enumerate() {
+                if p.load(Relaxed) == NONE {
+                    inc.prefetch_neighbors((ahead + i) as u32);
                 }
             }
-            0
+            let mut found = 0u64;
+            for (i, p) in parent[base..(base + 64).min(n)].iter().enumerate() {
+                if p.load(Relaxed) != NONE {
+                    continue;
+                }
+                for &u in inc.neighbors((base + i) as u32) {
+                    if get(front, u) {
+                        p.store(u, Relaxed);
+                        found |= 1 << i;
+                        break;
+                    }
+                }
+            }
+            word.store(found, Relaxed);
+            found.count_ones() as u64
         })
         .sum()
 }
 
-fn clear(bits: &[AtomicU64]) {
+fn queue_to_bitmap(queue: &[AtomicU32], bits: &[AtomicU64]) {
     bits.par_iter().for_each(|w| w.store(0, Relaxed));
+    queue
+        .par_iter()
+        .with_min_len(GRAIN)
+        .for_each(|q| set(bits, q.load(Relaxed)));
 }
 
 fn set(bits: &[AtomicU64], v: u32) {
     bits[v as usize / 64].fetch_or(1 << (v % 64), Relaxed);
 }
 
+#[inline]
 fn get(bits: &[AtomicU64], v: u32) -> bool {
     bits[v as usize / 64].load(Relaxed) & (1 << (v % 64)) != 0
 }
 
+/// Append the vertices set in `bits` to `queue` from `at` on (in no particular order);
+/// returns the new end.
 fn bitmap_to_queue(bits: &[AtomicU64], queue: &[AtomicU32], at: usize, n: usize) -> usize {
-    let mut end = at;
-    for (w, word) in bits.iter().enumerate() {
-        let mut x = word.load(Relaxed);
-        while x != 0 {
-            let v = w * 64 + x.trailing_zeros() as usize;
-            if v < n {
-                queue[end].store(v as u32, Relaxed);
-                end += 1;
-            }
-            x &= x - 1;
-        }
-    }
-    end
+    let end = AtomicUsize::new(at);
+    bits.par_iter()
+        .enumerate()
+        .with_min_len(GRAIN / 64)
+        .for_each_init(
+            || LocalQueue::new(queue, &end),
+            |local, (w, word)| {
+                let mut x = word.load(Relaxed);
+                while x != 0 {
+                    let v = w * 64 + x.trailing_zeros() as usize;
+                    if v < n {
+                        local.push(v as u32);
+                    }
+                    x &= x - 1;
+                }
+            },
+        );
+    end.into_inner()
 }
 
 /// Check `parent` against a serial BFS from `src`: the same vertices reached, the source its
