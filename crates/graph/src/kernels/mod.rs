@@ -252,6 +252,9 @@ pub enum Outcome {
     Tc {
         /// Triangles.
         triangles: u64,
+        /// Whether vertices were ranked by degree (skewed degrees) rather than taken in id
+        /// order.
+        ranked: bool,
     },
 }
 
@@ -272,7 +275,14 @@ impl Outcome {
                 largest,
             } => format!("{components} components, largest {largest}"),
             Outcome::Bc { sources, reached } => format!("{sources} sources, {reached} reached"),
-            Outcome::Tc { triangles } => format!("{triangles} triangles"),
+            Outcome::Tc { triangles, ranked } => format!(
+                "{triangles} triangles ({})",
+                if *ranked {
+                    "ranked by degree"
+                } else {
+                    "id order"
+                }
+            ),
         }
     }
 }

@@ -1,18 +1,28 @@
-//! Triangle counting, degree-ordered: vertices are ranked by (degree, id) and every edge is
-//! oriented from the lower rank to the higher, which bounds every out-list by about √(2m);
-//! each triangle a < b < c (in rank order) is then found once, as c in the out-lists of both a
-//! and b, by a branch-free merge of the two sorted lists. The oriented graph is stored in rank
-//! ids, so the hubs' short lists sit together at the end.
+//! Triangle counting: every triangle is found once, from one of its vertices, whose list's
+//! elements are marked in a bitmap and then looked up from the lists of those elements.
 //!
-//! Ranking and orienting are part of the kernel's time (the GAP suite likewise counts its
-//! relabelling); the rank and the oriented graph are "property" regions, created by the first
-//! run. [`verify_count`] counts with a serial marking method.
+//! Which vertex finds it depends on the degrees, as in the GAP suite's hybrid:
+//! - **Skewed degrees** (the sampled mean degree above 1.3 × the median, and a mean of at
+//!   least 10): vertices are ranked by (degree, id) and every edge is oriented from the lower
+//!   rank to the higher, which bounds every list by about √(2m); the lowest rank finds the
+//!   triangle. The oriented graph is stored in rank ids, so the hubs' short lists sit together
+//!   at the end. Ranking and orienting are part of the kernel's time (the GAP suite likewise
+//!   counts its relabelling); the rank and the oriented graph are "property" regions, created
+//!   by the first run that ranks.
+//! - **Even degrees** (uniform random graphs): the graph's own lists serve as they are, and the
+//!   highest id finds the triangle, from the part of its list below it.
+//!
+//! Each pool thread has a bitmap of n bits (the "frontier-marks" region: threads × n / 8
+//! bytes). [`verify_count`] counts with a serial marking method of its own.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use hugewise_mem::Region;
 use rayon::prelude::*;
 
-use crate::csr::RegionReport;
+use crate::csr::{RegionReport, Side};
 use crate::kernels::{Kernel, Outcome};
+use crate::rng::SplitMix64;
 use crate::{Csr, Layout, Result};
 
 /// Triangle counting with its oriented graph.
@@ -20,8 +30,17 @@ use crate::{Csr, Layout, Result};
 pub struct Tc {
     layout: Layout,
     arrays: Option<Dag>,
+    marks: Option<Region<u64>>,
     triangles: u64,
+    ranked: bool,
 }
+
+/// Degree samples that decide whether ranking pays.
+const SAMPLES: usize = 1000;
+/// How many lists ahead the counting loop prefetches.
+const AHEAD: usize = 4;
+/// Below this mean degree, ranking never pays.
+const MIN_MEAN_DEGREE: u64 = 10;
 
 /// The oriented graph, relabelled by rank so that every list holds higher ranks only.
 #[derive(Debug)]
@@ -37,7 +56,9 @@ impl Tc {
         Tc {
             layout: layout.clone(),
             arrays: None,
+            marks: None,
             triangles: 0,
+            ranked: false,
         }
     }
 
@@ -57,12 +78,60 @@ impl Tc {
 
 impl Kernel for Tc {
     fn run(&mut self, g: &Csr, _: &[u32]) -> Result<()> {
+        self.ranked = worth_ranking(g);
+        let mut marks = self.marks(g.n())?;
+        self.triangles = if self.ranked {
+            self.count_ranked(g, &mut marks)?
+        } else {
+            count(g.out_side(), Order::Id, &mut marks)
+        };
+        self.marks = Some(marks);
+        Ok(())
+    }
+
+    fn outcome(&self, _: &Csr) -> Outcome {
+        Outcome::Tc {
+            triangles: self.triangles,
+            ranked: self.ranked,
+        }
+    }
+
+    fn verify(&self, g: &Csr, _: &[u32]) -> std::result::Result<(), String> {
+        let want = verify_count(g);
+        if want == self.triangles {
+            Ok(())
+        } else {
+            Err(format!(
+                "counted {} triangles but the serial count is {want}",
+                self.triangles
+            ))
+        }
+    }
+
+    fn regions(&self) -> Result<Vec<RegionReport>> {
+        let mut v = Vec::new();
+        if let Some(d) = &self.arrays {
+            v.push(RegionReport::of(&d.edges)?);
+            v.push(RegionReport::of(&d.offsets)?);
+            v.push(RegionReport::of(&d.rank)?);
+        }
+        if let Some(m) = &self.marks {
+            v.push(RegionReport::of(m)?);
+        }
+        Ok(v)
+    }
+}
+
+impl Tc {
+    /// Rank, orient into the "property" arrays, and count.
+    fn count_ranked(&mut self, g: &Csr, marks: &mut Region<u64>) -> Result<u64> {
         let n = g.n();
         let mut dag = self.arrays(n, g.edges() as usize)?;
+        let out = g.out_side();
         // Rank by (degree, id): ranks grow towards the hubs.
         let mut order: Vec<u64> = (0..n as u32)
             .into_par_iter()
-            .map(|v| (g.out_degree(v) as u64) << 32 | v as u64)
+            .map(|v| (out.degree(v) as u64) << 32 | v as u64)
             .collect();
         order.par_sort_unstable();
         {
@@ -75,7 +144,7 @@ impl Kernel for Tc {
         let vertex_of = |r: usize| order[r] as u32;
         let ups = |r: usize| {
             let v = vertex_of(r);
-            g.out_neighbors(v)
+            out.neighbors(v)
                 .iter()
                 .map(|&w| rank[w as usize])
                 .filter(move |&x| x as usize > r)
@@ -110,85 +179,150 @@ impl Kernel for Tc {
                     for (slot, x) in out.iter_mut().zip(ups(r)) {
                         *slot = x;
                     }
-                    out.sort_unstable();
                 });
         }
         drop(order);
-        let off: &[u64] = &dag.offsets;
-        let adj: &[u32] = &dag.edges;
-        let list = |r: u32| &adj[off[r as usize] as usize..off[r as usize + 1] as usize];
-        self.triangles = (0..n as u32)
-            .into_par_iter()
-            .with_min_len(64)
-            .map(|a| {
-                let la = list(a);
-                // Each b's list holds ranks above b, so only la's part after b can match.
-                la.iter()
-                    .enumerate()
-                    .map(|(k, &b)| merge_count(&la[k + 1..], list(b)))
-                    .sum::<u64>()
-            })
-            .sum();
-        self.arrays = Some(dag);
-        Ok(())
+        let dag = self.arrays.insert(dag);
+        let side = Side {
+            offsets: &dag.offsets,
+            edges: &dag.edges,
+            weights: &[],
+        };
+        Ok(count(side, Order::Rank, marks))
     }
 
-    fn outcome(&self, _: &Csr) -> Outcome {
-        Outcome::Tc {
-            triangles: self.triangles,
-        }
-    }
-
-    fn verify(&self, g: &Csr, _: &[u32]) -> std::result::Result<(), String> {
-        let want = verify_count(g);
-        if want == self.triangles {
-            Ok(())
-        } else {
-            Err(format!(
-                "counted {} triangles but the serial count is {want}",
-                self.triangles
-            ))
-        }
-    }
-
-    fn regions(&self) -> Result<Vec<RegionReport>> {
-        match &self.arrays {
-            Some(d) => Ok(vec![
-                RegionReport::of(&d.edges)?,
-                RegionReport::of(&d.offsets)?,
-                RegionReport::of(&d.rank)?,
-            ]),
-            None => Ok(Vec::new()),
+    /// One bitmap of n bits per pool thread, kept across runs.
+    fn marks(&mut self, n: usize) -> Result<Region<u64>> {
+        let len = rayon::current_num_threads() * n.div_ceil(64).max(1);
+        match self.marks.take() {
+            Some(m) if m.len() == len => Ok(m),
+            _ => self.layout.region("frontier", "frontier-marks", len),
         }
     }
 }
 
-/// Common elements of two sorted lists: a branch-free merge, or binary searches of the short
-/// list's elements in the long one when their lengths differ a lot.
-fn merge_count(a: &[u32], b: &[u32]) -> u64 {
-    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
-    if short.len() * 32 < long.len() {
-        let mut rest = long;
+/// The GAP suite's test: ranking pays when the mean degree (edges per vertex) is at least 10
+/// and the degrees of a sample of non-isolated vertices (from a fixed seed) have a mean above
+/// 1.3 × their median.
+fn worth_ranking(g: &Csr) -> bool {
+    let n = g.n();
+    if n == 0 || g.edges() / (n as u64) < MIN_MEAN_DEGREE {
+        return false;
+    }
+    let out = g.out_side();
+    let mut rng = SplitMix64::new(0x7c_5a3e, 0);
+    let mut degrees: Vec<u64> = (0..SAMPLES * 100)
+        .map(|_| out.degree(rng.below(n as u64) as u32) as u64)
+        .filter(|&d| d > 0)
+        .take(SAMPLES.min(n))
+        .collect();
+    if degrees.is_empty() {
+        return false;
+    }
+    degrees.sort_unstable();
+    let mean = degrees.iter().sum::<u64>() as f64 / degrees.len() as f64;
+    mean / 1.3 > degrees[degrees.len() / 2] as f64
+}
+
+/// Which vertex of a triangle finds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Order {
+    /// Lists hold higher ranks only (the oriented graph): the lowest rank finds it.
+    Rank,
+    /// Lists are the graph's own, sorted by id: the highest id finds it, from the part of its
+    /// list below it.
+    Id,
+}
+
+/// Triangles of the graph whose lists `lists` are: every vertex marks its candidates (the
+/// list, or the part below it) in its thread's bitmap, then looks up each candidate's own
+/// candidates there. A lookup does not depend on the one before, unlike a step of a merge, so
+/// lookups overlap; the candidates' lists are prefetched a few ahead, in two stages (offset,
+/// then the list's head), as each is a likely cache and TLB miss.
+fn count(lists: Side, order: Order, marks: &mut Region<u64>) -> u64 {
+    let n = lists.n();
+    let words = n.div_ceil(64).max(1);
+    let marks = hugewise_sys::atomic::u64s(marks);
+    (0..n as u32)
+        .into_par_iter()
+        .with_min_len(64)
+        .map_init(
+            || Marks::for_this_thread(marks, words),
+            |mine, u| {
+                let list = lists.neighbors(u);
+                let own = match order {
+                    Order::Rank => list,
+                    Order::Id => &list[..list.partition_point(|&v| v < u)],
+                };
+                mine.count(lists, own, order)
+            },
+        )
+        .sum()
+}
+
+/// One thread's bitmap: its slot in the shared region, or a private one when the thread is
+/// not one of the pool's.
+enum Marks<'a> {
+    Slot(&'a [AtomicU64]),
+    Private(Vec<AtomicU64>),
+}
+
+impl<'a> Marks<'a> {
+    fn for_this_thread(all: &'a [AtomicU64], words: usize) -> Marks<'a> {
+        match rayon::current_thread_index() {
+            Some(i) if (i + 1) * words <= all.len() => {
+                Marks::Slot(&all[i * words..(i + 1) * words])
+            }
+            _ => Marks::Private((0..words).map(|_| AtomicU64::new(0)).collect()),
+        }
+    }
+
+    fn count(&self, lists: Side, own: &[u32], order: Order) -> u64 {
+        // Only this thread touches its bitmap: relaxed loads and stores are plain moves.
+        let bits = match self {
+            Marks::Slot(s) => s,
+            Marks::Private(v) => &v[..],
+        };
+        let flip = |x: u32| {
+            let w = &bits[x as usize / 64];
+            w.store(w.load(Relaxed) ^ (1 << (x % 64)), Relaxed);
+        };
+        for &x in own {
+            flip(x);
+        }
+        for &x in own.iter().take(2 * AHEAD) {
+            lists.prefetch_offsets(x);
+        }
+        for &x in own.iter().take(AHEAD) {
+            lists.prefetch_neighbors(x);
+        }
         let mut c = 0;
-        for &x in short {
-            match rest.binary_search(&x) {
-                Ok(k) => {
-                    c += 1;
-                    rest = &rest[k + 1..];
+        for (k, &b) in own.iter().enumerate() {
+            if let Some(&x) = own.get(k + 2 * AHEAD) {
+                lists.prefetch_offsets(x);
+            }
+            if let Some(&x) = own.get(k + AHEAD) {
+                lists.prefetch_neighbors(x);
+            }
+            let marked = |x: u32| (bits[x as usize / 64].load(Relaxed) >> (x % 64)) & 1;
+            match order {
+                Order::Rank => c += lists.neighbors(b).iter().map(|&x| marked(x)).sum::<u64>(),
+                // The part above b would find each triangle a second time.
+                Order::Id => {
+                    for &x in lists.neighbors(b) {
+                        if x >= b {
+                            break;
+                        }
+                        c += marked(x);
+                    }
                 }
-                Err(k) => rest = &rest[k..],
             }
         }
-        return c;
+        for &x in own {
+            flip(x);
+        }
+        c
     }
-    let (mut i, mut j, mut c) = (0, 0, 0u64);
-    while i < a.len() && j < b.len() {
-        let (x, y) = (a[i], b[j]);
-        c += (x == y) as u64;
-        i += (x <= y) as usize;
-        j += (y <= x) as usize;
-    }
-    c
 }
 
 /// Serial count: rank vertices by (degree, id); for each vertex mark its higher-ranked
@@ -239,7 +373,7 @@ mod tests {
         let mut k = Tc::new(&Layout::default());
         k.run(g, &[]).expect("run");
         match k.outcome(g) {
-            Outcome::Tc { triangles } => {
+            Outcome::Tc { triangles, .. } => {
                 k.verify(g, &[]).expect("verifies");
                 triangles
             }
@@ -273,11 +407,63 @@ mod tests {
     }
 
     #[test]
+    fn skewed_degrees_rank_and_even_ones_do_not() {
+        let kron = generated("kron:13", true, false);
+        let urand = generated("urand:13", true, false);
+        assert!(worth_ranking(&kron));
+        assert!(!worth_ranking(&urand));
+        // A star is as skewed as can be, but has too few edges per vertex for ranking to pay.
+        let star: Vec<_> = (1..200).map(|v| (0, v, 1)).collect();
+        assert!(!worth_ranking(&from_edges(200, &star, true)));
+    }
+
+    #[test]
+    fn both_orders_count_the_same() {
+        for spec in ["kron:12", "urand:12"] {
+            let g = generated(spec, true, false);
+            let want = verify_count(&g);
+            let mut k = Tc::new(&Layout::default());
+            let mut marks = k.marks(g.n()).expect("marks");
+            assert_eq!(
+                k.count_ranked(&g, &mut marks).expect("ranked"),
+                want,
+                "{spec} ranked"
+            );
+            assert_eq!(
+                count(g.out_side(), Order::Id, &mut marks),
+                want,
+                "{spec} by id"
+            );
+            assert!(marks.iter().all(|&w| w == 0), "{spec}: marks left set");
+        }
+    }
+
+    #[test]
+    fn a_thread_without_a_slot_counts_with_a_bitmap_of_its_own() {
+        let g = generated("urand:12", true, false);
+        let want = verify_count(&g);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .expect("pool");
+        // One slot for three threads: the other two fall back to private bitmaps.
+        let mut one: Region<u64> = Layout::default()
+            .region("frontier", "frontier-marks", g.n().div_ceil(64))
+            .expect("region");
+        let got = pool.install(|| count(g.out_side(), Order::Id, &mut one));
+        assert_eq!(got, want);
+    }
+
+    #[test]
     fn a_second_run_reuses_the_arrays_and_counts_the_same() {
         let g = generated("kron:12", true, false);
         let mut k = Tc::new(&Layout::default());
         k.run(&g, &[]).expect("first");
         let first = k.outcome(&g);
+        assert!(
+            matches!(first, Outcome::Tc { ranked: true, .. }),
+            "{first:?}"
+        );
         k.run(&g, &[]).expect("second");
         assert_eq!(k.outcome(&g), first);
         k.verify(&g, &[]).expect("verifies");
