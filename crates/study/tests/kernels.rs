@@ -7,25 +7,27 @@ use hugewise_graph::{Csr, Layout};
 use hugewise_mem::PagePolicy;
 use hugewise_sys::sysfs::SysFs;
 
-const POOL: &str = "kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
+const POOL_2M: &str = "kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
+const POOL_1G: &str = "kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages";
 
-/// Grows the 2 MiB hugetlb pool for the test and puts the old size back, also on panic.
+/// Grows a hugetlb pool for the test and puts the old size back, also on panic.
 struct PoolGuard {
+    pool: &'static str,
     old: String,
 }
 
 impl PoolGuard {
-    fn grow_to(pages: u64) -> Option<PoolGuard> {
-        let old = SysFs::default().write(POOL, &pages.to_string()).ok()?;
-        let now = SysFs::default().read_u64(POOL).ok()??;
-        let guard = PoolGuard { old };
+    fn grow_to(pool: &'static str, pages: u64) -> Option<PoolGuard> {
+        let old = SysFs::default().write(pool, &pages.to_string()).ok()?;
+        let guard = PoolGuard { pool, old };
+        let now = SysFs::default().read_u64(pool).ok()??;
         (now >= pages).then_some(guard)
     }
 }
 
 impl Drop for PoolGuard {
     fn drop(&mut self) {
-        let _ = SysFs::default().write(POOL, &self.old);
+        let _ = SysFs::default().write(self.pool, &self.old);
     }
 }
 
@@ -56,9 +58,15 @@ fn cnr() -> Option<String> {
     std::path::Path::new(p).exists().then(|| p.to_string())
 }
 
-/// Load, then run and verify every kernel variant that suits the graph.
+/// Load, then run and verify every kernel variant that suits the graph; `policy` is a page
+/// policy for every array, or a whole `--pages` value when it holds a `=`.
 fn check_all(input: &str, symmetrize: bool, policy: &str) {
-    let layout = Layout::parse(&format!("all={policy}"), "natural").expect("layout");
+    let pages = if policy.contains('=') {
+        policy.to_string()
+    } else {
+        format!("all={policy}")
+    };
+    let layout = Layout::parse(&pages, "natural").expect("layout");
     let opts = LoadOptions {
         seed: 7,
         weighted: true,
@@ -98,7 +106,9 @@ fn check_region(r: &hugewise_graph::csr::RegionReport, what: &str) {
     match r.policy.parse::<PagePolicy>().expect("policy") {
         PagePolicy::Base => assert_eq!(b.huge_bytes(), 0, "{what}: {r:?}"),
         PagePolicy::Thp => assert_eq!(b.base_bytes, 0, "{what}: {r:?}"),
-        PagePolicy::Hugetlb2M => assert_eq!(b.hugetlb_bytes, b.total_bytes, "{what}: {r:?}"),
+        PagePolicy::Hugetlb2M | PagePolicy::Hugetlb1G => {
+            assert_eq!(b.hugetlb_bytes, b.total_bytes, "{what}: {r:?}")
+        }
         PagePolicy::ThpPrefix(_) => assert!(b.huge_bytes() <= present, "{what}: {r:?}"),
         _ => {}
     }
@@ -114,7 +124,11 @@ fn check_backing(g: &Csr, policy: &str) {
 fn every_kernel_verifies_on_every_graph_under_every_policy() {
     let mut policies = vec!["system", "base", "thp", "thp-prefix:10%"];
     let root = is_root();
-    let _pool = if root { PoolGuard::grow_to(160) } else { None };
+    let _pool = if root {
+        PoolGuard::grow_to(POOL_2M, 160)
+    } else {
+        None
+    };
     if _pool.is_some() {
         policies.push("hugetlb-2m");
     } else {
@@ -140,6 +154,32 @@ fn every_kernel_verifies_on_every_graph_under_every_policy() {
                 t.elapsed()
             );
         }
+    }
+}
+
+/// 1 GiB pages for the kernels' property arrays, the ones that matter (every region of this
+/// policy takes at least one page, so not `all=`: betweenness centrality alone holds four).
+#[test]
+fn every_kernel_verifies_with_1g_pages_for_its_property_arrays() {
+    const PAGES: u64 = 4;
+    if !is_root() {
+        eprintln!("skip hugetlb-1g: needs root to grow the pool");
+        return;
+    }
+    let pool = PoolGuard::grow_to(POOL_1G, PAGES).or_else(|| {
+        // Free 1 GiB blocks are rarer than free memory: compact once (no setting changes) and
+        // try again.
+        let _ = std::fs::write("/proc/sys/vm/compact_memory", "1");
+        PoolGuard::grow_to(POOL_1G, PAGES)
+    });
+    let Some(_pool) = pool else {
+        eprintln!("skip hugetlb-1g: the 1 GiB pool could not be grown to {PAGES} pages");
+        return;
+    };
+    let mut graphs = vec![("kron:13".to_string(), true)];
+    graphs.extend(cnr().map(|p| (p, false)));
+    for (graph, symmetrize) in &graphs {
+        check_all(graph, *symmetrize, "all=base,property=hugetlb-1g");
     }
 }
 
