@@ -10,13 +10,13 @@
 //! [`verify`] runs a serial Brandes with explicit predecessor lists and compares scores.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
 
 use hugewise_mem::Region;
 use hugewise_sys::atomic;
 use rayon::prelude::*;
 
-use crate::csr::RegionReport;
+use crate::csr::{RegionReport, Side};
 use crate::kernels::{add_f64, Kernel, Outcome};
 use crate::{Csr, Layout, Result};
 
@@ -69,7 +69,8 @@ impl Bc {
         let on_path = atomic::u64s(on_path);
         // levels[i]..levels[i + 1] of the queue is depth i.
         let mut levels = vec![0usize, 1];
-        let offsets = &g.out_adjacency().offsets;
+        let out = g.out_side();
+        let offsets = out.offsets;
         loop {
             let (head, tail) = (levels[levels.len() - 2], levels[levels.len() - 1]);
             if head == tail {
@@ -79,11 +80,12 @@ impl Bc {
             let end = AtomicUsize::new(tail);
             queue[head..tail].par_chunks(64).for_each(|chunk| {
                 let mut found = Vec::new();
-                for q in chunk {
+                for (k, q) in chunk.iter().enumerate() {
+                    prefetch_ahead(out, chunk, k);
                     let u = q.load(Relaxed);
                     let su = f64::from_bits(sigma[u as usize].load(Relaxed));
                     let first = offsets[u as usize] as usize;
-                    for (i, &v) in g.out_neighbors(u).iter().enumerate() {
+                    for (i, &v) in out.neighbors(u).iter().enumerate() {
                         let dv = &depth[v as usize];
                         if dv.load(Relaxed) == UNSEEN
                             && dv.compare_exchange(UNSEEN, d + 1, Relaxed, Relaxed).is_ok()
@@ -108,30 +110,51 @@ impl Bc {
         let delta = atomic::u32s(bytemuck::cast_slice_mut(&mut self.delta[..]));
         let scores = atomic::u32s(bytemuck::cast_slice_mut(&mut self.scores[..]));
         for w in levels.windows(2).rev() {
-            queue[w[0]..w[1]].par_iter().with_min_len(64).for_each(|q| {
-                let u = q.load(Relaxed);
-                let su = f64::from_bits(sigma[u as usize].load(Relaxed));
-                let first = offsets[u as usize] as usize;
-                let mut dep = 0.0f64;
-                for (i, &v) in g.out_neighbors(u).iter().enumerate() {
-                    let arc = first + i;
-                    if on_path[arc / 64].load(Relaxed) & (1 << (arc % 64)) != 0 {
-                        let sv = f64::from_bits(sigma[v as usize].load(Relaxed));
-                        let dv = f32::from_bits(delta[v as usize].load(Relaxed)) as f64;
-                        dep += su / sv * (1.0 + dv);
+            let level = &queue[w[0]..w[1]];
+            level
+                .par_iter()
+                .enumerate()
+                .with_min_len(64)
+                .for_each(|(k, q)| {
+                    prefetch_ahead(out, level, k);
+                    let u = q.load(Relaxed);
+                    let su = f64::from_bits(sigma[u as usize].load(Relaxed));
+                    let first = offsets[u as usize] as usize;
+                    let mut dep = 0.0f64;
+                    for (i, &v) in out.neighbors(u).iter().enumerate() {
+                        let arc = first + i;
+                        if on_path[arc / 64].load(Relaxed) & (1 << (arc % 64)) != 0 {
+                            let sv = f64::from_bits(sigma[v as usize].load(Relaxed));
+                            let dv = f32::from_bits(delta[v as usize].load(Relaxed)) as f64;
+                            dep += su / sv * (1.0 + dv);
+                        }
                     }
-                }
-                delta[u as usize].store((dep as f32).to_bits(), Relaxed);
-                if u != src {
-                    let s = &scores[u as usize];
-                    s.store(
-                        (f32::from_bits(s.load(Relaxed)) + dep as f32).to_bits(),
-                        Relaxed,
-                    );
-                }
-            });
+                    delta[u as usize].store((dep as f32).to_bits(), Relaxed);
+                    if u != src {
+                        let s = &scores[u as usize];
+                        s.store(
+                            (f32::from_bits(s.load(Relaxed)) + dep as f32).to_bits(),
+                            Relaxed,
+                        );
+                    }
+                });
         }
         reached
+    }
+}
+
+/// How many queue entries ahead the passes prefetch adjacency lists.
+const AHEAD: usize = 8;
+
+/// Prefetch the lists of the vertices a few places after `k` in `queue`, in two stages:
+/// offsets, then the list's head.
+#[inline]
+fn prefetch_ahead(out: Side, queue: &[AtomicU32], k: usize) {
+    if let Some(x) = queue.get(k + 2 * AHEAD) {
+        out.prefetch_offsets(x.load(Relaxed));
+    }
+    if let Some(x) = queue.get(k + AHEAD) {
+        out.prefetch_neighbors(x.load(Relaxed));
     }
 }
 
