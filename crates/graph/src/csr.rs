@@ -93,6 +93,14 @@ impl<'a> Side<'a> {
         }
     }
 
+    /// Hint that `v`'s weights will be read soon (as [`Side::prefetch_neighbors`]).
+    #[inline]
+    pub fn prefetch_weights(&self, v: u32) {
+        if let Some(w) = self.weights.get(self.offsets[v as usize] as usize) {
+            hugewise_sys::hint::prefetch(w);
+        }
+    }
+
     /// Weights of `v`'s arcs (empty when unweighted).
     #[inline]
     pub fn weights(&self, v: u32) -> &'a [u32] {

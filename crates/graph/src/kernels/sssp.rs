@@ -17,7 +17,7 @@ use hugewise_mem::Region;
 use hugewise_sys::atomic;
 use rayon::prelude::*;
 
-use crate::csr::RegionReport;
+use crate::csr::{RegionReport, Side};
 use crate::kernels::{Kernel, Outcome};
 use crate::{Csr, Layout, Result};
 
@@ -90,6 +90,7 @@ impl Kernel for Sssp {
             rounds += 1;
             let dist = atomic::u32s(&mut self.dist);
             let frontier = &self.frontier[..frontier_len];
+            let out = g.out_side();
             let cursor = AtomicUsize::new(0);
             let buckets = &self.buckets;
             rayon::broadcast(|ctx| {
@@ -99,8 +100,10 @@ impl Kernel for Sssp {
                     if start >= frontier.len() {
                         break;
                     }
-                    for &u in &frontier[start..(start + GRAIN).min(frontier.len())] {
-                        relax(g, dist, delta, bucket, u, &mut mine);
+                    let chunk = &frontier[start..(start + GRAIN).min(frontier.len())];
+                    for (k, &u) in chunk.iter().enumerate() {
+                        prefetch_ahead(out, chunk, k);
+                        relax(out, dist, delta, bucket, u, &mut mine);
                     }
                 }
                 while mine
@@ -108,8 +111,9 @@ impl Kernel for Sssp {
                     .is_some_and(|b| !b.is_empty() && b.len() < LOCAL_LIMIT)
                 {
                     let work = std::mem::take(&mut mine[bucket]);
-                    for &u in &work {
-                        relax(g, dist, delta, bucket, u, &mut mine);
+                    for (k, &u) in work.iter().enumerate() {
+                        prefetch_ahead(out, &work, k);
+                        relax(out, dist, delta, bucket, u, &mut mine);
                     }
                 }
             });
@@ -180,12 +184,19 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// Relax `u`'s arcs if `u` still belongs to `bucket` or later (an entry left behind when its
 /// distance later dropped into an earlier bucket is stale and skipped).
-fn relax(g: &Csr, dist: &[AtomicU32], delta: u64, bucket: usize, u: u32, mine: &mut Vec<Vec<u32>>) {
+fn relax(
+    out: Side,
+    dist: &[AtomicU32],
+    delta: u64,
+    bucket: usize,
+    u: u32,
+    mine: &mut Vec<Vec<u32>>,
+) {
     let du = dist[u as usize].load(Relaxed);
     if (du as u64) < delta * bucket as u64 {
         return;
     }
-    for (&v, &w) in g.out_neighbors(u).iter().zip(g.out_weights(u)) {
+    for (&v, &w) in out.neighbors(u).iter().zip(out.weights(u)) {
         let nd = du.saturating_add(w).min(INF - 1);
         let d = &dist[v as usize];
         let mut old = d.load(Relaxed);
@@ -202,6 +213,22 @@ fn relax(g: &Csr, dist: &[AtomicU32], delta: u64, bucket: usize, u: u32, mine: &
                 Err(cur) => old = cur,
             }
         }
+    }
+}
+
+/// How many frontier entries ahead the relaxing loops prefetch adjacency lists.
+const AHEAD: usize = 8;
+
+/// Prefetch the lists (and weights) of the vertices a few places after `k` in `work`, in two
+/// stages: offsets, then the lists' heads.
+#[inline]
+fn prefetch_ahead(out: Side, work: &[u32], k: usize) {
+    if let Some(&x) = work.get(k + 2 * AHEAD) {
+        out.prefetch_offsets(x);
+    }
+    if let Some(&x) = work.get(k + AHEAD) {
+        out.prefetch_neighbors(x);
+        out.prefetch_weights(x);
     }
 }
 
