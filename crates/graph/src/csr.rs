@@ -309,6 +309,30 @@ mod tests {
     use crate::Layout;
 
     #[test]
+    fn the_arrays_hold_n_times_8_plus_m_times_4_bytes() {
+        // Regions round up to 2 MiB (so that their tails can be huge too): within 5 % from
+        // about a hundred megabytes of graph, here urand:20 (136 MiB, 264 MiB weighted).
+        let mut g = generated("urand:20", true, false);
+        let (n, m) = (g.n() as u64, g.arcs());
+        for per_arc in [4, 8] {
+            if per_arc == 8 {
+                g.add_weights(1, &Layout::default()).expect("weights");
+            }
+            // offsets hold n + 1 values.
+            assert_eq!(g.data_bytes(), (n + 1) * 8 + m * per_arc);
+            let a = g.out_adjacency();
+            let mapped = a.offsets.mapped_bytes()
+                + a.edges.mapped_bytes()
+                + a.weights.as_ref().map_or(0, |w| w.mapped_bytes());
+            let ideal = n * 8 + m * per_arc;
+            assert!(
+                mapped as f64 <= 1.05 * ideal as f64,
+                "{mapped} bytes mapped for {ideal}"
+            );
+        }
+    }
+
+    #[test]
     fn added_weights_agree_in_both_directions() {
         for directed in [false, true] {
             let mut g = generated("kron:9", !directed, false);
