@@ -93,6 +93,20 @@ impl<'a> Side<'a> {
         }
     }
 
+    /// Two-stage prefetch for a loop over a work list of vertices, at its position `k`: the
+    /// list head of the vertex `ahead` places on (whose offsets were asked for `ahead` steps
+    /// earlier), and the offsets of the vertex `2 × ahead` places on. `id_at(i)` is the vertex
+    /// at position `i` of the work list, if there is one.
+    #[inline]
+    pub fn prefetch_ahead(&self, k: usize, ahead: usize, id_at: impl Fn(usize) -> Option<u32>) {
+        if let Some(x) = id_at(k + 2 * ahead) {
+            self.prefetch_offsets(x);
+        }
+        if let Some(x) = id_at(k + ahead) {
+            self.prefetch_neighbors(x);
+        }
+    }
+
     /// Hint that `v`'s weights will be read soon (as [`Side::prefetch_neighbors`]).
     #[inline]
     pub fn prefetch_weights(&self, v: u32) {

@@ -146,16 +146,10 @@ impl Bc {
 /// How many queue entries ahead the passes prefetch adjacency lists.
 const AHEAD: usize = 8;
 
-/// Prefetch the lists of the vertices a few places after `k` in `queue`, in two stages:
-/// offsets, then the list's head.
+/// Prefetch the lists of the vertices a few places after `k` in `queue`.
 #[inline]
 fn prefetch_ahead(out: Side, queue: &[AtomicU32], k: usize) {
-    if let Some(x) = queue.get(k + 2 * AHEAD) {
-        out.prefetch_offsets(x.load(Relaxed));
-    }
-    if let Some(x) = queue.get(k + AHEAD) {
-        out.prefetch_neighbors(x.load(Relaxed));
-    }
+    out.prefetch_ahead(k, AHEAD, |i| queue.get(i).map(|x| x.load(Relaxed)));
 }
 
 impl Kernel for Bc {

@@ -261,14 +261,7 @@ fn top_down_step(
             || (LocalQueue::new(queue, &end), 0u64),
             |(mut local, mut scout), chunk| {
                 for (k, q) in chunk.iter().enumerate() {
-                    // Lists of the vertices a few places on, in two stages: offsets, then
-                    // the list's head.
-                    if let Some(x) = chunk.get(k + 2 * AHEAD) {
-                        out.prefetch_offsets(x.load(Relaxed));
-                    }
-                    if let Some(x) = chunk.get(k + AHEAD) {
-                        out.prefetch_neighbors(x.load(Relaxed));
-                    }
+                    out.prefetch_ahead(k, AHEAD, |i| chunk.get(i).map(|x| x.load(Relaxed)));
                     let u = q.load(Relaxed);
                     for &v in out.neighbors(u) {
                         let p = &parent[v as usize];

@@ -219,15 +219,11 @@ fn relax(
 /// How many frontier entries ahead the relaxing loops prefetch adjacency lists.
 const AHEAD: usize = 8;
 
-/// Prefetch the lists (and weights) of the vertices a few places after `k` in `work`, in two
-/// stages: offsets, then the lists' heads.
+/// Prefetch the lists (and weights) of the vertices a few places after `k` in `work`.
 #[inline]
 fn prefetch_ahead(out: Side, work: &[u32], k: usize) {
-    if let Some(&x) = work.get(k + 2 * AHEAD) {
-        out.prefetch_offsets(x);
-    }
+    out.prefetch_ahead(k, AHEAD, |i| work.get(i).copied());
     if let Some(&x) = work.get(k + AHEAD) {
-        out.prefetch_neighbors(x);
         out.prefetch_weights(x);
     }
 }

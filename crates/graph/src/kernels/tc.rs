@@ -298,12 +298,7 @@ impl<'a> Marks<'a> {
         }
         let mut c = 0;
         for (k, &b) in own.iter().enumerate() {
-            if let Some(&x) = own.get(k + 2 * AHEAD) {
-                lists.prefetch_offsets(x);
-            }
-            if let Some(&x) = own.get(k + AHEAD) {
-                lists.prefetch_neighbors(x);
-            }
+            lists.prefetch_ahead(k, AHEAD, |i| own.get(i).copied());
             let marked = |x: u32| (bits[x as usize / 64].load(Relaxed) >> (x % 64)) & 1;
             match order {
                 Order::Rank => c += lists.neighbors(b).iter().map(|&x| marked(x)).sum::<u64>(),
