@@ -9,7 +9,9 @@
 //! - reuse distance at 4 KiB, pre-decoded, one core; and `sim reuse`'s whole pass (decode,
 //!   4 KiB and 2 MiB) over the file on both cores.
 //!
-//! `HUGEWISE_BENCH_ONLY=one|curve|reuse` runs just that part.
+//! `HUGEWISE_BENCH_ONLY=one|curve|reuse` runs just that part; `HUGEWISE_BENCH_POLICY` picks the
+//! policy of the one configuration (`pcc`, `hawkeye`, `linux-khugepaged`, `ingens`, `mega`),
+//! its interval a sixteenth of the trace.
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -124,9 +126,25 @@ fn main() {
         std::process::exit(2);
     }
     let part = |name: &str| only.is_empty() || only == name;
+    let one_policy = std::env::var("HUGEWISE_BENCH_POLICY").unwrap_or_else(|_| "pcc".into());
+    let interval_key = match one_policy.as_str() {
+        "pcc" => "interval",
+        "hawkeye" => "window",
+        "linux-khugepaged" => "sleep",
+        "ingens" | "mega" => "scan",
+        other => {
+            eprintln!("HUGEWISE_BENCH_POLICY={other}: expected pcc, hawkeye, linux-khugepaged, ingens or mega");
+            std::process::exit(2);
+        }
+    };
     for _ in 0..5 {
         if part("one") {
-            let p = policy::parse(&format!("pcc:interval={interval}s"), &timing, 1).expect("pcc");
+            let p = policy::parse(
+                &format!("{one_policy}:{interval_key}={interval}s"),
+                &timing,
+                1,
+            )
+            .expect("policy");
             let mut m = Machine::new(&tlb, &header, p, Some(0.02)).expect("machine");
             let t = Instant::now();
             m.feed(0, &all);
@@ -152,7 +170,7 @@ fn main() {
         }
     }
     println!(
-        "one configuration (haswell + pcc @ 2 %, {walks} walks): {:.1} M accesses/s (runs: {:?})",
+        "one configuration (haswell + {one_policy} @ 2 %, {walks} walks): {:.1} M accesses/s (runs: {:?})",
         median(one.clone()) / 1e6,
         one.iter().map(|x| (x / 1e6).round()).collect::<Vec<_>>()
     );

@@ -90,28 +90,24 @@ impl Machine {
             self.with_policy(|p, cx| p.start(cx));
         }
         let s = (stream as usize).min(self.tlbs.len() - 1) as u16;
-        if self.precise {
-            self.run::<true>(s, accesses);
-        } else {
-            self.run::<false>(s, accesses);
-        }
+        self.run(s, accesses);
     }
 
-    fn run<const PRECISE: bool>(&mut self, stream: u16, accesses: &[u64]) {
+    fn run(&mut self, stream: u16, accesses: &[u64]) {
         let mut rest = accesses;
         while !rest.is_empty() {
             // The tick fires just before the access that makes `now` reach `next_tick`; the
             // accesses before it run without looking at the clock.
             let before_tick = self.next_tick.saturating_sub(self.now + 1);
             let k = (before_tick.min(rest.len() as u64)) as usize;
-            self.run_between_ticks::<PRECISE>(stream, &rest[..k]);
+            self.run_between_ticks(stream, &rest[..k]);
             rest = &rest[k..];
             if let Some((&p, tail)) = rest.split_first() {
                 // The policy ticks at that access's time, then the access runs.
                 self.now += 1;
                 self.tick();
                 self.now -= 1;
-                self.run_between_ticks::<PRECISE>(stream, std::slice::from_ref(&p));
+                self.run_between_ticks(stream, std::slice::from_ref(&p));
                 rest = tail;
             }
         }
@@ -120,24 +116,24 @@ impl Machine {
     /// Accesses with no tick among them. `now` is the time before the first; it is
     /// brought up to date before the policy hears a walk, and at the end.
     #[inline]
-    fn run_between_ticks<const PRECISE: bool>(&mut self, stream: u16, accesses: &[u64]) {
+    fn run_between_ticks(&mut self, stream: u16, accesses: &[u64]) {
         let s = stream as usize;
         let start = self.now;
+        if self.precise {
+            self.set_accessed_bits(accesses);
+        }
         self.tlbs[s].counts.accesses += accesses.len() as u64;
-        for (j, &p) in accesses.iter().enumerate() {
+        let mut j = 0;
+        while j < accesses.len() {
+            // Most accesses hit an L1 structure probed without the page table: a tight loop
+            // runs them.
+            j += self.tlbs[s].l1_hits(&accesses[j..]);
+            let Some(&p) = accesses.get(j) else {
+                break;
+            };
             let addr = p >> 1;
-            if PRECISE {
-                let page = addr >> 12;
-                let slot = page as usize % SET_BITS;
-                if self.set_bits[slot] != page {
-                    self.set_bits[slot] = page;
-                    let id = self.map.id(addr);
-                    let bit = (page & 511) as usize;
-                    self.map.frame_mut(id).accessed[bit >> 6] |= 1 << (bit & 63);
-                }
-            }
             let map = &mut self.map;
-            let out = self.tlbs[s].translate(addr, || {
+            let out = self.tlbs[s].translate_past_l1(addr, || {
                 let id = map.id(addr);
                 map.size(id)
             });
@@ -147,8 +143,26 @@ impl Machine {
                 let size = self.map.size(id);
                 self.walked(stream, id, addr, size);
             }
+            j += 1;
         }
         self.now = start + accesses.len() as u64;
+    }
+
+    /// Precise accessed bits for accesses with no tick among them, set before they run.
+    /// Policies read and clear accessed bits only when they tick, and walks set the same
+    /// bits, so setting them all at the start of the stretch changes nothing they see.
+    fn set_accessed_bits(&mut self, accesses: &[u64]) {
+        for &p in accesses {
+            let addr = p >> 1;
+            let page = addr >> 12;
+            let slot = page as usize % SET_BITS;
+            if self.set_bits[slot] != page {
+                self.set_bits[slot] = page;
+                let id = self.map.id(addr);
+                let bit = (page & 511) as usize;
+                self.map.frame_mut(id).accessed[bit >> 6] |= 1 << (bit & 63);
+            }
+        }
     }
 
     #[inline(never)]

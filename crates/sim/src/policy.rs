@@ -175,7 +175,9 @@ pub trait Policy: Send {
         None
     }
     /// Whether accessed bits must be set on every access, not only on walks (an idealised
-    /// utilisation measure).
+    /// utilisation measure). The engine sets the bits of the accesses up to the next tick
+    /// before running them, so a policy must read accessed bits, and demote, only in
+    /// [`Policy::on_tick`].
     fn precise_access_bits(&self) -> bool {
         false
     }

@@ -70,17 +70,12 @@ impl SetAssoc {
 
     #[inline(never)]
     fn lookup_rest(&mut self, i: usize, key: u64) -> bool {
-        let set = &mut self.tags[i..i + self.ways];
-        match set.iter().position(|&t| t == key) {
-            Some(at) => {
-                // A plain loop: sets are a few entries, too short for memmove to pay.
-                for j in (1..=at).rev() {
-                    set[j] = set[j - 1];
-                }
-                set[0] = key;
-                true
-            }
-            None => false,
+        // The common widths get a scan of known length.
+        let tags = &mut self.tags[i..];
+        match self.ways {
+            4 => tags.first_chunk_mut::<4>().is_some_and(|s| hit(s, key)),
+            8 => tags.first_chunk_mut::<8>().is_some_and(|s| hit(s, key)),
+            w => tags.get_mut(..w).is_some_and(|s| hit(s, key)),
         }
     }
 
@@ -238,13 +233,167 @@ impl Counts {
     }
 }
 
+/// Look `k` up in one LRU-ordered set; a hit makes it most recent.
+#[inline(always)]
+fn hit(set: &mut [u64], k: u64) -> bool {
+    if set.first() == Some(&k) {
+        return true;
+    }
+    let Some(w) = set.iter().position(|&t| t == k) else {
+        return false;
+    };
+    for j in (1..=w).rev() {
+        set[j] = set[j - 1];
+    }
+    set[0] = k;
+    true
+}
+
+/// One L1 structure probed for one page size straight from packed accesses
+/// ([`hugewise_trace::Access::pack`]: the address shifted left by one), without the page table.
+trait Probe {
+    /// Whether the access hits (made most recent if so).
+    fn hit(&mut self, packed: u64) -> bool;
+}
+
+/// A structure of `W` ways probed for the size whose key is the packed access shifted right
+/// by `SHIFT`, tagged `CODE`: the common shapes, with the arithmetic known at compile time.
+struct Fixed<'a, const W: usize, const SHIFT: u32, const CODE: u64> {
+    tags: &'a mut [u64],
+    mask: u64,
+}
+
+impl<const W: usize, const SHIFT: u32, const CODE: u64> Probe for Fixed<'_, W, SHIFT, CODE> {
+    #[inline(always)]
+    fn hit(&mut self, packed: u64) -> bool {
+        let k = (packed >> SHIFT) | CODE;
+        let at = (k & self.mask) as usize * W;
+        match self
+            .tags
+            .get_mut(at..)
+            .and_then(|t| t.first_chunk_mut::<W>())
+        {
+            Some(set) => hit(set, k),
+            None => false,
+        }
+    }
+}
+
+/// Any structure and size.
+struct Any<'a> {
+    tags: &'a mut [u64],
+    mask: u64,
+    ways: usize,
+    shift: u32,
+    code: u64,
+}
+
+impl Probe for Any<'_> {
+    #[inline(always)]
+    fn hit(&mut self, packed: u64) -> bool {
+        let k = (packed >> self.shift) | self.code;
+        let at = (k & self.mask) as usize * self.ways;
+        match self.tags.get_mut(at..at + self.ways) {
+            Some(set) => hit(set, k),
+            None => false,
+        }
+    }
+}
+
+/// No second structure.
+struct Never;
+
+impl Probe for Never {
+    #[inline(always)]
+    fn hit(&mut self, _: u64) -> bool {
+        false
+    }
+}
+
+/// Accesses from the first that hit `a` or `b`, and how many of them hit `b`.
+#[inline(always)]
+fn run_hits(mut a: impl Probe, mut b: impl Probe, packed: &[u64]) -> (usize, usize) {
+    let (mut n, mut in_b) = (0, 0);
+    for &p in packed {
+        if a.hit(p) {
+            n += 1;
+        } else if b.hit(p) {
+            n += 1;
+            in_b += 1;
+        } else {
+            break;
+        }
+    }
+    (n, in_b)
+}
+
+const CODE_2M: u64 = 1 << 62;
+
+fn fixed<const W: usize, const SHIFT: u32, const CODE: u64>(
+    s: &mut SetAssoc,
+) -> Fixed<'_, W, SHIFT, CODE> {
+    Fixed {
+        mask: s.mask,
+        tags: &mut s.tags,
+    }
+}
+
+fn any(s: &mut SetAssoc, size: PageSize) -> Any<'_> {
+    Any {
+        mask: s.mask,
+        ways: s.ways,
+        shift: size_shift(size) + 1,
+        code: (size_code(size) as u64) << 62,
+        tags: &mut s.tags,
+    }
+}
+
+/// [`run_hits`] on one structure.
+fn hits_one(a: &mut SetAssoc, size: PageSize, packed: &[u64]) -> (usize, usize) {
+    use PageSize::{Size2M as M, Size4K as K};
+    match (size, a.ways) {
+        (K, 4) => run_hits(fixed::<4, 13, 0>(a), Never, packed),
+        (K, 6) => run_hits(fixed::<6, 13, 0>(a), Never, packed),
+        (K, 8) => run_hits(fixed::<8, 13, 0>(a), Never, packed),
+        (M, 4) => run_hits(fixed::<4, 22, CODE_2M>(a), Never, packed),
+        _ => run_hits(any(a, size), Never, packed),
+    }
+}
+
+/// [`run_hits`] on two structures (4 KiB and 2 MiB in either order for the presets).
+fn hits_two(
+    a: &mut SetAssoc,
+    size_a: PageSize,
+    b: &mut SetAssoc,
+    size_b: PageSize,
+    packed: &[u64],
+) -> (usize, usize) {
+    use PageSize::{Size2M as M, Size4K as K};
+    match ((size_a, a.ways), (size_b, b.ways)) {
+        ((K, 4), (M, 4)) => run_hits(fixed::<4, 13, 0>(a), fixed::<4, 22, CODE_2M>(b), packed),
+        ((M, 4), (K, 4)) => run_hits(fixed::<4, 22, CODE_2M>(a), fixed::<4, 13, 0>(b), packed),
+        ((K, 6), (M, 4)) => run_hits(fixed::<6, 13, 0>(a), fixed::<4, 22, CODE_2M>(b), packed),
+        ((M, 4), (K, 6)) => run_hits(fixed::<4, 22, CODE_2M>(a), fixed::<6, 13, 0>(b), packed),
+        _ => run_hits(any(a, size_a), any(b, size_b), packed),
+    }
+}
+
+/// An L1 structure the engine probes without the page table, and the size it is probed for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Fast {
+    size: PageSize,
+    l1: usize,
+}
+
 /// One core's TLBs.
 #[derive(Debug, Clone)]
 pub struct Hierarchy {
     l1: Vec<SetAssoc>,
     l1_for: [usize; 3],
-    /// The size first filled and its L1 structure: probed before the page table is read.
-    first: Option<(PageSize, usize)>,
+    /// The first two sizes filled, with their L1 structures: probed before the page table
+    /// is read, the one that hit more in the last run first. A second size held in the
+    /// same structure as the first is not probed there (it goes by the page table).
+    fast: [Option<Fast>; 2],
     /// Sizes whose L1 structure has been filled with an entry of that size: only those can
     /// hit, so the others are not probed.
     filled: [bool; 3],
@@ -267,7 +416,7 @@ impl Hierarchy {
         let l2_for = [0, 1, 2].map(|k| holder(&c.l2, k));
         Hierarchy {
             l1: c.l1.iter().map(SetAssoc::from_spec).collect(),
-            first: None,
+            fast: [None; 2],
             filled: [false; 3],
             l1_for,
             l2: c.l2.iter().map(SetAssoc::from_spec).collect(),
@@ -290,28 +439,60 @@ impl Hierarchy {
     }
 
     /// Translate `addr` without knowing its page size yet, as hardware does, where
-    /// `size_of` reads the page size from the page table. The L1 structure of the size that
-    /// was filled first (usually 4 KiB) is probed first: an entry of a size exists only
-    /// while its page is mapped at that size (promotions and demotions flush), so a hit
-    /// needs no page table. Otherwise the page table gives the size, and only that size's
-    /// L1 structure is probed before the L2: the same outcome as probing every structure,
-    /// for one probe instead of three. The caller counts the access in
-    /// [`Counts::accesses`] (the engine adds a whole run's).
+    /// `size_of` reads the page size from the page table. The L1 structures of the first two
+    /// sizes filled (usually 4 KiB and 2 MiB) are probed first: an entry of a size exists
+    /// only while its page is mapped at that size (promotions and demotions flush), so a hit
+    /// needs no page table. Otherwise the page table gives the size, and that size's L1
+    /// structure is probed if it was not already, before the L2: the same outcome as probing
+    /// every structure at once. The caller counts the access in [`Counts::accesses`] (the
+    /// engine adds a whole run's).
     #[inline]
     pub fn translate(&mut self, addr: u64, size_of: impl FnOnce() -> PageSize) -> Outcome {
-        let first = self.first;
-        if let Some((size, i)) = first {
-            if self.l1[i].lookup(key(addr, size)) {
-                return Outcome::L1Hit;
-            }
+        if self.l1_hits(&[addr << 1]) == 1 {
+            return Outcome::L1Hit;
         }
+        self.translate_past_l1(addr, size_of)
+    }
+
+    /// How many of `packed` accesses ([`hugewise_trace::Access::pack`]), from the first,
+    /// hit the L1 structures probed without the page table (each hit made most recent).
+    /// The engine runs these in a tight loop and hands the first miss to
+    /// [`Hierarchy::translate_past_l1`]. The caller counts the accesses.
+    #[inline]
+    pub fn l1_hits(&mut self, packed: &[u64]) -> usize {
+        let (n, in_second) = match self.probed() {
+            [None, _] => return 0,
+            [Some(a), None] => hits_one(&mut self.l1[a.l1], a.size, packed),
+            [Some(a), Some(b)] => match self.l1.get_disjoint_mut([a.l1, b.l1]) {
+                Ok([sa, sb]) => hits_two(sa, a.size, sb, b.size, packed),
+                Err(_) => return 0,
+            },
+        };
+        // Probe first whichever structure took most of the hits.
+        if in_second * 2 > n {
+            self.fast.swap(0, 1);
+        }
+        n
+    }
+
+    /// The structures [`Hierarchy::l1_hits`] probes, in order.
+    #[inline]
+    fn probed(&self) -> [Option<Fast>; 2] {
+        match self.fast {
+            [Some(a), Some(b)] if a.l1 == b.l1 => [Some(a), None],
+            f => f,
+        }
+    }
+
+    /// [`Hierarchy::translate`] for an access known to miss the structures probed by
+    /// [`Hierarchy::l1_hits`].
+    #[inline]
+    pub fn translate_past_l1(&mut self, addr: u64, size_of: impl FnOnce() -> PageSize) -> Outcome {
         let size = size_of();
         let code = size_code(size);
         let k = key(addr, size);
-        if first.map(|f| f.0) != Some(size)
-            && self.filled[code]
-            && self.l1[self.l1_for[code]].lookup(k)
-        {
+        let probed = self.probed().iter().flatten().any(|f| f.size == size);
+        if !probed && self.filled[code] && self.l1[self.l1_for[code]].lookup(k) {
             return Outcome::L1Hit;
         }
         self.miss(addr, size, code, k)
@@ -339,9 +520,14 @@ impl Hierarchy {
         }
         let l1 = self.l1_for[code];
         self.l1[l1].fill(k);
-        self.filled[code] = true;
-        if self.first.is_none() {
-            self.first = Some((size, l1));
+        if !self.filled[code] {
+            self.filled[code] = true;
+            let new = Some(Fast { size, l1 });
+            match self.fast {
+                [None, _] => self.fast[0] = new,
+                [Some(_), None] => self.fast[1] = new,
+                _ => {}
+            }
         }
         Outcome::Walk(reads)
     }

@@ -120,11 +120,12 @@ fn hierarchy_matches_the_naive_model() {
     ];
     for c in configs {
         let mut fast = Hierarchy::new(&c);
-        // The engine's path: the page size is read only when the first probe misses.
+        // The engine's path: the page size is read only when the first probes miss.
         let mut engine = Hierarchy::new(&c);
         let mut l1 = build(&c.l1);
         let mut l2 = build(&c.l2);
         let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut trace = Vec::new();
         for now in 1..=60_000u64 {
             x ^= x << 13;
             x ^= x >> 7;
@@ -147,9 +148,37 @@ fn hierarchy_matches_the_naive_model() {
             assert_eq!(got, want, "{}: access {now} at {addr:#x} ({size})", c.name);
             let got = engine.translate(addr, || size);
             assert_eq!(got, want, "{}: translate {now} at {addr:#x}", c.name);
+            trace.push((addr, size, want));
         }
         engine.counts.accesses = fast.counts.accesses;
         assert_eq!(engine.counts, fast.counts, "{}", c.name);
+
+        // The engine's batched path: runs of L1 hits found without the page table, then
+        // one translation past them.
+        let mut batched = Hierarchy::new(&c);
+        let packed: Vec<u64> = trace.iter().map(|&(a, _, _)| a << 1).collect();
+        let mut j = 0;
+        while j < packed.len() {
+            let run = batched.l1_hits(&packed[j..]);
+            for (k, &(addr, _, want)) in trace[j..j + run].iter().enumerate() {
+                assert_eq!(
+                    want,
+                    Outcome::L1Hit,
+                    "{}: batched hit {} at {addr:#x}",
+                    c.name,
+                    j + k + 1
+                );
+            }
+            j += run;
+            let Some(&(addr, size, want)) = trace.get(j) else {
+                break;
+            };
+            let got = batched.translate_past_l1(addr, || size);
+            assert_eq!(got, want, "{}: batched {} at {addr:#x}", c.name, j + 1);
+            j += 1;
+        }
+        batched.counts.accesses = fast.counts.accesses;
+        assert_eq!(batched.counts, fast.counts, "{}", c.name);
         assert!(fast.counts.walks > 1000 && fast.counts.l1_misses > fast.counts.walks);
     }
 }
