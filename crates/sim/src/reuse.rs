@@ -129,10 +129,14 @@ pub struct Stack {
     per_frame: usize,
     live: u64,
     stats: Vec<PageStat>,
-    /// Indices into `stats`, most recent first; `front_len` of them are in use.
+    /// Indices into `stats`, a ring: position `j` (most recent first) is at
+    /// `(head + j) % FRONT`; `front_len` of them are in use.
     front: [u32; FRONT],
+    head: usize,
     front_len: usize,
     marks: Marks,
+    /// The page marked at each time position.
+    owner: Vec<u32>,
     now: usize,
     prev: u64,
     prev_index: usize,
@@ -153,8 +157,10 @@ impl Stack {
             live: 0,
             stats: Vec::new(),
             front: [u32::MAX; FRONT],
+            head: 0,
             front_len: 0,
             marks: Marks::new(1 << 16),
+            owner: vec![0; 1 << 16],
             now: 0,
             prev: u64::MAX,
             prev_index: 0,
@@ -182,6 +188,25 @@ impl Stack {
         self.changed(addr);
     }
 
+    /// Every access of `packed` ([`hugewise_trace::Access::pack`]), in order. The page
+    /// records of accesses a few steps on are fetched into the cache early: they are read
+    /// at random, and waiting for each in turn would take most of the time.
+    pub fn access_packed(&mut self, packed: &[u64]) {
+        const AHEAD: usize = 8;
+        for (j, &p) in packed.iter().enumerate() {
+            if let Some(&q) = packed.get(j + AHEAD) {
+                let a = q >> 1;
+                if let Some(f) = self.frames.get(a >> 21) {
+                    let sub = ((a >> self.shift) as usize) & (self.per_frame - 1);
+                    if let Some(s) = self.stats.get(f as usize + sub) {
+                        hugewise_sys::hint::prefetch(s);
+                    }
+                }
+            }
+            self.access(p >> 1);
+        }
+    }
+
     #[inline]
     fn index(&mut self, addr: u64) -> usize {
         let sub = ((addr >> self.shift) as usize) & (self.per_frame - 1);
@@ -197,15 +222,11 @@ impl Stack {
         first + sub
     }
 
-    /// Position of page `i` in the front list, if it is there.
+    /// Position of page `i` in the front list, if it is there. A plain scan: the pages of
+    /// interleaved sweeps sit in the first few positions.
     #[inline]
     fn in_front(&self, i: u32) -> Option<usize> {
-        // A fixed-length compare the compiler turns into a few vector compares.
-        let mut hits = 0u64;
-        for (j, &f) in self.front.iter().enumerate() {
-            hits |= u64::from(f == i) << j;
-        }
-        (hits != 0).then(|| hits.trailing_zeros() as usize)
+        (0..self.front_len).find(|&j| self.front[(self.head + j) % FRONT] == i)
     }
 
     fn changed(&mut self, addr: u64) {
@@ -248,46 +269,54 @@ impl Stack {
     #[inline]
     fn push_front(&mut self, i: usize) {
         if self.front_len == FRONT {
-            let out = self.front[FRONT - 1] as usize;
+            let out = self.front[(self.head + FRONT - 1) % FRONT] as usize;
             if self.now >= self.marks.capacity() {
                 self.compact();
             }
             let t = self.now;
             self.now += 1;
             self.marks.set(t);
+            self.owner[t] = out as u32;
             self.stats[out].last = t as u32;
         } else {
             self.front_len += 1;
         }
-        self.move_to_front(FRONT - 1, i as u32);
+        // The ring turns by one: the slot before the head held the last position, which
+        // has just left or was unused.
+        self.head = (self.head + FRONT - 1) % FRONT;
+        self.front[self.head] = i as u32;
         self.stats[i].last = IN_FRONT;
     }
 
-    /// Shift the list's first `p` entries back by one and put `v` first. Written over the
-    /// whole fixed-length list, so it compiles to a few vector blends instead of a memmove.
+    /// Shift the list's first `p` entries back by one and put `v` first.
     #[inline]
     fn move_to_front(&mut self, p: usize, v: u32) {
-        self.front.copy_within(0..p, 1);
-        self.front[0] = v;
+        for j in (1..=p).rev() {
+            self.front[(self.head + j) % FRONT] = self.front[(self.head + j - 1) % FRONT];
+        }
+        self.front[self.head] = v;
     }
 
-    /// Renumber the live marks 0..k in time order and make room for 4k more steps.
+    /// Renumber the live marks 0..k in time order and make room for 4k more steps. The
+    /// marks are already in time order: their owners are read off in bit order.
     #[cold]
     fn compact(&mut self) {
-        let mut live: Vec<(u32, u32)> = self
-            .stats
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.seen && s.last != IN_FRONT)
-            .map(|(i, s)| (s.last, i as u32))
-            .collect();
-        live.sort_unstable();
-        for (k, &(_, i)) in live.iter().enumerate() {
-            self.stats[i as usize].last = k as u32;
+        let mut owner = Vec::with_capacity(self.marks.total as usize);
+        for (w, &bits) in self.marks.bits.iter().enumerate() {
+            let mut b = bits;
+            while b != 0 {
+                let page = self.owner[w * 64 + b.trailing_zeros() as usize];
+                self.stats[page as usize].last = owner.len() as u32;
+                owner.push(page);
+                b &= b - 1;
+            }
         }
-        let cap = (live.len() * 4).max(1 << 16);
-        self.marks.reset(cap, live.len());
-        self.now = live.len();
+        let live = owner.len();
+        let cap = (live * 4).max(1 << 16);
+        self.marks.reset(cap, live);
+        owner.resize(self.marks.capacity(), 0);
+        self.owner = owner;
+        self.now = live;
     }
 
     /// Histogram and classification so far.
@@ -422,9 +451,7 @@ pub fn run(
         let worker = scope.spawn(move || {
             let mut small = Stack::new(12);
             for block in work {
-                for &p in &block {
-                    small.access(p >> 1);
-                }
+                small.access_packed(&block);
                 // The reader may have stopped early; a lost buffer is only a lost reuse.
                 let _ = give_back.send(block);
             }
@@ -442,9 +469,7 @@ pub fn run(
                     break;
                 }
             }
-            for &p in &block {
-                huge.access(p >> 1);
-            }
+            huge.access_packed(&block);
             done += block.len() as u64;
             progress.update(done, total);
             if to_worker.send(block).is_err() {
