@@ -12,13 +12,13 @@ use crate::tlb::{Counts, Hierarchy, Outcome};
 use crate::Result;
 
 /// Pages remembered as having their accessed bit set (direct-mapped by page number).
-const SET_BITS: usize = 64;
+const SET_BITS: usize = 512;
 
 /// A configuration being simulated.
 pub struct Machine {
-    /// Pages whose accessed bit is known to be set since the policy last ran (`u64::MAX`:
-    /// none): setting it again is skipped. Only the policy clears bits, so this is
-    /// forgotten whenever it runs.
+    /// Pages whose accessed bit is known to be set since the policy last ticked
+    /// (`u64::MAX`: none): setting it again is skipped. Policies clear bits only when they
+    /// tick, so this is forgotten then.
     set_bits: [u64; SET_BITS],
     tlbs: Vec<Hierarchy>,
     map: PageMap,
@@ -191,11 +191,13 @@ impl Machine {
     #[inline(never)]
     fn tick(&mut self) {
         self.with_policy(|p, cx| p.on_tick(cx));
+        if self.precise {
+            self.set_bits = [u64::MAX; SET_BITS];
+        }
         self.next_tick += self.interval;
     }
 
-    /// Let the policy act on the machine at the current time. It may clear accessed bits, so
-    /// the memory of bits already set is dropped afterwards.
+    /// Let the policy act on the machine at the current time.
     fn with_policy(&mut self, act: impl FnOnce(&mut dyn Policy, &mut Ctx<'_>)) {
         let mut cx = Ctx {
             now: self.now,
@@ -205,9 +207,6 @@ impl Machine {
             plan: &mut self.plan,
         };
         act(self.policy.as_mut(), &mut cx);
-        if self.precise {
-            self.set_bits = [u64::MAX; SET_BITS];
-        }
     }
 
     /// Counts so far.
