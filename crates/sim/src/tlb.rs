@@ -327,7 +327,12 @@ fn run_hits(mut a: impl Probe, mut b: impl Probe, packed: &[u64]) -> (usize, usi
     (n, in_b)
 }
 
+/// The key tag of 2 MiB pages ([`key`]).
 const CODE_2M: u64 = 1 << 62;
+/// Shifts from the packed form (the address shifted left by one) to 4 KiB and 2 MiB page
+/// numbers.
+const PACKED_4K: u32 = 13;
+const PACKED_2M: u32 = 22;
 
 fn fixed<const W: usize, const SHIFT: u32, const CODE: u64>(
     s: &mut SetAssoc,
@@ -352,10 +357,10 @@ fn any(s: &mut SetAssoc, size: PageSize) -> Any<'_> {
 fn hits_one(a: &mut SetAssoc, size: PageSize, packed: &[u64]) -> (usize, usize) {
     use PageSize::{Size2M as M, Size4K as K};
     match (size, a.ways) {
-        (K, 4) => run_hits(fixed::<4, 13, 0>(a), Never, packed),
-        (K, 6) => run_hits(fixed::<6, 13, 0>(a), Never, packed),
-        (K, 8) => run_hits(fixed::<8, 13, 0>(a), Never, packed),
-        (M, 4) => run_hits(fixed::<4, 22, CODE_2M>(a), Never, packed),
+        (K, 4) => run_hits(fixed::<4, PACKED_4K, 0>(a), Never, packed),
+        (K, 6) => run_hits(fixed::<6, PACKED_4K, 0>(a), Never, packed),
+        (K, 8) => run_hits(fixed::<8, PACKED_4K, 0>(a), Never, packed),
+        (M, 4) => run_hits(fixed::<4, PACKED_2M, CODE_2M>(a), Never, packed),
         _ => run_hits(any(a, size), Never, packed),
     }
 }
@@ -370,10 +375,26 @@ fn hits_two(
 ) -> (usize, usize) {
     use PageSize::{Size2M as M, Size4K as K};
     match ((size_a, a.ways), (size_b, b.ways)) {
-        ((K, 4), (M, 4)) => run_hits(fixed::<4, 13, 0>(a), fixed::<4, 22, CODE_2M>(b), packed),
-        ((M, 4), (K, 4)) => run_hits(fixed::<4, 22, CODE_2M>(a), fixed::<4, 13, 0>(b), packed),
-        ((K, 6), (M, 4)) => run_hits(fixed::<6, 13, 0>(a), fixed::<4, 22, CODE_2M>(b), packed),
-        ((M, 4), (K, 6)) => run_hits(fixed::<4, 22, CODE_2M>(a), fixed::<6, 13, 0>(b), packed),
+        ((K, 4), (M, 4)) => run_hits(
+            fixed::<4, PACKED_4K, 0>(a),
+            fixed::<4, PACKED_2M, CODE_2M>(b),
+            packed,
+        ),
+        ((M, 4), (K, 4)) => run_hits(
+            fixed::<4, PACKED_2M, CODE_2M>(a),
+            fixed::<4, PACKED_4K, 0>(b),
+            packed,
+        ),
+        ((K, 6), (M, 4)) => run_hits(
+            fixed::<6, PACKED_4K, 0>(a),
+            fixed::<4, PACKED_2M, CODE_2M>(b),
+            packed,
+        ),
+        ((M, 4), (K, 6)) => run_hits(
+            fixed::<4, PACKED_2M, CODE_2M>(a),
+            fixed::<6, PACKED_4K, 0>(b),
+            packed,
+        ),
         _ => run_hits(any(a, size_a), any(b, size_b), packed),
     }
 }
