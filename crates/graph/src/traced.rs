@@ -164,6 +164,21 @@ impl Traced {
         v
     }
 
+    /// How the kernel's arrays are backed (page sizes the kernel gave).
+    pub fn regions(&self) -> Result<Vec<crate::csr::RegionReport>> {
+        let mut v = Vec::new();
+        for r in &self.u32s {
+            v.push(crate::csr::RegionReport::of(r)?);
+        }
+        for r in &self.f32s {
+            v.push(crate::csr::RegionReport::of(r)?);
+        }
+        for r in &self.f64s {
+            v.push(crate::csr::RegionReport::of(r)?);
+        }
+        Ok(v)
+    }
+
     /// Run once from `sources`, telling `p` every access.
     pub fn run<P: Probe>(&mut self, g: &Csr, sources: &[u32], p: &mut P) {
         match self.spec {

@@ -81,6 +81,7 @@ base, thp, thp-prefix:<size|%>, hugetlb-2m, hugetlb-1g.")]
         after_help = "Examples:
   hugewise trace bfs --graph kron:20 --out bfs.hwt
   hugewise trace bfs --graph kron:24 --reorder dbg --mode top-down --out bfs-dbg.hwt
+  hugewise trace bfs --graph kron:20 --calibrate 5 --out bfs.hwt   (times for sim's estimate)
   hugewise trace pr --graph ../shared/data/cnr-2000.el.zst --max-iters 2 --out pr.hwt
   hugewise trace lackey lackey.txt --out prog.hwt
   valgrind --tool=lackey --trace-mem=yes --log-fd=1 ./prog | hugewise trace lackey - --out prog.hwt
@@ -89,7 +90,8 @@ The traced kernels are serial twins of `hugewise run`'s (bfs is top-down, as the
 verified like them. The trace starts with one store per 4 KiB page of every array in
 allocation order (what loading did), then the kernel's accesses in program order. Untraced
 runs of the same code give the simulator its clock; they are saved beside the trace in
-<trace>.json."
+<trace>.json. With --calibrate, runs on 4 KiB pages and on THP are saved there too, and
+`hugewise sim` fits its speedup estimate to them."
     )]
     Trace(TraceArgs),
 
@@ -488,6 +490,11 @@ pub struct TraceArgs {
     /// Untraced runs of the same code, timed for the simulator's clock (0: none).
     #[arg(long, default_value_t = 3)]
     pub rate_runs: u32,
+    /// Also time N untraced runs on a copy all on 4 KiB pages and on a copy all asking for
+    /// THP, alternated, and keep them in the sidecar: `hugewise sim` then calibrates its
+    /// speedup estimate on them. Takes twice the graph's memory more (0: none).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub calibrate: u32,
     /// Print the capture report as JSON.
     #[arg(long)]
     pub json: bool,

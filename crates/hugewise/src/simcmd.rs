@@ -86,6 +86,7 @@ pub fn trace(a: TraceArgs, progress: bool) -> anyhow::Result<()> {
         sources: a.settings.source.clone(),
         out: a.out.clone(),
         rate_runs: a.rate_runs,
+        calibrate_runs: a.calibrate,
     };
     let b = spinner(progress, "tracing");
     let r = capture::capture(&cfg, meta())

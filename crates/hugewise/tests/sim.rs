@@ -242,3 +242,48 @@ fn bad_inputs_are_named() {
     sim_fails(&["--budget", "150"], "--budget 150");
     fails_with(&hw(&["sim"]), "--trace FILE is required");
 }
+
+/// `trace --calibrate` times the untraced twin on a copy all on 4 KiB pages and a copy asking
+/// for THP, and keeps the times in the sidecar, where `sim` finds them for its cost model.
+#[test]
+fn calibration_runs_reach_the_sidecar_and_the_cost_model() {
+    let d = tempfile::tempdir().expect("tmp");
+    let t = trace(
+        d.path(),
+        "bfs.hwt",
+        &[
+            "bfs",
+            "--graph",
+            "kron:16",
+            "--rate-runs",
+            "1",
+            "--calibrate",
+            "3",
+        ],
+    );
+    let side: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{t}.json")).expect("sidecar"))
+            .expect("json");
+    let c = &side["calibration"];
+    assert_eq!(c["runs"], 3);
+    for k in ["base_s", "huge_s"] {
+        let s = c[k].as_f64().expect("seconds");
+        assert!(s > 0.0 && s < 10.0, "{k} = {s}");
+    }
+    let share = c["huge_share"].as_f64().expect("share");
+    assert!((0.0..=1.0).contains(&share), "huge_share = {share}");
+    let thp =
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    if !thp.contains("[never]") {
+        // The arrays are 2 MiB-aligned mappings asking for THP: some of them get it.
+        assert!(share > 0.0, "no huge pages in the THP copy");
+    }
+    let r = ok(&hw(&["sim", "--trace", &t, "--budget", "2", "--json"]));
+    let m = &r["cost_model"];
+    // Fitted, or refused with the measured times named: never the "nothing measured" case.
+    let note = m["note"].as_str().unwrap_or("");
+    assert!(
+        m["calibrated"] == true || note.contains("measured runs ("),
+        "cost model: {m}"
+    );
+}

@@ -154,6 +154,17 @@ pub fn capture(r: &capture::Report) -> String {
             _ => "not measured".into(),
         }
     );
+    if let Some(c) = &r.calibration {
+        let _ = writeln!(
+            o,
+            "calibration  untraced on 4 KiB pages {:.3} s, on THP {:.3} s ({:.0} % of the \
+             memory in huge pages), medians of {}",
+            c.base_s,
+            c.huge_s,
+            c.huge_share * 100.0,
+            c.runs
+        );
+    }
     let mut t = Table::new(["array", "base", "size"]);
     for a in &r.arrays {
         t.row([a.name.clone(), format!("{:#x}", a.base), bytes(a.bytes)]);

@@ -47,6 +47,10 @@ pub struct Config {
     pub out: PathBuf,
     /// Untraced runs timed for the clock (0: none).
     pub rate_runs: u32,
+    /// Untraced runs on each of two fresh copies of the graph and arrays, one all on 4 KiB
+    /// pages and one all asking for THP, alternated, to calibrate the simulator's cost model
+    /// (0: none). The copies take twice the graph's memory on top of the traced one.
+    pub calibrate_runs: u32,
 }
 
 /// One array of the trace.
@@ -93,6 +97,8 @@ pub struct Report {
     pub untraced_ns: Option<Summary>,
     /// Kernel accesses per second untraced (the simulator's clock).
     pub accesses_per_s: Option<f64>,
+    /// Untraced times on 4 KiB pages and on THP, for the cost model (`null`: not asked for).
+    pub calibration: Option<meta::Calibration>,
     /// Whether the traced run's result verified.
     pub verified: bool,
 }
@@ -138,25 +144,7 @@ fn to_info(s: &Span) -> ArrayInfo {
 
 /// Trace `cfg.kernel` on `cfg.input`.
 pub fn capture(cfg: &Config, meta: Meta) -> Result<Report> {
-    let pool = crate::thread_pool(1)?;
-    let mut load_opts = cfg.load;
-    if cfg.kernel.needs_weights() {
-        load_opts.weighted = true;
-    }
-    let prepared = pool.install(|| {
-        prepare(
-            &Graph {
-                input: &cfg.input,
-                load: load_opts,
-                layout: &cfg.layout,
-                kernel: cfg.kernel,
-                reorder: cfg.reorder,
-                sources: &cfg.sources,
-                wanted: cfg.kernel.sources_per_trial(),
-            },
-            &mut |_| Ok(()),
-        )
-    })?;
+    let prepared = load(cfg, &cfg.layout)?;
     let run_sources = prepared.run_sources();
     let Prepared { g, sources, .. } = prepared;
     let mut kernel = Traced::new(cfg.kernel, &cfg.layout, &g)?;
@@ -216,6 +204,14 @@ pub fn capture(cfg: &Config, meta: Meta) -> Result<Report> {
         .map_err(|_| Error::Config("the trace encoder thread panicked".into()))??;
     let capture_s = started.elapsed().as_secs_f64();
     let verified = kernel.verify(&g, &run_sources);
+    let graph = GraphInfo::of(&g);
+    // The calibration's copies are loaded after the traced one is gone.
+    drop(kernel);
+    drop(g);
+    let calibration = match cfg.calibrate_runs {
+        0 => None,
+        n => Some(calibrate(cfg, n)?),
+    };
 
     let untraced_ns = summarize(&untraced);
     let accesses_per_s = untraced_ns
@@ -224,7 +220,7 @@ pub fn capture(cfg: &Config, meta: Meta) -> Result<Report> {
     let report = Report {
         meta,
         graph_spec: cfg.input.to_string(),
-        graph: GraphInfo::of(&g),
+        graph,
         kernel: cfg.kernel,
         sources,
         trace: cfg.out.clone(),
@@ -237,6 +233,7 @@ pub fn capture(cfg: &Config, meta: Meta) -> Result<Report> {
         capture_accesses_per_s: summary.accesses as f64 / capture_s,
         untraced_ns,
         accesses_per_s,
+        calibration,
         verified: verified.is_ok(),
     };
     let side = TraceMeta {
@@ -244,7 +241,7 @@ pub fn capture(cfg: &Config, meta: Meta) -> Result<Report> {
         source: format!("{} on {}", cfg.kernel.name(), cfg.input),
         accesses: summary.accesses,
         accesses_per_s,
-        calibration: None,
+        calibration,
         details: serde_json::to_value(&report).unwrap_or_default(),
     };
     crate::save::write_json(&meta::sidecar(&cfg.out), &side)?;
@@ -256,4 +253,66 @@ pub fn capture(cfg: &Config, meta: Meta) -> Result<Report> {
         )));
     }
     Ok(report)
+}
+
+/// Load the graph of `cfg` with `layout`, as `hugewise run` does (on one thread: the traced
+/// twins are serial).
+fn load(cfg: &Config, layout: &Layout) -> Result<Prepared> {
+    let pool = crate::thread_pool(1)?;
+    let mut load_opts = cfg.load;
+    if cfg.kernel.needs_weights() {
+        load_opts.weighted = true;
+    }
+    pool.install(|| {
+        prepare(
+            &Graph {
+                input: &cfg.input,
+                load: load_opts,
+                layout,
+                kernel: cfg.kernel,
+                reorder: cfg.reorder,
+                sources: &cfg.sources,
+                wanted: cfg.kernel.sources_per_trial(),
+            },
+            &mut |_| Ok(()),
+        )
+    })
+}
+
+/// Time the untraced twin on a copy all on 4 KiB pages and a copy all asking for THP, `runs`
+/// each, alternated so that drift in the machine's speed falls on both.
+fn calibrate(cfg: &Config, runs: u32) -> Result<meta::Calibration> {
+    let order = cfg.layout.order.to_string();
+    let mut copies = Vec::new();
+    for pages in ["all=base", "all=thp"] {
+        let layout = Layout::parse(pages, &order).map_err(Error::from_graph)?;
+        let p = load(cfg, &layout)?;
+        let sources = p.run_sources();
+        let kernel = Traced::new(cfg.kernel, &layout, &p.g).map_err(Error::from_graph)?;
+        copies.push((p.g, kernel, sources, Vec::new()));
+    }
+    // One run each first, untimed: it faults nothing (arrays are faulted at creation) but
+    // warms the caches as the traced clock's runs were.
+    for (g, kernel, sources, _) in copies.iter_mut() {
+        kernel.run(g, sources, &mut traced::Off);
+    }
+    for _ in 0..runs {
+        for (g, kernel, sources, times) in copies.iter_mut() {
+            let t = Instant::now();
+            kernel.run(g, sources, &mut traced::Off);
+            times.push(t.elapsed().as_secs_f64());
+        }
+    }
+    let (g, kernel, _, _) = &copies[1];
+    let mut regions = g.regions().map_err(Error::from_graph)?;
+    regions.extend(kernel.regions().map_err(Error::from_graph)?);
+    let mapped: u64 = regions.iter().map(|r| r.backing.total_bytes).sum();
+    let huge: u64 = regions.iter().map(|r| r.backing.huge_bytes()).sum();
+    let median = |v: &[f64]| summarize(v).map(|s| s.median).unwrap_or(0.0);
+    Ok(meta::Calibration {
+        base_s: median(&copies[0].3),
+        huge_s: median(&copies[1].3),
+        huge_share: huge as f64 / mapped.max(1) as f64,
+        runs,
+    })
 }
