@@ -87,7 +87,7 @@ impl Machine {
     pub fn feed(&mut self, stream: u16, accesses: &[u64]) {
         if !self.started {
             self.started = true;
-            self.with_policy(|p, cx| p.start(cx));
+            self.with_policy(true, |p, cx| p.start(cx));
         }
         let s = (stream as usize).min(self.tlbs.len() - 1) as u16;
         self.run(s, accesses);
@@ -185,26 +185,28 @@ impl Machine {
             frame_seen,
             first_touch,
         };
-        self.with_policy(|p, cx| p.on_walk(cx, &walk));
+        self.with_policy(false, |p, cx| p.on_walk(cx, &walk));
     }
 
     #[inline(never)]
     fn tick(&mut self) {
-        self.with_policy(|p, cx| p.on_tick(cx));
+        self.with_policy(true, |p, cx| p.on_tick(cx));
         if self.precise {
             self.set_bits = [u64::MAX; SET_BITS];
         }
         self.next_tick += self.interval;
     }
 
-    /// Let the policy act on the machine at the current time.
-    fn with_policy(&mut self, act: impl FnOnce(&mut dyn Policy, &mut Ctx<'_>)) {
+    /// Let the policy act on the machine at the current time (`ticking`: at its start or a
+    /// tick, where it may demote).
+    fn with_policy(&mut self, ticking: bool, act: impl FnOnce(&mut dyn Policy, &mut Ctx<'_>)) {
         let mut cx = Ctx {
             now: self.now,
             map: &mut self.map,
             tlbs: &mut self.tlbs,
             budget: &mut self.budget,
             plan: &mut self.plan,
+            ticking,
         };
         act(self.policy.as_mut(), &mut cx);
     }

@@ -87,6 +87,9 @@ pub struct Ctx<'a> {
     pub(crate) tlbs: &'a mut [Hierarchy],
     pub(crate) budget: &'a mut Budget,
     pub(crate) plan: &'a mut Vec<PlanEvent>,
+    /// Whether the policy is starting or ticking, the only times it may demote (the engine
+    /// sets precise accessed bits ahead of the accesses up to the next tick).
+    pub(crate) ticking: bool,
 }
 
 impl Ctx<'_> {
@@ -144,6 +147,10 @@ impl Ctx<'_> {
     /// Map frame `id` (a 2 MiB page) with 4 KiB pages again, giving its frame back to the
     /// budget. Its pages stay mapped; their accessed bits are clear.
     pub fn demote(&mut self, id: FrameId) -> bool {
+        debug_assert!(
+            self.ticking,
+            "a policy demotes only when it starts or ticks"
+        );
         if self.map.size(id) != PageSize::Size2M {
             return false;
         }
