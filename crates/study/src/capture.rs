@@ -208,9 +208,14 @@ pub fn capture(cfg: &Config, meta: Meta) -> Result<Report> {
     // The calibration's copies are loaded after the traced one is gone.
     drop(kernel);
     drop(g);
-    let calibration = match cfg.calibrate_runs {
-        0 => None,
-        n => Some(calibrate(cfg, n)?),
+    // A failed calibration (say, no memory for the copies) keeps the trace and its sidecar
+    // without times, and is reported after they are written.
+    let (calibration, calibration_error) = match cfg.calibrate_runs {
+        0 => (None, None),
+        n => match calibrate(cfg, n) {
+            Ok(c) => (Some(c), None),
+            Err(e) => (None, Some(e)),
+        },
     };
 
     let untraced_ns = summarize(&untraced);
@@ -249,6 +254,13 @@ pub fn capture(cfg: &Config, meta: Meta) -> Result<Report> {
         return Err(Error::Config(format!(
             "the traced {} run did not verify: {e} (the trace is kept: {})",
             cfg.kernel.name(),
+            cfg.out.display()
+        )));
+    }
+    if let Some(e) = calibration_error {
+        return Err(Error::Config(format!(
+            "calibrating on fresh copies of the graph failed: {e} (the trace and its sidecar \
+             are kept, without calibration: {})",
             cfg.out.display()
         )));
     }
