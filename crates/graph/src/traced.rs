@@ -12,6 +12,8 @@ use hugewise_mem::Region;
 use crate::kernels::{bc, bfs, cc, pr, sssp, tc, Spec};
 use crate::{Csr, Layout, Result};
 
+mod threads;
+
 /// Receives every access.
 pub trait Probe {
     /// A load (`write` false) or store at `addr`.
@@ -444,28 +446,32 @@ impl Traced {
 /// Ordered triangle count: for u, each neighbour v < u, each common neighbour w < v.
 fn tc_ordered<P: Probe>(g: &Csr, p: &mut P) -> u64 {
     let adj = g.out_adjacency();
-    let (off, edges) = (&adj.offsets, &adj.edges);
+    (0..g.n())
+        .map(|u| tc_from(&adj.offsets, &adj.edges, u, p))
+        .sum()
+}
+
+/// The triangles counted from `u`.
+fn tc_from<P: Probe>(off: &[u64], edges: &[u32], u: usize, p: &mut P) -> u64 {
     let mut count = 0u64;
-    for u in 0..g.n() {
-        let (ua, ub) = (ld(p, off, u) as usize, ld(p, off, u + 1) as usize);
-        for e in ua..ub {
-            let v = ld(p, edges, e) as usize;
-            if v > u {
+    let (ua, ub) = (ld(p, off, u) as usize, ld(p, off, u + 1) as usize);
+    for e in ua..ub {
+        let v = ld(p, edges, e) as usize;
+        if v > u {
+            break;
+        }
+        let mut it = ua;
+        let (va, vb) = (ld(p, off, v) as usize, ld(p, off, v + 1) as usize);
+        for f in va..vb {
+            let w = ld(p, edges, f);
+            if w as usize > v {
                 break;
             }
-            let mut it = ua;
-            let (va, vb) = (ld(p, off, v) as usize, ld(p, off, v + 1) as usize);
-            for f in va..vb {
-                let w = ld(p, edges, f);
-                if w as usize > v {
-                    break;
-                }
-                while it < ub && ld(p, edges, it) < w {
-                    it += 1;
-                }
-                if it < ub && ld(p, edges, it) == w {
-                    count += 1;
-                }
+            while it < ub && ld(p, edges, it) < w {
+                it += 1;
+            }
+            if it < ub && ld(p, edges, it) == w {
+                count += 1;
             }
         }
     }

@@ -82,13 +82,16 @@ base, thp, thp-prefix:<size|%>, hugetlb-2m, hugetlb-1g.")]
   hugewise trace bfs --graph kron:20 --out bfs.hwt
   hugewise trace bfs --graph kron:24 --reorder dbg --mode top-down --out bfs-dbg.hwt
   hugewise trace bfs --graph kron:20 --calibrate 5 --out bfs.hwt   (times for sim's estimate)
+  hugewise trace pr --graph kron:20 --threads 2 --out pr-2t.hwt      (one stream per thread)
   hugewise trace pr --graph ../shared/data/cnr-2000.el.zst --max-iters 2 --out pr.hwt
   hugewise trace lackey lackey.txt --out prog.hwt
   valgrind --tool=lackey --trace-mem=yes --log-fd=1 ./prog | hugewise trace lackey - --out prog.hwt
 
-The traced kernels are serial twins of `hugewise run`'s (bfs is top-down, as the seeds' BFS),
-verified like them. The trace starts with one store per 4 KiB page of every array in
-allocation order (what loading did), then the kernel's accesses in program order. Untraced
+The traced kernels are twins of `hugewise run`'s (bfs is top-down, as the seeds' BFS), verified
+like them: serial by default, so that the trace is the same on every run; with --threads N, N
+threads share the work as a parallel run's do and each records its own stream. The trace
+starts with one store per 4 KiB page of every array in allocation order (what loading did, in
+the first stream), then the kernel's accesses in program order. Untraced
 runs of the same code give the simulator its clock; they are saved beside the trace in
 <trace>.json. With --calibrate, runs on 4 KiB pages and on THP are saved there too, and
 `hugewise sim` fits its speedup estimate to them."
@@ -487,6 +490,10 @@ pub struct TraceArgs {
     /// The trace file (written atomically; its sidecar is FILE.json).
     #[arg(long, default_value = "run.hwt")]
     pub out: PathBuf,
+    /// Threads, each recording its own stream (the simulator gives each its own TLBs and
+    /// PCC). 1 runs the serial twins, whose trace is the same on every run.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub threads: u16,
     /// Untraced runs of the same code, timed for the simulator's clock (0: none).
     #[arg(long, default_value_t = 3)]
     pub rate_runs: u32,

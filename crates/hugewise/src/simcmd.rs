@@ -82,6 +82,7 @@ pub fn trace(a: TraceArgs, progress: bool) -> anyhow::Result<()> {
         load: load_options(&a.input),
         layout: a.place.layout(),
         kernel: spec,
+        threads: usize::from(a.threads),
         reorder: a.place.reorder,
         sources: a.settings.source.clone(),
         out: a.out.clone(),

@@ -287,3 +287,50 @@ fn calibration_runs_reach_the_sidecar_and_the_cost_model() {
         "cost model: {m}"
     );
 }
+
+#[test]
+fn threaded_capture_writes_a_stream_per_thread_that_sim_keeps_apart() {
+    let d = tempfile::tempdir().expect("tmp");
+    let mut per_stream = [0u64; 2];
+    for k in ["bfs", "pr"] {
+        let out = d.path().join(format!("{k}.hwt"));
+        let out = out.to_str().expect("utf-8 path");
+        let r = ok(&hw(&[
+            "trace",
+            k,
+            "--graph",
+            "kron:16",
+            "--threads",
+            "2",
+            "--rate-runs",
+            "1",
+            "--out",
+            out,
+            "--json",
+        ]));
+        assert_eq!(r["verified"], true, "{k}");
+        assert_eq!(r["threads"], 2, "{k}");
+        let streams: Vec<u64> = r["stream_accesses"]
+            .as_array()
+            .expect("per stream")
+            .iter()
+            .map(|v| v.as_u64().expect("count"))
+            .collect();
+        assert_eq!(streams.len(), 2, "{k}");
+        assert_eq!(
+            streams.iter().sum::<u64>(),
+            r["accesses"].as_u64().expect("n")
+        );
+        per_stream[0] += streams[0];
+        per_stream[1] += streams[1];
+        let s = ok(&hw(&["sim", "--trace", out, "--budget", "0,100", "--json"]));
+        assert_eq!(s["streams"], 2, "{k}");
+        assert_eq!(s["accesses"], r["accesses"], "{k}");
+    }
+    // Threads take work as they free up; over two kernels on 64 Ki vertices both had some.
+    assert!(per_stream.iter().all(|&n| n > 100_000), "{per_stream:?}");
+    fails_with(
+        &hw(&["trace", "bfs", "--graph", "kron:10", "--threads", "0"]),
+        "--threads",
+    );
+}

@@ -145,6 +145,15 @@ pub fn capture(r: &capture::Report) -> String {
         bytes(r.trace_bytes),
         r.bytes_per_access
     );
+    if r.threads > 1 {
+        let per: Vec<String> = r.stream_accesses.iter().map(u64::to_string).collect();
+        let _ = writeln!(
+            o,
+            "streams {} threads, accesses per stream: {}",
+            r.threads,
+            per.join(", ")
+        );
+    }
     let _ = writeln!(
         o,
         "speed   captured at {:.1} M accesses/s; untraced {}",

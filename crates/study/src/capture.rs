@@ -2,8 +2,10 @@
 //! write every access to a `.hwt` trace, with a sidecar saying what was traced and how many
 //! accesses per second the same work makes untraced (the simulator's clock).
 //!
-//! The kernel runs on one core and the encoder on the other: accesses are handed over in
-//! batches, so tracing costs the kernel a store per access.
+//! Serial, the kernel runs on one core and the encoder on the other: accesses are handed over
+//! in batches, so tracing costs the kernel a store per access. On several threads each thread
+//! records its own stream and hands over smaller batches, so that the file's blocks interleave
+//! the streams about as the threads ran.
 
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -22,10 +24,10 @@ use crate::meta::Meta;
 use crate::stats::{summarize, Summary};
 use crate::{Error, Result};
 
-/// Accesses handed to the encoder at once.
+/// Accesses handed to the encoder at once, and per trace block, on one thread.
 const BATCH: usize = 1 << 20;
-/// Accesses per trace block.
-const BLOCK: u32 = 1 << 20;
+/// The same on several threads: a block is then about a millisecond of one thread's work.
+const BATCH_THREADED: usize = 1 << 16;
 
 /// What to trace.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,6 +41,8 @@ pub struct Config {
     pub layout: Layout,
     /// The kernel.
     pub kernel: Spec,
+    /// Threads, each recording its own stream (1: the serial twins).
+    pub threads: usize,
     /// Reorder the vertices after loading.
     pub reorder: Option<Method>,
     /// Start vertices in the input's ids (empty: picked from the seed).
@@ -83,6 +87,10 @@ pub struct Report {
     pub arrays: Vec<ArrayInfo>,
     /// Accesses of the first-touch prologue (one per 4 KiB page of every array).
     pub prologue_accesses: u64,
+    /// Threads traced (one stream each).
+    pub threads: usize,
+    /// Accesses of each stream, the prologue in the first.
+    pub stream_accesses: Vec<u64>,
     /// Accesses in all.
     pub accesses: u64,
     /// Trace file bytes.
@@ -103,9 +111,12 @@ pub struct Report {
     pub verified: bool,
 }
 
+/// One thread's probe: buffers its accesses and ships full batches to the encoder.
 struct Recorder {
+    stream: u16,
+    batch: usize,
     buf: Vec<u64>,
-    tx: mpsc::SyncSender<Vec<u64>>,
+    tx: mpsc::SyncSender<(u16, Vec<u64>)>,
     back: mpsc::Receiver<Vec<u64>>,
     count: u64,
 }
@@ -116,10 +127,10 @@ impl Recorder {
         let next = self
             .back
             .try_recv()
-            .unwrap_or_else(|_| Vec::with_capacity(BATCH));
+            .unwrap_or_else(|_| Vec::with_capacity(self.batch));
         let full = std::mem::replace(&mut self.buf, next);
         // A closed channel means the encoder failed; its error is reported at the end.
-        let _ = self.tx.send(full);
+        let _ = self.tx.send((self.stream, full));
     }
 }
 
@@ -128,10 +139,46 @@ impl Probe for Recorder {
     fn touch(&mut self, addr: usize, write: bool) {
         self.buf.push(((addr as u64) << 1) | u64::from(write));
         self.count += 1;
-        if self.buf.len() == BATCH {
+        if self.buf.len() == self.batch {
             self.ship();
         }
     }
+}
+
+/// A recorder per stream, and the encoder thread that writes what they ship.
+fn recorders(
+    writer: Writer,
+    streams: usize,
+    batch: usize,
+) -> (
+    Vec<Recorder>,
+    std::thread::JoinHandle<hugewise_trace::Result<hugewise_trace::Summary>>,
+) {
+    let (tx, rx) = mpsc::sync_channel::<(u16, Vec<u64>)>(4 * streams);
+    let mut backs = Vec::new();
+    let mut recs = Vec::new();
+    for i in 0..streams {
+        let (back_tx, back) = mpsc::channel::<Vec<u64>>();
+        backs.push(back_tx);
+        recs.push(Recorder {
+            stream: i as u16,
+            batch,
+            buf: Vec::with_capacity(batch),
+            tx: tx.clone(),
+            back,
+            count: 0,
+        });
+    }
+    let encoder = std::thread::spawn(move || -> hugewise_trace::Result<_> {
+        let mut w = writer;
+        for (stream, mut batch) in rx {
+            w.push_packed(stream, &batch)?;
+            batch.clear();
+            let _ = backs[stream as usize].send(batch);
+        }
+        w.finish()
+    });
+    (recs, encoder)
 }
 
 fn to_info(s: &Span) -> ArrayInfo {
@@ -152,9 +199,10 @@ pub fn capture(cfg: &Config, meta: Meta) -> Result<Report> {
     spans.extend(kernel.spans());
     let mut sorted = spans.clone();
     sorted.sort_by_key(|s| s.base);
+    let threads = cfg.threads.clamp(1, usize::from(u16::MAX));
     let header = Header {
         addr_shift: 2,
-        streams: 1,
+        streams: threads as u16,
         regions: sorted
             .iter()
             .map(|s| Region {
@@ -169,36 +217,24 @@ pub fn capture(cfg: &Config, meta: Meta) -> Result<Report> {
     let mut untraced = Vec::new();
     for _ in 0..cfg.rate_runs {
         let t = Instant::now();
-        kernel.run(&g, &run_sources, &mut traced::Off);
+        kernel.run_threads(&g, &run_sources, &mut vec![traced::Off; threads]);
         untraced.push(t.elapsed().as_nanos() as f64);
     }
 
-    let writer = Writer::create(&cfg.out, &header, BLOCK)?;
-    let (tx, rx) = mpsc::sync_channel::<Vec<u64>>(4);
-    let (back_tx, back) = mpsc::channel::<Vec<u64>>();
-    let encoder = std::thread::spawn(move || -> hugewise_trace::Result<_> {
-        let mut w = writer;
-        for batch in rx {
-            w.push_packed(0, &batch)?;
-            let mut batch = batch;
-            batch.clear();
-            let _ = back_tx.send(batch);
-        }
-        w.finish()
-    });
-    let mut rec = Recorder {
-        buf: Vec::with_capacity(BATCH),
-        tx,
-        back,
-        count: 0,
-    };
+    let batch = if threads == 1 { BATCH } else { BATCH_THREADED };
+    let writer = Writer::create(&cfg.out, &header, batch as u32)?;
+    let (mut recs, encoder) = recorders(writer, threads, batch);
     let started = Instant::now();
-    traced::first_touch(&spans, &mut rec);
-    let prologue = rec.count;
-    kernel.run(&g, &run_sources, &mut rec);
-    rec.ship();
-    let kernel_accesses = rec.count - prologue;
-    drop(rec);
+    traced::first_touch(&spans, &mut recs[0]);
+    let prologue = recs[0].count;
+    kernel.run_threads(&g, &run_sources, &mut recs);
+    let mut stream_accesses = Vec::with_capacity(threads);
+    for r in recs.iter_mut() {
+        r.ship();
+        stream_accesses.push(r.count);
+    }
+    let kernel_accesses = stream_accesses.iter().sum::<u64>() - prologue;
+    drop(recs);
     let summary = encoder
         .join()
         .map_err(|_| Error::Config("the trace encoder thread panicked".into()))??;
@@ -231,6 +267,8 @@ pub fn capture(cfg: &Config, meta: Meta) -> Result<Report> {
         trace: cfg.out.clone(),
         arrays: spans.iter().map(to_info).collect(),
         prologue_accesses: prologue,
+        threads,
+        stream_accesses,
         accesses: summary.accesses,
         trace_bytes: summary.bytes,
         bytes_per_access: summary.bytes as f64 / summary.accesses.max(1) as f64,
@@ -267,8 +305,8 @@ pub fn capture(cfg: &Config, meta: Meta) -> Result<Report> {
     Ok(report)
 }
 
-/// Load the graph of `cfg` with `layout`, as `hugewise run` does (on one thread: the traced
-/// twins are serial).
+/// Load the graph of `cfg` with `layout`, as `hugewise run` does (on one thread, so that
+/// loading leaves the same memory whatever the threads traced).
 fn load(cfg: &Config, layout: &Layout) -> Result<Prepared> {
     let pool = crate::thread_pool(1)?;
     let mut load_opts = cfg.load;
@@ -305,13 +343,14 @@ fn calibrate(cfg: &Config, runs: u32) -> Result<meta::Calibration> {
     }
     // One run each first, untimed: it faults nothing (arrays are faulted at creation) but
     // warms the caches as the traced clock's runs were.
+    let mut off = vec![traced::Off; cfg.threads.max(1)];
     for (g, kernel, sources, _) in copies.iter_mut() {
-        kernel.run(g, sources, &mut traced::Off);
+        kernel.run_threads(g, sources, &mut off);
     }
     for _ in 0..runs {
         for (g, kernel, sources, times) in copies.iter_mut() {
             let t = Instant::now();
-            kernel.run(g, sources, &mut traced::Off);
+            kernel.run_threads(g, sources, &mut off);
             times.push(t.elapsed().as_secs_f64());
         }
     }

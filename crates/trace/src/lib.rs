@@ -20,4 +20,4 @@ pub use error::{Error, Result};
 pub use format::{Access, Header, Region};
 pub use meta::TraceMeta;
 pub use reader::{Block, Reader};
-pub use writer::Writer;
+pub use writer::{Summary, Writer};

@@ -117,15 +117,9 @@ impl Kernel for Sssp {
                     }
                 }
             });
-            // The next shared frontier: the lowest bucket that any thread holds.
-            let next = buckets
-                .iter()
-                .filter_map(|b| {
-                    let b = lock(b);
-                    (bucket..b.len()).find(|&i| !b[i].is_empty())
-                })
-                .min();
-            let Some(next) = next else { break };
+            let Some(next) = lowest_bucket(buckets, bucket) else {
+                break;
+            };
             let total: usize = buckets
                 .iter()
                 .map(|b| lock(b).get(next).map_or(0, Vec::len))
@@ -176,7 +170,18 @@ impl Kernel for Sssp {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+/// The next shared frontier: the lowest non-empty bucket from `from` on that any thread holds.
+pub(crate) fn lowest_bucket(buckets: &[Mutex<Vec<Vec<u32>>>], from: usize) -> Option<usize> {
+    buckets
+        .iter()
+        .filter_map(|b| {
+            let b = lock(b);
+            (from..b.len()).find(|&i| !b[i].is_empty())
+        })
+        .min()
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A panic inside a round propagates out of broadcast; the buckets are cleared on the next
     // run, so a poisoned lock holds nothing worth refusing.
     m.lock().unwrap_or_else(|e| e.into_inner())
