@@ -171,10 +171,9 @@ fn recorders(
     }
     let encoder = std::thread::spawn(move || -> hugewise_trace::Result<_> {
         let mut w = writer;
-        for (stream, mut batch) in rx {
-            w.push_packed(stream, &batch)?;
-            batch.clear();
-            let _ = backs[stream as usize].send(batch);
+        for (stream, batch) in rx {
+            let empty = w.push_vec(stream, batch)?;
+            let _ = backs[stream as usize].send(empty);
         }
         w.finish()
     });

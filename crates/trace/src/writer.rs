@@ -1,12 +1,16 @@
-//! Writing a trace: accesses are buffered per stream and encoded as deltas; each full block
-//! goes to a second thread that compresses and appends it, so that encoding the next block
-//! overlaps compressing this one. The file appears under its name only once `finish`
-//! succeeds: a crash or an early drop leaves no half trace behind.
+//! Writing a trace: accesses are buffered per stream; each full block goes to a pool of
+//! threads that encode it (deltas and varints) and compress it, and a last thread appends the
+//! blocks in the order they were handed over. Blocks encode on their own (deltas restart at
+//! every block), so the file is the same whatever the number of threads. The file appears
+//! under its name only once `finish` succeeds: a crash or an early drop leaves no half trace
+//! behind.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use crate::format::{Header, BLOCK_TAG, END_TAG, MAX_BLOCK_ACCESSES};
@@ -42,14 +46,49 @@ pub(crate) fn block_crc(fields: &[u8], data: &[u8]) -> u32 {
 /// Up to this many regions, an access's region is found by testing them all.
 const SCAN_REGIONS: usize = 16;
 
-/// Blocks in flight to the compressing thread before `push` waits for it.
+/// Blocks waiting for an encoding thread before `push` waits.
 const IN_FLIGHT: usize = 4;
 
-struct Stream {
-    /// Last address seen per slot (one per region, then one for addresses outside them).
-    prev: Vec<u64>,
-    count: u32,
-    raw: Vec<u8>,
+/// Encoding threads at most (the machine's cores bound them too).
+const MAX_WORKERS: usize = 4;
+
+/// What every encoding thread needs of the header.
+struct Encoding {
+    shift: u8,
+    /// Region bases and sizes, apart, for the scan in [`Encoding::block`].
+    bases: Vec<u64>,
+    sizes: Vec<u64>,
+    header: Header,
+}
+
+impl Encoding {
+    /// Encode one block's accesses into `raw`; deltas start from zero.
+    fn block(&self, accesses: &[u64], prev: &mut Vec<u64>, raw: &mut Vec<u8>) {
+        prev.clear();
+        prev.resize(self.bases.len() + 1, 0);
+        raw.clear();
+        for &p in accesses {
+            let addr = p >> 1;
+            let slot = if self.bases.len() <= SCAN_REGIONS {
+                // Every region tested, no branch per region: a program interleaves its
+                // arrays, so which one an access falls in is as hard to predict as the
+                // access.
+                let mut slot = self.bases.len();
+                for (j, (&b, &z)) in self.bases.iter().zip(&self.sizes).enumerate() {
+                    if addr.wrapping_sub(b) < z {
+                        slot = j;
+                    }
+                }
+                slot
+            } else {
+                self.header.region_of(addr).unwrap_or(self.bases.len())
+            };
+            let a = addr >> self.shift;
+            let delta = a.wrapping_sub(prev[slot]) as i64;
+            prev[slot] = a;
+            encode_access(raw, slot, delta, p & 1 == 1);
+        }
+    }
 }
 
 /// What a finished trace holds.
@@ -63,18 +102,67 @@ pub struct Summary {
     pub bytes: u64,
 }
 
-/// A full block on its way to the compressing thread.
+/// A full block on its way to an encoding thread.
 struct Job {
+    seq: u64,
     stream: u16,
-    count: u32,
-    raw: Vec<u8>,
+    accesses: Vec<u64>,
 }
 
-/// The compressing thread's side: compresses blocks in order and appends them.
+/// A block encoded and compressed, on its way to the appending thread.
+struct Packed {
+    seq: u64,
+    stream: u16,
+    count: u32,
+    raw_len: u32,
+    compressed: Vec<u8>,
+    /// The job's buffer, sent back to the writer for reuse.
+    spent: Vec<u64>,
+}
+
+/// An encoding thread: takes jobs until the queue closes or the appender is gone.
+fn encode_jobs(
+    enc: &Encoding,
+    jobs: &Mutex<Receiver<Job>>,
+    done: &Sender<std::result::Result<Packed, std::io::Error>>,
+) {
+    let mut compressor = match zstd::bulk::Compressor::new(LEVEL) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = done.send(Err(e));
+            return;
+        }
+    };
+    let (mut prev, mut raw) = (Vec::new(), Vec::new());
+    loop {
+        // The lock is held only while waiting for a job, never while encoding.
+        let job = match jobs.lock() {
+            Ok(rx) => rx.recv(),
+            Err(_) => return,
+        };
+        let Ok(mut job) = job else { return };
+        enc.block(&job.accesses, &mut prev, &mut raw);
+        let packed = compressor.compress(&raw).map(|compressed| Packed {
+            seq: job.seq,
+            stream: job.stream,
+            count: job.accesses.len() as u32,
+            raw_len: raw.len() as u32,
+            compressed,
+            spent: {
+                job.accesses.clear();
+                std::mem::take(&mut job.accesses)
+            },
+        });
+        if done.send(packed).is_err() {
+            return;
+        }
+    }
+}
+
+/// The appending thread's side: writes blocks in the order they were handed over.
 struct Sink {
     tmp: PathBuf,
     out: BufWriter<File>,
-    compressor: zstd::bulk::Compressor<'static>,
     written: u64,
 }
 
@@ -86,35 +174,56 @@ impl Sink {
         }
     }
 
-    fn block(&mut self, job: &Job) -> Result<()> {
-        let compressed = self.compressor.compress(&job.raw).map_err(|e| self.io(e))?;
+    fn block(&mut self, b: &Packed) -> Result<()> {
         let mut h = [0u8; 24];
         h[..4].copy_from_slice(BLOCK_TAG);
-        h[4..6].copy_from_slice(&job.stream.to_le_bytes());
-        h[8..12].copy_from_slice(&job.count.to_le_bytes());
-        h[12..16].copy_from_slice(&(job.raw.len() as u32).to_le_bytes());
-        h[16..20].copy_from_slice(&(compressed.len() as u32).to_le_bytes());
-        let crc = block_crc(&h[4..20], &compressed);
+        h[4..6].copy_from_slice(&b.stream.to_le_bytes());
+        h[8..12].copy_from_slice(&b.count.to_le_bytes());
+        h[12..16].copy_from_slice(&b.raw_len.to_le_bytes());
+        h[16..20].copy_from_slice(&(b.compressed.len() as u32).to_le_bytes());
+        let crc = block_crc(&h[4..20], &b.compressed);
         h[20..24].copy_from_slice(&crc.to_le_bytes());
-        self.written += (h.len() + compressed.len()) as u64;
+        self.written += (h.len() + b.compressed.len()) as u64;
         let r = self
             .out
             .write_all(&h)
-            .and_then(|_| self.out.write_all(&compressed));
+            .and_then(|_| self.out.write_all(&b.compressed));
         r.map_err(|e| self.io(e))
     }
 
-    /// Take blocks until the channel closes, sending each buffer back for reuse; stop at the
-    /// first error.
-    fn run(mut self, jobs: Receiver<Job>, free: Sender<Vec<u8>>) -> Result<Sink> {
-        for mut job in jobs {
-            self.block(&job)?;
-            job.raw.clear();
-            // The writer may be gone (dropped unfinished); the buffer is then just freed.
-            let _ = free.send(job.raw);
+    /// Take blocks until every encoding thread is gone, writing each as soon as those before
+    /// it are written and sending its buffer back; stop at the first error.
+    fn run(
+        mut self,
+        done: Receiver<std::result::Result<Packed, std::io::Error>>,
+        free: Sender<Vec<u64>>,
+    ) -> Result<Sink> {
+        let mut waiting = BTreeMap::new();
+        let mut next = 0u64;
+        for b in done {
+            let b = b.map_err(|e| self.io(e))?;
+            waiting.insert(b.seq, b);
+            while let Some(b) = waiting.remove(&next) {
+                self.block(&b)?;
+                next += 1;
+                // The writer may be gone (dropped unfinished); the buffer is then just freed.
+                let _ = free.send(b.spent);
+            }
+        }
+        if let Some(seq) = waiting.keys().next() {
+            return Err(Error::Invalid(format!(
+                "block {next} of the trace was lost before block {seq} was written"
+            )));
         }
         Ok(self)
     }
+}
+
+/// The threads behind a writer.
+struct Pool {
+    jobs: SyncSender<Job>,
+    workers: Vec<JoinHandle<()>>,
+    sink: JoinHandle<Result<Sink>>,
 }
 
 /// An open trace being written.
@@ -122,18 +231,13 @@ pub struct Writer {
     path: PathBuf,
     /// The temporary name; empty once renamed.
     tmp: PathBuf,
-    shift: u8,
-    header: Header,
-    /// Region bases and sizes, apart, for the scan in [`Writer::push`].
-    bases: Vec<u64>,
-    sizes: Vec<u64>,
     block_accesses: u32,
-    streams: Vec<Stream>,
+    /// Each stream's accesses not yet handed over.
+    pending: Vec<Vec<u64>>,
     accesses: u64,
     blocks: u64,
-    jobs: Option<SyncSender<Job>>,
-    free: Receiver<Vec<u8>>,
-    sink: Option<JoinHandle<Result<Sink>>>,
+    pool: Option<Pool>,
+    free: Receiver<Vec<u64>>,
 }
 
 impl Writer {
@@ -159,46 +263,28 @@ impl Writer {
         let f = File::create(&tmp).map_err(io)?;
         let mut out = BufWriter::with_capacity(1 << 20, f);
         let h = header.encode();
-        let started = (|| {
-            out.write_all(&h)?;
-            let compressor = zstd::bulk::Compressor::new(LEVEL)?;
+        let (free_tx, free) = channel::<Vec<u64>>();
+        let started = out.write_all(&h).and_then(|_| {
             let sink = Sink {
                 tmp: tmp.clone(),
                 out,
-                compressor,
                 written: h.len() as u64,
             };
-            let (jobs, jobs_rx) = sync_channel::<Job>(IN_FLIGHT);
-            let (free_tx, free) = channel::<Vec<u8>>();
-            let handle = std::thread::Builder::new()
-                .name("hwt-compress".into())
-                .spawn(move || sink.run(jobs_rx, free_tx))?;
-            Ok((jobs, free, handle))
-        })();
-        let (jobs, free, handle) = started.map_err(|e| {
+            start_pool(header, sink, free_tx)
+        });
+        let pool = started.map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
             io(e)
         })?;
         Ok(Writer {
             path: path.to_path_buf(),
             tmp: tmp.clone(),
-            shift: header.addr_shift,
-            header: header.clone(),
-            bases: header.regions.iter().map(|r| r.base).collect(),
-            sizes: header.regions.iter().map(|r| r.size).collect(),
             block_accesses,
-            streams: (0..header.streams)
-                .map(|_| Stream {
-                    prev: vec![0; header.regions.len() + 1],
-                    count: 0,
-                    raw: Vec::with_capacity(block_accesses as usize * 2),
-                })
-                .collect(),
+            pending: (0..header.streams).map(|_| Vec::new()).collect(),
             accesses: 0,
             blocks: 0,
-            jobs: Some(jobs),
+            pool: Some(pool),
             free,
-            sink: Some(handle),
         })
     }
 
@@ -211,39 +297,24 @@ impl Writer {
     /// Record accesses of `stream`, packed as [`crate::Access::pack`] makes them.
     pub fn push_packed(&mut self, stream: u16, accesses: &[u64]) -> Result<()> {
         let i = stream as usize;
-        if i >= self.streams.len() {
+        if i >= self.pending.len() {
             return Err(Error::Invalid(format!(
                 "stream {stream} is not in the header"
             )));
         }
         let mut rest = accesses;
         while !rest.is_empty() {
-            let s = &mut self.streams[i];
-            let room = (self.block_accesses - s.count) as usize;
-            let (now, later) = rest.split_at(room.min(rest.len()));
-            for &p in now {
-                let addr = p >> 1;
-                let slot = if self.bases.len() <= SCAN_REGIONS {
-                    // Every region tested, no branch per region: a program interleaves its
-                    // arrays, so which one an access falls in is as hard to predict as the
-                    // access.
-                    let mut slot = self.bases.len();
-                    for (j, (&b, &z)) in self.bases.iter().zip(&self.sizes).enumerate() {
-                        if addr.wrapping_sub(b) < z {
-                            slot = j;
-                        }
-                    }
-                    slot
-                } else {
-                    self.header.region_of(addr).unwrap_or(self.bases.len())
-                };
-                let a = addr >> self.shift;
-                let delta = a.wrapping_sub(s.prev[slot]) as i64;
-                s.prev[slot] = a;
-                encode_access(&mut s.raw, slot, delta, p & 1 == 1);
+            let p = &mut self.pending[i];
+            if p.capacity() == 0 {
+                *p = self
+                    .free
+                    .try_recv()
+                    .unwrap_or_else(|_| Vec::with_capacity(self.block_accesses as usize));
             }
-            s.count += now.len() as u32;
-            if s.count == self.block_accesses {
+            let room = self.block_accesses as usize - p.len();
+            let (now, later) = rest.split_at(room.min(rest.len()));
+            p.extend_from_slice(now);
+            if p.len() == self.block_accesses as usize {
                 self.flush_stream(i)?;
             }
             rest = later;
@@ -251,53 +322,76 @@ impl Writer {
         Ok(())
     }
 
-    /// Stop the compressing thread and return the error that stopped it, if any.
-    fn stop_sink(&mut self) -> Result<Sink> {
-        self.jobs = None;
-        match self.sink.take().map(|h| h.join()) {
-            Some(Ok(r)) => r,
-            _ => Err(Error::Invalid(
-                "the trace's compressing thread stopped".into(),
+    /// Record the accesses in `batch` as [`Writer::push_packed`] does, and give back an empty
+    /// buffer for the next batch. A batch of exactly one block, with nothing of its stream
+    /// buffered, goes to the encoding threads as it is, without a copy.
+    pub fn push_vec(&mut self, stream: u16, mut batch: Vec<u64>) -> Result<Vec<u64>> {
+        let whole = batch.len() == self.block_accesses as usize;
+        match self.pending.get_mut(stream as usize) {
+            Some(p) if whole && p.is_empty() => {
+                let recycled = std::mem::replace(p, batch);
+                self.flush_stream(stream as usize)?;
+                let mut next = self.free.try_recv().unwrap_or(recycled);
+                next.clear();
+                Ok(next)
+            }
+            _ => {
+                self.push_packed(stream, &batch)?;
+                batch.clear();
+                Ok(batch)
+            }
+        }
+    }
+
+    /// Stop the threads and return the error that stopped them, if any.
+    fn stop_pool(&mut self) -> Result<Sink> {
+        let Some(pool) = self.pool.take() else {
+            return Err(Error::Invalid("trace already finished".into()));
+        };
+        drop(pool.jobs);
+        for w in pool.workers {
+            let _ = w.join();
+        }
+        match pool.sink.join() {
+            Ok(r) => r,
+            Err(_) => Err(Error::Invalid(
+                "the trace's appending thread stopped".into(),
             )),
         }
     }
 
-    /// Hand stream `i`'s buffered block to the compressing thread.
+    /// Hand stream `i`'s buffered block to the encoding threads.
     fn flush_stream(&mut self, i: usize) -> Result<()> {
-        if self.streams[i].count == 0 {
+        if self.pending[i].is_empty() {
             return Ok(());
         }
-        let fresh = self
-            .free
-            .try_recv()
-            .unwrap_or_else(|_| Vec::with_capacity(self.block_accesses as usize * 2));
-        let s = &mut self.streams[i];
+        let accesses = std::mem::take(&mut self.pending[i]);
+        self.accesses += accesses.len() as u64;
         let job = Job {
+            seq: self.blocks,
             stream: i as u16,
-            count: s.count,
-            raw: std::mem::replace(&mut s.raw, fresh),
+            accesses,
         };
-        self.accesses += u64::from(s.count);
-        s.count = 0;
-        s.prev.iter_mut().for_each(|p| *p = 0);
         self.blocks += 1;
-        let sent = self.jobs.as_ref().is_some_and(|tx| tx.send(job).is_ok());
+        let sent = self.pool.as_ref().is_some_and(|p| p.jobs.send(job).is_ok());
         if sent {
             return Ok(());
         }
-        // The thread is gone: its error says why.
-        match self.stop_sink() {
+        // The threads are gone: the appender's error says why.
+        match self.stop_pool() {
             Err(e) => Err(e),
-            Ok(_) => Err(Error::Invalid("trace already finished".into())),
+            Ok(_) => Err(Error::Invalid(
+                "the trace's encoding threads stopped".into(),
+            )),
         }
     }
 
     /// Write what is buffered and the end record, flush to disk, and move the file to its name.
     pub fn finish(mut self) -> Result<Summary> {
-        for i in 0..self.streams.len() {
+        for i in 0..self.pending.len() {
             self.flush_stream(i)?;
         }
-        let sink = self.stop_sink()?;
+        let sink = self.stop_pool()?;
         let mut end = [0u8; 24];
         end[..4].copy_from_slice(END_TAG);
         end[4..12].copy_from_slice(&self.accesses.to_le_bytes());
@@ -328,11 +422,48 @@ impl Writer {
     }
 }
 
+/// Start the encoding threads (one per core, at least two, at most [`MAX_WORKERS`]) and the
+/// appending thread.
+fn start_pool(header: &Header, sink: Sink, free: Sender<Vec<u64>>) -> std::io::Result<Pool> {
+    let enc = Arc::new(Encoding {
+        shift: header.addr_shift,
+        bases: header.regions.iter().map(|r| r.base).collect(),
+        sizes: header.regions.iter().map(|r| r.size).collect(),
+        header: header.clone(),
+    });
+    let n = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(2, MAX_WORKERS);
+    let (jobs, jobs_rx) = sync_channel::<Job>(IN_FLIGHT);
+    let jobs_rx = Arc::new(Mutex::new(jobs_rx));
+    let (done, done_rx) = channel();
+    let sink = std::thread::Builder::new()
+        .name("hwt-append".into())
+        .spawn(move || sink.run(done_rx, free))?;
+    let mut workers = Vec::with_capacity(n);
+    for k in 0..n {
+        let (enc, jobs_rx, done) = (Arc::clone(&enc), Arc::clone(&jobs_rx), done.clone());
+        let spawned = std::thread::Builder::new()
+            .name(format!("hwt-encode-{k}"))
+            .spawn(move || encode_jobs(&enc, &jobs_rx, &done));
+        match spawned {
+            Ok(h) => workers.push(h),
+            // The threads already started end when `jobs` is dropped with this error.
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Pool {
+        jobs,
+        workers,
+        sink,
+    })
+}
+
 impl Drop for Writer {
     fn drop(&mut self) {
-        // Unfinished or failed: stop the compressing thread and leave no half trace under
-        // any name. After a successful `finish` there is nothing to remove.
-        let _ = self.stop_sink();
+        // Unfinished or failed: stop the threads and leave no half trace under any name.
+        // After a successful `finish` there is nothing to remove.
+        let _ = self.stop_pool();
         if !self.tmp.as_os_str().is_empty() {
             let _ = std::fs::remove_file(&self.tmp);
         }

@@ -171,3 +171,38 @@ fn bad_arguments_are_refused() {
         .expect("magic");
     assert!(e.to_string().contains("no HWTRACE magic"), "{e}");
 }
+
+#[test]
+fn blocks_are_written_in_the_order_they_were_handed_over() {
+    // Many small blocks, so that the encoding threads finish them out of order.
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("t.hwt");
+    let block = 64u32;
+    let mut w = Writer::create(&p, &header(2), block).expect("create");
+    let mut want = Vec::new();
+    let mut spare = Vec::new();
+    for k in 0..2000u64 {
+        let stream = (k % 2) as u16;
+        // Every other block is handed over whole, without a copy.
+        let base = 0x10_0000 + k * 4096;
+        let mut batch = std::mem::take(&mut spare);
+        batch.extend((0..u64::from(block)).map(|i| ((base + i * 4) << 1) | (i & 1)));
+        if k % 4 < 2 {
+            spare = w.push_vec(stream, batch).expect("push");
+            assert!(spare.is_empty());
+        } else {
+            w.push_packed(stream, &batch).expect("push");
+        }
+        want.push((stream, base));
+    }
+    let s = w.finish().expect("finish");
+    assert_eq!(s.blocks, 2000);
+    let mut r = Reader::open(&p).expect("open");
+    let mut buf = Vec::new();
+    let mut got = Vec::new();
+    while let Some(b) = r.next_block(&mut buf).expect("read") {
+        assert_eq!(buf.len(), block as usize);
+        got.push((b.stream, buf[0] >> 1));
+    }
+    assert_eq!(got, want);
+}
