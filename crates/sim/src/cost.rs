@@ -1,13 +1,18 @@
 //! The cost model behind estimated speedups: time = accesses × a + page-table reads × w.
 //! Calibrated, `a` and `w` solve the two measured untraced runs (4 KiB pages, all huge)
 //! against the simulated page-table reads of `none` and `all`; uncalibrated, `w` is an
-//! assumed 10 ns per read. Either way the result is an estimate and is labelled so.
+//! assumed 10 ns per read on one core. Either way the result is an estimate and is labelled
+//! so.
+//!
+//! Times are wall times. A trace of several streams was made by as many threads walking at
+//! once, so the assumed wall cost of a read is 10 ns divided by the streams; a fit to
+//! measured runs of the same threads already holds that.
 
 use serde::Serialize;
 
 use hugewise_trace::meta::Calibration;
 
-/// Assumed cost of one page-table read when nothing was measured.
+/// Assumed cost of one page-table read on one core when nothing was measured.
 pub const ASSUMED_READ_S: f64 = 10e-9;
 
 /// The fitted or assumed coefficients.
@@ -25,17 +30,19 @@ pub struct CostModel {
 
 impl CostModel {
     /// Fit to `cal` given the simulated reads of the 4 KiB-only and the all-huge runs over
-    /// `accesses`; falls back to the assumption (saying why) when the fit is not physical.
+    /// `accesses` made by `streams` threads; falls back to the assumption (saying why) when
+    /// the fit is not physical.
     pub fn fit(
         cal: Option<&Calibration>,
         accesses_per_s: f64,
+        streams: u16,
         accesses: u64,
         reads_none: u64,
         reads_all: u64,
     ) -> CostModel {
         let n = accesses.max(1) as f64;
         let assumed = |note: String| {
-            let w = ASSUMED_READ_S;
+            let w = ASSUMED_READ_S / f64::from(streams.max(1));
             let a = (1.0 / accesses_per_s - reads_none as f64 * w / n).max(0.1 / accesses_per_s);
             CostModel {
                 s_per_access: a,
@@ -45,7 +52,14 @@ impl CostModel {
             }
         };
         let Some(c) = cal else {
-            return assumed("no measured runs: 10 ns per page-table read assumed".into());
+            return assumed(format!(
+                "no measured runs: 10 ns per page-table read assumed{}",
+                if streams > 1 {
+                    format!(", {streams} streams walking at once")
+                } else {
+                    String::new()
+                }
+            ));
         };
         if reads_none <= reads_all {
             return assumed("huge pages saved no walks in simulation: cannot fit".into());
@@ -85,12 +99,27 @@ mod tests {
             huge_share: 1.0,
             runs: 5,
         };
-        let m = CostModel::fit(Some(&cal), 1e9, 1_000_000_000, 40_000_000, 1_000_000);
+        let m = CostModel::fit(Some(&cal), 1e9, 1, 1_000_000_000, 40_000_000, 1_000_000);
         assert!(m.calibrated);
         assert!((m.s_per_walk_read - 20e-9).abs() < 1e-12, "{m:?}");
         assert!((m.s_per_access - 1e-9).abs() < 1e-12, "{m:?}");
         let slower = Calibration { huge_s: 2.0, ..cal };
-        let m = CostModel::fit(Some(&slower), 1e9, 1_000_000_000, 40_000_000, 1_000_000);
+        let m = CostModel::fit(Some(&slower), 1e9, 1, 1_000_000_000, 40_000_000, 1_000_000);
         assert!(!m.calibrated && m.note.as_deref().unwrap_or("").contains("do not fit"));
+    }
+
+    #[test]
+    fn threads_walking_at_once_share_the_assumed_cost() {
+        // The same walks, made by one thread or by two at twice the rate: the same estimate.
+        let one = CostModel::fit(None, 4e8, 1, 1_000_000_000, 20_000_000, 0);
+        let two = CostModel::fit(None, 8e8, 2, 1_000_000_000, 20_000_000, 0);
+        let speedup =
+            |m: &CostModel| m.seconds(1_000_000_000, 20_000_000) / m.seconds(1_000_000_000, 0);
+        assert!(
+            (speedup(&one) - speedup(&two)).abs() < 1e-9,
+            "{one:?} {two:?}"
+        );
+        assert!((two.s_per_walk_read - 5e-9).abs() < 1e-15);
+        assert!(two.note.as_deref().unwrap_or("").contains("2 streams"));
     }
 }

@@ -269,6 +269,7 @@ pub fn run(
     let cost = CostModel::fit(
         calibration.as_ref(),
         rate,
+        streams,
         accesses,
         totals[0].counts.walk_reads,
         totals[1].counts.walk_reads,
