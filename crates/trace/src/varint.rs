@@ -22,6 +22,23 @@ pub fn put(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
+/// Write `v` as a LEB128 varint into `buf` at `at` and return where it ends. Kept apart from
+/// [`put`] so that an encoding loop can keep its position in a register: a byte stored
+/// through a `Vec` may alias its length, which the compiler then reloads after every byte.
+///
+/// # Panics
+/// When `buf` has fewer than 10 bytes from `at` and `v` needs them.
+#[inline]
+pub fn put_at(buf: &mut [u8], mut at: usize, mut v: u64) -> usize {
+    while v >= 0x80 {
+        buf[at] = (v as u8) | 0x80;
+        at += 1;
+        v >>= 7;
+    }
+    buf[at] = v as u8;
+    at + 1
+}
+
 /// Read a varint at `*at`, advancing it; `None` when the bytes end first or it is longer than
 /// 10 bytes.
 #[inline]
@@ -65,6 +82,10 @@ mod tests {
             assert_eq!(get(&b, &mut at), Some(v));
         }
         assert_eq!(at, b.len());
+        let mut a = [0u8; 20];
+        let mid = put_at(&mut a, 0, 300);
+        let end = put_at(&mut a, mid, u64::MAX);
+        assert_eq!(&a[..end], &b[4..]);
         assert_eq!(get(&[0x80], &mut 0), None);
         assert_eq!(get(&[0xff; 11], &mut 0), None);
     }

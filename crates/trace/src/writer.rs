@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use crate::format::{Header, BLOCK_TAG, END_TAG, MAX_BLOCK_ACCESSES};
-use crate::varint::{put, zigzag};
+use crate::varint::{put, put_at, zigzag};
 
 /// Slots 0 to 14 ride in the access's varint; 15 says the slot follows as its own varint.
 pub(crate) const SLOT_ESCAPE: usize = 15;
@@ -61,28 +61,66 @@ struct Encoding {
     header: Header,
 }
 
+/// Accesses encoded into a buffer on the stack before it is appended to the block.
+const CHUNK: usize = 512;
+/// An access takes at most two varints of 10 bytes.
+const MAX_ACCESS_BYTES: usize = 20;
+
 impl Encoding {
     /// Encode one block's accesses into `raw`; deltas start from zero.
     fn block(&self, accesses: &[u64], prev: &mut Vec<u64>, raw: &mut Vec<u8>) {
-        prev.clear();
-        prev.resize(self.bases.len() + 1, 0);
         raw.clear();
-        for &p in accesses {
-            let addr = p >> 1;
-            let slot = if self.bases.len() <= SCAN_REGIONS {
-                // Every region tested, no branch per region: a program interleaves its
-                // arrays, so which one an access falls in is as hard to predict as the
-                // access.
-                let mut slot = self.bases.len();
-                for (j, (&b, &z)) in self.bases.iter().zip(&self.sizes).enumerate() {
-                    if addr.wrapping_sub(b) < z {
+        match self.bases.len() {
+            0..=4 => self.block_scan::<4>(accesses, raw),
+            5..=8 => self.block_scan::<8>(accesses, raw),
+            9..=SCAN_REGIONS => self.block_scan::<SCAN_REGIONS>(accesses, raw),
+            _ => self.block_search(accesses, prev, raw),
+        }
+    }
+
+    /// Up to `N` regions: every region tested, no branch per region (a program interleaves
+    /// its arrays, so which one an access falls in is as hard to predict as the access), and
+    /// the whole state (regions, last addresses, output position) in registers or on the
+    /// stack.
+    fn block_scan<const N: usize>(&self, accesses: &[u64], raw: &mut Vec<u8>) {
+        let outside = self.bases.len();
+        // Regions beyond the real ones have size 0 and never match.
+        let (mut bases, mut sizes) = ([0u64; N], [0u64; N]);
+        bases[..outside].copy_from_slice(&self.bases);
+        sizes[..outside].copy_from_slice(&self.sizes);
+        let mut prev = [0u64; SCAN_REGIONS + 1];
+        let shift = self.shift;
+        let mut buf = [0u8; CHUNK * MAX_ACCESS_BYTES];
+        for chunk in accesses.chunks(CHUNK) {
+            let mut at = 0;
+            for &p in chunk {
+                let addr = p >> 1;
+                let mut slot = outside;
+                for j in 0..N {
+                    if addr.wrapping_sub(bases[j]) < sizes[j] {
                         slot = j;
                     }
                 }
-                slot
-            } else {
-                self.header.region_of(addr).unwrap_or(self.bases.len())
-            };
+                let a = addr >> shift;
+                let delta = a.wrapping_sub(prev[slot]) as i64;
+                prev[slot] = a;
+                let small = slot.min(SLOT_ESCAPE) as u64;
+                at = put_at(&mut buf, at, (zigzag(delta) << 5) | (small << 1) | (p & 1));
+                if slot >= SLOT_ESCAPE {
+                    at = put_at(&mut buf, at, (slot - SLOT_ESCAPE) as u64);
+                }
+            }
+            raw.extend_from_slice(&buf[..at]);
+        }
+    }
+
+    /// Many regions: each access's found by binary search.
+    fn block_search(&self, accesses: &[u64], prev: &mut Vec<u64>, raw: &mut Vec<u8>) {
+        prev.clear();
+        prev.resize(self.bases.len() + 1, 0);
+        for &p in accesses {
+            let addr = p >> 1;
+            let slot = self.header.region_of(addr).unwrap_or(self.bases.len());
             let a = addr >> self.shift;
             let delta = a.wrapping_sub(prev[slot]) as i64;
             prev[slot] = a;

@@ -206,3 +206,45 @@ fn blocks_are_written_in_the_order_they_were_handed_over() {
     }
     assert_eq!(got, want);
 }
+
+#[test]
+fn every_region_count_roundtrips() {
+    // The encoder has paths for up to 4, 8 and 16 regions (scanned) and more (searched), and
+    // slots from 15 on take a second varint.
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("t.hwt");
+    for regions in [0usize, 1, 4, 5, 9, 15, 16, 17, 40] {
+        let h = Header {
+            addr_shift: 2,
+            streams: 1,
+            regions: (0..regions)
+                .map(|r| Region {
+                    name: format!("r{r}"),
+                    base: 0x10_0000 + r as u64 * (4 << 20),
+                    size: 2 << 20,
+                })
+                .collect(),
+        };
+        let mut x = 9u64;
+        let acc: Vec<(u16, Access)> = (0..20_000u64)
+            .map(|i| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                // Into every region, the gaps between them, and far outside.
+                let addr = match i % 3 {
+                    0 => 0x10_0000 + (x >> 33) % ((regions as u64 + 1) * (4 << 20)),
+                    1 => 0x10_0000 + (i % (regions as u64 + 1)) * (4 << 20) + i * 4 % 4096,
+                    _ => 0x7fff_0000_0000 + (x >> 50),
+                } & !3;
+                (
+                    0,
+                    Access {
+                        addr,
+                        write: x & 1 == 1,
+                    },
+                )
+            })
+            .collect();
+        write(&p, &h, &acc, 1000);
+        assert_eq!(read_all(&p).expect("read"), acc, "{regions} regions");
+    }
+}
