@@ -40,8 +40,9 @@ pub fn put_at(buf: &mut [u8], mut at: usize, mut v: u64) -> usize {
 }
 
 /// Read a varint at `*at`, advancing it; `None` when the bytes end first or it is longer than
-/// 10 bytes.
-#[inline]
+/// 10 bytes. Always inlined: left to the compiler it stayed a call, which perf showed as a
+/// separate function in the reader's loop, and reading was about 15 % slower.
+#[inline(always)]
 pub fn get(buf: &[u8], at: &mut usize) -> Option<u64> {
     let mut v = 0u64;
     let mut shift = 0u32;
