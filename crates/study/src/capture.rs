@@ -8,7 +8,8 @@
 //! the streams about as the threads ran.
 
 use std::path::PathBuf;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::Instant;
 
 use hugewise_graph::kernels::Spec;
@@ -150,6 +151,7 @@ fn recorders(
     writer: Writer,
     streams: usize,
     batch: usize,
+    complete: Arc<AtomicBool>,
 ) -> (
     Vec<Recorder>,
     std::thread::JoinHandle<hugewise_trace::Result<hugewise_trace::Summary>>,
@@ -174,6 +176,13 @@ fn recorders(
         for (stream, batch) in rx {
             let empty = w.push_vec(stream, batch)?;
             let _ = backs[stream as usize].send(empty);
+        }
+        // Recorders dropped before the kernel finished (it failed): the writer is dropped
+        // unfinished and leaves no file.
+        if !complete.load(Ordering::Acquire) {
+            return Err(hugewise_trace::Error::Invalid(
+                "the traced run stopped before it finished".into(),
+            ));
         }
         w.finish()
     });
@@ -216,17 +225,23 @@ pub fn capture(cfg: &Config, meta: Meta) -> Result<Report> {
     let mut untraced = Vec::new();
     for _ in 0..cfg.rate_runs {
         let t = Instant::now();
-        kernel.run_threads(&g, &run_sources, &mut vec![traced::Off; threads]);
+        kernel.run_threads(&g, &run_sources, &mut vec![traced::Off; threads])?;
         untraced.push(t.elapsed().as_nanos() as f64);
     }
 
     let batch = if threads == 1 { BATCH } else { BATCH_THREADED };
     let writer = Writer::create(&cfg.out, &header, batch as u32)?;
-    let (mut recs, encoder) = recorders(writer, threads, batch);
+    let complete = Arc::new(AtomicBool::new(false));
+    let (mut recs, encoder) = recorders(writer, threads, batch, Arc::clone(&complete));
     let started = Instant::now();
     traced::first_touch(&spans, &mut recs[0]);
     let prologue = recs[0].count;
-    kernel.run_threads(&g, &run_sources, &mut recs);
+    if let Err(e) = kernel.run_threads(&g, &run_sources, &mut recs) {
+        drop(recs);
+        let _ = encoder.join();
+        return Err(e.into());
+    }
+    complete.store(true, Ordering::Release);
     let mut stream_accesses = Vec::with_capacity(threads);
     for r in recs.iter_mut() {
         r.ship();
@@ -344,12 +359,16 @@ fn calibrate(cfg: &Config, runs: u32) -> Result<meta::Calibration> {
     // warms the caches as the traced clock's runs were.
     let mut off = vec![traced::Off; cfg.threads.max(1)];
     for (g, kernel, sources, _) in copies.iter_mut() {
-        kernel.run_threads(g, sources, &mut off);
+        kernel
+            .run_threads(g, sources, &mut off)
+            .map_err(Error::from_graph)?;
     }
     for _ in 0..runs {
         for (g, kernel, sources, times) in copies.iter_mut() {
             let t = Instant::now();
-            kernel.run_threads(g, sources, &mut off);
+            kernel
+                .run_threads(g, sources, &mut off)
+                .map_err(Error::from_graph)?;
             times.push(t.elapsed().as_secs_f64());
         }
     }

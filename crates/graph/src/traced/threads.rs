@@ -17,7 +17,7 @@ use hugewise_sys::atomic;
 use super::{Probe, Traced};
 use crate::kernels::sssp::lock;
 use crate::kernels::{bfs, pr, sssp, Spec};
-use crate::Csr;
+use crate::{Csr, Error, Result};
 
 /// Vertices (or queue entries) a thread claims at a time.
 const GRAIN: usize = 64;
@@ -119,39 +119,57 @@ impl Pieces {
     }
 }
 
-/// Run `work(thread, probe)` once per probe, each on its own thread (the caller's thread takes
-/// the first), and return what each returned.
-fn each<P, R, F>(probes: &mut [P], work: F) -> Vec<R>
-where
-    P: Probe + Send,
-    R: Send,
-    F: Fn(usize, &mut P) -> R + Sync,
-{
-    let Some((first, rest)) = probes.split_first_mut() else {
-        return Vec::new();
-    };
-    std::thread::scope(|s| {
-        let work = &work;
-        let others: Vec<_> = rest
-            .iter_mut()
-            .enumerate()
-            .map(|(i, p)| s.spawn(move || work(i + 1, p)))
-            .collect();
-        let mut out = vec![work(0, first)];
-        for h in others {
-            out.push(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
-        }
-        out
-    })
+/// One thread per probe, kept for the whole run (a level of BFS or a round of sssp is too
+/// short to start threads for), each running pieces of work with its own probe.
+struct Team<'a, P> {
+    pool: rayon::ThreadPool,
+    probes: Vec<Mutex<&'a mut P>>,
+}
+
+impl<'a, P: Probe + Send> Team<'a, P> {
+    fn new(probes: &'a mut [P]) -> Result<Team<'a, P>> {
+        let n = probes.len();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .thread_name(|i| format!("hw-traced-{i}"))
+            .build()
+            .map_err(|e| Error::Invalid(format!("cannot start {n} tracing threads: {e}")))?;
+        Ok(Team {
+            pool,
+            probes: probes.iter_mut().map(Mutex::new).collect(),
+        })
+    }
+
+    fn len(&self) -> usize {
+        self.probes.len()
+    }
+
+    /// Run `work(thread, probe)` once on every thread; what each returned, in thread order.
+    fn each<R, F>(&self, work: F) -> Vec<R>
+    where
+        R: Send,
+        F: Fn(usize, &mut P) -> R + Sync,
+    {
+        self.pool.broadcast(|ctx| {
+            let i = ctx.index();
+            let mut p = lock(&self.probes[i]);
+            work(i, &mut **p)
+        })
+    }
+
+    /// Let the first thread's probe see what the caller does between steps.
+    fn first<R>(&self, f: impl FnOnce(&mut P) -> R) -> R {
+        f(&mut **lock(&self.probes[0]))
+    }
 }
 
 /// Store `v` into every cell of `s`, the threads taking pieces.
-fn fill<C: Cell + Sync, P: Probe + Send>(probes: &mut [P], s: &[C], v: C::V)
+fn fill<C: Cell + Sync, P: Probe + Send>(team: &Team<'_, P>, s: &[C], v: C::V)
 where
     C::V: Send + Sync,
 {
     let pieces = Pieces::new(0..s.len(), 4096);
-    each(probes, |_, p| {
+    team.each(|_, p| {
         while let Some(r) = pieces.take() {
             for i in r {
                 st(p, s, i, v);
@@ -186,46 +204,53 @@ impl Found<'_> {
 
 impl Traced {
     /// Run once from `sources` on one thread per probe, telling each probe its thread's
-    /// accesses. One probe runs the serial twin, [`Traced::run`].
-    pub fn run_threads<P: Probe + Send>(&mut self, g: &Csr, sources: &[u32], probes: &mut [P]) {
+    /// accesses. One probe runs the serial twin, [`Traced::run`], on the caller's thread.
+    pub fn run_threads<P: Probe + Send>(
+        &mut self,
+        g: &Csr,
+        sources: &[u32],
+        probes: &mut [P],
+    ) -> Result<()> {
         if probes.len() <= 1 {
             if let Some(p) = probes.first_mut() {
                 self.run(g, sources, p);
             }
-            return;
+            return Ok(());
         }
+        let team = &Team::new(probes)?;
         match self.spec {
-            Spec::Bfs { .. } => self.bfs_threads(g, sources[0], probes),
-            Spec::Sssp { delta } => self.sssp_threads(g, sources[0], delta, probes),
+            Spec::Bfs { .. } => self.bfs_threads(g, sources[0], team),
+            Spec::Sssp { delta } => self.sssp_threads(g, sources[0], delta, team),
             Spec::Pr {
                 tolerance,
                 max_iters,
                 ..
-            } => self.pr_threads(g, tolerance, max_iters, probes),
-            Spec::Cc { .. } => self.cc_threads(g, probes),
-            Spec::Bc { .. } => self.bc_threads(g, sources, probes),
+            } => self.pr_threads(g, tolerance, max_iters, team),
+            Spec::Cc { .. } => self.cc_threads(g, team),
+            Spec::Bc { .. } => self.bc_threads(g, sources, team),
             Spec::Tc => {
                 let pieces = Pieces::new(0..g.n(), GRAIN);
-                self.triangles = each(probes, |_, p| tc_part(g, &pieces, p))
-                    .into_iter()
-                    .sum();
+                self.triangles = team.each(|_, p| tc_part(g, &pieces, p)).into_iter().sum();
             }
         }
+        Ok(())
     }
 
-    fn bfs_threads<P: Probe + Send>(&mut self, g: &Csr, src: u32, probes: &mut [P]) {
+    fn bfs_threads<P: Probe + Send>(&mut self, g: &Csr, src: u32, team: &Team<'_, P>) {
         let (off, edges) = (&g.out_adjacency().offsets, &g.out_adjacency().edges);
         let (parent, rest) = self.u32s.split_at_mut(1);
         let parent = atomic::u32s(&mut parent[0]);
         let queue = atomic::u32s(&mut rest[0]);
-        fill(probes, parent, bfs::NONE);
-        st(&mut probes[0], parent, src as usize, src);
-        st(&mut probes[0], queue, 0, src);
+        fill(team, parent, bfs::NONE);
+        team.first(|p| {
+            st(p, parent, src as usize, src);
+            st(p, queue, 0, src);
+        });
         let (mut head, mut tail) = (0usize, 1usize);
         while head < tail {
             let level = Pieces::new(head..tail, GRAIN);
             let next_tail = AtomicUsize::new(tail);
-            each(probes, |_, p| {
+            team.each(|_, p| {
                 let mut found = Found {
                     queue,
                     tail: &next_tail,
@@ -250,7 +275,7 @@ impl Traced {
         }
     }
 
-    fn sssp_threads<P: Probe + Send>(&mut self, g: &Csr, src: u32, delta: u32, probes: &mut [P]) {
+    fn sssp_threads<P: Probe + Send>(&mut self, g: &Csr, src: u32, delta: u32, team: &Team<'_, P>) {
         let adj = g.out_adjacency();
         let (off, edges) = (&adj.offsets, &adj.edges);
         let Some(weights) = adj.weights.as_ref() else {
@@ -258,18 +283,18 @@ impl Traced {
         };
         let dist = atomic::u32s(&mut self.u32s[0]);
         let delta = delta.max(1);
-        fill(probes, dist, sssp::INF);
-        st(&mut probes[0], dist, src as usize, 0);
+        fill(team, dist, sssp::INF);
+        team.first(|p| st(p, dist, src as usize, 0));
         // Buckets per thread and the shared frontier are heap vectors, as in the parallel
         // kernel's buckets; their accesses fall outside the named arrays.
         let bins: Vec<Mutex<Vec<Vec<u32>>>> =
-            (0..probes.len()).map(|_| Mutex::new(Vec::new())).collect();
+            (0..team.len()).map(|_| Mutex::new(Vec::new())).collect();
         let mut frontier: Vec<AtomicU32> = vec![AtomicU32::new(src)];
         let mut bucket = 0usize;
         loop {
             let pieces = Pieces::new(0..frontier.len(), GRAIN);
             let shared = &frontier;
-            each(probes, |t, p| {
+            team.each(|t, p| {
                 let mut mine = lock(&bins[t]);
                 let relax = |p: &mut P, u: usize, mine: &mut Vec<Vec<u32>>| {
                     let du = ld(p, dist, u);
@@ -325,7 +350,7 @@ impl Traced {
             }
             frontier = (0..total).map(|_| AtomicU32::new(0)).collect();
             let shared = &frontier;
-            each(probes, |t, p| {
+            team.each(|t, p| {
                 let mut mine = lock(&bins[t]);
                 if let Some(b) = mine.get_mut(next) {
                     for (k, &v) in b.iter().enumerate() {
@@ -343,7 +368,7 @@ impl Traced {
         g: &Csr,
         tolerance: f64,
         max_iters: u32,
-        probes: &mut [P],
+        team: &Team<'_, P>,
     ) {
         let n = g.n();
         let out = g.out_adjacency();
@@ -352,11 +377,11 @@ impl Traced {
         let score = f32s(&mut score[0]);
         let contrib = f32s(&mut contrib[0]);
         let base = ((1.0 - pr::DAMPING) / n as f64) as f32;
-        fill(probes, score, (1.0 / n as f32).to_bits());
+        fill(team, score, (1.0 / n as f32).to_bits());
         self.last_change = f64::INFINITY;
         for _ in 0..max_iters {
             let pieces = Pieces::new(0..n, 1024);
-            each(probes, |_, p| {
+            team.each(|_, p| {
                 while let Some(r) = pieces.take() {
                     for u in r {
                         let deg = rd(p, &out.offsets, u + 1) - rd(p, &out.offsets, u);
@@ -370,28 +395,29 @@ impl Traced {
                 }
             });
             let pieces = Pieces::new(0..n, 1024);
-            let change: f64 = each(probes, |_, p| {
-                let mut change = 0.0f64;
-                while let Some(r) = pieces.take() {
-                    for v in r {
-                        let (a, b) = (
-                            rd(p, &inc.offsets, v) as usize,
-                            rd(p, &inc.offsets, v + 1) as usize,
-                        );
-                        let mut sum = 0.0f32;
-                        for e in a..b {
-                            let u = rd(p, &inc.edges, e) as usize;
-                            sum += f32::from_bits(ld(p, contrib, u));
+            let change: f64 = team
+                .each(|_, p| {
+                    let mut change = 0.0f64;
+                    while let Some(r) = pieces.take() {
+                        for v in r {
+                            let (a, b) = (
+                                rd(p, &inc.offsets, v) as usize,
+                                rd(p, &inc.offsets, v + 1) as usize,
+                            );
+                            let mut sum = 0.0f32;
+                            for e in a..b {
+                                let u = rd(p, &inc.edges, e) as usize;
+                                sum += f32::from_bits(ld(p, contrib, u));
+                            }
+                            let new = base + pr::DAMPING as f32 * sum;
+                            change += f64::from((new - f32::from_bits(ld(p, score, v))).abs());
+                            st(p, score, v, new.to_bits());
                         }
-                        let new = base + pr::DAMPING as f32 * sum;
-                        change += f64::from((new - f32::from_bits(ld(p, score, v))).abs());
-                        st(p, score, v, new.to_bits());
                     }
-                }
-                change
-            })
-            .into_iter()
-            .sum();
+                    change
+                })
+                .into_iter()
+                .sum();
             self.last_change = change;
             if change < tolerance {
                 break;
@@ -399,12 +425,12 @@ impl Traced {
         }
     }
 
-    fn cc_threads<P: Probe + Send>(&mut self, g: &Csr, probes: &mut [P]) {
+    fn cc_threads<P: Probe + Send>(&mut self, g: &Csr, team: &Team<'_, P>) {
         let adj = g.out_adjacency();
         let comp = atomic::u32s(&mut self.u32s[0]);
         let n = comp.len();
         let pieces = Pieces::new(0..n, 4096);
-        each(probes, |_, p| {
+        team.each(|_, p| {
             while let Some(r) = pieces.take() {
                 for v in r {
                     st(p, comp, v, v as u32);
@@ -412,7 +438,7 @@ impl Traced {
             }
         });
         let pieces = Pieces::new(0..n, GRAIN);
-        each(probes, |_, p| {
+        team.each(|_, p| {
             while let Some(r) = pieces.take() {
                 for u in r {
                     let (a, b) = (rd(p, &adj.offsets, u) as usize, rd(p, &adj.offsets, u + 1));
@@ -424,7 +450,7 @@ impl Traced {
             }
         });
         let pieces = Pieces::new(0..n, 4096);
-        each(probes, |_, p| {
+        team.each(|_, p| {
             while let Some(r) = pieces.take() {
                 for v in r {
                     let first = ld(p, comp, v);
@@ -444,7 +470,7 @@ impl Traced {
         });
     }
 
-    fn bc_threads<P: Probe + Send>(&mut self, g: &Csr, sources: &[u32], probes: &mut [P]) {
+    fn bc_threads<P: Probe + Send>(&mut self, g: &Csr, sources: &[u32], team: &Team<'_, P>) {
         let adj = g.out_adjacency();
         let (off, edges) = (&adj.offsets, &adj.edges);
         let (depth, order) = self.u32s.split_at_mut(1);
@@ -455,15 +481,16 @@ impl Traced {
         let delta = f32s(&mut delta[0]);
         let scores = f32s(&mut scores[0]);
         let n = depth.len();
-        fill(probes, scores, 0f32.to_bits());
+        fill(team, scores, 0f32.to_bits());
         for &s in sources {
-            fill(probes, depth, u32::MAX);
-            fill(probes, paths, 0f64.to_bits());
-            fill(probes, delta, 0f32.to_bits());
-            let p0 = &mut probes[0];
-            st(p0, depth, s as usize, 0);
-            st(p0, paths, s as usize, 1f64.to_bits());
-            st(p0, order, 0, s);
+            fill(team, depth, u32::MAX);
+            fill(team, paths, 0f64.to_bits());
+            fill(team, delta, 0f32.to_bits());
+            team.first(|p| {
+                st(p, depth, s as usize, 0);
+                st(p, paths, s as usize, 1f64.to_bits());
+                st(p, order, 0, s);
+            });
             // Where each level starts in `order`.
             let mut levels = vec![0usize, 1];
             loop {
@@ -473,7 +500,7 @@ impl Traced {
                 }
                 let level = Pieces::new(head..tail, GRAIN);
                 let next_tail = AtomicUsize::new(tail);
-                each(probes, |_, p| {
+                team.each(|_, p| {
                     let mut found = Found {
                         queue: order,
                         tail: &next_tail,
@@ -506,7 +533,7 @@ impl Traced {
             // Backwards, a level at a time: a vertex's dependency needs the next level's.
             for w in levels.windows(2).rev() {
                 let level = Pieces::new(w[0]..w[1], GRAIN);
-                each(probes, |_, p| {
+                team.each(|_, p| {
                     while let Some(r) = level.take() {
                         for k in r {
                             let u = ld(p, order, k) as usize;
@@ -532,20 +559,21 @@ impl Traced {
             }
         }
         let pieces = Pieces::new(0..n, 4096);
-        let max = each(probes, |_, p| {
-            let mut max = 0.0f32;
-            while let Some(r) = pieces.take() {
-                for v in r {
-                    max = max.max(f32::from_bits(ld(p, scores, v)));
+        let max = team
+            .each(|_, p| {
+                let mut max = 0.0f32;
+                while let Some(r) = pieces.take() {
+                    for v in r {
+                        max = max.max(f32::from_bits(ld(p, scores, v)));
+                    }
                 }
-            }
-            max
-        })
-        .into_iter()
-        .fold(0.0f32, f32::max);
+                max
+            })
+            .into_iter()
+            .fold(0.0f32, f32::max);
         if max > 0.0 {
             let pieces = Pieces::new(0..n, 4096);
-            each(probes, |_, p| {
+            team.each(|_, p| {
                 while let Some(r) = pieces.take() {
                     for v in r {
                         let x = f32::from_bits(ld(p, scores, v)) / max;
@@ -624,7 +652,7 @@ mod tests {
             t.run(&g, &sources, &mut serial);
             for threads in [2, 3] {
                 let mut probes = vec![Count::default(); threads];
-                t.run_threads(&g, &sources, &mut probes);
+                t.run_threads(&g, &sources, &mut probes).expect("threads");
                 t.verify(&g, &sources)
                     .unwrap_or_else(|e| panic!("{name} on {threads} threads: {e}"));
                 for (i, c) in probes.iter().enumerate() {
@@ -651,7 +679,7 @@ mod tests {
         let mut serial = Count::default();
         t.run(&g, &[0], &mut serial);
         let mut one = [Count::default()];
-        t.run_threads(&g, &[0], &mut one);
+        t.run_threads(&g, &[0], &mut one).expect("one");
         assert_eq!(one[0].loads, serial.loads);
         assert_eq!(one[0].stores, serial.stores);
     }
