@@ -448,6 +448,7 @@ impl KernelSettings {
 pub const SIM_HELP: &str = "Examples:
   hugewise sim --trace bfs.hwt
   hugewise sim --trace bfs.hwt --policy pcc,hawkeye,linux --budget 0,1,2,4,8,16,32,64,100 --plan plan.json
+  hugewise sim --trace bfs.hwt --plan plan.json --reuse          (curves, plans and reuse at once)
   hugewise sim --trace bfs.hwt --policy pcc:order=rr:interval=10s,mega --config golden-cove --json
   hugewise sim --trace bfs.hwt --policy static:region=property@2% --budget 2
   hugewise sim --trace bfs.hwt --calibrate base=1.92,huge=1.31     (seconds measured untraced)
@@ -554,6 +555,10 @@ pub struct SimArgs {
     /// Write every configuration's promotion plan to this JSON file (atomically).
     #[arg(long, value_name = "FILE")]
     pub plan: Option<PathBuf>,
+    /// Also give reuse distance and the pages' classes (as `sim reuse` does), from the same
+    /// decode of the trace.
+    #[arg(long = "reuse")]
+    pub with_reuse: bool,
     /// Output options.
     #[command(flatten)]
     pub output: Output,

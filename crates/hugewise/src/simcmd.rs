@@ -185,6 +185,7 @@ pub fn sim(a: SimArgs, progress: bool) -> anyhow::Result<()> {
         accesses_per_s: a.rate,
         time_scale: a.time_scale,
         calibration: a.calibrate.as_deref().map(calibration),
+        reuse: a.with_reuse,
     };
     let b = Bar(bar(progress, "simulating", false));
     let (curves, plans) = curve::run(&trace, &spec, &b, &cancel)

@@ -334,3 +334,50 @@ fn threaded_capture_writes_a_stream_per_thread_that_sim_keeps_apart() {
         "--threads",
     );
 }
+
+/// The "done when": from one command, the curves of PCC, HawkEye and Linux, the
+/// reuse-distance classification and a promotion plan file, over one decode of the trace.
+#[test]
+fn one_command_gives_curves_reuse_and_a_plan() {
+    let d = tempfile::tempdir().expect("tmp");
+    let t = trace(
+        d.path(),
+        "bfs.hwt",
+        &[
+            "bfs",
+            "--graph",
+            "kron:14",
+            "--reorder",
+            "dbg",
+            "--rate-runs",
+            "1",
+        ],
+    );
+    let plan = d.path().join("plan.json");
+    let plan = plan.to_str().expect("utf-8 path");
+    let r = ok(&hw(&[
+        "sim",
+        "--trace",
+        &t,
+        "--policy",
+        "pcc,hawkeye,linux",
+        "--budget",
+        "0,2,100",
+        "--plan",
+        plan,
+        "--reuse",
+        "--json",
+    ]));
+    assert_eq!(r["configurations"], 2 + 3 * 3);
+    let plans: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(plan).expect("plan file")).expect("json");
+    assert_eq!(plans["plans"].as_array().expect("plans").len(), 11);
+    // The same figures as `sim reuse` gives alone.
+    let alone = ok(&hw(&["sim", "reuse", "--trace", &t, "--json"]));
+    assert_eq!(r["reuse"], alone);
+    let classes = &r["reuse"][0]["classes"];
+    assert!(classes.is_object(), "{}", r["reuse"]);
+    // Without --reuse, none is measured (null, not zeros).
+    let plain = ok(&hw(&["sim", "--trace", &t, "--budget", "2", "--json"]));
+    assert!(plain["reuse"].is_null());
+}

@@ -71,6 +71,10 @@ pub fn curves(c: &Curves) -> String {
         c.configurations,
         ns(c.sim_wall_s * 1e9)
     );
+    if let Some(r) = &c.reuse {
+        o.push('\n');
+        o.push_str(&reuse(r));
+    }
     o
 }
 

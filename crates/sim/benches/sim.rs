@@ -116,6 +116,7 @@ fn main() {
         accesses_per_s: None,
         time_scale: None,
         calibration: None,
+        reuse: false,
     };
     let cancel = AtomicBool::new(false);
     let mut walks = 0;

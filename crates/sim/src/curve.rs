@@ -38,6 +38,8 @@ pub struct CurveSpec {
     pub time_scale: Option<f64>,
     /// Measured runs to calibrate against (`None`: from the sidecar, if any).
     pub calibration: Option<hugewise_trace::meta::Calibration>,
+    /// Also measure reuse distance (4 KiB and 2 MiB) over the same decode.
+    pub reuse: bool,
 }
 
 /// One point of a curve.
@@ -106,6 +108,8 @@ pub struct Curves {
     pub sim_wall_s: f64,
     /// Every point, `none` and `all` first.
     pub points: Vec<Point>,
+    /// Reuse distance at 4 KiB and 2 MiB, with the pages' classes (`null`: not asked for).
+    pub reuse: Option<[crate::reuse::Granularity; 2]>,
 }
 
 /// A region of the trace, for results.
@@ -248,6 +252,9 @@ pub fn run(
         }
     }
 
+    let mut stacks = spec
+        .reuse
+        .then(|| (crate::reuse::Stack::new(12), crate::reuse::Stack::new(21)));
     let mut block = Vec::new();
     let mut done = 0u64;
     progress.update(0, total);
@@ -256,9 +263,21 @@ pub fn run(
             if cancel.load(Ordering::Relaxed) {
                 return Err(Error::Cancelled);
             }
-            machines
-                .par_iter_mut()
-                .for_each(|(_, _, m)| m.feed(b.stream, chunk));
+            // The reuse stacks run beside the configurations; whichever side ends first
+            // steals work from the other.
+            rayon::join(
+                || {
+                    machines
+                        .par_iter_mut()
+                        .for_each(|(_, _, m)| m.feed(b.stream, chunk))
+                },
+                || {
+                    if let Some((small, huge)) = stacks.as_mut() {
+                        small.access_packed(chunk);
+                        huge.access_packed(chunk);
+                    }
+                },
+            );
         }
         done += block.len() as u64;
         progress.update(done, total);
@@ -311,6 +330,7 @@ pub fn run(
             configurations: machines.len(),
             sim_wall_s: started.elapsed().as_secs_f64(),
             points,
+            reuse: stacks.map(|(small, huge)| [small.report(), huge.report()]),
         },
         plans,
     ))
