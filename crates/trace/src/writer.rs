@@ -367,9 +367,13 @@ impl Writer {
         let whole = batch.len() == self.block_accesses as usize;
         match self.pending.get_mut(stream as usize) {
             Some(p) if whole && p.is_empty() => {
-                let recycled = std::mem::replace(p, batch);
+                *p = batch;
                 self.flush_stream(stream as usize)?;
-                let mut next = self.free.try_recv().unwrap_or(recycled);
+                // A buffer the appender is done with, else a new one of a block's size.
+                let mut next = self
+                    .free
+                    .try_recv()
+                    .unwrap_or_else(|_| Vec::with_capacity(self.block_accesses as usize));
                 next.clear();
                 Ok(next)
             }

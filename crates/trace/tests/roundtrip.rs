@@ -189,7 +189,7 @@ fn blocks_are_written_in_the_order_they_were_handed_over() {
         batch.extend((0..u64::from(block)).map(|i| ((base + i * 4) << 1) | (i & 1)));
         if k % 4 < 2 {
             spare = w.push_vec(stream, batch).expect("push");
-            assert!(spare.is_empty());
+            assert!(spare.is_empty() && spare.capacity() >= block as usize);
         } else {
             w.push_packed(stream, &batch).expect("push");
         }

@@ -289,10 +289,12 @@ impl Traced {
         // kernel's buckets; their accesses fall outside the named arrays.
         let bins: Vec<Mutex<Vec<Vec<u32>>>> =
             (0..team.len()).map(|_| Mutex::new(Vec::new())).collect();
+        // Reused across rounds and grown when a round needs more, as the kernel's frontier.
         let mut frontier: Vec<AtomicU32> = vec![AtomicU32::new(src)];
+        let mut len = 1;
         let mut bucket = 0usize;
         loop {
-            let pieces = Pieces::new(0..frontier.len(), GRAIN);
+            let pieces = Pieces::new(0..len, GRAIN);
             let shared = &frontier;
             team.each(|t, p| {
                 let mut mine = lock(&bins[t]);
@@ -348,7 +350,10 @@ impl Traced {
                 at.push(total);
                 total += lock(b).get(next).map_or(0, Vec::len);
             }
-            frontier = (0..total).map(|_| AtomicU32::new(0)).collect();
+            if frontier.len() < total {
+                frontier.resize_with(total, || AtomicU32::new(0));
+            }
+            len = total;
             let shared = &frontier;
             team.each(|t, p| {
                 let mut mine = lock(&bins[t]);
