@@ -17,7 +17,8 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use hugewise_sim::policy::{self, Timing};
+use hugewise_sim::policies;
+use hugewise_sim::policy::Timing;
 use hugewise_sim::reuse::Stack;
 use hugewise_sim::{CurveSpec, Machine, TlbConfig};
 use hugewise_trace::{Header, Reader, Region, Writer};
@@ -140,7 +141,7 @@ fn main() {
     };
     for _ in 0..5 {
         if part("one") {
-            let p = policy::parse(
+            let p = policies::parse(
                 &format!("{one_policy}:{interval_key}={interval}s"),
                 &timing,
                 1,

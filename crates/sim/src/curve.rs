@@ -12,7 +12,9 @@ use hugewise_trace::{Reader, Region, TraceMeta};
 use crate::config::TlbConfig;
 use crate::cost::CostModel;
 use crate::engine::{Machine, Totals};
+use crate::policies;
 use crate::policy::{self, PlanEvent, Timing};
+pub use crate::progress::Progress;
 use crate::{Error, Result};
 
 /// Accesses per second assumed when the trace has no measured rate.
@@ -156,16 +158,6 @@ pub struct PlanStep {
     pub at_s: f64,
 }
 
-/// Progress of a run.
-pub trait Progress: Sync {
-    /// `done` of `total` accesses simulated (`total` 0 if unknown).
-    fn update(&self, done: u64, total: u64);
-}
-
-impl Progress for () {
-    fn update(&self, _: u64, _: u64) {}
-}
-
 /// Simulate `spec` over the trace at `path`; returns the curves and every configuration's
 /// plan. `cancel` is polled between chunks.
 pub fn run(
@@ -214,7 +206,7 @@ pub fn run(
     };
     let mut longest = 0u64;
     for p in &names {
-        longest = longest.max(policy::parse(p, &real, streams)?.interval().unwrap_or(0));
+        longest = longest.max(policies::parse(p, &real, streams)?.interval().unwrap_or(0));
     }
     let time_scale = match spec.time_scale {
         Some(s) if s > 0.0 && s.is_finite() => s,
@@ -234,7 +226,7 @@ pub fn run(
         let m = Machine::new(
             &spec.tlb,
             &header,
-            policy::parse(end, &timing, streams)?,
+            policies::parse(end, &timing, streams)?,
             None,
         )?;
         machines.push((end.to_string(), None, m));
@@ -245,7 +237,7 @@ pub fn run(
             let m = Machine::new(
                 &spec.tlb,
                 &header,
-                policy::parse(p, &timing, streams)?,
+                policies::parse(p, &timing, streams)?,
                 Some(b),
             )?;
             machines.push((name.clone(), Some(b), m));

@@ -17,6 +17,7 @@ pub mod pagemap;
 pub mod pcc;
 pub mod policies;
 pub mod policy;
+pub mod progress;
 pub mod reuse;
 pub mod tlb;
 
@@ -24,3 +25,4 @@ pub use config::TlbConfig;
 pub use curve::{CurveSpec, Curves, Plan};
 pub use engine::Machine;
 pub use error::{Error, Result};
+pub use progress::Progress;

@@ -1,6 +1,7 @@
 //! What every promotion policy sees and may do: the walk events of the simulated cores, a
 //! periodic tick, and a context through which it promotes or demotes frames within a budget.
-//! Policies live one per file in `policies/`; [`parse`] builds one from its spec string.
+//! Policies live one per file in `policies/`; [`crate::policies::parse`] builds one from its
+//! spec string.
 
 use hugewise_sys::PageSize;
 use serde::Serialize;
@@ -335,44 +336,6 @@ pub fn parse_share(v: &str) -> Option<f64> {
         None => v.trim().parse::<f64>().ok()?,
     };
     (0.0..=1.0).contains(&x).then_some(x)
-}
-
-/// Policy names [`parse`] knows.
-pub const POLICIES: &[&str] = &[
-    "none",
-    "all",
-    "linux",
-    "linux-khugepaged",
-    "hawkeye",
-    "ingens",
-    "mega",
-    "pcc",
-    "static",
-];
-
-/// Build a policy from its spec (`pcc:order=rr:interval=10s`).
-pub fn parse(spec: &str, timing: &Timing, streams: u16) -> Result<Box<dyn Policy>> {
-    use crate::policies as p;
-    let (name, mut o) = Options::parse(spec)?;
-    let policy: Box<dyn Policy> = match name.as_str() {
-        "none" => Box::new(p::none::NoPromotion),
-        "all" => Box::new(p::all::Everything),
-        "linux" => Box::new(p::linux::FirstTouch),
-        "linux-khugepaged" => Box::new(p::khugepaged::Khugepaged::new(&mut o, timing)?),
-        "hawkeye" => Box::new(p::hawkeye::HawkEye::new(&mut o, timing)?),
-        "ingens" => Box::new(p::ingens::Ingens::new(&mut o, timing)?),
-        "mega" => Box::new(p::mega::Mega::new(&mut o, timing)?),
-        "pcc" => Box::new(p::pcc::PccPolicy::new(&mut o, timing, streams)?),
-        "static" => Box::new(p::fixed::Static::new(&mut o)?),
-        other => {
-            return Err(Error::Spec(format!(
-                "unknown policy '{other}' (known: {})",
-                POLICIES.join(", ")
-            )))
-        }
-    };
-    o.finish()?;
-    Ok(policy)
 }
 
 /// Frames in `ids` promoted in order while the budget and `limit` allow; returns how many.

@@ -439,7 +439,7 @@ pub struct Granularity {
 /// and runs the 2 MiB stack.
 pub fn run(
     path: &std::path::Path,
-    progress: &dyn crate::curve::Progress,
+    progress: &dyn crate::progress::Progress,
 ) -> crate::Result<[Granularity; 2]> {
     let mut r = hugewise_trace::Reader::open(path)?;
     let total = r.claimed_totals().map(|t| t.0).unwrap_or(0);
