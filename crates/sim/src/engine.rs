@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::config::TlbConfig;
 use crate::pagemap::{PageMap, FRAME};
-use crate::policy::{Budget, Ctx, PlanEvent, Policy, Walk};
+use crate::policy::{share_of, Budget, Ctx, PlanEvent, Policy, Walk};
 use crate::tlb::{Counts, Hierarchy, Outcome};
 use crate::Result;
 
@@ -64,7 +64,7 @@ impl Machine {
                 .map(|_| Hierarchy::new(tlb))
                 .collect(),
             budget: Budget {
-                limit_frames: share.map(|s| (s * frames as f64).floor() as u64),
+                limit_frames: share.map(|s| share_of(s, frames).floor() as u64),
                 ..Budget::default()
             },
             precise: policy.precise_access_bits(),

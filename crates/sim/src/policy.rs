@@ -317,6 +317,18 @@ impl Options {
         self.take(key)
     }
 
+    /// The next option, in the spec's order, whose key is one of `keys`, with its key: for
+    /// repeated options whose order across keys matters.
+    pub fn next_of(&mut self, keys: &[&str]) -> Option<(String, String)> {
+        self.pairs
+            .iter_mut()
+            .find(|(k, _, used)| !used && keys.contains(&k.as_str()))
+            .map(|(k, v, used)| {
+                *used = true;
+                (k.clone(), v.clone())
+            })
+    }
+
     /// Refuse options nobody asked for.
     pub fn finish(self) -> Result<()> {
         match self.pairs.iter().find(|(_, _, used)| !used) {
@@ -326,6 +338,20 @@ impl Options {
             ))),
             None => Ok(()),
         }
+    }
+}
+
+/// `share × whole`, snapped to the whole number it is within rounding error of, so that
+/// rounding it down or up counts what was meant: 0.29 × 100 is 28.999999999999996 and
+/// 0.07 × 100 is 7.000000000000001 in binary floating point, but 29 % of 100 frames is 29
+/// frames and 7 % is 7.
+pub fn share_of(share: f64, whole: u64) -> f64 {
+    let x = share * whole as f64;
+    let r = x.round();
+    if (x - r).abs() <= 1e-9 * r.abs().max(1.0) {
+        r
+    } else {
+        x
     }
 }
 

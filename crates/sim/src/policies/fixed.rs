@@ -4,7 +4,7 @@
 //! Options repeat.
 
 use crate::pagemap::{FrameId, FRAME};
-use crate::policy::{parse_share, promote_in_order, Ctx, Options, Policy};
+use crate::policy::{parse_share, promote_in_order, share_of, Ctx, Options, Policy};
 use crate::{Error, Result};
 
 #[derive(Debug, Clone)]
@@ -29,35 +29,36 @@ fn hex(s: &str) -> Option<u64> {
 }
 
 impl Static {
-    /// Options: `region=NAME[@SHARE]`, `range=START-END`, each repeatable.
+    /// Options: `region=NAME[@SHARE]`, `range=START-END`, each repeatable; they are promoted in
+    /// the order given, whatever their kind.
     pub fn new(o: &mut Options) -> Result<Static> {
         let mut targets = Vec::new();
         let mut spec = Vec::new();
-        while let Some(r) = o.string("region") {
-            let (name, share) = match r.split_once('@') {
-                Some((n, s)) => (
-                    n.to_string(),
-                    parse_share(s).ok_or_else(|| {
-                        Error::Spec(format!("policy static: region={r}: '{s}' is not a share"))
-                    })?,
-                ),
-                None => (r.clone(), 1.0),
-            };
-            spec.push(format!("region={r}"));
-            targets.push(Target::Region { name, share });
-        }
-        while let Some(r) = o.string("range") {
-            let (a, b) = r
-                .split_once('-')
-                .and_then(|(a, b)| Some((hex(a)?, hex(b)?)))
-                .filter(|(a, b)| a < b)
-                .ok_or_else(|| {
-                    Error::Spec(format!(
-                        "policy static: range={r}: expected START-END addresses, START < END"
-                    ))
-                })?;
-            spec.push(format!("range={r}"));
-            targets.push(Target::Range { start: a, end: b });
+        while let Some((key, r)) = o.next_of(&["region", "range"]) {
+            spec.push(format!("{key}={r}"));
+            if key == "region" {
+                let (name, share) = match r.split_once('@') {
+                    Some((n, s)) => (
+                        n.to_string(),
+                        parse_share(s).ok_or_else(|| {
+                            Error::Spec(format!("policy static: region={r}: '{s}' is not a share"))
+                        })?,
+                    ),
+                    None => (r.clone(), 1.0),
+                };
+                targets.push(Target::Region { name, share });
+            } else {
+                let (a, b) = r
+                    .split_once('-')
+                    .and_then(|(a, b)| Some((hex(a)?, hex(b)?)))
+                    .filter(|(a, b)| a < b)
+                    .ok_or_else(|| {
+                        Error::Spec(format!(
+                            "policy static: range={r}: expected START-END addresses, START < END"
+                        ))
+                    })?;
+                targets.push(Target::Range { start: a, end: b });
+            }
         }
         if targets.is_empty() {
             return Err(Error::Spec(
@@ -97,7 +98,7 @@ impl Policy for Static {
             let (start, end) = match t {
                 Target::Region { name, share } => {
                     match cx.map.regions().iter().find(|r| &r.name == name) {
-                        Some(r) => (r.base, r.base + (r.size as f64 * share).ceil() as u64),
+                        Some(r) => (r.base, r.base + share_of(*share, r.size).ceil() as u64),
                         None => continue,
                     }
                 }
