@@ -586,6 +586,72 @@ mod fixed {
     }
 }
 
+mod pcc {
+    use super::*;
+
+    /// Two cores' walks in one interval of 100 accesses, then tick 1, for `spec`. Each
+    /// frame's first walk is cold (no accessed bit yet): it does not enter a PCC.
+    fn two_cores(spec: &str) -> Vec<PlanEvent> {
+        let header = Header {
+            streams: 2,
+            ..data(4)
+        };
+        let mut m = machine(spec, &header, 100.0, None);
+        let mut core0 = Trace::default();
+        core0.touch(0, 0..6).touch(1, 0..2); // frame 0: 5 counted walks, frame 1: 1
+        let mut core1 = Trace::default();
+        core1.touch(2, 0..4).touch(3, 0..3); // frame 2: 3, frame 3: 2
+                                             // Core 1 repeats its last page (a hit) up to 99 accesses in all, then once more:
+                                             // the 100th access, just after tick 1.
+        let last = *core1.packed.last().expect("an access");
+        core1.packed.resize((100 - core0.len()) as usize, last);
+        m.feed(0, &core0.packed);
+        m.feed(1, &core1.packed);
+        assert_eq!(m.totals().counts.accesses, 100);
+        m.plan().to_vec()
+    }
+
+    #[test]
+    fn highest_counts_first_across_cores() {
+        // Counts 0: 5, 2: 3, 3: 2, 1: 1; three regions per interval.
+        assert_eq!(
+            two_cores("pcc:interval=1s:regions=3"),
+            [promote(100, 0), promote(100, 2), promote(100, 3)]
+        );
+    }
+
+    #[test]
+    fn round_robin_takes_each_cores_top_in_turn() {
+        // Core 0 ranks 0, 1; core 1 ranks 2, 3: the order is 0, 2, 1, 3.
+        assert_eq!(
+            two_cores("pcc:interval=1s:regions=3:order=rr"),
+            [promote(100, 0), promote(100, 2), promote(100, 1)]
+        );
+    }
+
+    #[test]
+    fn a_bias_weights_a_cores_counts() {
+        // Core 1 counts double: 2: 6, 0: 5, 3: 4, 1: 1.
+        assert_eq!(
+            two_cores("pcc:interval=1s:regions=3:bias=1/2"),
+            [promote(100, 2), promote(100, 0), promote(100, 3)]
+        );
+    }
+
+    #[test]
+    fn a_region_walked_only_cold_waits_for_a_warm_walk() {
+        // One core, interval 100, no limit per interval. Frame 0: 3 walks, 2 counted;
+        // frame 1: one cold walk, not cached. Tick 1 promotes frame 0 only. Interval 2:
+        // one more walk to frame 1 (warm now): cached, promoted at tick 2.
+        let mut m = machine("pcc:interval=1s", &data(2), 100.0, None);
+        let mut t = Trace::default();
+        t.touch(0, 0..3).touch(1, [0]).until_tick(1, 100);
+        t.touch(1, [1]).until_tick(2, 100).at(addr(1, 1));
+        m.feed(0, &t.packed);
+        assert_eq!(m.plan(), &[promote(100, 0), promote(200, 1)]);
+    }
+}
+
 mod budget {
     use super::*;
 
