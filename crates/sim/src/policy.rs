@@ -65,7 +65,9 @@ pub struct Budget {
     pub promotions: u64,
     /// Demotions done.
     pub demotions: u64,
-    /// Promotions refused because the budget was spent.
+    /// Promotions asked for and refused because the budget was spent. Policies that promote
+    /// in batches at a tick stop asking once it is spent, so this counts their first refusal
+    /// at most; `linux` asks at every first touch.
     pub refused: u64,
 }
 

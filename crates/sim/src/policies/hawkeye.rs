@@ -1,6 +1,8 @@
 //! `hawkeye`: every window (1 s) the access coverage of each 2 MiB frame, the number of its
 //! base pages whose accessed bit was set, is read and cleared; frames are bucketed by coverage
-//! and promoted from the fullest bucket down, up to `regions` per window.
+//! and promoted from the fullest bucket down, up to `regions` per window. Bucket k holds
+//! coverages c with ⌊10c / 513⌋ = k (bucket 0: 1..=51 pages, bucket 9: 462..=512); within a
+//! bucket frames go in address order.
 //!
 //! Accessed bits are set by page walks, as in hardware: a page that stays in the TLB after
 //! its bit is cleared shows no coverage, which is how HawkEye can miss what the TLB misses.

@@ -2,7 +2,12 @@
 //! base pages are mapped (and no longer below a quarter); every scan (5 s) its utilisation,
 //! the share of its base pages accessed since the last scan, is recorded. A frame is promoted
 //! when 90 % of it is mapped and its utilisation over the last 10 scans averages 50 %; a huge
-//! frame is demoted when less than half is mapped or its utilisation falls below 25 %.
+//! frame is demoted when less than half is mapped or that average falls below 25 %, and its
+//! history starts afresh. Demotions come before promotions in a scan, so a frame demoted
+//! frees its budget for that scan's promotions.
+//!
+//! A trace never unmaps a page, so here a frame's mapped share only grows: tracking never
+//! stops and demotion is by utilisation alone.
 //!
 //! Utilisation comes from accessed bits set on every access (an idealised measure; the
 //! hardware's bits are set only by walks, which a hot huge page rarely needs). MEGA's
