@@ -66,8 +66,9 @@ pub struct Budget {
     /// Demotions done.
     pub demotions: u64,
     /// Promotions asked for and refused because the budget was spent. Policies that promote
-    /// in batches at a tick stop asking once it is spent, so this counts their first refusal
-    /// at most; `linux` asks at every first touch.
+    /// in batches at a tick stop asking once it is spent, so for them this stays 0 (but for
+    /// a 1 GiB page larger than what is left); `linux` asks at every first touch, `all` at
+    /// every frame and every walk into a base-page frame.
     pub refused: u64,
 }
 
