@@ -264,15 +264,8 @@ fn overcommit_runs_that_many_threads_per_cpu() {
 }
 
 #[test]
-fn run_bfs_on_the_shared_real_graph() {
-    let p = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/data/cnr-2000.el.zst"
-    );
-    if !std::path::Path::new(p).exists() {
-        eprintln!("skip: {p} not present");
-        return;
-    }
+fn run_bfs_on_the_real_graph_in_the_repository() {
+    let p = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/cnr-2000.el.zst");
     let o = hw(&[
         "run", "bfs", "--graph", p, "--mode", "top-down", "--verify", "--trials", "2", "--json",
     ]);

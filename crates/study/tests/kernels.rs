@@ -50,12 +50,8 @@ fn specs() -> Vec<Spec> {
     v
 }
 
-fn cnr() -> Option<String> {
-    let p = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/data/cnr-2000.el.zst"
-    );
-    std::path::Path::new(p).exists().then(|| p.to_string())
+fn cnr() -> String {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/cnr-2000.el.zst").to_string()
 }
 
 /// Load, then run and verify every kernel variant that suits the graph; `policy` is a page
@@ -138,13 +134,8 @@ fn every_kernel_verifies_on_every_graph_under_every_policy() {
         .iter()
         .map(|s| (s.to_string(), true))
         .collect();
-    match cnr() {
-        Some(p) => {
-            graphs.push((p.clone(), false));
-            graphs.push((p, true));
-        }
-        None => eprintln!("skip cnr-2000: ../shared/data/cnr-2000.el.zst not present"),
-    }
+    graphs.push((cnr(), false));
+    graphs.push((cnr(), true));
     for policy in &policies {
         for (graph, symmetrize) in &graphs {
             let t = std::time::Instant::now();
@@ -177,7 +168,7 @@ fn every_kernel_verifies_with_1g_pages_for_its_property_arrays() {
         return;
     };
     let mut graphs = vec![("kron:13".to_string(), true)];
-    graphs.extend(cnr().map(|p| (p, false)));
+    graphs.push((cnr(), false));
     for (graph, symmetrize) in &graphs {
         check_all(graph, *symmetrize, "all=base,property=hugetlb-1g");
     }

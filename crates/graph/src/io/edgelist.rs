@@ -154,12 +154,8 @@ mod tests {
     }
 
     #[test]
-    fn reads_the_shared_cnr_2000_zstd() {
-        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/cnr-2000.el.zst");
-        if !p.exists() {
-            eprintln!("skip: {} not present", p.display());
-            return;
-        }
+    fn reads_the_cnr_2000_zstd_kept_in_the_repository() {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/cnr-2000.el.zst");
         let mut src = EdgeList::new(&p, false);
         let (g, stats) = build(
             &mut src,
