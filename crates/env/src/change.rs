@@ -2,7 +2,8 @@
 //!
 //! Every undo is idempotent, because a run can die after journaling a change and before making
 //! it, or while undoing: writing back an old value that is already there, removing a cgroup
-//! that is already gone or turning off a swap file that is not on are all no-ops.
+//! that is already gone, turning off a swap file that is not on or ending a process group that
+//! has already ended are all no-ops.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -11,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::host::Host;
 use crate::knob::Knob;
-use crate::{cgroup, swapfile, Error, Result};
+use crate::{cgroup, group, swapfile, Error, Result};
 
 /// A change hugewise made, or is about to make.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,6 +37,16 @@ pub enum Change {
         /// The file.
         path: PathBuf,
     },
+    /// A command started as the leader of its own process group (undo: end what still runs in
+    /// that group).
+    Command {
+        /// Its pid, which is also its process group id.
+        pid: i32,
+        /// Its start time in clock ticks since boot (with the pid, its identity).
+        start_time: Option<u64>,
+        /// Program and arguments.
+        argv: Vec<String>,
+    },
 }
 
 impl fmt::Display for Change {
@@ -44,6 +55,9 @@ impl fmt::Display for Change {
             Change::Knob { knob, old, new } => write!(f, "{knob}: {old} -> {new}"),
             Change::Cgroup { path } => write!(f, "cgroup {}", path.display()),
             Change::SwapFile { path } => write!(f, "swap file {}", path.display()),
+            Change::Command { pid, argv, .. } => {
+                write!(f, "command `{}` (process group {pid})", argv.join(" "))
+            }
         }
     }
 }
@@ -114,6 +128,14 @@ impl Change {
                 } else {
                     done.join(", ")
                 })
+            }
+            Change::Command {
+                pid, start_time, ..
+            } => {
+                if !same_boot {
+                    return Ok("skipped: the machine rebooted since".into());
+                }
+                group::end(host, *pid, *start_time).map(|e| e.outcome)
             }
         }
     }

@@ -6,18 +6,23 @@
 //! value, how to undo) and flushed to disk before it is made, and undone when the session ends,
 //! also on error, panic or a signal the caller turns into [`Error::Interrupted`]. What a killed
 //! run leaves behind, [`restore_all`] puts back. Memory taken to create pressure or
-//! fragmentation is held by this process itself, so nothing outlives it, not even `SIGKILL`.
+//! fragmentation is held by this process itself, and a command it runs gets SIGKILL from the
+//! kernel when it dies, so nothing outlives it, not even `SIGKILL`; what that command started in
+//! turn, [`restore_all`] ends.
 //!
 //! Pieces: [`knob`] (the closed list of settings), [`journal`], [`change`], [`session`],
 //! [`state`] (measured memory state), [`pressure`], [`fragment`], [`probe`] (THP probe),
-//! [`cgroup`], [`swapfile`], [`scoped`] (apply, run a command, restore), [`show`].
+//! [`cgroup`], [`swapfile`], [`group`] (the command's process group), [`scoped`] (apply, run a
+//! command, restore), [`show`].
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod actions;
 pub mod cgroup;
 pub mod change;
 mod error;
 pub mod fragment;
+pub mod group;
 pub mod host;
 pub mod journal;
 pub mod knob;

@@ -21,6 +21,7 @@ use crate::knob::{KhugepagedSetting, Knob};
 use crate::pressure::{self, Holder, Pages, PressureReport, Target};
 use crate::probe::{self, ProbeReport};
 use crate::session::{KnobSet, RestoreReport, Session};
+use hugewise_sys::process::Signal;
 
 use crate::state::{self, MemoryState};
 use crate::{Error, Result};
@@ -425,6 +426,9 @@ pub struct RunOutcome {
     pub cgroup: Option<PathBuf>,
     /// What the cgroup saw.
     pub cgroup_usage: Option<Usage>,
+    /// What the command left running in its process group when it ended, and how it was
+    /// ended; `null` when nothing was left.
+    pub left_running: Option<String>,
 }
 
 impl RunOutcome {
@@ -462,36 +466,50 @@ pub fn run_command(
         }
         None => None,
     };
+    // The command dies with this process, even when it is killed, and leads a process group of
+    // its own, journaled before the command gets far: what it starts in turn is in that group,
+    // which its end (or a later restore) ends.
+    hugewise_sys::process::tie_to_parent(&mut c);
     let t0 = Instant::now();
     let mut child = c.spawn().map_err(|source| Error::Spawn {
         program: program.clone(),
         source,
     })?;
-    let pidfd = hugewise_sys::process::PidFd::open(child.id() as i32).ok();
+    let pid = child.id() as i32;
+    let seq = match session.record_command(pid, &cmd.argv) {
+        Ok(seq) => seq,
+        Err(e) => {
+            let _ = hugewise_sys::process::signal_group(pid, Signal::Kill);
+            let _ = child.wait();
+            return Err(e);
+        }
+    };
     let mut term_sent: Option<Instant> = None;
     let status = loop {
         match child.try_wait() {
             Ok(Some(s)) => break s,
             Ok(None) => {}
+            // The session's restore ends the group.
             Err(e) => return Err(Error::io(program, e)),
         }
         if cancel() {
             match term_sent {
                 None => {
-                    if let Some(fd) = &pidfd {
-                        let _ = fd.signal(hugewise_sys::process::Signal::Term);
-                    }
+                    let _ = hugewise_sys::process::signal_group(pid, Signal::Term);
                     term_sent = Some(Instant::now());
                 }
                 Some(t) if t.elapsed() > Duration::from_secs(5) => {
-                    let _ = child.kill();
+                    let _ = hugewise_sys::process::signal_group(pid, Signal::Kill);
                 }
                 Some(_) => {}
             }
         }
         std::thread::sleep(Duration::from_millis(20));
     };
+    let wall_seconds = t0.elapsed().as_secs_f64();
     let (exit_code, signal) = outcome_of(status);
+    // Whatever the command left running in its group ends with it.
+    let left = session.end_command(seq)?;
     let usage = cg.as_ref().map(|c| c.usage());
     if let Some(c) = &cg {
         // Whatever the command left running in its cgroup ends with it.
@@ -501,9 +519,10 @@ pub fn run_command(
         argv: cmd.argv.clone(),
         exit_code,
         signal,
-        wall_seconds: t0.elapsed().as_secs_f64(),
+        wall_seconds,
         cgroup: cg.map(|c| c.path),
         cgroup_usage: usage,
+        left_running: (left.processes > 0).then_some(left.outcome),
     })
 }
 

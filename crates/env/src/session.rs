@@ -10,7 +10,7 @@ use crate::change::{Change, Undone};
 use crate::host::Host;
 use crate::journal::{Journal, Lifetime, Owner, Pending};
 use crate::knob::Knob;
-use crate::{swapfile, Error, Result};
+use crate::{group, swapfile, Error, Result};
 
 /// A knob write and what the kernel made of it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -180,6 +180,41 @@ impl Session {
                 Ok(())
             },
         )
+    }
+
+    /// Journal a command just started as the leader of its own process group: if this process
+    /// is killed, `hugewise env restore` ends what the command left running. Returns the
+    /// change's sequence number for [`Session::end_command`].
+    pub fn record_command(&mut self, pid: i32, argv: &[String]) -> Result<u64> {
+        let change = Change::Command {
+            pid,
+            start_time: self.host.proc.start_time(pid)?,
+            argv: argv.to_vec(),
+        };
+        self.journaled(change)?;
+        Ok(self.mine.last().map_or(0, |(seq, _)| *seq))
+    }
+
+    /// The command journaled as `seq` has ended: end whatever it left running in its group and
+    /// mark the change undone. What cannot be ended stays pending, for restore to retry.
+    pub fn end_command(&mut self, seq: u64) -> Result<group::Ended> {
+        let found = self
+            .mine
+            .iter()
+            .enumerate()
+            .find_map(|(i, (s, c))| match c {
+                Change::Command {
+                    pid, start_time, ..
+                } if *s == seq => Some((i, *pid, *start_time)),
+                _ => None,
+            });
+        let Some((i, pid, start_time)) = found else {
+            return Err(Error::Invalid(format!("no command journaled as {seq}")));
+        };
+        let ended = group::end(&self.host, pid, start_time)?;
+        self.mine.remove(i);
+        self.journal.record_undone(seq, &ended.outcome)?;
+        Ok(ended)
     }
 
     /// Undo this session's changes, newest first. Also runs on drop for [`Lifetime::Run`].

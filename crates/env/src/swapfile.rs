@@ -8,6 +8,7 @@ use std::fs::OpenOptions;
 use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::{Error, Result};
 
@@ -32,7 +33,9 @@ pub fn header(bytes: u64, uuid: [u8; 16]) -> Vec<u8> {
 }
 
 fn uuid() -> [u8; 16] {
-    let t = crate::journal::now_ms() as u128;
+    let t = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
     let mut x = t ^ (u128::from(std::process::id()) << 64);
     let mut out = [0u8; 16];
     for b in out.iter_mut() {

@@ -1,4 +1,5 @@
 //! The hugewise binary: parse arguments, call the libraries, print, map to an exit code.
+#![forbid(unsafe_code)]
 
 mod cli;
 mod envcli;

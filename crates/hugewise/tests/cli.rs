@@ -108,7 +108,7 @@ fn empty_hugetlb_pool_names_the_knob() {
     let pool = std::fs::read_to_string("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages")
         .unwrap_or_default();
     if pool.trim() != "0" {
-        eprintln!("skip: the 2 MiB pool is not empty here");
+        hugewise_sys::testing::skip("the 2 MiB pool is not empty here");
         return;
     }
     let o = hw(&["faultlat", "--size", "4MiB", "--policy", "hugetlb-2m"]);

@@ -20,7 +20,7 @@ fn root() -> bool {
         })
         .unwrap_or(false);
     if !ok {
-        eprintln!("skip: not root");
+        hugewise_sys::testing::skip("not root");
     }
     ok
 }
@@ -43,7 +43,7 @@ fn read(p: &str) -> String {
     std::fs::read_to_string(p).expect("read").trim().to_string()
 }
 
-fn wait_until(what: &str, f: impl Fn() -> bool) {
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
     let t0 = Instant::now();
     while !f() {
         assert!(
@@ -161,19 +161,17 @@ fn a_killed_run_is_found_and_restore_puts_it_back() {
     let state = tempfile::tempdir().expect("tmp");
     let (before, mut child) = sleep_with_other_page_cluster(state.path());
     let target = read(PAGE_CLUSTER);
-    let pid = child.id();
-    let orphans =
-        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    let sleep = Leftover(journaled_command(state.path()));
+    assert!(alive(sleep.0), "sleep {} is not running", sleep.0);
     child.kill().expect("SIGKILL");
     child.wait().expect("wait");
-    for p in orphans.split_whitespace() {
-        let _ = Command::new("kill").args(["-KILL", p]).status();
-    }
+    // The kernel ends the command with hugewise.
+    wait_until("the command to die with hugewise", || !alive(sleep.0));
     assert_eq!(read(PAGE_CLUSTER), target, "nothing ran to restore it");
 
     let shown = run(state.path(), &["env", "show"]);
     assert!(
-        text(&shown.stdout).contains("1 change(s) to undo"),
+        text(&shown.stdout).contains("2 change(s) to undo"),
         "{}",
         text(&shown.stdout)
     );
@@ -190,10 +188,151 @@ fn a_killed_run_is_found_and_restore_puts_it_back() {
 
     let restored = run(state.path(), &["env", "restore"]);
     assert!(restored.status.success(), "{}", text(&restored.stderr));
-    assert!(text(&restored.stdout).contains(&format!("back to {before}")));
+    let said = text(&restored.stdout);
+    assert!(said.contains(&format!("back to {before}")), "{said}");
+    assert!(
+        said.contains(&format!(
+            "command `sleep 30` (process group {}): already ended",
+            sleep.0
+        )),
+        "{said}"
+    );
     assert_eq!(read(PAGE_CLUSTER), before);
     let again = run(state.path(), &["env", "restore"]);
     assert!(text(&again.stdout).contains("nothing to undo"));
+}
+
+/// What a killed run's command started in turn is not its child: the kernel does not end it
+/// with hugewise, but it stays in the command's process group, which `env restore` ends.
+#[test]
+fn restore_ends_what_a_killed_runs_command_left_running() {
+    let _g = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if !root() {
+        return;
+    }
+    let state = tempfile::tempdir().expect("tmp");
+    let before = read(PAGE_CLUSTER);
+    let target = if before == "0" { "1" } else { "0" };
+    let pidfile = state.path().join("grandchild.pid");
+    let mut child = hw(state.path())
+        .args([
+            "env",
+            "with",
+            "--page-cluster",
+            target,
+            "--probe",
+            "off",
+            "--",
+        ])
+        .args(["sh", "-c", "sleep 1000 & echo $! > \"$0\"; wait"])
+        .arg(&pidfile)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    wait_until("the grandchild's pid", || {
+        std::fs::read_to_string(&pidfile).is_ok_and(|s| s.ends_with('\n'))
+    });
+    let grandchild = Leftover(
+        read(pidfile.to_str().expect("utf8"))
+            .parse()
+            .expect("a pid"),
+    );
+    let shell = journaled_command(state.path());
+    child.kill().expect("SIGKILL");
+    child.wait().expect("wait");
+    wait_until("the shell to die with hugewise", || !alive(shell));
+    assert!(
+        alive(grandchild.0),
+        "sleep {} should outlive its shell",
+        grandchild.0
+    );
+
+    let restored = run(state.path(), &["env", "restore"]);
+    assert!(restored.status.success(), "{}", text(&restored.stderr));
+    let said = text(&restored.stdout);
+    assert!(
+        said.contains(&format!(
+            "process group {shell}): ended 1 process still running ({} sleep) (SIGTERM)",
+            grandchild.0
+        )),
+        "{said}"
+    );
+    assert!(!alive(grandchild.0));
+    assert_eq!(read(PAGE_CLUSTER), before);
+}
+
+/// A command that ends on its own takes what it left in its group along, and says so.
+#[test]
+fn what_a_command_leaves_running_ends_with_the_run() {
+    let _g = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if !root() {
+        return;
+    }
+    let state = tempfile::tempdir().expect("tmp");
+    let o = run(
+        state.path(),
+        &[
+            "env",
+            "with",
+            "--probe",
+            "off",
+            "--",
+            "sh",
+            "-c",
+            "sleep 1000 & echo $!",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let pid: i32 = out
+        .lines()
+        .next()
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no pid first in {out}"));
+    let _guard = Leftover(pid);
+    assert!(!alive(pid), "sleep {pid} outlived the run");
+    let err = text(&o.stderr);
+    assert!(
+        err.contains(&format!("ended 1 process still running ({pid} sleep)")),
+        "{err}"
+    );
+}
+
+/// The pid of the command the journal in `state` records, once it is there.
+fn journaled_command(state: &Path) -> i32 {
+    let journal = state.join("journal.jsonl");
+    let mut pid = None;
+    wait_until("the command in the journal", || {
+        let text = std::fs::read_to_string(&journal).unwrap_or_default();
+        pid = text.lines().find_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).ok()?;
+            (v["change"]["kind"] == "command").then(|| v["change"]["pid"].as_i64())?
+        });
+        pid.is_some()
+    });
+    pid.and_then(|p| i32::try_from(p).ok()).expect("a pid")
+}
+
+/// Whether `pid` runs (a zombie has ended: it only waits to be reaped).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        let state = s.rsplit_once(')').map(|(_, rest)| rest.trim_start());
+        !matches!(state.and_then(|r| r.chars().next()), Some('Z' | 'X') | None)
+    })
+}
+
+/// A process a test makes sure does not outlive it, whatever its assertions found.
+struct Leftover(i32);
+
+impl Drop for Leftover {
+    fn drop(&mut self) {
+        if alive(self.0) {
+            let _ = Command::new("kill")
+                .args(["-KILL", &self.0.to_string()])
+                .status();
+        }
+    }
 }
 
 #[test]
@@ -217,7 +356,11 @@ fn kept_settings_stay_until_restore() {
 #[test]
 fn without_root_nothing_is_changed() {
     let _g = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
-    if !root() || Command::new("setpriv").arg("--version").output().is_err() {
+    if !root() {
+        return;
+    }
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        hugewise_sys::testing::skip("no setpriv to drop root with");
         return;
     }
     let state = tempfile::tempdir().expect("tmp");

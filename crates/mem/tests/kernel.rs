@@ -155,7 +155,7 @@ fn split_turns_huge_pages_into_base_pages() {
     }
     let before = r.backing_of(0..4 * MIB).expect("backing").thp_2m_bytes;
     if before == 0 {
-        eprintln!("skip: no THP to split ({})", thp_reason());
+        hugewise_sys::testing::skip(format!("no THP to split ({})", thp_reason()));
         return;
     }
     let s = r.split(0..4 * MIB).expect("split");
@@ -212,11 +212,11 @@ fn hugetlb_pool_empty_then_filled() {
         );
     }
     if !is_root() {
-        eprintln!("skip: growing the hugetlb pool needs root");
+        hugewise_sys::testing::skip("growing the hugetlb pool needs root");
         return;
     }
     let Some(_guard) = PoolGuard::grow_to(p2m.pages + 2) else {
-        eprintln!("skip: could not grow the pool");
+        hugewise_sys::testing::skip("could not grow the pool");
         return;
     };
     let r = Region::<u8>::new("prop", 4 * MIB, RegionOptions::new(PagePolicy::Hugetlb2M))

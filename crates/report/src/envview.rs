@@ -188,6 +188,9 @@ pub fn run_outcome(r: &RunOutcome) -> String {
         r.argv.join(" "),
         r.wall_seconds
     );
+    if let Some(left) = &r.left_running {
+        let _ = writeln!(o, "left      {left}");
+    }
     if let (Some(c), Some(u)) = (&r.cgroup, &r.cgroup_usage) {
         let _ = writeln!(
             o,

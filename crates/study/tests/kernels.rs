@@ -128,7 +128,9 @@ fn every_kernel_verifies_on_every_graph_under_every_policy() {
     if _pool.is_some() {
         policies.push("hugetlb-2m");
     } else {
-        eprintln!("skip hugetlb-2m: the pool could not be grown (needs root and free memory)");
+        hugewise_sys::testing::skip(
+            "hugetlb-2m: the pool could not be grown (needs root and free memory)",
+        );
     }
     let mut graphs: Vec<(String, bool)> = ["kron:10", "kron:13", "urand:10", "urand:13"]
         .iter()
@@ -154,7 +156,7 @@ fn every_kernel_verifies_on_every_graph_under_every_policy() {
 fn every_kernel_verifies_with_1g_pages_for_its_property_arrays() {
     const PAGES: u64 = 4;
     if !is_root() {
-        eprintln!("skip hugetlb-1g: needs root to grow the pool");
+        hugewise_sys::testing::skip("hugetlb-1g: needs root to grow the pool");
         return;
     }
     let pool = PoolGuard::grow_to(POOL_1G, PAGES).or_else(|| {
@@ -164,7 +166,9 @@ fn every_kernel_verifies_with_1g_pages_for_its_property_arrays() {
         PoolGuard::grow_to(POOL_1G, PAGES)
     });
     let Some(_pool) = pool else {
-        eprintln!("skip hugetlb-1g: the 1 GiB pool could not be grown to {PAGES} pages");
+        hugewise_sys::testing::skip(format!(
+            "hugetlb-1g: the 1 GiB pool could not be grown to {PAGES} pages"
+        ));
         return;
     };
     let mut graphs = vec![("kron:13".to_string(), true)];

@@ -29,6 +29,8 @@ pub mod process;
 pub mod rusage;
 pub mod swap;
 pub mod sysfs;
+#[doc(hidden)]
+pub mod testing;
 
 pub use error::{Error, Result};
 pub use page_size::PageSize;

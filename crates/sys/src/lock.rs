@@ -80,7 +80,7 @@ mod tests {
         let m = Mapping::anonymous(64 << 10, MapOptions::default()).expect("mmap");
         match mlock(&m) {
             Ok(()) => munlock(&m).expect("munlock"),
-            Err(e) => eprintln!("skip: mlock refused here: {e}"),
+            Err(e) => crate::testing::skip(format!("mlock refused here: {e}")),
         }
     }
 
@@ -90,7 +90,7 @@ mod tests {
         assert!(mlock_range(&m, 4096..8192 + 4096 * 100).is_err());
         match mlock_range(&m, 4096..8192) {
             Ok(()) => munlock_range(&m, 4096..8192).expect("munlock"),
-            Err(e) => eprintln!("skip: mlock refused here: {e}"),
+            Err(e) => crate::testing::skip(format!("mlock refused here: {e}")),
         }
     }
 }

@@ -143,7 +143,7 @@ mod tests {
         let kernel = match debugfs::read("extfrag/unusable_index") {
             Ok(k) => k,
             Err(e) => {
-                eprintln!("skip: extfrag/unusable_index not readable: {e}");
+                crate::testing::skip(format!("extfrag/unusable_index not readable: {e}"));
                 return;
             }
         };

@@ -1,4 +1,5 @@
-//! Advice to another process's memory: `pidfd_open` + `process_madvise`.
+//! Other processes: advice to their memory (`pidfd_open` + `process_madvise`), signals, and the
+//! ties that make a command hugewise starts end with it.
 
 use std::ffi::CString;
 use std::ops::Range;
@@ -143,6 +144,63 @@ pub fn join_cgroup_at_exec(cmd: &mut std::process::Command, procs_file: &Path) -
     Ok(())
 }
 
+/// Make the child that `cmd` spawns the leader of a process group of its own (so that it and
+/// everything it starts can be signalled at once), and have the kernel send it SIGKILL when the
+/// thread that spawned it ends, even by SIGKILL, where nothing of hugewise could act.
+///
+/// The death signal fires when the spawning *thread* exits: spawn from the thread that lives as
+/// long as the command should.
+pub fn tie_to_parent(cmd: &mut std::process::Command) {
+    cmd.process_group(0);
+    let parent = std::process::id() as libc::pid_t;
+    let hook = move || -> std::io::Result<()> {
+        // SAFETY: prctl and getppid are async-signal-safe and touch no memory of ours; the
+        // arguments are plain integers.
+        unsafe {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent may have died between fork and prctl: then no signal will come, and
+            // the child must not run on its own.
+            if libc::getppid() != parent {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+        }
+        Ok(())
+    };
+    // SAFETY: the hook above only makes async-signal-safe calls and allocates nothing.
+    unsafe { cmd.pre_exec(hook) };
+}
+
+/// Send `signal` to every process of group `pgid`; `false` when the group has no process left.
+pub fn signal_group(pgid: i32, signal: Signal) -> Result<bool> {
+    if pgid <= 1 {
+        return Err(Error::Invalid(format!(
+            "{pgid} is not a process group hugewise started"
+        )));
+    }
+    // SAFETY: kill takes plain integers; a negative pid addresses the group.
+    let rc = unsafe { libc::kill(-pgid, signal.raw()) };
+    if rc == 0 {
+        return Ok(true);
+    }
+    let errno = crate::errno::Errno::last();
+    if errno.0 == libc::ESRCH {
+        return Ok(false);
+    }
+    Err(Error::Syscall {
+        call: "kill(process group)",
+        errno,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,7 +218,7 @@ mod tests {
         );
         match done {
             Ok(n) => assert_eq!(n, m.len()),
-            Err(e) => eprintln!("skip: process_madvise unavailable here: {e}"),
+            Err(e) => crate::testing::skip(format!("process_madvise unavailable here: {e}")),
         }
     }
 
@@ -183,6 +241,26 @@ mod tests {
         join_cgroup_at_exec(&mut cmd, Path::new("/nonexistent/cgroup.procs")).expect("hook");
         let e = cmd.spawn().expect_err("cannot join a missing cgroup");
         assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn a_tied_child_leads_its_own_group_and_the_group_can_be_signalled() {
+        let mut cmd = std::process::Command::new("sleep");
+        cmd.arg("30");
+        tie_to_parent(&mut cmd);
+        let mut child = cmd.spawn().expect("spawn sleep");
+        let pid = child.id() as i32;
+        let stat = crate::proc::ProcFs::default()
+            .stat(pid)
+            .expect("stat")
+            .expect("running");
+        assert_eq!(stat.pgrp, pid);
+        assert!(signal_group(pid, Signal::Kill).expect("kill group"));
+        let status = child.wait().expect("wait");
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(libc::SIGKILL));
+        assert!(!signal_group(pid, Signal::Term).expect("empty group"));
+        assert!(signal_group(1, Signal::Term).is_err());
     }
 
     #[test]

@@ -39,6 +39,50 @@ impl Pid {
     }
 }
 
+/// What hugewise reads of `/proc/<pid>/stat`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcStat {
+    /// The process id.
+    pub pid: i32,
+    /// Its command name (field 2, at most 15 bytes).
+    pub comm: String,
+    /// Its state letter (`R`, `S`, `D`, `Z`, ...).
+    pub state: char,
+    /// Its process group (field 5).
+    pub pgrp: i32,
+    /// When it started, in clock ticks since boot (field 22).
+    pub start_time: u64,
+}
+
+impl ProcStat {
+    fn parse(p: &Path, pid: i32, s: &str) -> Result<ProcStat> {
+        // The command name (field 2) may hold spaces and parentheses: fields after it are
+        // counted from the last ')'.
+        let open = s.find('(');
+        let close = s.rfind(')');
+        let (Some(open), Some(close)) = (open, close) else {
+            return Err(Error::parse(p, 1, "no command name in parentheses"));
+        };
+        let f: Vec<&str> = s[close + 1..].split_whitespace().collect();
+        let field = |i: usize, what: &str| {
+            f.get(i)
+                .copied()
+                .ok_or_else(|| Error::parse(p, 1, format!("no {what}")))
+        };
+        Ok(ProcStat {
+            pid,
+            comm: s[open + 1..close].to_string(),
+            state: field(0, "state in field 3")?.chars().next().unwrap_or('?'),
+            pgrp: field(2, "process group in field 5")?
+                .parse()
+                .map_err(|_| Error::parse(p, 1, "bad process group in field 5"))?,
+            start_time: field(19, "start time in field 22")?
+                .parse()
+                .map_err(|_| Error::parse(p, 1, "bad start time in field 22"))?,
+        })
+    }
+}
+
 /// A `/proc` tree: the real one or a recorded copy.
 #[derive(Debug, Clone)]
 pub struct ProcFs {
@@ -153,25 +197,45 @@ impl ProcFs {
     /// When process `pid` started, in clock ticks since boot (field 22 of `stat`); `None` when
     /// no such process exists. With the pid it identifies a process across pid reuse.
     pub fn start_time(&self, pid: i32) -> Result<Option<u64>> {
-        let (p, s) = match self.read(&format!("{pid}/stat")) {
-            Ok(v) => v,
-            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(None)
+        Ok(self.stat(pid)?.map(|s| s.start_time))
+    }
+
+    /// `/proc/<pid>/stat`: state, process group and start time; `None` when no such process
+    /// exists (also when it ended while being read).
+    pub fn stat(&self, pid: i32) -> Result<Option<ProcStat>> {
+        match self.read(&format!("{pid}/stat")) {
+            Ok((p, s)) => ProcStat::parse(&p, pid, &s).map(Some),
+            Err(Error::Io { source, .. })
+                if matches!(source.raw_os_error(), Some(libc::ENOENT | libc::ESRCH)) =>
+            {
+                Ok(None)
             }
-            Err(e) => return Err(e),
-        };
-        // The command name (field 2) may hold spaces and parentheses: fields after it are
-        // counted from the last ')'.
-        let after = s
-            .rfind(')')
-            .map(|i| &s[i + 1..])
-            .ok_or_else(|| Error::parse(&p, 1, "no ')' after the command name"))?;
-        after
-            .split_whitespace()
-            .nth(19)
-            .and_then(|f| f.parse().ok())
-            .map(Some)
-            .ok_or_else(|| Error::parse(&p, 1, "no start time in field 22"))
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Every process id listed under the root, in no particular order.
+    pub fn pids(&self) -> Result<Vec<i32>> {
+        let rd = std::fs::read_dir(&self.root).map_err(|e| Error::io(&self.root, e))?;
+        Ok(rd
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+            .collect())
+    }
+
+    /// The live processes (zombies left out: they have ended and only wait to be reaped) whose
+    /// process group is `pgid`.
+    pub fn group_members(&self, pgid: i32) -> Result<Vec<ProcStat>> {
+        let mut out = Vec::new();
+        for pid in self.pids()? {
+            if let Some(s) = self.stat(pid)? {
+                if s.pgrp == pgid && s.state != 'Z' && s.state != 'X' {
+                    out.push(s);
+                }
+            }
+        }
+        out.sort_by_key(|s| s.pid);
+        Ok(out)
     }
 
     /// Read a knob under this root (such as `sys/vm/page-cluster`), trimmed.
@@ -262,6 +326,48 @@ mod tests {
             .start_time(std::process::id() as i32)
             .expect("own stat");
         assert!(real.is_some());
+    }
+
+    #[test]
+    fn group_members_leave_zombies_and_other_groups_out() {
+        let stat = |pid: i32, state: &str, pgrp: i32| {
+            format!("{pid} (sl eep) {state} 1 {pgrp} {pgrp} 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 {pid}00 0\n")
+        };
+        let (a, b, c, d) = (
+            stat(10, "S", 10),
+            stat(11, "R", 10),
+            stat(12, "Z", 10),
+            stat(13, "S", 99),
+        );
+        let (_d, proc) = tree(&[
+            ("10/stat", &a),
+            ("11/stat", &b),
+            ("12/stat", &c),
+            ("13/stat", &d),
+        ]);
+        let s = proc.stat(11).expect("stat").expect("present");
+        assert_eq!(
+            (s.comm.as_str(), s.state, s.pgrp, s.start_time),
+            ("sl eep", 'R', 10, 1100)
+        );
+        let members: Vec<i32> = proc
+            .group_members(10)
+            .expect("scan")
+            .iter()
+            .map(|s| s.pid)
+            .collect();
+        assert_eq!(members, [10, 11]);
+        let me = std::process::id() as i32;
+        let real = ProcFs::default()
+            .stat(me)
+            .expect("own stat")
+            .expect("present");
+        assert!(ProcFs::default().pids().expect("pids").contains(&me));
+        assert!(ProcFs::default()
+            .group_members(real.pgrp)
+            .expect("scan")
+            .iter()
+            .any(|s| s.pid == me));
     }
 
     #[test]
