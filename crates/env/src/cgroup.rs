@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+pub use hugewise_results::env::Usage;
 use serde::Serialize;
 
 use crate::host::Host;
@@ -81,20 +82,6 @@ pub fn is_ours(host: &Host, path: &Path) -> bool {
     named
         && Hierarchy::find(host)
             .is_ok_and(|h| path.parent().is_some_and(|p| p == h.mount.as_path()))
-}
-
-/// What a cgroup saw while a command ran in it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Usage {
-    /// The limit set, in bytes.
-    pub limit_bytes: u64,
-    /// Highest memory use (`memory.max_usage_in_bytes` or `memory.peak`); `null` when the
-    /// kernel does not report it.
-    pub peak_bytes: Option<u64>,
-    /// Times the limit was hit (v1 `memory.failcnt`, v2 `max` events).
-    pub limit_hits: Option<u64>,
-    /// Processes killed by the OOM killer inside the cgroup.
-    pub oom_kills: Option<u64>,
 }
 
 /// A memory cgroup created by hugewise.

@@ -8,6 +8,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
+pub use hugewise_results::env::Undone;
 use serde::{Deserialize, Serialize};
 
 use crate::host::Host;
@@ -60,15 +61,6 @@ impl fmt::Display for Change {
             }
         }
     }
-}
-
-/// What undoing a change did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Undone {
-    /// The change.
-    pub change: String,
-    /// `restored`, or why it was skipped, and anything worth knowing.
-    pub outcome: String,
 }
 
 impl Change {

@@ -14,54 +14,18 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
+pub use hugewise_results::env::{FragmentReport, FragmentTarget as Target};
 use hugewise_sys::lock;
 use hugewise_sys::mmap::{Advice, MapOptions, Mapping};
 use hugewise_sys::proc::Pid;
-use serde::Serialize;
 
 use crate::host::Host;
-use crate::state::{self, MemoryState, BLOCK_BYTES};
+use crate::state::{self, BLOCK_BYTES};
 use crate::{Error, Result};
 
 const PAGE: usize = 4096;
 const PAGES_PER_BLOCK: u32 = 512;
 const CHUNK: u64 = 256 << 20;
-
-/// What to reach.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Target {
-    /// This share (0 to 1) of free memory unusable for 2 MiB pages.
-    Level(f64),
-    /// This many bytes of free memory in broken blocks, whatever the free total (used when
-    /// pressure will take whole blocks afterwards and the level is meant for what remains).
-    UnusableBytes(u64),
-}
-
-/// What [`fragment`] did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FragmentReport {
-    /// What was asked.
-    pub target: Target,
-    /// Tolerance on the level (share of free memory).
-    pub tolerance: f64,
-    /// Whether the target was reached within the tolerance.
-    pub reached: bool,
-    /// 2 MiB blocks broken by a kept page.
-    pub pinned_blocks: u64,
-    /// Rounds of measure and correct.
-    pub rounds: u32,
-    /// Most memory taken at once while looking for whole blocks.
-    pub peak_taken_bytes: u64,
-    /// Memory before.
-    pub before: MemoryState,
-    /// Memory after.
-    pub after: MemoryState,
-    /// Time taken.
-    pub seconds: f64,
-    /// Why the target was not reached, when it was not.
-    pub note: Option<String>,
-}
 
 #[derive(Debug)]
 struct Pin {

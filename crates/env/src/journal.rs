@@ -13,6 +13,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+pub use hugewise_results::env::Lifetime;
 use serde::{Deserialize, Serialize};
 
 use crate::change::Change;
@@ -27,16 +28,6 @@ pub struct Owner {
     pub start_time: Option<u64>,
     /// The boot it ran in: after a reboot the kernel has forgotten every setting.
     pub boot_id: String,
-}
-
-/// How long a change is meant to last.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Lifetime {
-    /// Undone when the run that made it ends (`hugewise env with`, holders).
-    Run,
-    /// Kept until `hugewise env restore` (`hugewise env thp ...` on its own).
-    Kept,
 }
 
 /// One line of the journal.

@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+pub use hugewise_results::env::KhugepagedSetting;
 use serde::{Deserialize, Serialize};
 
 use crate::host::Host;
@@ -10,42 +11,26 @@ use crate::{Error, Result};
 
 const THP: &str = "kernel/mm/transparent_hugepage";
 
-/// A khugepaged setting.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum KhugepagedSetting {
-    /// Pages scanned per wake-up.
-    PagesToScan,
-    /// Sleep between scans.
-    ScanSleepMillisecs,
-    /// Sleep after an allocation failure.
-    AllocSleepMillisecs,
-    /// Empty PTEs allowed in a range it collapses.
-    MaxPtesNone,
-    /// Whether it compacts to find 2 MiB blocks.
-    Defrag,
+/// The setting's file under `khugepaged/`.
+fn setting_file(s: KhugepagedSetting) -> &'static str {
+    match s {
+        KhugepagedSetting::PagesToScan => "pages_to_scan",
+        KhugepagedSetting::ScanSleepMillisecs => "scan_sleep_millisecs",
+        KhugepagedSetting::AllocSleepMillisecs => "alloc_sleep_millisecs",
+        KhugepagedSetting::MaxPtesNone => "max_ptes_none",
+        KhugepagedSetting::Defrag => "defrag",
+    }
 }
 
-impl KhugepagedSetting {
-    fn file(self) -> &'static str {
-        match self {
-            KhugepagedSetting::PagesToScan => "pages_to_scan",
-            KhugepagedSetting::ScanSleepMillisecs => "scan_sleep_millisecs",
-            KhugepagedSetting::AllocSleepMillisecs => "alloc_sleep_millisecs",
-            KhugepagedSetting::MaxPtesNone => "max_ptes_none",
-            KhugepagedSetting::Defrag => "defrag",
+/// The values the kernel accepts.
+fn setting_range(s: KhugepagedSetting) -> (u64, u64) {
+    match s {
+        KhugepagedSetting::PagesToScan => (1, u64::from(u32::MAX)),
+        KhugepagedSetting::ScanSleepMillisecs | KhugepagedSetting::AllocSleepMillisecs => {
+            (0, u64::from(u32::MAX))
         }
-    }
-
-    fn range(self) -> (u64, u64) {
-        match self {
-            KhugepagedSetting::PagesToScan => (1, u64::from(u32::MAX)),
-            KhugepagedSetting::ScanSleepMillisecs | KhugepagedSetting::AllocSleepMillisecs => {
-                (0, u64::from(u32::MAX))
-            }
-            KhugepagedSetting::MaxPtesNone => (0, 511),
-            KhugepagedSetting::Defrag => (0, 1),
-        }
+        KhugepagedSetting::MaxPtesNone => (0, 511),
+        KhugepagedSetting::Defrag => (0, 1),
     }
 }
 
@@ -108,9 +93,10 @@ impl Knob {
             Knob::MthpEnabled { size_kib } => {
                 (Tree::Sys, format!("{THP}/hugepages-{size_kib}kB/enabled"))
             }
-            Knob::Khugepaged { setting } => {
-                (Tree::Sys, format!("{THP}/khugepaged/{}", setting.file()))
-            }
+            Knob::Khugepaged { setting } => (
+                Tree::Sys,
+                format!("{THP}/khugepaged/{}", setting_file(setting)),
+            ),
             Knob::HugetlbPages { size_kib } => (
                 Tree::Sys,
                 format!("kernel/mm/hugepages/hugepages-{size_kib}kB/nr_hugepages"),
@@ -133,7 +119,7 @@ impl Knob {
         match *self {
             Knob::ThpEnabled | Knob::ThpDefrag | Knob::MthpEnabled { .. } => Kind::Selector,
             Knob::Khugepaged { setting } => {
-                let (min, max) = setting.range();
+                let (min, max) = setting_range(setting);
                 Kind::Number { min, max }
             }
             Knob::HugetlbPages { .. } => Kind::Number {
@@ -231,7 +217,7 @@ impl fmt::Display for Knob {
             Knob::ThpEnabled => write!(f, "thp enabled"),
             Knob::ThpDefrag => write!(f, "thp defrag"),
             Knob::MthpEnabled { size_kib } => write!(f, "thp {size_kib}kB enabled"),
-            Knob::Khugepaged { setting } => write!(f, "khugepaged {}", setting.file()),
+            Knob::Khugepaged { setting } => write!(f, "khugepaged {}", setting_file(setting)),
             Knob::HugetlbPages { size_kib } => write!(f, "hugetlb {size_kib}kB pages"),
             Knob::CompactUnevictable => write!(f, "vm.compact_unevictable_allowed"),
             Knob::PageCluster => write!(f, "vm.page-cluster"),

@@ -3,57 +3,14 @@
 
 use std::time::Instant;
 
+pub use hugewise_results::env::{PressurePages as Pages, PressureReport, PressureTarget as Target};
 use hugewise_sys::lock;
 use hugewise_sys::mmap::{Advice, MapOptions, Mapping};
 use hugewise_sys::proc::Pid;
-use serde::Serialize;
 
 use crate::host::Host;
-use crate::state::{self, MemoryState, BLOCK_BYTES};
+use crate::state::{self, BLOCK_BYTES};
 use crate::{Error, Result};
-
-/// How much to take.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Target {
-    /// Take until MemAvailable is this many bytes.
-    Leave(u64),
-    /// Take this many bytes.
-    Take(u64),
-}
-
-/// Which pages the holder takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Pages {
-    /// 4 KiB pages: the buddy allocator serves them from its smallest free blocks first, so
-    /// the holder eats existing fragmentation and leaves whole 2 MiB blocks behind.
-    Base,
-    /// Whole 2 MiB blocks only, so that fragmented free memory stays as it is; taking stops
-    /// when no free 2 MiB block is left.
-    WholeBlocks,
-}
-
-/// What [`hold`] did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PressureReport {
-    /// What was asked.
-    pub target: Target,
-    /// Pages taken.
-    pub pages: Pages,
-    /// The safety floor.
-    pub floor_bytes: u64,
-    /// Bytes held.
-    pub held_bytes: u64,
-    /// True when [`Pages::WholeBlocks`] ran out of free 2 MiB blocks before the target.
-    pub ran_out_of_2m_blocks: bool,
-    /// Memory before.
-    pub before: MemoryState,
-    /// Memory after.
-    pub after: MemoryState,
-    /// Time taken.
-    pub seconds: f64,
-}
 
 /// Memory held by this process.
 #[derive(Debug, Default)]

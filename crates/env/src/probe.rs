@@ -3,29 +3,12 @@
 
 use std::time::Instant;
 
+pub use hugewise_results::env::ProbeReport;
 use hugewise_sys::mmap::{Advice, MapOptions, Mapping};
-use serde::Serialize;
 
 use crate::host::Host;
 use crate::pressure::huge_bytes_of;
 use crate::Result;
-
-/// What the probe found.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ProbeReport {
-    /// Region size.
-    pub region_bytes: u64,
-    /// Bytes backed by 2 MiB pages.
-    pub huge_bytes: u64,
-    /// `huge_bytes / region_bytes`.
-    pub huge_share: f64,
-    /// THP mode at the time (`madvise` and `always` honour the probe's MADV_HUGEPAGE).
-    pub thp_enabled: String,
-    /// THP fault-time defrag policy at the time.
-    pub thp_defrag: Option<String>,
-    /// Time to fault the region in.
-    pub fault_seconds: f64,
-}
 
 /// Probe with a region of `bytes` (rounded up to 2 MiB). The region is freed before returning.
 pub fn thp_probe(host: &Host, bytes: u64) -> Result<ProbeReport> {

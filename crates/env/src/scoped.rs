@@ -6,150 +6,53 @@
 //! whole ones), then blocks are broken, then whole 2 MiB blocks only are taken down to what
 //! should be left, so that the broken blocks stay free and the level holds for what remains.
 
-use std::path::PathBuf;
 use std::process::{Command, ExitStatus};
 
 use std::time::{Duration, Instant};
 
+pub use hugewise_results::env::{
+    FinishReport, Plan, ProbeSize, RunOutcome, ShapeReport, SwapPlan, DEFAULT_FLOOR,
+};
 use serde::Serialize;
 
-use crate::cgroup::{self, Usage};
-use crate::fragment::{self, FragmentReport, Fragmenter};
+use crate::cgroup;
+use crate::fragment::{self, Fragmenter};
 use crate::host::Host;
 use crate::journal::Lifetime;
-use crate::knob::{KhugepagedSetting, Knob};
-use crate::pressure::{self, Holder, Pages, PressureReport, Target};
-use crate::probe::{self, ProbeReport};
-use crate::session::{KnobSet, RestoreReport, Session};
+use crate::knob::Knob;
+use crate::pressure::{self, Holder, Pages, Target};
+use crate::probe;
+use crate::session::Session;
 use hugewise_sys::process::Signal;
 
 use crate::state::{self, MemoryState};
 use crate::{Error, Result};
 
-/// How large a THP probe to run after shaping.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum ProbeSize {
-    /// No probe.
-    Off,
-    /// All that is available but 256 MiB, at most 4 GiB: about what a workload starting now
-    /// could take.
-    #[default]
-    Auto,
-    /// This many bytes.
-    Bytes(u64),
-}
-
-/// A swap file to add.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SwapPlan {
-    /// Size.
-    pub bytes: u64,
-    /// Where.
-    pub path: PathBuf,
-}
-
-/// What to make of the machine.
-#[derive(Debug, Clone, PartialEq, Serialize, Default)]
-pub struct Plan {
-    /// THP mode.
-    pub thp_enabled: Option<String>,
-    /// THP defrag policy.
-    pub thp_defrag: Option<String>,
-    /// mTHP modes by size in KiB.
-    pub mthp: Vec<(u64, String)>,
-    /// khugepaged settings.
-    pub khugepaged: Vec<(KhugepagedSetting, u64)>,
-    /// hugetlb pool sizes (page size in KiB, pages).
-    pub hugetlb: Vec<(u64, u64)>,
-    /// `vm.page-cluster`.
-    pub page_cluster: Option<u32>,
-    /// A swap file.
-    pub swap: Option<SwapPlan>,
-    /// Drop the page cache first (also done whenever fragmenting: reclaim while breaking
-    /// blocks would scatter freed cache pages through them).
-    pub drop_caches: bool,
-    /// Compact memory first.
-    pub compact: bool,
-    /// Memory pressure.
-    pub pressure: Option<Target>,
-    /// Fragmentation level (0 to 1) of the free memory that remains.
-    pub fragment: Option<f64>,
-    /// Tolerance on the fragmentation level.
-    pub fragment_tolerance: f64,
-    /// Safety floor: never leave less available while shaping.
-    pub floor_bytes: u64,
-    /// Run the command in a memory cgroup with this limit.
-    pub limit_bytes: Option<u64>,
-    /// THP probe after shaping.
-    pub probe: ProbeSize,
-}
-
 /// What an automatic THP probe leaves available.
 pub const PROBE_MARGIN: u64 = 256 << 20;
 
-/// Default safety floor.
-pub const DEFAULT_FLOOR: u64 = 1 << 30;
-
-impl Plan {
-    /// An empty plan with the default floor and tolerance.
-    pub fn new() -> Plan {
-        Plan {
-            floor_bytes: DEFAULT_FLOOR,
-            fragment_tolerance: 0.02,
-            ..Plan::default()
-        }
+/// The knob writes a plan asks for, in order.
+fn settings(plan: &Plan) -> Vec<(Knob, String)> {
+    let mut s = Vec::new();
+    if let Some(v) = &plan.thp_enabled {
+        s.push((Knob::ThpEnabled, v.clone()));
     }
-
-    fn settings(&self) -> Vec<(Knob, String)> {
-        let mut s = Vec::new();
-        if let Some(v) = &self.thp_enabled {
-            s.push((Knob::ThpEnabled, v.clone()));
-        }
-        if let Some(v) = &self.thp_defrag {
-            s.push((Knob::ThpDefrag, v.clone()));
-        }
-        for (kib, v) in &self.mthp {
-            s.push((Knob::MthpEnabled { size_kib: *kib }, v.clone()));
-        }
-        for (k, v) in &self.khugepaged {
-            s.push((Knob::Khugepaged { setting: *k }, v.to_string()));
-        }
-        for (kib, n) in &self.hugetlb {
-            s.push((Knob::HugetlbPages { size_kib: *kib }, n.to_string()));
-        }
-        if let Some(v) = self.page_cluster {
-            s.push((Knob::PageCluster, v.to_string()));
-        }
-        s
+    if let Some(v) = &plan.thp_defrag {
+        s.push((Knob::ThpDefrag, v.clone()));
     }
-}
-
-/// What shaping did and measured.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ShapeReport {
-    /// The plan.
-    pub plan: Plan,
-    /// Memory before anything was done.
-    pub before: MemoryState,
-    /// Settings written (fragmentation's own knobs included).
-    pub settings: Vec<KnobSet>,
-    /// One-off actions (dropping caches, compaction).
-    pub actions: Vec<String>,
-    /// Pressure taken with base pages.
-    pub pressure: Option<PressureReport>,
-    /// Fragmentation.
-    pub fragment: Option<FragmentReport>,
-    /// Pressure taken in whole 2 MiB blocks after fragmenting.
-    pub pressure_whole_blocks: Option<PressureReport>,
-    /// Memory once shaped: what a workload starts in.
-    pub shaped: MemoryState,
-    /// The THP probe.
-    pub probe: Option<ProbeReport>,
-    /// Memory after the probe (its faults may compact or reclaim).
-    pub after_probe: Option<MemoryState>,
-    /// Warnings: targets missed, pools that grew less than asked.
-    pub warnings: Vec<String>,
+    for (kib, v) in &plan.mthp {
+        s.push((Knob::MthpEnabled { size_kib: *kib }, v.clone()));
+    }
+    for (k, v) in &plan.khugepaged {
+        s.push((Knob::Khugepaged { setting: *k }, v.to_string()));
+    }
+    for (kib, n) in &plan.hugetlb {
+        s.push((Knob::HugetlbPages { size_kib: *kib }, n.to_string()));
+    }
+    if let Some(v) = plan.page_cluster {
+        s.push((Knob::PageCluster, v.to_string()));
+    }
+    s
 }
 
 /// A shaped machine: changes in force, memory held. Dropping it puts everything back.
@@ -206,7 +109,7 @@ pub fn shape(
         },
     };
     // `sh` restores on drop whatever happens below.
-    for (knob, value) in plan.settings() {
+    for (knob, value) in settings(plan) {
         let set = sh.session.set(knob, &value)?;
         if let Knob::HugetlbPages { .. } = knob {
             if set.now != set.asked {
@@ -411,33 +314,6 @@ pub struct CommandSpec {
     pub argv: Vec<String>,
 }
 
-/// How the command ended.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RunOutcome {
-    /// Program and arguments.
-    pub argv: Vec<String>,
-    /// Exit code, `null` when a signal ended it.
-    pub exit_code: Option<i32>,
-    /// The signal that ended it.
-    pub signal: Option<i32>,
-    /// Wall time.
-    pub wall_seconds: f64,
-    /// The memory cgroup it ran in, when limited.
-    pub cgroup: Option<PathBuf>,
-    /// What the cgroup saw.
-    pub cgroup_usage: Option<Usage>,
-    /// What the command left running in its process group when it ended, and how it was
-    /// ended; `null` when nothing was left.
-    pub left_running: Option<String>,
-}
-
-impl RunOutcome {
-    /// The exit code a shell would report: the command's, or 128 + signal.
-    pub fn shell_code(&self) -> i32 {
-        self.exit_code.or(self.signal.map(|s| 128 + s)).unwrap_or(1)
-    }
-}
-
 fn outcome_of(status: ExitStatus) -> (Option<i32>, Option<i32>) {
     use std::os::unix::process::ExitStatusExt;
     (status.code(), status.signal())
@@ -524,15 +400,6 @@ pub fn run_command(
         cgroup_usage: usage,
         left_running: (left.processes > 0).then_some(left.outcome),
     })
-}
-
-/// What putting the machine back did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FinishReport {
-    /// Changes undone.
-    pub restore: RestoreReport,
-    /// Memory after everything was given back.
-    pub after: MemoryState,
 }
 
 impl Shaped {

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use serde::Serialize;
+pub use hugewise_results::env::{KnobSet, RestoreReport};
 
 use crate::cgroup::{self, Hierarchy, MemoryCgroup};
 use crate::change::{Change, Undone};
@@ -11,37 +11,6 @@ use crate::host::Host;
 use crate::journal::{Journal, Lifetime, Owner, Pending};
 use crate::knob::Knob;
 use crate::{group, swapfile, Error, Result};
-
-/// A knob write and what the kernel made of it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct KnobSet {
-    /// The knob.
-    pub knob: String,
-    /// The file.
-    pub path: String,
-    /// Its value before.
-    pub old: String,
-    /// The value asked for.
-    pub asked: String,
-    /// What the kernel reports after the write (a hugetlb pool may grow less than asked).
-    pub now: String,
-}
-
-/// What putting the machine back did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct RestoreReport {
-    /// Changes undone (or skipped, with why), newest first.
-    pub undone: Vec<Undone>,
-    /// Changes that could not be undone, with the error; they stay in the journal.
-    pub failed: Vec<Undone>,
-}
-
-impl RestoreReport {
-    /// Whether everything was put back.
-    pub fn complete(&self) -> bool {
-        self.failed.is_empty()
-    }
-}
 
 /// Changes made by this process, journaled before each is made.
 #[derive(Debug)]

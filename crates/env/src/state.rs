@@ -1,7 +1,7 @@
 //! The memory state of the machine as the kernel reports it: free memory, free 2 MiB blocks,
 //! and the share of free memory that cannot serve a 2 MiB page (the fragmentation level).
 
-use serde::Serialize;
+pub use hugewise_results::env::MemoryState;
 
 use crate::host::Host;
 use crate::Result;
@@ -11,33 +11,6 @@ pub const ORDER_2M: usize = 9;
 const PAGE: u64 = 4096;
 /// Bytes in a 2 MiB block.
 pub const BLOCK_BYTES: u64 = PAGE << ORDER_2M;
-
-/// A snapshot of memory, in bytes.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MemoryState {
-    /// MemFree (on kernels that initialise memory lazily, more than the buddy allocator holds).
-    pub mem_free_bytes: u64,
-    /// MemAvailable: free plus what reclaim could free; `null` on kernels without it.
-    pub mem_available_bytes: Option<u64>,
-    /// Free memory in the buddy allocator's lists, all zones (`/proc/buddyinfo`).
-    pub buddy_free_bytes: u64,
-    /// Free blocks of 2 MiB or larger, counted in 2 MiB blocks.
-    pub free_2m_blocks: u64,
-    /// Free memory in blocks smaller than 2 MiB: unusable for a 2 MiB page without compaction.
-    pub unusable_bytes: u64,
-    /// `unusable_bytes / buddy_free_bytes`: the fragmentation level, 0 to 1.
-    pub unusable_share: f64,
-    /// Free memory parked in per-CPU lists, outside buddyinfo (`null` when zoneinfo is absent).
-    pub pcp_free_bytes: Option<u64>,
-    /// Mlocked.
-    pub mlocked_bytes: Option<u64>,
-    /// AnonHugePages.
-    pub anon_huge_bytes: Option<u64>,
-    /// Memory in hugetlb pools.
-    pub hugetlb_bytes: Option<u64>,
-    /// Swap space.
-    pub swap_total_bytes: Option<u64>,
-}
 
 /// Read meminfo and buddyinfo now.
 pub fn measure(host: &Host) -> Result<MemoryState> {
@@ -109,13 +82,6 @@ fn churn() {
 pub fn settled(host: &Host) -> Result<MemoryState> {
     settle(host);
     measure(host)
-}
-
-impl MemoryState {
-    /// MemAvailable, or MemFree on kernels without it.
-    pub fn available(&self) -> u64 {
-        self.mem_available_bytes.unwrap_or(self.mem_free_bytes)
-    }
 }
 
 #[cfg(test)]

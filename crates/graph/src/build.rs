@@ -9,8 +9,8 @@
 use std::time::Instant;
 
 use hugewise_mem::Region;
+pub use hugewise_results::graph::BuildStats;
 use rayon::prelude::*;
-use serde::Serialize;
 
 use crate::csr::{Adjacency, Csr};
 use crate::layout::{Layout, GRAPH_REGIONS};
@@ -79,27 +79,6 @@ pub struct BuildOptions {
     /// Store each edge in both directions (an undirected graph); otherwise the graph is
     /// directed and its in-edges are stored apart.
     pub symmetrize: bool,
-}
-
-/// Where the build spent its time, and what it removed.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct BuildStats {
-    /// Vertices.
-    pub vertices: u64,
-    /// Arcs placed before duplicates were removed.
-    pub arcs_placed: u64,
-    /// Arcs kept.
-    pub arcs: u64,
-    /// Self-loops dropped.
-    pub self_loops: u64,
-    /// Pass 1 (count).
-    pub count_ns: u64,
-    /// Array creation (faults the pages in).
-    pub alloc_ns: u64,
-    /// Pass 2 (place).
-    pub place_ns: u64,
-    /// Sort, de-duplicate, compact.
-    pub normalize_ns: u64,
 }
 
 fn bump(counts: &mut Vec<u32>, v: u32) -> Result<()> {

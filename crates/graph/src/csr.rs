@@ -1,9 +1,9 @@
 //! Compressed sparse rows in regions: u64 offsets, u32 neighbour ids, optional u32 weights,
 //! and for directed graphs the incoming side too.
 
-use hugewise_mem::{Backing, Region};
+use hugewise_mem::Region;
+pub use hugewise_results::graph::{GraphInfo, RegionReport};
 use rayon::prelude::*;
-use serde::Serialize;
 
 use crate::rng::mix;
 use crate::{Layout, Result};
@@ -134,22 +134,14 @@ pub struct Csr {
     inc: Option<Adjacency>,
 }
 
-/// Size and backing of one array, for results.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RegionReport {
-    /// Array name.
-    pub name: String,
-    /// Page policy asked for.
-    pub policy: String,
-    /// Bytes of data.
-    pub data_bytes: u64,
-    /// Backing read from the kernel.
-    pub backing: Backing,
+/// A [`RegionReport`] read from a live region.
+pub trait RegionReportExt {
+    /// Report on any region.
+    fn of<T: bytemuck::Pod>(r: &Region<T>) -> Result<RegionReport>;
 }
 
-impl RegionReport {
-    /// Report on any region.
-    pub fn of<T: bytemuck::Pod>(r: &Region<T>) -> Result<RegionReport> {
+impl RegionReportExt for RegionReport {
+    fn of<T: bytemuck::Pod>(r: &Region<T>) -> Result<RegionReport> {
         Ok(RegionReport {
             name: r.name().to_string(),
             policy: r.policy().to_string(),
@@ -162,6 +154,18 @@ impl RegionReport {
 impl Csr {
     pub(crate) fn new(directed: bool, out: Adjacency, inc: Option<Adjacency>) -> Csr {
         Csr { directed, out, inc }
+    }
+
+    /// The graph's size and shape, for results.
+    pub fn info(&self) -> GraphInfo {
+        GraphInfo {
+            vertices: self.n() as u64,
+            edges: self.edges(),
+            arcs: self.arcs(),
+            directed: self.directed(),
+            weighted: self.weighted(),
+            data_bytes: self.data_bytes(),
+        }
     }
 
     /// Directed (in-edges stored apart) or symmetric.

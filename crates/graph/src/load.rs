@@ -3,9 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use serde::Serialize;
+pub use hugewise_results::graph::LoadStats;
 
-use crate::build::{build, BuildOptions, BuildStats};
+use crate::build::{build, BuildOptions};
 use crate::gen::{Generator, Spec};
 use crate::io::{edgelist::EdgeList, gap, hwg, mtx::MatrixMarket};
 use crate::{Csr, Error, Layout, Result};
@@ -82,15 +82,6 @@ pub fn file_kind(p: &Path) -> Result<FileKind> {
             )))
         }
     })
-}
-
-/// How a load went.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LoadStats {
-    /// Wall time from the start of reading to a finished CSR.
-    pub load_ns: u64,
-    /// The builder's breakdown.
-    pub build: BuildStats,
 }
 
 /// Options of a load.

@@ -15,6 +15,7 @@
 
 use std::time::Instant;
 
+pub use hugewise_results::graph::ReorderStats;
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -171,17 +172,6 @@ pub fn order(g: &Csr, method: Method, seed: u64) -> Result<Relabeling> {
     Relabeling::from_order(order)
 }
 
-/// Time spent reordering, kept apart from loading and from the kernel.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ReorderStats {
-    /// Method.
-    pub method: Method,
-    /// Computing the new order.
-    pub order_ns: u64,
-    /// Building the relabelled CSR.
-    pub relabel_ns: u64,
-}
-
 /// Reorder `g` with `method`: the new graph (in regions laid out by `layout`), the mapping and
 /// the timings. The old graph is left to the caller to drop.
 pub fn reorder(
@@ -199,7 +189,7 @@ pub fn reorder(
         h,
         r,
         ReorderStats {
-            method,
+            method: method.to_string(),
             order_ns,
             relabel_ns: t.elapsed().as_nanos() as u64,
         },

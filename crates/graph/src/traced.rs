@@ -9,6 +9,7 @@
 use bytemuck::Pod;
 use hugewise_mem::Region;
 
+use crate::csr::RegionReportExt;
 use crate::kernels::{bc, bfs, cc, pr, sssp, tc, Spec};
 use crate::{Csr, Layout, Result};
 

@@ -103,6 +103,15 @@ runs of the same code give the simulator its clock; they are saved beside the tr
     #[command(args_conflicts_with_subcommands = true, after_help = crate::cli::SIM_HELP)]
     Sim(SimArgs),
 
+    /// Render a saved result (any command's --out FILE) as the command printed it.
+    #[command(after_help = "Examples:
+  hugewise run bfs --graph kron:20 --out bfs.json && hugewise report bfs.json
+  hugewise report pages.json --markdown      (bench pages and bench randread)
+  hugewise report plan.json                  (a summary of sim --plan's plans)
+
+The file names its kind (`schema`) and version; nothing is re-run.")]
+    Report(ReportArgs),
+
     /// Make, convert and describe graphs.
     #[command(subcommand)]
     Graph(GraphCommand),
@@ -126,6 +135,17 @@ pub struct Output {
     /// Also save the JSON result to this file (atomically: never half written).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+}
+
+/// `hugewise report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A result saved with --out (or `sim --plan`, `env with --out`).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Print the Markdown table instead (bench pages, bench randread).
+    #[arg(long)]
+    pub markdown: bool,
 }
 
 /// `hugewise sys`.

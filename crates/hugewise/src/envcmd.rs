@@ -9,11 +9,11 @@ use anyhow::{bail, Context};
 use hugewise_env::journal::Lifetime;
 use hugewise_env::pressure::Target;
 use hugewise_env::scoped::{self, CommandSpec, Plan, ProbeSize, SwapPlan};
-use hugewise_env::session::KnobSet;
 use hugewise_env::{state, Host, KhugepagedSetting, Knob, Session};
 use hugewise_report::envview;
+use hugewise_results::env::{ActionReport, SetReport, ShapedRun, SwapReport};
+use hugewise_results::Saved;
 use hugewise_study::save;
-use serde::Serialize;
 
 use crate::envcli::{EnvCommand, HoldArgs};
 use crate::{bar, emit, meta};
@@ -58,11 +58,6 @@ fn progress_sink(enabled: bool) -> impl FnMut(&str, u64, u64) {
     }
 }
 
-#[derive(Serialize)]
-struct SetReport {
-    settings: Vec<KnobSet>,
-}
-
 fn set_kept(
     what: &str,
     sets: Vec<(Knob, String)>,
@@ -78,21 +73,8 @@ fn set_kept(
     for (k, v) in sets {
         done.push(s.set(k, &v)?);
     }
-    let r = SetReport { settings: done };
-    emit(out, &r, || {
-        format!(
-            "{}kept until `hugewise env restore`\n",
-            envview::knob_sets(&r.settings)
-        )
-    })?;
+    emit(out, SetReport { settings: done }, envview::set_report)?;
     Ok(0)
-}
-
-#[derive(Serialize)]
-struct ActionReport {
-    action: &'static str,
-    before: state::MemoryState,
-    after: state::MemoryState,
 }
 
 fn action(
@@ -106,35 +88,17 @@ fn action(
     f(&host)?;
     let after = state::settled(&host)?;
     let r = ActionReport {
-        action: name,
+        action: name.to_string(),
         before,
         after,
     };
-    emit(out, &r, || {
-        format!(
-            "before  {}\nafter   {}\n",
-            envview::memory_line(&r.before),
-            envview::memory_line(&r.after)
-        )
-    })?;
+    emit(out, r, envview::action)?;
     Ok(0)
 }
 
-#[derive(Serialize)]
-struct WithReport<'a> {
-    shape: Option<&'a scoped::ShapeReport>,
-    run: Option<&'a scoped::RunOutcome>,
-    finish: Option<&'a scoped::FinishReport>,
-    error: Option<String>,
-}
-
-fn save_report(path: Option<&std::path::Path>, r: &WithReport<'_>) -> anyhow::Result<()> {
+fn save_report(path: Option<&std::path::Path>, r: ShapedRun) -> anyhow::Result<()> {
     if let Some(p) = path {
-        let with = hugewise_study::meta::WithMeta {
-            meta: meta(),
-            result: r,
-        };
-        save::write_json(p, &with)?;
+        save::write_json(p, &Saved::new(meta(), r))?;
     }
     Ok(())
 }
@@ -191,10 +155,10 @@ fn shape_and(
     eprint!("{}", envview::finish(&finish));
     save_report(
         out,
-        &WithReport {
-            shape: Some(&shape_report),
-            run: run_ok,
-            finish: Some(&finish),
+        ShapedRun {
+            shape: Some(shape_report),
+            run: run_ok.cloned(),
+            finish: Some(finish.clone()),
             error: run_err.clone(),
         },
     )?;
@@ -221,7 +185,7 @@ pub fn run(cmd: EnvCommand, progress: bool) -> anyhow::Result<i32> {
     match cmd {
         EnvCommand::Show(a) => {
             let r = hugewise_env::show::show(&Host::real())?;
-            emit(&a.output, &r, || envview::show(&r))?;
+            emit(&a.output, r, envview::show)?;
             Ok(0)
         }
         EnvCommand::Thp(a) => {
@@ -272,14 +236,12 @@ pub fn run(cmd: EnvCommand, progress: bool) -> anyhow::Result<i32> {
             let host = Host::real();
             let mut s = Session::open(&host, Lifetime::Kept)?;
             s.add_swap(&a.file, a.size.0)?;
-            let swaps = host.proc.swaps()?;
-            emit(&a.output, &swaps, || {
-                format!(
-                    "swap file {} ({}) enabled; kept until `hugewise env restore`\n",
-                    a.file.display(),
-                    a.size
-                )
-            })?;
+            let r = SwapReport {
+                file: a.file.clone(),
+                size_bytes: a.size.0,
+                swaps: host.proc.swaps()?,
+            };
+            emit(&a.output, r, envview::swap)?;
             Ok(0)
         }
         EnvCommand::Pressure(a) => {
@@ -354,8 +316,9 @@ pub fn run(cmd: EnvCommand, progress: bool) -> anyhow::Result<i32> {
         EnvCommand::Restore(a) => {
             need_root("restore")?;
             let r = hugewise_env::restore_all(&Host::real())?;
-            emit(&a.output, &r, || envview::restore(&r))?;
-            if !r.complete() {
+            let complete = r.complete();
+            emit(&a.output, r, envview::restore)?;
+            if !complete {
                 bail!("some changes could not be undone; they stay in the journal");
             }
             Ok(0)

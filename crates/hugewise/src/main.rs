@@ -15,14 +15,13 @@ use clap::Parser;
 use cli::{BenchCommand, Cli, Command, GraphCommand, GraphInputArgs, Output};
 use hugewise_graph::load::LoadOptions;
 use hugewise_graph::Layout;
+use hugewise_results::{Kind, Meta, Saved};
 use hugewise_study::graphrun;
-use hugewise_study::meta::{Meta, WithMeta};
 use hugewise_study::{faultlat, pagebench, randread, save};
 use hugewise_sys::machine;
 use hugewise_sys::proc::ProcFs;
 use hugewise_sys::sysfs::SysFs;
 use indicatif::{ProgressBar, ProgressStyle};
-use serde::Serialize;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -59,7 +58,7 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 fn meta() -> Meta {
-    Meta::collect(env!("CARGO_PKG_VERSION"), std::env::args().collect())
+    hugewise_study::meta::collect(env!("CARGO_PKG_VERSION"), std::env::args().collect())
 }
 
 /// A progress bar in bytes or items on stderr; hidden when stderr is not a terminal.
@@ -95,22 +94,20 @@ fn spinner(enabled: bool, msg: &str) -> ProgressBar {
     b
 }
 
-fn emit<T: Serialize>(
-    out: &Output,
-    value: &T,
-    text: impl FnOnce() -> String,
-) -> anyhow::Result<()> {
+/// Save `result` (with the meta block) if asked, then print it as JSON or as `text` renders it.
+fn emit<T: Kind>(out: &Output, result: T, text: impl FnOnce(&T) -> String) -> anyhow::Result<()> {
+    let value = Saved::new(meta(), result);
     if let Some(path) = &out.out {
-        save::write_json(path, value)?;
+        save::write_json(path, &value)?;
     }
     let mut stdout = std::io::stdout().lock();
     if out.json {
         // Serialise first: serde_json would wrap a closed pipe's io::Error and hide it.
-        let text = serde_json::to_vec_pretty(value)?;
+        let text = serde_json::to_vec_pretty(&value)?;
         stdout.write_all(&text)?;
         writeln!(stdout)?;
     } else {
-        stdout.write_all(text().as_bytes())?;
+        stdout.write_all(text(&value.result).as_bytes())?;
     }
     stdout.flush()?;
     Ok(())
@@ -152,16 +149,29 @@ fn phase_progress<'a>(b: &'a ProgressBar, phase: &'static str) -> impl FnMut(u64
 fn run(cli: Cli) -> anyhow::Result<()> {
     let progress = !cli.no_progress;
     match cli.command {
+        Command::Report(a) => {
+            let r = hugewise_results::read(&a.file)?;
+            let style = if a.markdown {
+                hugewise_report::Style::Markdown
+            } else {
+                hugewise_report::Style::Text
+            };
+            let Some(text) = hugewise_report::render(&r, style) else {
+                usage_error(format!(
+                    "--markdown: a {} result has no Markdown table (bench pages and bench \
+                     randread have)",
+                    r.schema()
+                ))
+            };
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(text.as_bytes())?;
+            stdout.flush()?;
+            Ok(())
+        }
         Command::Sys(a) => {
             let r = machine::gather(&ProcFs::default(), &SysFs::default())
                 .context("reading the machine's huge-page state")?;
-            let with_meta = WithMeta {
-                meta: meta(),
-                result: &r,
-            };
-            emit(&a.output, &with_meta, || {
-                hugewise_report::views::machine(&r)
-            })
+            emit(&a.output, r, hugewise_report::views::machine)
         }
         Command::Faultlat(a) => {
             let cfg = faultlat::Config {
@@ -171,7 +181,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             };
             let b = bar(progress, "faulting", true);
             let mut phase_total = 0;
-            let r = faultlat::run(&cfg, meta(), &mut |done, total| {
+            let r = faultlat::run(&cfg, &mut |done, total| {
                 if total != phase_total {
                     phase_total = total;
                     b.set_length(total);
@@ -183,7 +193,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             })
             .context("fault-latency run")?;
             b.finish_and_clear();
-            emit(&a.output, &r, || hugewise_report::views::faultlat(&r))
+            emit(&a.output, r, hugewise_report::views::faultlat)
         }
         Command::Run(a) => {
             let layout = a.place.layout();
@@ -208,24 +218,24 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 threads,
             };
             let b = spinner(progress, "loading");
-            let r = graphrun::run(&cfg, meta(), &mut phase_progress(&b, "trials"))
+            let r = graphrun::run(&cfg, &mut phase_progress(&b, "trials"))
                 .with_context(|| format!("running {} on {}", kernel.name(), a.input.graph))?;
             b.finish_and_clear();
-            emit(&a.output, &r, || hugewise_report::views::run(&r))?;
-            match r.failed_verification() {
+            let (failed, trials) = (r.failed_verification(), r.trials.len());
+            emit(&a.output, r, hugewise_report::views::run)?;
+            match failed {
                 0 => Ok(()),
                 n => anyhow::bail!(
-                    "{n} of {} trials failed verification (each trial's verify_error says why)",
-                    r.trials.len()
+                    "{n} of {trials} trials failed verification (each trial's verify_error says why)"
                 ),
             }
         }
         Command::Graph(GraphCommand::Info(a)) => {
             let b = spinner(progress, "loading");
-            let r = graphrun::info(&a.input.graph, load_options(&a.input), meta())
+            let r = graphrun::info(&a.input.graph, load_options(&a.input))
                 .with_context(|| format!("loading {}", a.input.graph))?;
             b.finish_and_clear();
-            emit(&a.output, &r, || hugewise_report::views::graph_info(&r))
+            emit(&a.output, r, hugewise_report::views::graph_info)
         }
         Command::Graph(GraphCommand::Convert(a)) => {
             let ext = a.out.extension().and_then(|e| e.to_str()).unwrap_or("");
@@ -299,15 +309,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 threads: a.threads.unwrap_or_else(cpus).max(1),
             };
             let b = spinner(progress, "loading");
-            let r = pagebench::run(&cfg, meta(), &mut phase_progress(&b, "samples"))
+            let r = pagebench::run(&cfg, &mut phase_progress(&b, "samples"))
                 .with_context(|| format!("comparing page layouts for {}", kernel.name()))?;
             b.finish_and_clear();
             if a.markdown {
-                emit(&a.output, &r, || {
-                    hugewise_report::views::pagebench_markdown(&r)
-                })
+                emit(&a.output, r, hugewise_report::views::pagebench_markdown)
             } else {
-                emit(&a.output, &r, || hugewise_report::views::pagebench(&r))
+                emit(&a.output, r, hugewise_report::views::pagebench)
             }
         }
         // Dispatched in main before run() is called.
@@ -322,18 +330,16 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 seed: a.seed,
             };
             let b = bar(progress, "samples", false);
-            let r = randread::run(&cfg, meta(), &mut |done, total| {
+            let r = randread::run(&cfg, &mut |done, total| {
                 b.set_length(total);
                 b.set_position(done);
             })
             .context("random-read benchmark")?;
             b.finish_and_clear();
             if a.markdown {
-                emit(&a.output, &r, || {
-                    hugewise_report::views::randread_markdown(&r)
-                })
+                emit(&a.output, r, hugewise_report::views::randread_markdown)
             } else {
-                emit(&a.output, &r, || hugewise_report::views::randread(&r))
+                emit(&a.output, r, hugewise_report::views::randread)
             }
         }
     }

@@ -6,13 +6,14 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
+use hugewise_results::sim::ReuseReport;
+use hugewise_results::Saved;
 use hugewise_sim::curve::{self, CurveSpec, Progress};
 use hugewise_sim::policy::parse_share;
 use hugewise_sim::{reuse, TlbConfig};
 use hugewise_study::{capture, save};
 use hugewise_trace::meta::Calibration;
 use indicatif::ProgressBar;
-use serde::Serialize;
 
 use crate::cli::{Output, SimArgs, SimCommand, TraceArgs, TraceImport};
 use crate::{bar, emit, load_options, meta, spinner, usage_error};
@@ -90,14 +91,14 @@ pub fn trace(a: TraceArgs, progress: bool) -> anyhow::Result<()> {
         calibrate_runs: a.calibrate,
     };
     let b = spinner(progress, "tracing");
-    let r = capture::capture(&cfg, meta())
+    let r = capture::capture(&cfg)
         .with_context(|| format!("tracing {} on {}", spec.name(), a.input.graph))?;
     b.finish_and_clear();
     let out = Output {
         json: a.json,
         out: None,
     };
-    emit(&out, &r, || hugewise_report::simview::capture(&r))
+    emit(&out, r, hugewise_report::simview::capture)
 }
 
 fn budgets(s: &str) -> Vec<f64> {
@@ -146,15 +147,6 @@ fn calibration(s: &str) -> Calibration {
     }
 }
 
-#[derive(Serialize)]
-struct PlanFile<'a> {
-    schema_version: u32,
-    trace: &'a Path,
-    footprint_bytes: u64,
-    accesses_per_s: f64,
-    plans: &'a [curve::Plan],
-}
-
 /// `hugewise sim`.
 pub fn sim(a: SimArgs, progress: bool) -> anyhow::Result<()> {
     let cancel = cancel_flag()?;
@@ -163,7 +155,13 @@ pub fn sim(a: SimArgs, progress: bool) -> anyhow::Result<()> {
         let r = reuse::run(&trace, &b)
             .with_context(|| format!("reuse distance of {}", trace.display()))?;
         b.0.finish_and_clear();
-        return emit(&output, &r, || hugewise_report::simview::reuse(&r));
+        let r = ReuseReport {
+            trace,
+            granularities: r,
+        };
+        return emit(&output, r, |r| {
+            hugewise_report::simview::reuse(&r.granularities)
+        });
     }
     let Some(trace) = a.trace.clone() else {
         usage_error("--trace FILE is required (make one with `hugewise trace`)".into())
@@ -195,18 +193,10 @@ pub fn sim(a: SimArgs, progress: bool) -> anyhow::Result<()> {
         bail!("{} holds no accesses", trace.display());
     }
     if let Some(p) = &a.plan {
-        save::write_json(
-            p,
-            &PlanFile {
-                schema_version: 1,
-                trace: &trace,
-                footprint_bytes: curves.footprint_bytes,
-                accesses_per_s: curves.timing.accesses_per_s,
-                plans: &plans,
-            },
-        )?;
+        plans
+            .validate()
+            .context("the simulator made a plan a promotion engine would refuse")?;
+        save::write_json(p, &Saved::new(meta(), plans))?;
     }
-    emit(&a.output, &curves, || {
-        hugewise_report::simview::curves(&curves)
-    })
+    emit(&a.output, curves, hugewise_report::simview::curves)
 }

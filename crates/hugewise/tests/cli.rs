@@ -33,7 +33,11 @@ fn sys_json_has_the_machine() {
     assert!(!v["zones"].as_array().expect("zones").is_empty());
     assert!(v["capabilities"]["madv_collapse"]["usable"].is_boolean());
     assert!(v["thp"]["enabled"]["current"].is_string());
-    assert_eq!(v["meta"]["schema_version"], 1);
+    assert_eq!(v["schema_version"], 1);
+    assert!(v["schema"]
+        .as_str()
+        .expect("schema")
+        .starts_with("hugewise/"));
     assert!(v["meta"]["kernel"].is_string());
 }
 
@@ -67,7 +71,11 @@ fn faultlat_base_counts_one_fault_per_page() {
     assert!(v["faults"].as_u64().expect("faults") >= 4080);
     assert_eq!(v["policy"], "base");
     assert_eq!(v["backing"]["thp_2m_bytes"], 0);
-    assert_eq!(v["meta"]["schema_version"], 1);
+    assert_eq!(v["schema_version"], 1);
+    assert!(v["schema"]
+        .as_str()
+        .expect("schema")
+        .starts_with("hugewise/"));
     assert!(v["fault_latency"]["p99_ns"].as_u64().expect("p99") > 0);
 }
 

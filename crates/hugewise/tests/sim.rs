@@ -92,7 +92,7 @@ fn pcc_beats_linux_at_two_percent_on_dbg_bfs() {
         .iter()
         .find(|x| x["policy"] == "pcc")
         .expect("pcc plan");
-    let ev = &pcc_plan["events"][0];
+    let ev = &pcc_plan["entries"][0];
     assert_eq!(ev["action"], "promote");
     assert_eq!(ev["page_size"], "2MiB");
     assert_eq!(ev["bytes"], 2 << 20);
@@ -101,7 +101,7 @@ fn pcc_beats_linux_at_two_percent_on_dbg_bfs() {
     // Reuse distance on the same trace: HUBs exist and cause far more than their share of
     // long reuses at 4 KiB.
     let r = ok(&hw(&["sim", "reuse", "--trace", &t, "--json"]));
-    let small = &r[0];
+    let small = &r["granularities"][0];
     assert_eq!(small["page_bytes"], 4096);
     let hubs = &small["classes"]["hubs"];
     assert!(hubs["pages"].as_u64().expect("hubs") > 0);
@@ -375,7 +375,7 @@ fn one_command_gives_curves_reuse_and_a_plan() {
     assert_eq!(plans["plans"].as_array().expect("plans").len(), 11);
     // The same figures as `sim reuse` gives alone.
     let alone = ok(&hw(&["sim", "reuse", "--trace", &t, "--json"]));
-    assert_eq!(r["reuse"], alone);
+    assert_eq!(r["reuse"], alone["granularities"]);
     let classes = &r["reuse"][0]["classes"];
     assert!(classes.is_object(), "{}", r["reuse"]);
     // Without --reuse, none is measured (null, not zeros).

@@ -7,78 +7,25 @@
 
 use std::collections::BTreeMap;
 
+pub use hugewise_results::backing::{Backing, BackingSource};
 use hugewise_sys::proc::{PageFlags, Pid, ProcFs};
 use hugewise_sys::PageSize;
-use serde::Serialize;
 
 const PAGE: u64 = 4096;
 const PMD_PAGES: u64 = 512;
 
-/// Where a [`Backing`] was read from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum BackingSource {
-    /// pagemap + kpageflags: every 4 KiB page classified.
-    Pagemap,
-    /// smaps totals of the mappings overlapping the range.
-    Smaps,
-}
-
-/// How a range of memory is backed, in bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Backing {
-    /// Where the numbers come from.
-    pub source: BackingSource,
-    /// Bytes in the range.
-    pub total_bytes: u64,
-    /// Present in 4 KiB pages.
-    pub base_bytes: u64,
-    /// Present in 2 MiB transparent huge pages.
-    pub thp_2m_bytes: u64,
-    /// Present in mTHP folios of other sizes, by folio size in KiB (pagemap source only).
-    pub mthp_bytes: BTreeMap<u64, u64>,
-    /// Present in hugetlb pages.
-    pub hugetlb_bytes: u64,
-    /// Never touched, or freed.
-    pub not_present_bytes: u64,
-    /// In swap.
-    pub swapped_bytes: u64,
-    /// Per 2 MiB chunk of the range: entirely in one 2 MiB THP or a hugetlb page (pagemap source
-    /// only; empty for smaps).
-    pub huge_chunks: Vec<bool>,
-    /// True when smaps mappings reached outside the range, so totals were prorated.
-    pub approximate: bool,
-}
-
-impl Backing {
-    /// Bytes in pages of 2 MiB or more (THP and hugetlb).
-    pub fn huge_bytes(&self) -> u64 {
-        self.thp_2m_bytes + self.hugetlb_bytes
-    }
-
-    /// Huge bytes as a share of the present bytes (0 when nothing is present).
-    pub fn huge_share(&self) -> f64 {
-        let present = self.total_bytes - self.not_present_bytes - self.swapped_bytes;
-        if present == 0 {
-            0.0
-        } else {
-            self.huge_bytes() as f64 / present as f64
-        }
-    }
-
-    fn empty(source: BackingSource, total_bytes: u64) -> Backing {
-        Backing {
-            source,
-            total_bytes,
-            base_bytes: 0,
-            thp_2m_bytes: 0,
-            mthp_bytes: BTreeMap::new(),
-            hugetlb_bytes: 0,
-            not_present_bytes: 0,
-            swapped_bytes: 0,
-            huge_chunks: Vec::new(),
-            approximate: false,
-        }
+fn empty(source: BackingSource, total_bytes: u64) -> Backing {
+    Backing {
+        source,
+        total_bytes,
+        base_bytes: 0,
+        thp_2m_bytes: 0,
+        mthp_bytes: BTreeMap::new(),
+        hugetlb_bytes: 0,
+        not_present_bytes: 0,
+        swapped_bytes: 0,
+        huge_chunks: Vec::new(),
+        approximate: false,
     }
 }
 
@@ -161,7 +108,7 @@ fn read_pagemap(proc: &ProcFs, start: usize, len: usize) -> hugewise_sys::Result
         (windows[w].flags[k], windows[w].folio_pages[k])
     };
 
-    let mut b = Backing::empty(BackingSource::Pagemap, len as u64);
+    let mut b = empty(BackingSource::Pagemap, len as u64);
     let mut chunk_huge = vec![0u32; pages.div_ceil(PMD_PAGES as usize)];
     for (i, e) in entries.iter().enumerate() {
         let Some(pfn) = e.pfn() else {
@@ -196,7 +143,7 @@ fn read_smaps(
     hugetlb: Option<PageSize>,
 ) -> hugewise_sys::Result<Backing> {
     let end = start + len;
-    let mut b = Backing::empty(BackingSource::Smaps, len as u64);
+    let mut b = empty(BackingSource::Smaps, len as u64);
     let mut present = 0u64;
     for v in proc.smaps(Pid::Current)? {
         let lo = v.start.max(start);

@@ -3,12 +3,13 @@
 
 use std::fmt::Write;
 
-use hugewise_env::scoped::{FinishReport, RunOutcome, ShapeReport};
-use hugewise_env::session::{KnobSet, RestoreReport};
-use hugewise_env::show::EnvShow;
-use hugewise_env::state::MemoryState;
+use hugewise_results::env::{
+    ActionReport, EnvShow, FinishReport, KnobSet, MemoryState, RestoreReport, RunOutcome,
+    SetReport, ShapeReport, ShapedRun, SwapReport, BLOCK_BYTES,
+};
+use hugewise_results::machine::Selector;
 
-use crate::fmt::{bytes, pct};
+use crate::fmt::{bytes, bytes_compact, pct};
 
 /// One line: free memory, free 2 MiB blocks, fragmentation level.
 pub fn memory_line(m: &MemoryState) -> String {
@@ -17,7 +18,7 @@ pub fn memory_line(m: &MemoryState) -> String {
         m.mem_available_bytes.map(bytes).unwrap_or_else(|| "?".into()),
         bytes(m.buddy_free_bytes),
         m.free_2m_blocks,
-        bytes(m.free_2m_blocks * hugewise_env::state::BLOCK_BYTES),
+        bytes(m.free_2m_blocks * BLOCK_BYTES),
         pct(m.unusable_share),
         m.mlocked_bytes.map(bytes).unwrap_or_else(|| "?".into()),
     )
@@ -40,7 +41,7 @@ pub fn knob_sets(sets: &[KnobSet]) -> String {
 /// `hugewise env show`.
 pub fn show(r: &EnvShow) -> String {
     let mut o = String::new();
-    let sel = |s: &Option<hugewise_sys::sysfs::Selector>| {
+    let sel = |s: &Option<Selector>| {
         s.as_ref()
             .map(|s| s.current.clone())
             .unwrap_or_else(|| "-".into())
@@ -228,5 +229,50 @@ pub fn restore(r: &RestoreReport) -> String {
 pub fn finish(r: &FinishReport) -> String {
     let mut o = restore(&r.restore);
     let _ = writeln!(o, "after     {}", memory_line(&r.after));
+    o
+}
+
+/// `env thp|hugetlb|khugepaged|page-cluster`.
+pub fn set_report(r: &SetReport) -> String {
+    format!(
+        "{}kept until `hugewise env restore`\n",
+        knob_sets(&r.settings)
+    )
+}
+
+/// `env compact|drop-caches`.
+pub fn action(r: &ActionReport) -> String {
+    format!(
+        "before  {}\nafter   {}\n",
+        memory_line(&r.before),
+        memory_line(&r.after)
+    )
+}
+
+/// `env swap`.
+pub fn swap(r: &SwapReport) -> String {
+    format!(
+        "swap file {} ({}) enabled; kept until `hugewise env restore`\n",
+        r.file.display(),
+        bytes_compact(r.size_bytes)
+    )
+}
+
+/// `env with|pressure|fragment|limit`: shaping, the command's end, restoring, in the order
+/// the run printed them.
+pub fn shaped_run(r: &ShapedRun) -> String {
+    let mut o = String::new();
+    if let Some(s) = &r.shape {
+        o.push_str(&shape(s));
+    }
+    if let Some(run) = &r.run {
+        o.push_str(&run_outcome(run));
+    }
+    if let Some(e) = &r.error {
+        let _ = writeln!(o, "error     {e}");
+    }
+    if let Some(f) = &r.finish {
+        o.push_str(&finish(f));
+    }
     o
 }

@@ -20,6 +20,25 @@ pub fn bytes(n: u64) -> String {
     format!("{n} B")
 }
 
+/// `1536` → `1.50KiB`, as sizes are written on the command line (`16GiB`).
+pub fn bytes_compact(n: u64) -> String {
+    for (u, m) in [
+        ("TiB", 1u64 << 40),
+        ("GiB", 1 << 30),
+        ("MiB", 1 << 20),
+        ("KiB", 1 << 10),
+    ] {
+        if n >= m {
+            return if n.is_multiple_of(m) {
+                format!("{}{u}", n / m)
+            } else {
+                format!("{:.2}{u}", n as f64 / m as f64)
+            };
+        }
+    }
+    format!("{n}B")
+}
+
 /// Nanoseconds as `850 ns`, `2.9 µs`, `118 µs`, `1.20 ms`, `3.41 s`.
 pub fn ns(n: f64) -> String {
     if n < 1e3 {

@@ -1,5 +1,6 @@
 //! hugewise-report owns the views of results: every table, Markdown page and chart reads a
-//! result model, never a live measurement, so a report can be rebuilt without re-running.
+//! saved result, never a live measurement, so a report can be rebuilt without re-running. It
+//! depends on the result model alone.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -8,3 +9,45 @@ pub mod fmt;
 pub mod simview;
 pub mod table;
 pub mod views;
+
+use hugewise_results::AnyResult;
+
+/// How to render a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Style {
+    /// The terminal table the command prints.
+    #[default]
+    Text,
+    /// A Markdown table, for the kinds that have one (`bench pages`, `bench randread`).
+    Markdown,
+}
+
+/// The text the command that made `r` printed, or its Markdown table; `None` for Markdown of
+/// a kind that has none.
+pub fn render(r: &AnyResult, style: Style) -> Option<String> {
+    if style == Style::Markdown {
+        return match r {
+            AnyResult::Pages(s) => Some(views::pagebench_markdown(&s.result)),
+            AnyResult::Randread(s) => Some(views::randread_markdown(&s.result)),
+            _ => None,
+        };
+    }
+    Some(match r {
+        AnyResult::Machine(s) => views::machine(&s.result),
+        AnyResult::Faultlat(s) => views::faultlat(&s.result),
+        AnyResult::Run(s) => views::run(&s.result),
+        AnyResult::GraphInfo(s) => views::graph_info(&s.result),
+        AnyResult::Pages(s) => views::pagebench(&s.result),
+        AnyResult::Randread(s) => views::randread(&s.result),
+        AnyResult::Capture(s) => simview::capture(&s.result),
+        AnyResult::Curves(s) => simview::curves(&s.result),
+        AnyResult::Reuse(s) => simview::reuse(&s.result.granularities),
+        AnyResult::Plans(s) => simview::plans(&s.result),
+        AnyResult::EnvShow(s) => envview::show(&s.result),
+        AnyResult::EnvSet(s) => envview::set_report(&s.result),
+        AnyResult::EnvAction(s) => envview::action(&s.result),
+        AnyResult::EnvSwap(s) => envview::swap(&s.result),
+        AnyResult::EnvShaped(s) => envview::shaped_run(&s.result),
+        AnyResult::EnvRestore(s) => envview::restore(&s.result),
+    })
+}

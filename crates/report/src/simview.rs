@@ -3,9 +3,9 @@
 
 use std::fmt::Write;
 
-use hugewise_sim::reuse::Granularity;
-use hugewise_sim::Curves;
-use hugewise_study::capture;
+use hugewise_results::capture::CaptureReport;
+use hugewise_results::plan::{PlanAction, PromotionPlans};
+use hugewise_results::sim::{Curves, Granularity};
 
 use crate::fmt::{bytes, ns, pct};
 use crate::table::Table;
@@ -137,7 +137,7 @@ pub fn reuse(rs: &[Granularity]) -> String {
 }
 
 /// What a capture wrote.
-pub fn capture(r: &capture::Report) -> String {
+pub fn capture(r: &CaptureReport) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "traced  {} on {}", r.kernel.name(), r.graph_spec);
     let _ = writeln!(
@@ -184,5 +184,38 @@ pub fn capture(r: &capture::Report) -> String {
     }
     o.push_str(&t.render());
     let _ = writeln!(o, "verified {}", if r.verified { "yes" } else { "NO" });
+    o
+}
+
+/// Promotion plans: one line per configuration.
+pub fn plans(p: &PromotionPlans) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "plans   {}: {} configurations, footprint {}, clock {:.0} accesses/s\n",
+        p.trace.display(),
+        p.plans.len(),
+        bytes(p.footprint_bytes),
+        p.accesses_per_s
+    );
+    let mut t = Table::new([
+        "policy", "budget", "promote", "demote", "first at", "last at",
+    ]);
+    for plan in &p.plans {
+        let count = |a: PlanAction| plan.entries.iter().filter(|e| e.action == a).count();
+        let at = |e: Option<&hugewise_results::plan::PlanEntry>| {
+            e.map(|e| format!("{:.3} s", e.at_s))
+                .unwrap_or_else(|| "-".into())
+        };
+        t.row([
+            plan.policy_label.clone(),
+            plan.budget_share.map(pct).unwrap_or_else(|| "-".into()),
+            count(PlanAction::Promote).to_string(),
+            count(PlanAction::Demote).to_string(),
+            at(plan.entries.first()),
+            at(plan.entries.last()),
+        ]);
+    }
+    o.push_str(&t.render());
     o
 }

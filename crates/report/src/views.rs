@@ -2,10 +2,12 @@
 
 use std::fmt::Write;
 
-use hugewise_graph::csr::RegionReport;
-use hugewise_study::{faultlat, graphrun, pagebench, randread};
-use hugewise_sys::caps::Probe;
-use hugewise_sys::machine::MachineReport;
+use hugewise_results::faultlat::{FaultlatReport, Latency};
+use hugewise_results::graph::{GraphInfo, RegionReport};
+use hugewise_results::machine::{MachineReport, Probe, Selector};
+use hugewise_results::pagebench::PagesReport;
+use hugewise_results::randread::RandreadReport;
+use hugewise_results::run::{InfoReport, RunReport};
 
 use crate::fmt::{bytes, ns, pct};
 use crate::table::Table;
@@ -34,7 +36,7 @@ pub fn machine(r: &MachineReport) -> String {
     );
     match &r.thp {
         Some(t) => {
-            let sel = |s: &Option<hugewise_sys::sysfs::Selector>| {
+            let sel = |s: &Option<Selector>| {
                 s.as_ref()
                     .map(|s| s.current.clone())
                     .unwrap_or_else(|| "-".into())
@@ -176,7 +178,7 @@ pub fn machine(r: &MachineReport) -> String {
     o
 }
 
-fn latency_row(t: &mut Table, what: &str, l: &faultlat::Latency) {
+fn latency_row(t: &mut Table, what: &str, l: &Latency) {
     t.row([
         what.to_string(),
         l.count.to_string(),
@@ -191,7 +193,7 @@ fn latency_row(t: &mut Table, what: &str, l: &faultlat::Latency) {
 }
 
 /// `hugewise faultlat`.
-pub fn faultlat(r: &faultlat::Report) -> String {
+pub fn faultlat(r: &FaultlatReport) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -241,7 +243,7 @@ pub fn faultlat(r: &faultlat::Report) -> String {
 }
 
 /// `hugewise bench randread`.
-pub fn randread(r: &randread::Report) -> String {
+pub fn randread(r: &RandreadReport) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -255,7 +257,7 @@ pub fn randread(r: &randread::Report) -> String {
     o
 }
 
-fn randread_table(r: &randread::Report) -> Table {
+fn randread_table(r: &RandreadReport) -> Table {
     let mut t = Table::new([
         "variant",
         "ns/read (median)",
@@ -283,7 +285,7 @@ fn randread_table(r: &randread::Report) -> Table {
 }
 
 /// A Markdown table of a randread result, for BENCHMARKS.md.
-pub fn randread_markdown(r: &randread::Report) -> String {
+pub fn randread_markdown(r: &RandreadReport) -> String {
     let mut o = String::from(
         "| variant | ns/read (median) | min | max | speedup vs base (median of per-round ratios) | huge share |\n|---|---:|---:|---:|---:|---:|\n",
     );
@@ -322,7 +324,7 @@ fn regions_table(regions: &[RegionReport]) -> String {
     t.render()
 }
 
-fn graph_line(g: &graphrun::GraphInfo) -> String {
+fn graph_line(g: &GraphInfo) -> String {
     format!(
         "{} vertices, {} edges ({} arcs, {}{}), {} of arrays",
         g.vertices,
@@ -335,7 +337,7 @@ fn graph_line(g: &graphrun::GraphInfo) -> String {
 }
 
 /// `hugewise run`.
-pub fn run(r: &graphrun::Report) -> String {
+pub fn run(r: &RunReport) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "graph   {}: {}", r.graph_spec, graph_line(&r.graph));
     let _ = writeln!(
@@ -402,7 +404,7 @@ pub fn run(r: &graphrun::Report) -> String {
 }
 
 /// `hugewise graph info`.
-pub fn graph_info(r: &graphrun::InfoReport) -> String {
+pub fn graph_info(r: &InfoReport) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "graph    {}: {}", r.graph_spec, graph_line(&r.graph));
     let d = &r.degrees;
@@ -417,7 +419,7 @@ pub fn graph_info(r: &graphrun::InfoReport) -> String {
 }
 
 /// `hugewise bench pages`.
-pub fn pagebench(r: &pagebench::Report) -> String {
+pub fn pagebench(r: &PagesReport) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "graph   {}: {}", r.graph_spec, graph_line(&r.graph));
     let _ = writeln!(
@@ -457,7 +459,7 @@ pub fn pagebench(r: &pagebench::Report) -> String {
 }
 
 /// `hugewise bench pages --markdown`, for BENCHMARKS.md.
-pub fn pagebench_markdown(r: &pagebench::Report) -> String {
+pub fn pagebench_markdown(r: &PagesReport) -> String {
     let mut o = format!(
         "{} on {} ({} vertices, {} edges), {} threads, {} rounds, graph arrays {}\n\n",
         r.kernel, r.graph_spec, r.graph.vertices, r.graph.edges, r.threads, r.rounds, r.graph_pages

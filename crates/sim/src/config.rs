@@ -95,6 +95,42 @@ fn spec(entries: u32, ways: u32, sizes: &[SizeName]) -> TlbSpec {
 }
 
 impl TlbConfig {
+    /// The organisation as a result records it.
+    pub fn record(&self) -> hugewise_results::sim::TlbRecord {
+        use hugewise_results::sim::{PwcRecord, TlbLevel};
+        let level = |specs: &[TlbSpec]| {
+            specs
+                .iter()
+                .map(|s| TlbLevel {
+                    entries: s.entries,
+                    ways: s.ways,
+                    sizes: s
+                        .sizes
+                        .iter()
+                        .map(|z| {
+                            match z {
+                                SizeName::K4 => "4k",
+                                SizeName::M2 => "2m",
+                                SizeName::G1 => "1g",
+                            }
+                            .to_string()
+                        })
+                        .collect(),
+                })
+                .collect()
+        };
+        hugewise_results::sim::TlbRecord {
+            name: self.name.clone(),
+            l1: level(&self.l1),
+            l2: level(&self.l2),
+            pwc: self.pwc.map(|p| PwcRecord {
+                pml4: p.pml4,
+                pdpt: p.pdpt,
+                pd: p.pd,
+            }),
+        }
+    }
+
     /// A built-in organisation by name (see [`PRESETS`]).
     pub fn preset(name: &str) -> Result<TlbConfig> {
         use SizeName::*;

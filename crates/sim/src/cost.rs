@@ -8,81 +8,61 @@
 //! once, so the assumed wall cost of a read is 10 ns divided by the streams; a fit to
 //! measured runs of the same threads already holds that.
 
-use serde::Serialize;
+pub use hugewise_results::sim::CostModel;
 
 use hugewise_trace::meta::Calibration;
 
 /// Assumed cost of one page-table read on one core when nothing was measured.
 pub const ASSUMED_READ_S: f64 = 10e-9;
 
-/// The fitted or assumed coefficients.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CostModel {
-    /// Seconds per access, translation aside.
-    pub s_per_access: f64,
-    /// Seconds per page-table read of a walk.
-    pub s_per_walk_read: f64,
-    /// Whether fitted to measured runs (else assumed).
-    pub calibrated: bool,
-    /// Why it is not calibrated, when it is not.
-    pub note: Option<String>,
-}
-
-impl CostModel {
-    /// Fit to `cal` given the simulated reads of the 4 KiB-only and the all-huge runs over
-    /// `accesses` made by `streams` threads; falls back to the assumption (saying why) when
-    /// the fit is not physical.
-    pub fn fit(
-        cal: Option<&Calibration>,
-        accesses_per_s: f64,
-        streams: u16,
-        accesses: u64,
-        reads_none: u64,
-        reads_all: u64,
-    ) -> CostModel {
-        let n = accesses.max(1) as f64;
-        let assumed = |note: String| {
-            let w = ASSUMED_READ_S / f64::from(streams.max(1));
-            let a = (1.0 / accesses_per_s - reads_none as f64 * w / n).max(0.1 / accesses_per_s);
-            CostModel {
-                s_per_access: a,
-                s_per_walk_read: w,
-                calibrated: false,
-                note: Some(note),
-            }
-        };
-        let Some(c) = cal else {
-            return assumed(format!(
-                "no measured runs: 10 ns per page-table read assumed{}",
-                if streams > 1 {
-                    format!(", {streams} streams walking at once")
-                } else {
-                    String::new()
-                }
-            ));
-        };
-        if reads_none <= reads_all {
-            return assumed("huge pages saved no walks in simulation: cannot fit".into());
-        }
-        let w = (c.base_s - c.huge_s) / (reads_none - reads_all) as f64;
-        let a = (c.base_s - w * reads_none as f64) / n;
-        if w <= 0.0 || a <= 0.0 || !w.is_finite() || !a.is_finite() {
-            return assumed(format!(
-                "measured runs ({:.3} s on 4 KiB, {:.3} s huge) do not fit the simulated walks",
-                c.base_s, c.huge_s
-            ));
-        }
+/// Fit to `cal` given the simulated reads of the 4 KiB-only and the all-huge runs over
+/// `accesses` made by `streams` threads; falls back to the assumption (saying why) when
+/// the fit is not physical.
+pub fn fit(
+    cal: Option<&Calibration>,
+    accesses_per_s: f64,
+    streams: u16,
+    accesses: u64,
+    reads_none: u64,
+    reads_all: u64,
+) -> CostModel {
+    let n = accesses.max(1) as f64;
+    let assumed = |note: String| {
+        let w = ASSUMED_READ_S / f64::from(streams.max(1));
+        let a = (1.0 / accesses_per_s - reads_none as f64 * w / n).max(0.1 / accesses_per_s);
         CostModel {
             s_per_access: a,
             s_per_walk_read: w,
-            calibrated: true,
-            note: None,
+            calibrated: false,
+            note: Some(note),
         }
+    };
+    let Some(c) = cal else {
+        return assumed(format!(
+            "no measured runs: 10 ns per page-table read assumed{}",
+            if streams > 1 {
+                format!(", {streams} streams walking at once")
+            } else {
+                String::new()
+            }
+        ));
+    };
+    if reads_none <= reads_all {
+        return assumed("huge pages saved no walks in simulation: cannot fit".into());
     }
-
-    /// Estimated seconds for `accesses` with `reads` page-table reads.
-    pub fn seconds(&self, accesses: u64, reads: u64) -> f64 {
-        accesses as f64 * self.s_per_access + reads as f64 * self.s_per_walk_read
+    let w = (c.base_s - c.huge_s) / (reads_none - reads_all) as f64;
+    let a = (c.base_s - w * reads_none as f64) / n;
+    if w <= 0.0 || a <= 0.0 || !w.is_finite() || !a.is_finite() {
+        return assumed(format!(
+            "measured runs ({:.3} s on 4 KiB, {:.3} s huge) do not fit the simulated walks",
+            c.base_s, c.huge_s
+        ));
+    }
+    CostModel {
+        s_per_access: a,
+        s_per_walk_read: w,
+        calibrated: true,
+        note: None,
     }
 }
 
@@ -99,20 +79,20 @@ mod tests {
             huge_share: 1.0,
             runs: 5,
         };
-        let m = CostModel::fit(Some(&cal), 1e9, 1, 1_000_000_000, 40_000_000, 1_000_000);
+        let m = fit(Some(&cal), 1e9, 1, 1_000_000_000, 40_000_000, 1_000_000);
         assert!(m.calibrated);
         assert!((m.s_per_walk_read - 20e-9).abs() < 1e-12, "{m:?}");
         assert!((m.s_per_access - 1e-9).abs() < 1e-12, "{m:?}");
         let slower = Calibration { huge_s: 2.0, ..cal };
-        let m = CostModel::fit(Some(&slower), 1e9, 1, 1_000_000_000, 40_000_000, 1_000_000);
+        let m = fit(Some(&slower), 1e9, 1, 1_000_000_000, 40_000_000, 1_000_000);
         assert!(!m.calibrated && m.note.as_deref().unwrap_or("").contains("do not fit"));
     }
 
     #[test]
     fn threads_walking_at_once_share_the_assumed_cost() {
         // The same walks, made by one thread or by two at twice the rate: the same estimate.
-        let one = CostModel::fit(None, 4e8, 1, 1_000_000_000, 20_000_000, 0);
-        let two = CostModel::fit(None, 8e8, 2, 1_000_000_000, 20_000_000, 0);
+        let one = fit(None, 4e8, 1, 1_000_000_000, 20_000_000, 0);
+        let two = fit(None, 8e8, 2, 1_000_000_000, 20_000_000, 0);
         let speedup =
             |m: &CostModel| m.seconds(1_000_000_000, 20_000_000) / m.seconds(1_000_000_000, 0);
         assert!(

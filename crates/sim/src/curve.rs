@@ -1,19 +1,20 @@
 //! Utility curves: every policy at every budget, plus the `none` and `all` ends, simulated
 //! over one decode of the trace, the configurations fed in parallel chunk by chunk.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+pub use hugewise_results::plan::{PlanAction, PlanEntry, PromotionPlan, PromotionPlans};
+pub use hugewise_results::sim::{Curves, Point, PwcRecord, RegionInfo, TlbLevel, TlbRecord};
 use rayon::prelude::*;
-use serde::Serialize;
 
 use hugewise_trace::{Reader, Region, TraceMeta};
 
 use crate::config::TlbConfig;
-use crate::cost::CostModel;
+use crate::cost::{self, CostModel};
 use crate::engine::{Machine, Totals};
 use crate::policies;
-use crate::policy::{self, PlanEvent, Timing};
+use crate::policy::{self, Action, PlanEvent, Timing};
 pub use crate::progress::Progress;
 use crate::{Error, Result};
 
@@ -44,128 +45,14 @@ pub struct CurveSpec {
     pub reuse: bool,
 }
 
-/// One point of a curve.
-#[derive(Debug, Clone, Serialize)]
-pub struct Point {
-    /// Policy name (`pcc`).
-    pub policy: String,
-    /// Policy with all its settings.
-    pub policy_label: String,
-    /// Budget as a share of the footprint (`null` for `none` and `all`).
-    pub budget_share: Option<f64>,
-    /// Accesses simulated.
-    pub accesses: u64,
-    /// L1 TLB misses.
-    pub l1_misses: u64,
-    /// Page walks.
-    pub walks: u64,
-    /// Page-table reads of those walks.
-    pub walk_reads: u64,
-    /// Walks per 1 000 accesses.
-    pub walks_per_kacc: f64,
-    /// L1 misses / accesses.
-    pub l1_miss_rate: f64,
-    /// Walks / L1 misses.
-    pub l2_miss_rate: Option<f64>,
-    /// Walks per page size (4 KiB, 2 MiB, 1 GiB).
-    pub walks_by_size: [u64; 3],
-    /// Promotions done.
-    pub promotions: u64,
-    /// Demotions done.
-    pub demotions: u64,
-    /// Bytes in huge pages at the end.
-    pub huge_bytes: u64,
-    /// Most bytes in huge pages at once.
-    pub peak_huge_bytes: u64,
-    /// `huge_bytes` / footprint.
-    pub huge_share: f64,
-    /// Estimated speedup over `none` (an estimate from the cost model, not a measurement).
-    pub est_speedup: f64,
-}
-
-/// A finished set of curves.
-#[derive(Debug, Clone, Serialize)]
-pub struct Curves {
-    /// The trace.
-    pub trace: PathBuf,
-    /// Its regions.
-    pub regions: Vec<RegionInfo>,
-    /// Accesses in it.
-    pub accesses: u64,
-    /// Streams (cores).
-    pub streams: u16,
-    /// Bytes the budgets are shares of.
-    pub footprint_bytes: u64,
-    /// TLB shape.
-    pub tlb: TlbConfig,
-    /// Clock.
-    pub timing: Timing,
-    /// Where the clock came from.
-    pub timing_source: String,
-    /// The cost model behind `est_speedup`.
-    pub cost_model: CostModel,
-    /// Configurations simulated.
-    pub configurations: usize,
-    /// Wall seconds of the simulation (decode included).
-    pub sim_wall_s: f64,
-    /// Every point, `none` and `all` first.
-    pub points: Vec<Point>,
-    /// Reuse distance at 4 KiB and 2 MiB, with the pages' classes (`null`: not asked for).
-    pub reuse: Option<[crate::reuse::Granularity; 2]>,
-}
-
-/// A region of the trace, for results.
-#[derive(Debug, Clone, Serialize)]
-pub struct RegionInfo {
-    /// Name.
-    pub name: String,
-    /// First address.
-    pub base: u64,
-    /// Bytes.
-    pub bytes: u64,
-}
-
-impl From<&Region> for RegionInfo {
-    fn from(r: &Region) -> Self {
-        RegionInfo {
-            name: r.name.clone(),
-            base: r.base,
-            bytes: r.size,
-        }
-    }
-}
-
-/// A configuration's promotion plan.
-#[derive(Debug, Clone, Serialize)]
-pub struct Plan {
-    /// Policy name.
-    pub policy: String,
-    /// Policy with settings.
-    pub policy_label: String,
-    /// Budget share (`null`: unlimited).
-    pub budget_share: Option<f64>,
-    /// Steps, in order.
-    pub events: Vec<PlanStep>,
-}
-
-/// One step of a plan, with its time in seconds of the real run too.
-#[derive(Debug, Clone, Serialize)]
-pub struct PlanStep {
-    /// The step.
-    #[serde(flatten)]
-    pub event: PlanEvent,
-    /// Seconds into the real run (accesses / accesses per second).
-    pub at_s: f64,
-}
-
-/// Simulate `spec` over the trace at `path`; returns the curves and every configuration's
+/// Simulate `spec` over the trace at `path`; returns the curves and every configuration's promotion
 /// plan. `cancel` is polled between chunks.
 pub fn run(
     path: &Path,
     spec: &CurveSpec,
     progress: &dyn Progress,
     cancel: &AtomicBool,
-) -> Result<(Curves, Vec<Plan>)> {
+) -> Result<(Curves, PromotionPlans)> {
     let started = std::time::Instant::now();
     let mut reader = Reader::open(path)?;
     let header = reader.header().clone();
@@ -277,7 +164,7 @@ pub fn run(
 
     let totals: Vec<Totals> = machines.iter().map(|(_, _, m)| m.totals()).collect();
     let accesses = totals[0].counts.accesses;
-    let cost = CostModel::fit(
+    let cost = cost::fit(
         calibration.as_ref(),
         rate,
         streams,
@@ -292,30 +179,31 @@ pub fn run(
         .zip(&totals)
         .map(|((name, budget, m), t)| point(name, m.label(), *budget, t, footprint, &cost, t_none))
         .collect();
+    let regions: Vec<RegionInfo> = header.regions.iter().map(region_info).collect();
     let plans = machines
         .iter()
-        .map(|(name, budget, m)| Plan {
+        .map(|(name, budget, m)| PromotionPlan {
             policy: name.clone(),
             policy_label: m.label(),
             budget_share: *budget,
-            events: m
-                .plan()
-                .iter()
-                .map(|e| PlanStep {
-                    event: *e,
-                    at_s: e.at_access as f64 / rate,
-                })
-                .collect(),
+            entries: m.plan().iter().map(|e| entry(e, rate)).collect(),
         })
         .collect();
+    let plans = PromotionPlans {
+        trace: path.to_path_buf(),
+        regions: regions.clone(),
+        footprint_bytes: footprint,
+        accesses_per_s: rate,
+        plans,
+    };
     Ok((
         Curves {
             trace: path.to_path_buf(),
-            regions: header.regions.iter().map(RegionInfo::from).collect(),
+            regions,
             accesses,
             streams,
             footprint_bytes: footprint,
-            tlb: spec.tlb.clone(),
+            tlb: spec.tlb.record(),
             timing,
             timing_source,
             cost_model: cost,
@@ -326,6 +214,31 @@ pub fn run(
         },
         plans,
     ))
+}
+
+/// A trace region as results name it.
+pub fn region_info(r: &Region) -> RegionInfo {
+    RegionInfo {
+        name: r.name.clone(),
+        base: r.base,
+        bytes: r.size,
+    }
+}
+
+/// A policy's step as the plan records it, with the time it stands for at `rate` accesses a
+/// second.
+fn entry(e: &PlanEvent, rate: f64) -> PlanEntry {
+    PlanEntry {
+        at_access: e.at_access,
+        at_s: e.at_access as f64 / rate,
+        addr: e.addr,
+        bytes: e.bytes,
+        page_size: e.page_size,
+        action: match e.action {
+            Action::Promote => PlanAction::Promote,
+            Action::Demote => PlanAction::Demote,
+        },
+    }
 }
 
 fn ratio(a: u64, b: u64) -> Option<f64> {

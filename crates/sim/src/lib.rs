@@ -22,7 +22,7 @@ pub mod reuse;
 pub mod tlb;
 
 pub use config::TlbConfig;
-pub use curve::{CurveSpec, Curves, Plan};
+pub use curve::{CurveSpec, Curves, PromotionPlan};
 pub use engine::Machine;
 pub use error::{Error, Result};
 pub use progress::Progress;

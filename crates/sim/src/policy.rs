@@ -3,6 +3,7 @@
 //! Policies live one per file in `policies/`; [`crate::policies::parse`] builds one from its
 //! spec string.
 
+pub use hugewise_results::sim::Timing;
 use hugewise_sys::PageSize;
 use serde::Serialize;
 
@@ -202,23 +203,6 @@ pub trait Policy: Send {
     fn on_walk(&mut self, _cx: &mut Ctx<'_>, _w: &Walk) {}
     /// Every [`Policy::interval`] accesses.
     fn on_tick(&mut self, _cx: &mut Ctx<'_>) {}
-}
-
-/// How seconds of a real run map to simulated accesses.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Timing {
-    /// Accesses the traced program makes per second (calibration).
-    pub accesses_per_s: f64,
-    /// Policy intervals are divided by this (1: real time), so that a trace of a few seconds
-    /// still holds several intervals.
-    pub time_scale: f64,
-}
-
-impl Timing {
-    /// Accesses in `seconds` of policy time.
-    pub fn accesses(&self, seconds: f64) -> u64 {
-        ((seconds * self.accesses_per_s / self.time_scale).round() as u64).max(1)
-    }
 }
 
 /// Options of one policy spec (`name:key=value:key=value`).

@@ -9,7 +9,7 @@
 //! marks are renumbered when the bitmap fills, so memory follows the number of distinct
 //! pages, never the trace's length.
 
-use serde::Serialize;
+pub use hugewise_results::sim::{Bucket, Class, Classes, Granularity};
 
 use crate::pagemap::FrameTable;
 
@@ -375,63 +375,6 @@ impl Stack {
         }
         c
     }
-}
-
-/// One histogram bucket.
-#[derive(Debug, Clone, Serialize)]
-pub struct Bucket {
-    /// Smallest distance counted.
-    pub from: u64,
-    /// Distances are below this.
-    pub below: u64,
-    /// Reuses at such distances.
-    pub reuses: u64,
-}
-
-/// One class of pages.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Class {
-    /// Pages in it.
-    pub pages: u64,
-    /// Their share of all pages.
-    pub share_of_pages: f64,
-    /// Accesses to them.
-    pub accesses: u64,
-    /// Their reuses at distance ≥ [`THRESHOLD`] (each a TLB miss in an LRU TLB of that size).
-    pub long_reuses: u64,
-    /// Their share of all long reuses.
-    pub share_of_long_reuses: f64,
-}
-
-/// The classification.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Classes {
-    /// Pages reused mostly within [`THRESHOLD`] distinct pages.
-    pub tlb_friendly: Class,
-    /// TLB-sensitive pages (reused mostly beyond the threshold) with at least the mean number
-    /// of long reuses of TLB-sensitive pages: high-reuse TLB-sensitive data.
-    pub hubs: Class,
-    /// TLB-sensitive pages reused less often than that, and pages never reused.
-    pub low_reuse: Class,
-    /// The long reuses a page needs to be a HUB (the mean over TLB-sensitive pages).
-    pub hub_min_long_reuses: f64,
-}
-
-/// Results at one page size.
-#[derive(Debug, Clone, Serialize)]
-pub struct Granularity {
-    /// Page size.
-    pub page_bytes: u64,
-    /// Accesses.
-    pub accesses: u64,
-    /// Distinct pages.
-    pub pages: u64,
-    /// First touches (no reuse distance).
-    pub cold: u64,
-    /// Reuse-distance histogram (log2 buckets).
-    pub histogram: Vec<Bucket>,
-    /// Page classes.
-    pub classes: Classes,
 }
 
 /// Reuse distance over the trace at `path`, streaming; `progress` hears accesses done of the

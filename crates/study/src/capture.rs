@@ -18,12 +18,11 @@ use hugewise_graph::reorder::Method;
 use hugewise_graph::traced::{self, Probe, Span, Traced};
 use hugewise_graph::Layout;
 use hugewise_trace::{meta, Header, Region, TraceMeta, Writer};
-use serde::Serialize;
 
-use crate::graphrun::{prepare, Graph, GraphInfo, Prepared};
-use crate::meta::Meta;
-use crate::stats::{summarize, Summary};
+use crate::graphrun::{prepare, Graph, Prepared};
+use crate::stats::summarize;
 use crate::{Error, Result};
+pub use hugewise_results::capture::{ArrayInfo, CaptureReport as Report};
 
 /// Accesses handed to the encoder at once, and per trace block, on one thread.
 const BATCH: usize = 1 << 20;
@@ -56,60 +55,6 @@ pub struct Config {
     /// pages and one all asking for THP, alternated, to calibrate the simulator's cost model
     /// (0: none). The copies take twice the graph's memory on top of the traced one.
     pub calibrate_runs: u32,
-}
-
-/// One array of the trace.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ArrayInfo {
-    /// Name.
-    pub name: String,
-    /// First address.
-    pub base: u64,
-    /// Bytes.
-    pub bytes: u64,
-}
-
-/// What a capture did.
-#[derive(Debug, Clone, Serialize)]
-pub struct Report {
-    /// Run metadata.
-    pub meta: Meta,
-    /// The graph as given.
-    pub graph_spec: String,
-    /// The graph as loaded.
-    pub graph: GraphInfo,
-    /// Kernel and settings.
-    pub kernel: Spec,
-    /// Sources, in the input's ids.
-    pub sources: Vec<u32>,
-    /// The trace.
-    pub trace: PathBuf,
-    /// Its arrays, in allocation order.
-    pub arrays: Vec<ArrayInfo>,
-    /// Accesses of the first-touch prologue (one per 4 KiB page of every array).
-    pub prologue_accesses: u64,
-    /// Threads traced (one stream each).
-    pub threads: usize,
-    /// Accesses of each stream, the prologue in the first.
-    pub stream_accesses: Vec<u64>,
-    /// Accesses in all.
-    pub accesses: u64,
-    /// Trace file bytes.
-    pub trace_bytes: u64,
-    /// Bytes per access.
-    pub bytes_per_access: f64,
-    /// Wall seconds of the traced run, encoding included.
-    pub capture_s: f64,
-    /// Accesses captured per second.
-    pub capture_accesses_per_s: f64,
-    /// Wall seconds of the untraced runs of the same code.
-    pub untraced_ns: Option<Summary>,
-    /// Kernel accesses per second untraced (the simulator's clock).
-    pub accesses_per_s: Option<f64>,
-    /// Untraced times on 4 KiB pages and on THP, for the cost model (`null`: not asked for).
-    pub calibration: Option<meta::Calibration>,
-    /// Whether the traced run's result verified.
-    pub verified: bool,
 }
 
 /// One thread's probe: buffers its accesses and ships full batches to the encoder.
@@ -198,7 +143,7 @@ fn to_info(s: &Span) -> ArrayInfo {
 }
 
 /// Trace `cfg.kernel` on `cfg.input`.
-pub fn capture(cfg: &Config, meta: Meta) -> Result<Report> {
+pub fn capture(cfg: &Config) -> Result<Report> {
     let prepared = load(cfg, &cfg.layout)?;
     let run_sources = prepared.run_sources();
     let Prepared { g, sources, .. } = prepared;
@@ -254,7 +199,7 @@ pub fn capture(cfg: &Config, meta: Meta) -> Result<Report> {
         .map_err(|_| Error::Config("the trace encoder thread panicked".into()))??;
     let capture_s = started.elapsed().as_secs_f64();
     let verified = kernel.verify(&g, &run_sources);
-    let graph = GraphInfo::of(&g);
+    let graph = g.info();
     // The calibration's copies are loaded after the traced one is gone.
     drop(kernel);
     drop(g);
@@ -273,7 +218,6 @@ pub fn capture(cfg: &Config, meta: Meta) -> Result<Report> {
         .as_ref()
         .map(|s| kernel_accesses as f64 / (s.median / 1e9));
     let report = Report {
-        meta,
         graph_spec: cfg.input.to_string(),
         graph,
         kernel: cfg.kernel,

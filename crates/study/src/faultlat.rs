@@ -10,12 +10,11 @@ use std::sync::atomic::{compiler_fence, Ordering};
 use std::time::Instant;
 
 use hdrhistogram::Histogram;
-use hugewise_mem::{Backing, Bytes, PagePolicy, Region, RegionOptions};
+use hugewise_mem::{Bytes, PagePolicy, Region, RegionOptions};
+pub use hugewise_results::faultlat::{CollapsePhase, FaultlatReport as Report, Latency};
 use hugewise_sys::mmap::Advice;
 use hugewise_sys::rusage::thread_faults;
-use serde::Serialize;
 
-use crate::meta::Meta;
 use crate::{Error, Progress, Result};
 
 const PAGE: usize = 4096;
@@ -32,82 +31,18 @@ pub struct Config {
     pub then_collapse: bool,
 }
 
-/// Latency distribution in nanoseconds.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Latency {
-    /// Events.
-    pub count: u64,
-    /// Mean.
-    pub mean_ns: f64,
-    /// Median.
-    pub p50_ns: u64,
-    /// 90th percentile.
-    pub p90_ns: u64,
-    /// 99th percentile.
-    pub p99_ns: u64,
-    /// 99.9th percentile.
-    pub p999_ns: u64,
-    /// Largest.
-    pub max_ns: u64,
-    /// Sum of all events.
-    pub total_ns: u64,
-}
-
-impl Latency {
-    fn from(h: &Histogram<u64>, total_ns: u64) -> Latency {
-        Latency {
-            count: h.len(),
-            mean_ns: if h.is_empty() { 0.0 } else { h.mean() },
-            p50_ns: h.value_at_quantile(0.5),
-            p90_ns: h.value_at_quantile(0.9),
-            p99_ns: h.value_at_quantile(0.99),
-            p999_ns: h.value_at_quantile(0.999),
-            max_ns: h.max(),
-            total_ns,
-        }
+/// Latency summary of a histogram; `total_ns` is the sum of all samples.
+fn latency(h: &Histogram<u64>, total_ns: u64) -> Latency {
+    Latency {
+        count: h.len(),
+        mean_ns: if h.is_empty() { 0.0 } else { h.mean() },
+        p50_ns: h.value_at_quantile(0.5),
+        p90_ns: h.value_at_quantile(0.9),
+        p99_ns: h.value_at_quantile(0.99),
+        p999_ns: h.value_at_quantile(0.999),
+        max_ns: h.max(),
+        total_ns,
     }
-}
-
-/// The collapse phase of `then_collapse`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CollapsePhase {
-    /// 2 MiB pieces asked.
-    pub pieces: u64,
-    /// Pieces the kernel collapsed.
-    pub collapsed: u64,
-    /// Refusals by errno name.
-    pub refused: BTreeMap<String, u64>,
-    /// Time per `MADV_COLLAPSE` call.
-    pub latency: Latency,
-    /// Backing after the collapse.
-    pub backing: Backing,
-}
-
-/// The result of one fault-latency run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Report {
-    /// Run and machine.
-    pub meta: Meta,
-    /// Region size.
-    pub bytes: u64,
-    /// Page policy while faulting.
-    pub policy: PagePolicy,
-    /// Pages written (one byte per 4 KiB).
-    pub touches: u64,
-    /// Touches that faulted.
-    pub faults: u64,
-    /// Faults that needed I/O (should be 0 for fresh anonymous memory).
-    pub major_faults: u64,
-    /// Latency of the touches that faulted.
-    pub fault_latency: Latency,
-    /// Wall time of the whole touch loop, timing overhead included.
-    pub touch_wall_ns: u64,
-    /// Median cost of one timestamp pair, included in every latency above.
-    pub timer_overhead_ns: u64,
-    /// Backing after faulting, read from the kernel.
-    pub backing: Backing,
-    /// The collapse phase, when asked.
-    pub collapse: Option<CollapsePhase>,
 }
 
 fn histogram() -> Result<Histogram<u64>> {
@@ -128,7 +63,7 @@ fn timer_overhead() -> u64 {
 }
 
 /// Run the measurement. `progress` gets bytes touched (then bytes collapsed) of the total.
-pub fn run(cfg: &Config, meta: Meta, progress: Progress<'_>) -> Result<Report> {
+pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
     let bytes = cfg.bytes.0 as usize;
     if bytes < PAGE {
         return Err(Error::Config(format!(
@@ -174,13 +109,12 @@ pub fn run(cfg: &Config, meta: Meta, progress: Progress<'_>) -> Result<Report> {
         None
     };
     Ok(Report {
-        meta,
         bytes: bytes as u64,
-        policy: cfg.policy,
+        policy: cfg.policy.to_string(),
         touches: total_steps,
         faults,
         major_faults,
-        fault_latency: Latency::from(&hist, total),
+        fault_latency: latency(&hist, total),
         touch_wall_ns,
         timer_overhead_ns: overhead,
         backing,
@@ -209,7 +143,7 @@ fn collapse_all(r: &Region<u8>, progress: Progress<'_>) -> Result<CollapsePhase>
         pieces,
         collapsed,
         refused,
-        latency: Latency::from(&hist, total),
+        latency: latency(&hist, total),
         backing: r.backing()?,
     })
 }
@@ -218,10 +152,6 @@ fn collapse_all(r: &Region<u8>, progress: Progress<'_>) -> Result<CollapsePhase>
 mod tests {
     use super::*;
 
-    fn meta() -> Meta {
-        Meta::collect("test", vec![])
-    }
-
     #[test]
     fn base_faults_once_per_page() {
         let cfg = Config {
@@ -229,7 +159,7 @@ mod tests {
             policy: PagePolicy::Base,
             then_collapse: false,
         };
-        let r = run(&cfg, meta(), &mut |_, _| {}).expect("run");
+        let r = run(&cfg, &mut |_, _| {}).expect("run");
         assert_eq!(r.touches, 2048);
         // Every 4 KiB touch of fresh NOHUGEPAGE memory faults (fault-around does not apply to
         // anonymous memory).
@@ -247,14 +177,14 @@ mod tests {
             policy: PagePolicy::Thp,
             then_collapse: false,
         };
-        let r = run(&cfg, meta(), &mut |_, _| {}).expect("run");
+        let r = run(&cfg, &mut |_, _| {}).expect("run");
         assert!(r.faults <= 16, "{} faults for 4 huge pages", r.faults);
         let cfg = Config {
             bytes: Bytes(8 << 20),
             policy: PagePolicy::Base,
             then_collapse: true,
         };
-        let r = run(&cfg, meta(), &mut |_, _| {}).expect("run");
+        let r = run(&cfg, &mut |_, _| {}).expect("run");
         let c = r.collapse.expect("collapse phase");
         assert_eq!(c.pieces, 4);
         assert_eq!(c.collapsed + c.refused.values().sum::<u64>(), 4);
@@ -268,6 +198,6 @@ mod tests {
             policy: PagePolicy::Base,
             then_collapse: false,
         };
-        assert!(run(&cfg, meta(), &mut |_, _| {}).is_err());
+        assert!(run(&cfg, &mut |_, _| {}).is_err());
     }
 }

@@ -3,15 +3,14 @@
 
 use std::time::Instant;
 
-use hugewise_graph::csr::RegionReport;
-use hugewise_graph::kernels::{pick_sources, Kernel, Outcome, Spec};
+use hugewise_graph::kernels::{pick_sources, Kernel, Spec, SpecExt};
 use hugewise_graph::load::{load, Input, LoadOptions, LoadStats};
 use hugewise_graph::reorder::{self, Method, Relabeling, ReorderStats};
 use hugewise_graph::{Csr, Layout};
-use serde::Serialize;
+pub use hugewise_results::graph::{Degrees, GraphInfo};
+pub use hugewise_results::run::{InfoReport, RunReport as Report, Trial};
 
-use crate::meta::Meta;
-use crate::stats::{summarize, Summary};
+use crate::stats::summarize;
 use crate::{Error, Progress, Result};
 
 /// What to run.
@@ -36,37 +35,6 @@ pub struct Config {
     pub verify: bool,
     /// Worker threads.
     pub threads: usize,
-}
-
-/// The graph as loaded.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct GraphInfo {
-    /// Vertices.
-    pub vertices: u64,
-    /// Edges as GAP counts them.
-    pub edges: u64,
-    /// Stored out-arcs.
-    pub arcs: u64,
-    /// Directed.
-    pub directed: bool,
-    /// Weighted.
-    pub weighted: bool,
-    /// Bytes of the CSR arrays.
-    pub data_bytes: u64,
-}
-
-impl GraphInfo {
-    /// Describe `g`.
-    pub fn of(g: &Csr) -> GraphInfo {
-        GraphInfo {
-            vertices: g.n() as u64,
-            edges: g.edges(),
-            arcs: g.arcs(),
-            directed: g.directed(),
-            weighted: g.weighted(),
-            data_bytes: g.data_bytes(),
-        }
-    }
 }
 
 /// `wanted` sources from the given ones, in turn; each must be a vertex of the graph.
@@ -141,71 +109,9 @@ fn given_sources(given: &[u32], n: usize, wanted: usize) -> Result<Vec<u32>> {
     Ok((0..wanted).map(|i| given[i % given.len()]).collect())
 }
 
-/// One timed trial.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Trial {
-    /// Source vertices, in the input's original ids (none for kernels that take none).
-    pub sources: Vec<u32>,
-    /// Kernel wall time.
-    pub kernel_ns: u64,
-    /// Edges per second (GAP's count of edges / kernel time).
-    pub edges_per_s: f64,
-    /// What the kernel found.
-    pub outcome: Outcome,
-    /// Verified against the serial reference; `null` when not checked.
-    pub verified: Option<bool>,
-    /// Time the verifier took, kept apart.
-    pub verify_ns: Option<u64>,
-    /// What the verifier found wrong, when it did.
-    pub verify_error: Option<String>,
-}
-
-/// The result of `hugewise run`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Report {
-    /// Run and machine.
-    pub meta: Meta,
-    /// Graph spec as given.
-    pub graph_spec: String,
-    /// The graph.
-    pub graph: GraphInfo,
-    /// Kernel and settings.
-    pub kernel: Spec,
-    /// Worker threads.
-    pub threads: usize,
-    /// Page policies, in canonical form.
-    pub pages: String,
-    /// Allocation order.
-    pub alloc_order: String,
-    /// Load and build time, apart from kernel time.
-    pub load: LoadStats,
-    /// Reordering time, apart from load and kernel time; `null` when not reordered.
-    pub reorder: Option<ReorderStats>,
-    /// Every trial.
-    pub trials: Vec<Trial>,
-    /// Kernel time over trials.
-    pub kernel_ns: Summary,
-    /// Every array, graph and kernel, with its backing read after the last trial.
-    pub regions: Vec<RegionReport>,
-    /// Bytes in huge pages over all arrays / bytes mapped for them.
-    pub huge_footprint_share: f64,
-    /// Peak resident memory of the process.
-    pub peak_rss_bytes: u64,
-}
-
-impl Report {
-    /// Trials whose result the verifier rejected.
-    pub fn failed_verification(&self) -> usize {
-        self.trials
-            .iter()
-            .filter(|t| t.verified == Some(false))
-            .count()
-    }
-}
-
 /// Run. `progress` counts trials done. A trial that fails verification is recorded as such and
 /// the run goes on; check [`Report::failed_verification`].
-pub fn run(cfg: &Config, meta: Meta, progress: Progress<'_>) -> Result<Report> {
+pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
     if cfg.trials == 0 {
         return Err(Error::Config("trials must be at least 1".into()));
     }
@@ -288,9 +194,8 @@ pub fn run(cfg: &Config, meta: Meta, progress: Progress<'_>) -> Result<Report> {
     let huge: u64 = regions.iter().map(|r| r.backing.huge_bytes()).sum();
     let ns: Vec<f64> = trials.iter().map(|t| t.kernel_ns as f64).collect();
     Ok(Report {
-        meta,
         graph_spec: cfg.input.to_string(),
-        graph: GraphInfo::of(&g),
+        graph: g.info(),
         kernel: cfg.kernel,
         threads: cfg.threads,
         pages: cfg.layout.pages.to_string(),
@@ -309,38 +214,8 @@ pub fn run(cfg: &Config, meta: Meta, progress: Progress<'_>) -> Result<Report> {
     })
 }
 
-/// Out-degree statistics.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Degrees {
-    /// Largest out-degree.
-    pub max: u64,
-    /// Mean out-degree.
-    pub mean: f64,
-    /// Median out-degree.
-    pub median: u64,
-    /// Vertices with no out-arcs.
-    pub isolated: u64,
-}
-
-/// The result of `hugewise graph info`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct InfoReport {
-    /// Run and machine.
-    pub meta: Meta,
-    /// Graph spec as given.
-    pub graph_spec: String,
-    /// The graph.
-    pub graph: GraphInfo,
-    /// Out-degrees.
-    pub degrees: Degrees,
-    /// Load time.
-    pub load: LoadStats,
-    /// Every array with its size and backing.
-    pub regions: Vec<RegionReport>,
-}
-
 /// Load a graph and describe it.
-pub fn info(input: &Input, opts: LoadOptions, meta: Meta) -> Result<InfoReport> {
+pub fn info(input: &Input, opts: LoadOptions) -> Result<InfoReport> {
     let (g, load_stats) = load(input, opts, &Layout::default(), &mut |_| Ok(()))?;
     let mut deg: Vec<u64> = (0..g.n() as u32).map(|v| g.out_degree(v) as u64).collect();
     deg.sort_unstable();
@@ -351,9 +226,8 @@ pub fn info(input: &Input, opts: LoadOptions, meta: Meta) -> Result<InfoReport> 
         isolated: deg.iter().take_while(|&&d| d == 0).count() as u64,
     };
     Ok(InfoReport {
-        meta,
         graph_spec: input.to_string(),
-        graph: GraphInfo::of(&g),
+        graph: g.info(),
         degrees,
         load: load_stats,
         regions: g.regions()?,
@@ -389,22 +263,17 @@ mod tests {
     fn given_sources_are_used_in_turn_and_checked() {
         let mut c = cfg("all=base", "natural");
         c.sources = vec![5, 7];
-        let r = run(&c, Meta::collect("test", vec![]), &mut |_, _| {}).expect("run");
+        let r = run(&c, &mut |_, _| {}).expect("run");
         let used: Vec<u32> = r.trials.iter().flat_map(|t| t.sources.clone()).collect();
         assert_eq!(used, [5, 7, 5]);
         c.sources = vec![1 << 20];
-        let e = run(&c, Meta::collect("test", vec![]), &mut |_, _| {}).expect_err("no such vertex");
+        let e = run(&c, &mut |_, _| {}).expect_err("no such vertex");
         assert!(e.to_string().contains("not a vertex"), "{e}");
     }
 
     #[test]
     fn runs_verifies_and_reports_every_region() {
-        let r = run(
-            &cfg("all=base", "natural"),
-            Meta::collect("t", vec![]),
-            &mut |_, _| {},
-        )
-        .expect("run");
+        let r = run(&cfg("all=base", "natural"), &mut |_, _| {}).expect("run");
         assert_eq!(r.trials.len(), 3);
         assert!(r
             .trials
@@ -430,7 +299,6 @@ mod tests {
     fn property_thp_gets_huge_pages_and_only_there() {
         let r = run(
             &cfg("all=base,property=thp", "property-first"),
-            Meta::collect("t", vec![]),
             &mut |_, _| {},
         )
         .expect("run");
@@ -454,7 +322,6 @@ mod tests {
                 weighted: false,
                 symmetrize: true,
             },
-            Meta::collect("t", vec![]),
         )
         .expect("info");
         assert_eq!(i.graph.vertices, 1024);

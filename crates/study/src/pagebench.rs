@@ -9,18 +9,17 @@
 
 use std::time::{Duration, Instant};
 
-use hugewise_graph::csr::RegionReport;
-use hugewise_graph::kernels::{pick_sources, Kernel, Spec};
+use hugewise_graph::kernels::{pick_sources, Kernel, Spec, SpecExt};
 use hugewise_graph::layout::KERNEL_REGIONS;
-use hugewise_graph::load::{load, Input, LoadOptions, LoadStats};
+use hugewise_graph::load::{load, Input, LoadOptions};
 use hugewise_graph::Layout;
 use hugewise_mem::{AllocOrder, PolicyMap};
-use serde::Serialize;
+pub use hugewise_results::pagebench::{
+    PagesReport as Report, PagesSample as Sample, PagesVariant as VariantSummary,
+};
 
-use crate::graphrun::GraphInfo;
-use crate::meta::Meta;
-use crate::quiet::{self, Quiet};
-use crate::stats::{median, summarize, Summary};
+use crate::quiet;
+use crate::stats::{median, summarize};
 use crate::{Error, Progress, Result};
 
 /// What to compare.
@@ -42,65 +41,8 @@ pub struct Config {
     pub threads: usize,
 }
 
-/// One timed run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Sample {
-    /// Round from 0.
-    pub round: u32,
-    /// Index of the variant.
-    pub variant: usize,
-    /// Kernel wall time.
-    pub kernel_ns: u64,
-    /// Sources, in original ids.
-    pub sources: Vec<u32>,
-    /// Others' CPU use just before.
-    pub quiet: Option<Quiet>,
-}
-
-/// One variant over all rounds.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct VariantSummary {
-    /// Policies of the kernel's arrays, canonical.
-    pub pages: String,
-    /// Kernel time over rounds.
-    pub kernel_ns: Summary,
-    /// Median over rounds of baseline time / this variant's time; `null` for the baseline.
-    pub speedup_vs_first: Option<f64>,
-    /// The kernel's arrays with their backing after the last round.
-    pub regions: Vec<RegionReport>,
-    /// Bytes in huge pages over every array (graph and kernel) / bytes mapped for them.
-    pub huge_footprint_share: f64,
-}
-
-/// The result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Report {
-    /// Run and machine.
-    pub meta: Meta,
-    /// Graph spec as given.
-    pub graph_spec: String,
-    /// The graph.
-    pub graph: GraphInfo,
-    /// Policies of the graph's arrays.
-    pub graph_pages: String,
-    /// The graph's arrays with their backing.
-    pub graph_regions: Vec<RegionReport>,
-    /// Kernel and settings.
-    pub kernel: Spec,
-    /// Worker threads.
-    pub threads: usize,
-    /// Rounds.
-    pub rounds: u32,
-    /// Load time.
-    pub load: LoadStats,
-    /// Every sample, in the order run.
-    pub samples: Vec<Sample>,
-    /// Per variant, baseline first.
-    pub summary: Vec<VariantSummary>,
-}
-
 /// Run the comparison; `progress` counts samples.
-pub fn run(cfg: &Config, meta: Meta, progress: Progress<'_>) -> Result<Report> {
+pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
     if cfg.variants.len() < 2 || cfg.rounds == 0 {
         return Err(Error::Config(
             "compare at least two layouts over at least one round".into(),
@@ -199,9 +141,8 @@ pub fn run(cfg: &Config, meta: Meta, progress: Progress<'_>) -> Result<Report> {
         });
     }
     Ok(Report {
-        meta,
         graph_spec: cfg.input.to_string(),
-        graph: GraphInfo::of(&g),
+        graph: g.info(),
         graph_pages: cfg.graph_pages.to_string(),
         graph_regions,
         kernel: cfg.kernel,
@@ -236,12 +177,7 @@ mod tests {
 
     #[test]
     fn alternates_and_backs_each_variant_as_asked() {
-        let r = run(
-            &cfg(&["all=base", "all=base,property=thp"]),
-            Meta::collect("t", vec![]),
-            &mut |_, _| {},
-        )
-        .expect("run");
+        let r = run(&cfg(&["all=base", "all=base,property=thp"]), &mut |_, _| {}).expect("run");
         assert_eq!(r.samples.len(), 6);
         let order: Vec<usize> = r.samples.iter().map(|s| s.variant).collect();
         assert_eq!(order, [0, 1, 1, 0, 0, 1]);
@@ -264,18 +200,9 @@ mod tests {
 
     #[test]
     fn variants_name_kernel_arrays_only() {
-        let e = run(
-            &cfg(&["all=base", "edges=thp"]),
-            Meta::collect("t", vec![]),
-            &mut |_, _| {},
-        )
-        .expect_err("graph array in a variant");
+        let e = run(&cfg(&["all=base", "edges=thp"]), &mut |_, _| {})
+            .expect_err("graph array in a variant");
         assert!(e.to_string().contains("variant 'edges=thp'"), "{e}");
-        assert!(run(
-            &cfg(&["all=base"]),
-            Meta::collect("t", vec![]),
-            &mut |_, _| {}
-        )
-        .is_err());
+        assert!(run(&cfg(&["all=base"]), &mut |_, _| {}).is_err());
     }
 }

@@ -3,48 +3,26 @@
 
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+pub use hugewise_results::stats::Quiet;
+use hugewise_sys::proc::{Pid, ProcFs};
 
-/// CPU use by everything but this process over a window.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Quiet {
-    /// Share of all CPUs' time that other processes and the kernel were busy (0..1).
-    pub others_busy_share: f64,
-    /// Window length.
-    pub window_ms: u64,
-    /// Times the check waited for the machine to calm down before this window.
-    pub waits: u32,
+fn ticks(proc: &ProcFs) -> Option<(u64, u64)> {
+    proc.cpu_ticks().ok()
 }
 
-fn ticks() -> Option<(u64, u64)> {
-    let s = std::fs::read_to_string("/proc/stat").ok()?;
-    let cpu = s.lines().next()?.strip_prefix("cpu ")?;
-    let v: Vec<u64> = cpu
-        .split_whitespace()
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    // user nice system idle iowait irq softirq steal
-    let idle = v.get(3)? + v.get(4).unwrap_or(&0);
-    let total: u64 = v.iter().take(8).sum();
-    Some((total - idle, total))
-}
-
-fn own_ticks() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let after = s.rsplit_once(')')?.1;
-    let f: Vec<&str> = after.split_whitespace().collect();
-    // fields 14 and 15 (utime, stime) are at 11 and 12 after the command name
-    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+fn own_ticks(proc: &ProcFs) -> Option<u64> {
+    proc.process_cpu_ticks(Pid::Current).ok()
 }
 
 /// Measure others' CPU use over `window`.
 pub fn measure(window: Duration) -> Option<Quiet> {
-    let (b0, t0) = ticks()?;
-    let o0 = own_ticks()?;
+    let proc = ProcFs::default();
+    let (b0, t0) = ticks(&proc)?;
+    let o0 = own_ticks(&proc)?;
     let start = Instant::now();
     std::thread::sleep(window);
-    let (b1, t1) = ticks()?;
-    let o1 = own_ticks()?;
+    let (b1, t1) = ticks(&proc)?;
+    let o1 = own_ticks(&proc)?;
     let total = (t1 - t0).max(1);
     let others = (b1 - b0).saturating_sub(o1 - o0);
     Some(Quiet {

@@ -8,39 +8,14 @@
 use std::time::Instant;
 
 use hugewise_mem::{Bytes, PagePolicy, Region, RegionOptions};
+pub use hugewise_results::randread::{
+    RandreadReport as Report, RandreadSample as Sample, RandreadVariant as VariantSummary, Variant,
+};
 use hugewise_sys::mmap::Advice;
-use serde::Serialize;
 
-use crate::meta::Meta;
-use crate::quiet::{self, Quiet};
-use crate::stats::{median, summarize, Summary};
+use crate::quiet;
+use crate::stats::{median, summarize};
 use crate::{Error, Progress, Result};
-
-/// One way of backing the region.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Variant {
-    /// 4 KiB pages.
-    Base,
-    /// THP at fault time.
-    Thp,
-    /// 4 KiB at fault time, then `MADV_COLLAPSE`d.
-    BaseCollapsed,
-}
-
-impl Variant {
-    /// All variants, base first (the baseline).
-    pub const ALL: [Variant; 3] = [Variant::Base, Variant::Thp, Variant::BaseCollapsed];
-
-    /// Display name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Variant::Base => "base",
-            Variant::Thp => "thp",
-            Variant::BaseCollapsed => "base-collapsed",
-        }
-    }
-}
 
 /// What to measure.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,55 +28,6 @@ pub struct Config {
     pub rounds: u32,
     /// Seed of the address stream.
     pub seed: u64,
-}
-
-/// One timed run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Sample {
-    /// Round number from 0.
-    pub round: u32,
-    /// Variant.
-    pub variant: Variant,
-    /// Nanoseconds per read.
-    pub ns_per_read: f64,
-    /// Share of the region in huge pages, read from the kernel before timing.
-    pub huge_share: f64,
-    /// Time to create and populate (and collapse) the region.
-    pub setup_ns: u64,
-    /// Others' CPU use just before.
-    pub quiet: Option<Quiet>,
-}
-
-/// Per-variant summary.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct VariantSummary {
-    /// Variant.
-    pub variant: Variant,
-    /// ns per read over rounds.
-    pub ns_per_read: Summary,
-    /// Median over rounds of base / this variant in the same round (`null` for base itself).
-    pub speedup_vs_base: Option<f64>,
-    /// Median huge-page share.
-    pub huge_share: f64,
-}
-
-/// The benchmark result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Report {
-    /// Run and machine.
-    pub meta: Meta,
-    /// Region size.
-    pub bytes: u64,
-    /// Reads per sample.
-    pub reads: u64,
-    /// Rounds.
-    pub rounds: u32,
-    /// Seed.
-    pub seed: u64,
-    /// Every sample, in the order run.
-    pub samples: Vec<Sample>,
-    /// Summaries, base first.
-    pub summary: Vec<VariantSummary>,
 }
 
 /// Sum of `n` reads at xorshift64-random indices of `data`; returned so no read is elided.
@@ -138,7 +64,7 @@ fn make(variant: Variant, elems: usize) -> Result<Region<u64>> {
 }
 
 /// Run the benchmark. `progress` counts samples done of the total.
-pub fn run(cfg: &Config, meta: Meta, progress: Progress<'_>) -> Result<Report> {
+pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
     if cfg.rounds == 0 || cfg.reads == 0 {
         return Err(Error::Config("rounds and reads must be at least 1".into()));
     }
@@ -175,7 +101,6 @@ pub fn run(cfg: &Config, meta: Meta, progress: Progress<'_>) -> Result<Report> {
     }
     let summary = summarize_variants(&samples);
     Ok(Report {
-        meta,
         bytes: cfg.bytes.0,
         reads: cfg.reads,
         rounds: cfg.rounds,
@@ -239,7 +164,7 @@ mod tests {
             seed: 1,
         };
         let mut calls = 0;
-        let r = run(&cfg, Meta::collect("test", vec![]), &mut |_, _| calls += 1).expect("run");
+        let r = run(&cfg, &mut |_, _| calls += 1).expect("run");
         assert_eq!(r.samples.len(), 6);
         assert_eq!(calls, 6);
         assert_eq!(r.summary.len(), 3);
@@ -261,6 +186,6 @@ mod tests {
             rounds: 0,
             seed: 1,
         };
-        assert!(run(&cfg, Meta::collect("t", vec![]), &mut |_, _| {}).is_err());
+        assert!(run(&cfg, &mut |_, _| {}).is_err());
     }
 }

@@ -1,23 +1,6 @@
 //! Summaries of raw samples: median and spread, never a mean alone.
 
-use serde::Serialize;
-
-/// Median and spread of a set of samples.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Summary {
-    /// Number of samples.
-    pub n: usize,
-    /// Median (mean of the two middle values for even n).
-    pub median: f64,
-    /// Smallest.
-    pub min: f64,
-    /// Largest.
-    pub max: f64,
-    /// Mean.
-    pub mean: f64,
-    /// Median absolute deviation from the median, relative to the median (0.02 = 2 %).
-    pub mad_rel: f64,
-}
+pub use hugewise_results::stats::Summary;
 
 /// The median of `v` (`None` when empty or any value is NaN).
 pub fn median(v: &[f64]) -> Option<f64> {

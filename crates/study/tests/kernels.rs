@@ -1,7 +1,7 @@
 //! Every kernel, in every variant, verifies on generated and real graphs of several sizes under
 //! every page policy, and each array is backed as its policy says (read from the kernel).
 
-use hugewise_graph::kernels::{bfs, cc, pr, Spec};
+use hugewise_graph::kernels::{bfs, cc, pr, Spec, SpecExt};
 use hugewise_graph::load::{load, Input, LoadOptions};
 use hugewise_graph::{Csr, Layout};
 use hugewise_mem::PagePolicy;

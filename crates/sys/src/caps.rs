@@ -1,53 +1,11 @@
 //! What this machine lets hugewise do, found by trying each feature on a small scratch mapping.
 
-use serde::Serialize;
+pub use hugewise_results::machine::{Capabilities, Probe};
 
 use crate::debugfs;
 use crate::mmap::{Advice, MapOptions, Mapping};
 use crate::proc::{Pid, ProcFs};
 use crate::process::PidFd;
-
-/// The outcome of one probe.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Probe {
-    /// The feature worked here.
-    pub usable: bool,
-    /// Why not, or a short note on how it was tried.
-    pub detail: String,
-}
-
-impl Probe {
-    fn yes(detail: impl Into<String>) -> Probe {
-        Probe {
-            usable: true,
-            detail: detail.into(),
-        }
-    }
-
-    fn no(detail: impl Into<String>) -> Probe {
-        Probe {
-            usable: false,
-            detail: detail.into(),
-        }
-    }
-}
-
-/// All probes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Capabilities {
-    /// Running as root (pagemap frames, kpageflags, knobs, split need it).
-    pub root: bool,
-    /// `MADV_COLLAPSE` turned a 4 KiB-faulted 2 MiB range into a huge page.
-    pub madv_collapse: Probe,
-    /// `process_madvise` through a pidfd accepted advice.
-    pub process_madvise: Probe,
-    /// `/proc/self/pagemap` shows physical frames.
-    pub pagemap_frames: Probe,
-    /// `/proc/kpageflags` is readable.
-    pub kpageflags: Probe,
-    /// debugfs `split_huge_pages` is reachable.
-    pub split_huge_pages: Probe,
-}
 
 /// Whether this process runs as root (effective uid 0).
 pub fn is_root() -> bool {

@@ -1,56 +1,11 @@
 //! What this machine offers for huge pages, gathered in one report (`hugewise sys`).
 
-use std::collections::BTreeMap;
+pub use hugewise_results::machine::{MachineReport, ZoneReport};
 
-use serde::Serialize;
-
-use crate::caps::{self, Capabilities};
-use crate::proc::{fragmentation_index, unusable_index, MemInfo, ProcFs};
-use crate::sysfs::{HugetlbPool, SysFs, ThpSettings};
+use crate::caps;
+use crate::proc::{fragmentation_index, unusable_index, ProcFs};
+use crate::sysfs::SysFs;
 use crate::Result;
-
-/// Free memory of one zone and how usable it is for huge pages.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ZoneReport {
-    /// NUMA node.
-    pub node: u32,
-    /// Zone name.
-    pub zone: String,
-    /// Free memory in the buddy allocator.
-    pub free_bytes: u64,
-    /// Free blocks per order (0 = 4 KiB .. 10 = 4 MiB).
-    pub free_blocks: Vec<u64>,
-    /// 2 MiB blocks the free lists can hand out without compaction.
-    pub free_2m_blocks: u64,
-    /// Unusable free space index per order (0 = all free memory usable at that order).
-    pub unusable_index: Vec<f64>,
-    /// Fragmentation index per order; `null` where an allocation would succeed now.
-    pub fragmentation_index: Vec<Option<f64>>,
-}
-
-/// The whole report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MachineReport {
-    /// Kernel release.
-    pub kernel: Option<String>,
-    /// THP settings (`null` when the kernel has no THP).
-    pub thp: Option<ThpSettings>,
-    /// hugetlb pools.
-    pub hugetlb: Vec<HugetlbPool>,
-    /// /proc/meminfo.
-    pub memory: MemInfo,
-    /// Per-zone free memory and indices, computed from /proc/buddyinfo with the kernel's
-    /// formulas.
-    pub zones: Vec<ZoneReport>,
-    /// Free 2 MiB blocks over all zones.
-    pub free_2m_blocks: u64,
-    /// `thp_*` and `compact_*` counters from /proc/vmstat.
-    pub counters: BTreeMap<String, i64>,
-    /// What works here.
-    pub capabilities: Capabilities,
-    /// Things a user should know, e.g. free memory the buddy allocator does not show yet.
-    pub notes: Vec<String>,
-}
 
 /// Gather the report from the given trees (probes run against the live kernel).
 pub fn gather(proc: &ProcFs, sys: &SysFs) -> Result<MachineReport> {
@@ -106,9 +61,7 @@ pub fn gather(proc: &ProcFs, sys: &SysFs) -> Result<MachineReport> {
         notes.push(format!("split: {}", capabilities.split_huge_pages.detail));
     }
     Ok(MachineReport {
-        kernel: std::fs::read_to_string(proc.root().join("sys/kernel/osrelease"))
-            .ok()
-            .map(|s| s.trim().to_string()),
+        kernel: proc.kernel_release().ok(),
         free_2m_blocks: zones.iter().map(|z| z.free_2m_blocks).sum(),
         thp,
         hugetlb: sys.hugetlb_pools()?,

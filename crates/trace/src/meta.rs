@@ -4,25 +4,13 @@
 
 use std::path::{Path, PathBuf};
 
+pub use hugewise_results::capture::Calibration;
 use serde::{Deserialize, Serialize};
 
 use crate::{Error, Result};
 
 /// Schema version of the sidecar.
 pub const SCHEMA: u32 = 1;
-
-/// Untraced wall times of the traced work, measured on this machine.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Calibration {
-    /// Median seconds with every array on 4 KiB pages.
-    pub base_s: f64,
-    /// Median seconds with every array on 2 MiB pages (THP), as far as the kernel gave them.
-    pub huge_s: f64,
-    /// Share of the footprint the kernel did back with huge pages in the huge runs.
-    pub huge_share: f64,
-    /// Runs of each.
-    pub runs: u32,
-}
 
 /// What the sidecar holds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -16,7 +16,7 @@ use hugewise_mem::Region;
 use hugewise_sys::atomic;
 use rayon::prelude::*;
 
-use crate::csr::{RegionReport, Side};
+use crate::csr::{RegionReport, RegionReportExt, Side};
 use crate::kernels::{add_f64, Kernel, Outcome};
 use crate::{Csr, Layout, Result};
 

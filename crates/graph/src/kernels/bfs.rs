@@ -17,26 +17,16 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use hugewise_mem::Region;
+pub use hugewise_results::kernel::{BfsMode as Mode, BfsStats as Stats};
 use hugewise_sys::atomic;
 use rayon::prelude::*;
-use serde::Serialize;
 
-use crate::csr::{RegionReport, Side};
+use crate::csr::{RegionReport, RegionReportExt, Side};
 use crate::kernels::{Kernel, Outcome};
 use crate::{Csr, Layout, Result};
 
 /// Parent value of an unreached vertex.
 pub const NONE: u32 = u32::MAX;
-
-/// Which BFS.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Mode {
-    /// Top-down push only.
-    TopDown,
-    /// Direction-optimizing (Beamer).
-    DirectionOptimizing,
-}
 
 /// α: switch to bottom-up when the frontier's edges exceed the unexplored edges / α.
 pub const ALPHA: u64 = 15;
@@ -117,19 +107,6 @@ impl Kernel for Bfs {
     fn regions(&self) -> Result<Vec<RegionReport>> {
         self.arrays.regions()
     }
-}
-
-/// What one search did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Stats {
-    /// Vertices reached, the source included.
-    pub reached: u64,
-    /// Levels explored.
-    pub levels: u32,
-    /// Steps done top-down.
-    pub top_down_steps: u32,
-    /// Steps done bottom-up.
-    pub bottom_up_steps: u32,
 }
 
 /// Vertices per piece of work in the parallel loops (a multiple of 64, so that a piece owns

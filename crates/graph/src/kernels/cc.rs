@@ -19,24 +19,14 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 
 use hugewise_mem::Region;
+pub use hugewise_results::kernel::CcAlgo as Algo;
 use hugewise_sys::atomic;
 use rayon::prelude::*;
-use serde::Serialize;
 
-use crate::csr::RegionReport;
+use crate::csr::{RegionReport, RegionReportExt};
 use crate::kernels::{Kernel, Outcome};
 use crate::rng::SplitMix64;
 use crate::{Csr, Layout, Result};
-
-/// Which algorithm.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Algo {
-    /// Afforest: sampled linking, skips the giant component.
-    Afforest,
-    /// Shiloach–Vishkin: hooking and shortcutting to a fixed point.
-    ShiloachVishkin,
-}
 
 /// Neighbours linked in Afforest's first phase.
 const NEIGHBOR_ROUNDS: usize = 2;

@@ -1,6 +1,6 @@
 //! Graph kernels, each beside an independent serial verifier.
 //!
-//! A [`Spec`] names a kernel and its settings; [`Spec::create`] makes a [`Kernel`], which owns
+//! A [`Spec`] names a kernel and its settings; [`SpecExt::create`] makes a [`Kernel`], which owns
 //! the kernel's working arrays as regions (so their page policy comes from the layout) and is
 //! reused by every trial. Arrays that depend on the edge count are created by the first run,
 //! which callers do untimed as a warm-up.
@@ -18,7 +18,7 @@ pub mod tc;
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 
-use serde::Serialize;
+pub use hugewise_results::kernel::{Outcome, Spec};
 
 use crate::csr::RegionReport;
 use crate::rng::SplitMix64;
@@ -38,98 +38,17 @@ pub trait Kernel: Send + Sync {
     fn regions(&self) -> Result<Vec<RegionReport>>;
 }
 
-/// A kernel and its settings.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(rename_all = "kebab-case", tag = "kernel")]
-pub enum Spec {
-    /// Breadth-first search.
-    Bfs {
-        /// Variant.
-        mode: bfs::Mode,
-    },
-    /// Single-source shortest paths by delta-stepping.
-    Sssp {
-        /// Bucket width.
-        delta: u32,
-    },
-    /// PageRank.
-    Pr {
-        /// Pull or push.
-        mode: pr::Mode,
-        /// Stop when the scores' total change in one iteration is below this.
-        tolerance: f64,
-        /// Stop after this many iterations in any case.
-        max_iters: u32,
-    },
-    /// Connected components (weak, for directed graphs).
-    Cc {
-        /// Algorithm.
-        algo: cc::Algo,
-    },
-    /// Betweenness centrality (Brandes) from several sources.
-    Bc {
-        /// Sources per trial.
-        sources: u32,
-    },
-    /// Triangle counting, degree-ordered.
-    Tc,
+/// What a [`Spec`] does with a graph: check that the graph suits it, and make the kernel.
+pub trait SpecExt {
+    /// Check the settings and that `g` suits the kernel.
+    fn check(&self, g: &Csr) -> Result<()>;
+    /// Create the kernel's vertex arrays for `n` vertices, in the layout's policies.
+    fn create(&self, layout: &Layout, n: usize) -> Result<Box<dyn Kernel>>;
 }
 
-impl Spec {
-    /// The kernel's short name.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Spec::Bfs { .. } => "bfs",
-            Spec::Sssp { .. } => "sssp",
-            Spec::Pr { .. } => "pr",
-            Spec::Cc { .. } => "cc",
-            Spec::Bc { .. } => "bc",
-            Spec::Tc => "tc",
-        }
-    }
-
-    /// The kernel with the GAP suite's benchmark settings.
-    pub fn default_for(name: &str) -> Option<Spec> {
-        Some(match name {
-            "bfs" => Spec::Bfs {
-                mode: bfs::Mode::DirectionOptimizing,
-            },
-            "sssp" => Spec::Sssp { delta: 2 },
-            "pr" => Spec::Pr {
-                mode: pr::Mode::Pull,
-                tolerance: 1e-4,
-                max_iters: 1000,
-            },
-            "cc" => Spec::Cc {
-                algo: cc::Algo::Afforest,
-            },
-            "bc" => Spec::Bc { sources: 4 },
-            "tc" => Spec::Tc,
-            _ => return None,
-        })
-    }
-
-    /// Whether the kernel reads edge weights.
-    pub fn needs_weights(&self) -> bool {
-        matches!(self, Spec::Sssp { .. })
-    }
-
-    /// Whether the kernel needs an undirected graph.
-    pub fn needs_undirected(&self) -> bool {
-        matches!(self, Spec::Tc)
-    }
-
-    /// Sources each trial takes.
-    pub fn sources_per_trial(&self) -> usize {
-        match self {
-            Spec::Bfs { .. } | Spec::Sssp { .. } => 1,
-            Spec::Bc { sources } => *sources as usize,
-            Spec::Pr { .. } | Spec::Cc { .. } | Spec::Tc => 0,
-        }
-    }
-
+impl SpecExt for Spec {
     /// Check the settings and that `g` suits the kernel.
-    pub fn check(&self, g: &Csr) -> Result<()> {
+    fn check(&self, g: &Csr) -> Result<()> {
         match *self {
             Spec::Sssp { delta: 0 } => Err(Error::Invalid("sssp: delta must be at least 1".into())),
             Spec::Pr {
@@ -158,7 +77,7 @@ impl Spec {
     }
 
     /// Create the kernel's vertex arrays for `n` vertices, in the layout's policies.
-    pub fn create(&self, layout: &Layout, n: usize) -> Result<Box<dyn Kernel>> {
+    fn create(&self, layout: &Layout, n: usize) -> Result<Box<dyn Kernel>> {
         Ok(match *self {
             Spec::Bfs { mode } => Box::new(bfs::Bfs::new(layout, n, mode)?),
             Spec::Sssp { delta } => Box::new(sssp::Sssp::new(layout, n, delta)?),
@@ -173,120 +92,6 @@ impl Spec {
         })
     }
 }
-
-impl std::fmt::Display for Spec {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Spec::Bfs { mode } => write!(
-                f,
-                "bfs ({})",
-                match mode {
-                    bfs::Mode::TopDown => "top-down",
-                    bfs::Mode::DirectionOptimizing => "direction-optimizing",
-                }
-            ),
-            Spec::Sssp { delta } => write!(f, "sssp (delta {delta})"),
-            Spec::Pr {
-                mode,
-                tolerance,
-                max_iters,
-            } => write!(
-                f,
-                "pr ({}, tolerance {tolerance:e}, at most {max_iters} iterations)",
-                match mode {
-                    pr::Mode::Pull => "pull",
-                    pr::Mode::Push => "push",
-                }
-            ),
-            Spec::Cc { algo } => write!(
-                f,
-                "cc ({})",
-                match algo {
-                    cc::Algo::Afforest => "Afforest",
-                    cc::Algo::ShiloachVishkin => "Shiloach-Vishkin",
-                }
-            ),
-            Spec::Bc { sources } => write!(f, "bc ({sources} sources a trial)"),
-            Spec::Tc => write!(f, "tc (degree-ordered)"),
-        }
-    }
-}
-
-/// What one run found, per kernel.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "snake_case", tag = "kernel")]
-pub enum Outcome {
-    /// BFS.
-    Bfs(bfs::Stats),
-    /// SSSP.
-    Sssp {
-        /// Vertices reached.
-        reached: u64,
-        /// Largest finite distance.
-        max_dist: u64,
-        /// Buckets processed (rounds of the shared frontier).
-        rounds: u32,
-    },
-    /// PageRank.
-    Pr {
-        /// Iterations done.
-        iterations: u32,
-        /// Total change of the scores in the last iteration.
-        last_change: f64,
-    },
-    /// Connected components.
-    Cc {
-        /// Components.
-        components: u64,
-        /// Vertices in the largest.
-        largest: u64,
-    },
-    /// Betweenness centrality.
-    Bc {
-        /// Sources searched.
-        sources: u32,
-        /// Vertices reached, summed over sources.
-        reached: u64,
-    },
-    /// Triangle counting.
-    Tc {
-        /// Triangles.
-        triangles: u64,
-        /// Whether vertices were ranked by degree (skewed degrees) rather than taken in id
-        /// order.
-        ranked: bool,
-    },
-}
-
-impl Outcome {
-    /// One line for tables.
-    pub fn summary(&self) -> String {
-        match self {
-            Outcome::Bfs(s) => format!("{} reached, {} levels", s.reached, s.levels),
-            Outcome::Sssp {
-                reached, max_dist, ..
-            } => format!("{reached} reached, max dist {max_dist}"),
-            Outcome::Pr {
-                iterations,
-                last_change,
-            } => format!("{iterations} iterations, change {last_change:.1e}"),
-            Outcome::Cc {
-                components,
-                largest,
-            } => format!("{components} components, largest {largest}"),
-            Outcome::Bc { sources, reached } => format!("{sources} sources, {reached} reached"),
-            Outcome::Tc { triangles, ranked } => format!(
-                "{triangles} triangles ({})",
-                if *ranked {
-                    "ranked by degree"
-                } else {
-                    "id order"
-                }
-            ),
-        }
-    }
-}
-
 /// `count` source vertices drawn reproducibly from `seed`, none of them isolated (out-degree 0),
 /// as the GAP suite's source picker does.
 pub fn pick_sources(g: &Csr, seed: u64, count: usize) -> Result<Vec<u32>> {

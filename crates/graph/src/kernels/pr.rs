@@ -17,26 +17,16 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use hugewise_mem::Region;
+pub use hugewise_results::kernel::PrMode as Mode;
 use hugewise_sys::atomic;
 use rayon::prelude::*;
-use serde::Serialize;
 
-use crate::csr::{RegionReport, Side};
+use crate::csr::{RegionReport, RegionReportExt, Side};
 use crate::kernels::{add_f32, Kernel, Outcome};
 use crate::{Csr, Layout, Result};
 
 /// Damping factor.
 pub const DAMPING: f64 = 0.85;
-
-/// Which direction contributions travel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Mode {
-    /// Each vertex gathers from its in-neighbours.
-    Pull,
-    /// Each vertex scatters to its out-neighbours (atomic adds).
-    Push,
-}
 
 /// PageRank with its arrays.
 #[derive(Debug)]

@@ -17,7 +17,7 @@ use hugewise_mem::Region;
 use hugewise_sys::atomic;
 use rayon::prelude::*;
 
-use crate::csr::{RegionReport, Side};
+use crate::csr::{RegionReport, RegionReportExt, Side};
 use crate::kernels::{Kernel, Outcome};
 use crate::{Csr, Layout, Result};
 

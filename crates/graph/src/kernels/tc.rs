@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use hugewise_mem::Region;
 use rayon::prelude::*;
 
-use crate::csr::{RegionReport, Side};
+use crate::csr::{RegionReport, RegionReportExt, Side};
 use crate::kernels::{Kernel, Outcome};
 use crate::rng::SplitMix64;
 use crate::{Csr, Layout, Result};

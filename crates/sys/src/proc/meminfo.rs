@@ -2,46 +2,24 @@
 
 use std::path::Path;
 
-use serde::Serialize;
+pub use hugewise_results::machine::MemInfo;
 
 use crate::{Error, Result};
 
-/// What `/proc/meminfo` says about memory and huge pages; fields a kernel lacks are `None`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct MemInfo {
-    /// MemTotal.
-    pub total_bytes: u64,
-    /// MemFree.
-    pub free_bytes: u64,
-    /// MemAvailable.
-    pub available_bytes: Option<u64>,
-    /// AnonHugePages: anonymous memory mapped by PMD-sized THPs.
-    pub anon_huge_bytes: Option<u64>,
-    /// Mlocked.
-    pub mlocked_bytes: Option<u64>,
-    /// SwapTotal.
-    pub swap_total_bytes: Option<u64>,
-    /// SwapFree.
-    pub swap_free_bytes: Option<u64>,
-    /// Hugetlb: memory held by all hugetlb pools.
-    pub hugetlb_bytes: Option<u64>,
-}
-
-impl MemInfo {
-    pub(super) fn parse(path: &Path, text: &str) -> Result<MemInfo> {
-        let m = <procfs_core::Meminfo as procfs_core::FromRead>::from_read(text.as_bytes())
-            .map_err(|e| Error::parse(path, 0, e.to_string()))?;
-        Ok(MemInfo {
-            total_bytes: m.mem_total,
-            free_bytes: m.mem_free,
-            available_bytes: m.mem_available,
-            anon_huge_bytes: m.anon_hugepages,
-            mlocked_bytes: m.mlocked,
-            swap_total_bytes: Some(m.swap_total),
-            swap_free_bytes: Some(m.swap_free),
-            hugetlb_bytes: m.hugetlb,
-        })
-    }
+/// Parse the text of `/proc/meminfo` read from `path`.
+pub(super) fn parse(path: &Path, text: &str) -> Result<MemInfo> {
+    let m = <procfs_core::Meminfo as procfs_core::FromRead>::from_read(text.as_bytes())
+        .map_err(|e| Error::parse(path, 0, e.to_string()))?;
+    Ok(MemInfo {
+        total_bytes: m.mem_total,
+        free_bytes: m.mem_free,
+        available_bytes: m.mem_available,
+        anon_huge_bytes: m.anon_hugepages,
+        mlocked_bytes: m.mlocked,
+        swap_total_bytes: Some(m.swap_total),
+        swap_free_bytes: Some(m.swap_free),
+        hugetlb_bytes: m.hugetlb,
+    })
 }
 
 #[cfg(test)]
@@ -51,7 +29,7 @@ mod tests {
     #[test]
     fn parses_a_recorded_sample() {
         let text = include_str!("../../tests/samples/meminfo-6.18.txt");
-        let m = MemInfo::parse(Path::new("meminfo"), text).expect("parse");
+        let m = parse(Path::new("meminfo"), text).expect("parse");
         assert_eq!(m.total_bytes, 24731708 * 1024);
         assert_eq!(m.anon_huge_bytes, Some(0));
         assert_eq!(m.hugetlb_bytes, Some(0));
@@ -61,7 +39,7 @@ mod tests {
     fn old_kernel_without_optional_fields() {
         // A 3.x-era file: no MemAvailable, no Hugetlb line.
         let text = include_str!("../../tests/samples/meminfo-old.txt");
-        let m = MemInfo::parse(Path::new("meminfo"), text).expect("parse");
+        let m = parse(Path::new("meminfo"), text).expect("parse");
         assert_eq!(m.available_bytes, None);
         assert_eq!(m.hugetlb_bytes, None);
         assert_eq!(m.free_bytes, 1000 * 1024);
@@ -69,7 +47,7 @@ mod tests {
 
     #[test]
     fn garbage_names_the_file() {
-        let e = MemInfo::parse(Path::new("/x/meminfo"), "MemTotal: lots\n").expect_err("bad");
+        let e = parse(Path::new("/x/meminfo"), "MemTotal: lots\n").expect_err("bad");
         assert!(e.to_string().starts_with("/x/meminfo"), "{e}");
     }
 }

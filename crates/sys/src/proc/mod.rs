@@ -119,7 +119,7 @@ impl ProcFs {
     /// `/proc/meminfo`.
     pub fn meminfo(&self) -> Result<MemInfo> {
         let (p, s) = self.read("meminfo")?;
-        MemInfo::parse(&p, &s)
+        meminfo::parse(&p, &s)
     }
 
     /// `/proc/vmstat`, every counter by name.
@@ -236,6 +236,62 @@ impl ProcFs {
         }
         out.sort_by_key(|s| s.pid);
         Ok(out)
+    }
+
+    /// The kernel release (`sys/kernel/osrelease`, what `uname -r` prints).
+    pub fn kernel_release(&self) -> Result<String> {
+        self.read_knob("sys/kernel/osrelease")
+    }
+
+    /// The first CPU's model name from `cpuinfo`; `None` where the file has none (some
+    /// architectures name it otherwise).
+    pub fn cpu_model(&self) -> Result<Option<String>> {
+        let (_, s) = self.read("cpuinfo")?;
+        Ok(s.lines()
+            .find(|l| l.starts_with("model name"))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string()))
+    }
+
+    /// All CPUs' time from the `cpu` line of `stat`, in clock ticks: (busy, total), where busy
+    /// is everything but idle and iowait.
+    pub fn cpu_ticks(&self) -> Result<(u64, u64)> {
+        let (p, s) = self.read("stat")?;
+        let cpu = s
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("cpu "))
+            .ok_or_else(|| Error::parse(&p, 1, "no 'cpu' line first"))?;
+        let v: Vec<u64> = cpu
+            .split_whitespace()
+            .map(|x| x.parse())
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|e| Error::parse(&p, 1, format!("cpu line: {e}")))?;
+        // user nice system idle iowait irq softirq steal
+        let idle = v
+            .get(3)
+            .ok_or_else(|| Error::parse(&p, 1, "cpu line has no idle field"))?
+            + v.get(4).copied().unwrap_or(0);
+        let total: u64 = v.iter().take(8).sum();
+        Ok((total.saturating_sub(idle), total))
+    }
+
+    /// CPU time process `pid` used, user + system, in clock ticks (fields 14 and 15 of
+    /// `stat`).
+    pub fn process_cpu_ticks(&self, pid: Pid) -> Result<u64> {
+        let (p, s) = self.read(&format!("{}/stat", pid.dir()))?;
+        let after = s
+            .rfind(')')
+            .map(|i| &s[i + 1..])
+            .ok_or_else(|| Error::parse(&p, 1, "no ')' after the command name"))?;
+        let f: Vec<&str> = after.split_whitespace().collect();
+        // Fields after the command name start at 3: utime (14) and stime (15) are at 11 and 12.
+        let field = |i: usize| {
+            f.get(i)
+                .and_then(|x| x.parse::<u64>().ok())
+                .ok_or_else(|| Error::parse(&p, 1, format!("no CPU time in field {}", i + 3)))
+        };
+        Ok(field(11)? + field(12)?)
     }
 
     /// Read a knob under this root (such as `sys/vm/page-cluster`), trimmed.

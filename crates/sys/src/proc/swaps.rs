@@ -2,24 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+pub use hugewise_results::machine::SwapArea;
 
 use crate::{Error, Result};
-
-/// One active swap area.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SwapArea {
-    /// The file or device.
-    pub path: PathBuf,
-    /// `file` or `partition`.
-    pub kind: String,
-    /// Size.
-    pub size_bytes: u64,
-    /// Used.
-    pub used_bytes: u64,
-    /// Priority (higher is used first).
-    pub priority: i32,
-}
 
 /// Undo the kernel's octal escapes of white space in paths (`\040` for a space).
 pub(super) fn unescape(field: &str) -> String {

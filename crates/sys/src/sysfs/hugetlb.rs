@@ -1,35 +1,11 @@
 //! `/sys/kernel/mm/hugepages`: the hugetlb pools.
 
-use serde::Serialize;
+pub use hugewise_results::machine::HugetlbPool;
 
 use super::SysFs;
 use crate::Result;
 
 const POOLS: &str = "kernel/mm/hugepages";
-
-/// One hugetlb pool.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct HugetlbPool {
-    /// Page size in KiB.
-    pub size_kib: u64,
-    /// Pages in the pool (`nr_hugepages`).
-    pub pages: u64,
-    /// Pages free.
-    pub free_pages: u64,
-    /// Pages reserved by mappings but not yet faulted.
-    pub reserved_pages: u64,
-    /// Surplus pages above `nr_hugepages`.
-    pub surplus_pages: u64,
-    /// Surplus allowed (`nr_overcommit_hugepages`).
-    pub overcommit_pages: u64,
-}
-
-impl HugetlbPool {
-    /// The sysfs file to write to grow or shrink this pool.
-    pub fn knob(&self) -> String {
-        format!("/sys/{POOLS}/hugepages-{}kB/nr_hugepages", self.size_kib)
-    }
-}
 
 pub(super) fn read(sys: &SysFs) -> Result<Vec<HugetlbPool>> {
     let mut pools = Vec::new();

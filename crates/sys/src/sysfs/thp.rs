@@ -1,92 +1,11 @@
 //! `/sys/kernel/mm/transparent_hugepage`: modes, per-size mTHP modes, khugepaged.
 
-use serde::Serialize;
+pub use hugewise_results::machine::{Khugepaged, MthpSize, Selector, ThpSettings};
 
 use super::SysFs;
 use crate::{Error, Result};
 
 const THP: &str = "kernel/mm/transparent_hugepage";
-
-/// A sysfs multiple-choice knob such as `always [madvise] never`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Selector {
-    /// The bracketed choice.
-    pub current: String,
-    /// All choices, in the kernel's order.
-    pub choices: Vec<String>,
-}
-
-impl Selector {
-    /// Parse `a [b] c`; `None` when no choice is bracketed.
-    pub fn parse(s: &str) -> Option<Selector> {
-        let mut current = None;
-        let mut choices = Vec::new();
-        for w in s.split_whitespace() {
-            match w.strip_prefix('[').and_then(|w| w.strip_suffix(']')) {
-                Some(inner) => {
-                    current = Some(inner.to_string());
-                    choices.push(inner.to_string());
-                }
-                None => choices.push(w.to_string()),
-            }
-        }
-        Some(Selector {
-            current: current?,
-            choices,
-        })
-    }
-}
-
-/// khugepaged's settings and counters.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Khugepaged {
-    /// Pages scanned per wake-up.
-    pub pages_to_scan: Option<u64>,
-    /// Sleep between scans.
-    pub scan_sleep_millisecs: Option<u64>,
-    /// Sleep after an allocation failure.
-    pub alloc_sleep_millisecs: Option<u64>,
-    /// Empty PTEs allowed in a range it collapses (511 = collapse anything).
-    pub max_ptes_none: Option<u64>,
-    /// Swapped PTEs allowed.
-    pub max_ptes_swap: Option<u64>,
-    /// Shared PTEs allowed.
-    pub max_ptes_shared: Option<u64>,
-    /// Whether khugepaged compacts to find 2 MiB blocks (0/1).
-    pub defrag: Option<u64>,
-    /// Full scans completed since boot.
-    pub full_scans: Option<u64>,
-    /// Pages collapsed since boot.
-    pub pages_collapsed: Option<u64>,
-}
-
-/// One mTHP size and its mode.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct MthpSize {
-    /// Size in KiB.
-    pub size_kib: u64,
-    /// `always`, `inherit`, `madvise` or `never`.
-    pub enabled: Option<Selector>,
-}
-
-/// Everything under `transparent_hugepage/`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ThpSettings {
-    /// Global mode (`always`, `madvise`, `never`).
-    pub enabled: Selector,
-    /// Fault-time defrag policy.
-    pub defrag: Option<Selector>,
-    /// shmem/tmpfs THP mode.
-    pub shmem_enabled: Option<Selector>,
-    /// Whether reads of untouched THP memory map the huge zero page.
-    pub use_zero_page: Option<u64>,
-    /// PMD page size in bytes.
-    pub pmd_bytes: Option<u64>,
-    /// khugepaged.
-    pub khugepaged: Khugepaged,
-    /// Per-size modes (kernels with mTHP, 6.8+), smallest first.
-    pub sizes: Vec<MthpSize>,
-}
 
 fn selector(sys: &SysFs, rel: &str) -> Result<Option<Selector>> {
     match sys.read_opt(rel)? {

@@ -1,0 +1,90 @@
+//! A graph and its arrays as results describe them: size, load and reorder times, and each
+//! array's page policy and backing.
+
+use serde::{Deserialize, Serialize};
+
+use crate::backing::Backing;
+
+/// Size and backing of one array, for results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegionReport {
+    /// Array name.
+    pub name: String,
+    /// Page policy asked for.
+    pub policy: String,
+    /// Bytes of data.
+    pub data_bytes: u64,
+    /// Backing read from the kernel.
+    pub backing: Backing,
+}
+
+/// Where the build spent its time, and what it removed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BuildStats {
+    /// Vertices.
+    pub vertices: u64,
+    /// Arcs placed before duplicates were removed.
+    pub arcs_placed: u64,
+    /// Arcs kept.
+    pub arcs: u64,
+    /// Self-loops dropped.
+    pub self_loops: u64,
+    /// Pass 1 (count).
+    pub count_ns: u64,
+    /// Array creation (faults the pages in).
+    pub alloc_ns: u64,
+    /// Pass 2 (place).
+    pub place_ns: u64,
+    /// Sort, de-duplicate, compact.
+    pub normalize_ns: u64,
+}
+
+/// How a load went.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadStats {
+    /// Wall time from the start of reading to a finished CSR.
+    pub load_ns: u64,
+    /// The builder's breakdown.
+    pub build: BuildStats,
+}
+
+/// Time spent reordering, kept apart from loading and from the kernel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReorderStats {
+    /// Method.
+    pub method: String,
+    /// Computing the new order.
+    pub order_ns: u64,
+    /// Building the relabelled CSR.
+    pub relabel_ns: u64,
+}
+
+/// The graph as loaded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GraphInfo {
+    /// Vertices.
+    pub vertices: u64,
+    /// Edges as GAP counts them.
+    pub edges: u64,
+    /// Stored out-arcs.
+    pub arcs: u64,
+    /// Directed.
+    pub directed: bool,
+    /// Weighted.
+    pub weighted: bool,
+    /// Bytes of the CSR arrays.
+    pub data_bytes: u64,
+}
+
+/// Out-degree statistics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Degrees {
+    /// Largest out-degree.
+    pub max: u64,
+    /// Mean out-degree.
+    pub mean: f64,
+    /// Median out-degree.
+    pub median: u64,
+    /// Vertices with no out-arcs.
+    pub isolated: u64,
+}

@@ -1,0 +1,251 @@
+//! Graph kernels as results name them: a kernel with its settings ([`Spec`]) and what one run
+//! found ([`Outcome`]).
+
+use serde::{Deserialize, Serialize};
+
+/// A kernel and its settings.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kernel")]
+pub enum Spec {
+    /// Breadth-first search.
+    Bfs {
+        /// Variant.
+        mode: BfsMode,
+    },
+    /// Single-source shortest paths by delta-stepping.
+    Sssp {
+        /// Bucket width.
+        delta: u32,
+    },
+    /// PageRank.
+    Pr {
+        /// Pull or push.
+        mode: PrMode,
+        /// Stop when the scores' total change in one iteration is below this.
+        tolerance: f64,
+        /// Stop after this many iterations in any case.
+        max_iters: u32,
+    },
+    /// Connected components (weak, for directed graphs).
+    Cc {
+        /// Algorithm.
+        algo: CcAlgo,
+    },
+    /// Betweenness centrality (Brandes) from several sources.
+    Bc {
+        /// Sources per trial.
+        sources: u32,
+    },
+    /// Triangle counting, degree-ordered.
+    Tc,
+}
+
+impl Spec {
+    /// The kernel's short name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Spec::Bfs { .. } => "bfs",
+            Spec::Sssp { .. } => "sssp",
+            Spec::Pr { .. } => "pr",
+            Spec::Cc { .. } => "cc",
+            Spec::Bc { .. } => "bc",
+            Spec::Tc => "tc",
+        }
+    }
+
+    /// The kernel with the GAP suite's benchmark settings.
+    pub fn default_for(name: &str) -> Option<Spec> {
+        Some(match name {
+            "bfs" => Spec::Bfs {
+                mode: BfsMode::DirectionOptimizing,
+            },
+            "sssp" => Spec::Sssp { delta: 2 },
+            "pr" => Spec::Pr {
+                mode: PrMode::Pull,
+                tolerance: 1e-4,
+                max_iters: 1000,
+            },
+            "cc" => Spec::Cc {
+                algo: CcAlgo::Afforest,
+            },
+            "bc" => Spec::Bc { sources: 4 },
+            "tc" => Spec::Tc,
+            _ => return None,
+        })
+    }
+
+    /// Whether the kernel reads edge weights.
+    pub fn needs_weights(&self) -> bool {
+        matches!(self, Spec::Sssp { .. })
+    }
+
+    /// Whether the kernel needs an undirected graph.
+    pub fn needs_undirected(&self) -> bool {
+        matches!(self, Spec::Tc)
+    }
+
+    /// Sources each trial takes.
+    pub fn sources_per_trial(&self) -> usize {
+        match self {
+            Spec::Bfs { .. } | Spec::Sssp { .. } => 1,
+            Spec::Bc { sources } => *sources as usize,
+            Spec::Pr { .. } | Spec::Cc { .. } | Spec::Tc => 0,
+        }
+    }
+}
+
+impl std::fmt::Display for Spec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Spec::Bfs { mode } => write!(
+                f,
+                "bfs ({})",
+                match mode {
+                    BfsMode::TopDown => "top-down",
+                    BfsMode::DirectionOptimizing => "direction-optimizing",
+                }
+            ),
+            Spec::Sssp { delta } => write!(f, "sssp (delta {delta})"),
+            Spec::Pr {
+                mode,
+                tolerance,
+                max_iters,
+            } => write!(
+                f,
+                "pr ({}, tolerance {tolerance:e}, at most {max_iters} iterations)",
+                match mode {
+                    PrMode::Pull => "pull",
+                    PrMode::Push => "push",
+                }
+            ),
+            Spec::Cc { algo } => write!(
+                f,
+                "cc ({})",
+                match algo {
+                    CcAlgo::Afforest => "Afforest",
+                    CcAlgo::ShiloachVishkin => "Shiloach-Vishkin",
+                }
+            ),
+            Spec::Bc { sources } => write!(f, "bc ({sources} sources a trial)"),
+            Spec::Tc => write!(f, "tc (degree-ordered)"),
+        }
+    }
+}
+
+/// Which BFS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BfsMode {
+    /// Top-down push only.
+    TopDown,
+    /// Direction-optimizing (Beamer).
+    DirectionOptimizing,
+}
+
+/// Which direction contributions travel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PrMode {
+    /// Each vertex gathers from its in-neighbours.
+    Pull,
+    /// Each vertex scatters to its out-neighbours (atomic adds).
+    Push,
+}
+
+/// Which algorithm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CcAlgo {
+    /// Afforest: sampled linking, skips the giant component.
+    Afforest,
+    /// Shiloach–Vishkin: hooking and shortcutting to a fixed point.
+    ShiloachVishkin,
+}
+
+/// What one run found, per kernel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kernel")]
+pub enum Outcome {
+    /// BFS.
+    Bfs(BfsStats),
+    /// SSSP.
+    Sssp {
+        /// Vertices reached.
+        reached: u64,
+        /// Largest finite distance.
+        max_dist: u64,
+        /// Buckets processed (rounds of the shared frontier).
+        rounds: u32,
+    },
+    /// PageRank.
+    Pr {
+        /// Iterations done.
+        iterations: u32,
+        /// Total change of the scores in the last iteration.
+        last_change: f64,
+    },
+    /// Connected components.
+    Cc {
+        /// Components.
+        components: u64,
+        /// Vertices in the largest.
+        largest: u64,
+    },
+    /// Betweenness centrality.
+    Bc {
+        /// Sources searched.
+        sources: u32,
+        /// Vertices reached, summed over sources.
+        reached: u64,
+    },
+    /// Triangle counting.
+    Tc {
+        /// Triangles.
+        triangles: u64,
+        /// Whether vertices were ranked by degree (skewed degrees) rather than taken in id
+        /// order.
+        ranked: bool,
+    },
+}
+
+impl Outcome {
+    /// One line for tables.
+    pub fn summary(&self) -> String {
+        match self {
+            Outcome::Bfs(s) => format!("{} reached, {} levels", s.reached, s.levels),
+            Outcome::Sssp {
+                reached, max_dist, ..
+            } => format!("{reached} reached, max dist {max_dist}"),
+            Outcome::Pr {
+                iterations,
+                last_change,
+            } => format!("{iterations} iterations, change {last_change:.1e}"),
+            Outcome::Cc {
+                components,
+                largest,
+            } => format!("{components} components, largest {largest}"),
+            Outcome::Bc { sources, reached } => format!("{sources} sources, {reached} reached"),
+            Outcome::Tc { triangles, ranked } => format!(
+                "{triangles} triangles ({})",
+                if *ranked {
+                    "ranked by degree"
+                } else {
+                    "id order"
+                }
+            ),
+        }
+    }
+}
+
+/// What one search did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BfsStats {
+    /// Vertices reached, the source included.
+    pub reached: u64,
+    /// Levels explored.
+    pub levels: u32,
+    /// Steps done top-down.
+    pub top_down_steps: u32,
+    /// Steps done bottom-up.
+    pub bottom_up_steps: u32,
+}

@@ -1,0 +1,62 @@
+//! What `hugewise bench pages` measured: one kernel under several layouts of its arrays, alternated round by round.
+
+use serde::{Deserialize, Serialize};
+
+use crate::graph::{GraphInfo, LoadStats, RegionReport};
+use crate::kernel::Spec;
+use crate::stats::{Quiet, Summary};
+
+/// One timed run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PagesSample {
+    /// Round from 0.
+    pub round: u32,
+    /// Index of the variant.
+    pub variant: usize,
+    /// Kernel wall time.
+    pub kernel_ns: u64,
+    /// Sources, in original ids.
+    pub sources: Vec<u32>,
+    /// Others' CPU use just before.
+    pub quiet: Option<Quiet>,
+}
+
+/// One variant over all rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PagesVariant {
+    /// Policies of the kernel's arrays, canonical.
+    pub pages: String,
+    /// Kernel time over rounds.
+    pub kernel_ns: Summary,
+    /// Median over rounds of baseline time / this variant's time; `null` for the baseline.
+    pub speedup_vs_first: Option<f64>,
+    /// The kernel's arrays with their backing after the last round.
+    pub regions: Vec<RegionReport>,
+    /// Bytes in huge pages over every array (graph and kernel) / bytes mapped for them.
+    pub huge_footprint_share: f64,
+}
+
+/// The result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PagesReport {
+    /// Graph spec as given.
+    pub graph_spec: String,
+    /// The graph.
+    pub graph: GraphInfo,
+    /// Policies of the graph's arrays.
+    pub graph_pages: String,
+    /// The graph's arrays with their backing.
+    pub graph_regions: Vec<RegionReport>,
+    /// Kernel and settings.
+    pub kernel: Spec,
+    /// Worker threads.
+    pub threads: usize,
+    /// Rounds.
+    pub rounds: u32,
+    /// Load time.
+    pub load: LoadStats,
+    /// Every sample, in the order run.
+    pub samples: Vec<PagesSample>,
+    /// Per variant, baseline first.
+    pub summary: Vec<PagesVariant>,
+}

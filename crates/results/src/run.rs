@@ -1,0 +1,82 @@
+//! What `hugewise run` and `hugewise graph info` report: trials of a kernel, load and reorder times, every array's backing.
+
+use serde::{Deserialize, Serialize};
+
+use crate::graph::{Degrees, GraphInfo, LoadStats, RegionReport, ReorderStats};
+use crate::kernel::{Outcome, Spec};
+use crate::stats::Summary;
+
+/// One timed trial.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trial {
+    /// Source vertices, in the input's original ids (none for kernels that take none).
+    pub sources: Vec<u32>,
+    /// Kernel wall time.
+    pub kernel_ns: u64,
+    /// Edges per second (GAP's count of edges / kernel time).
+    pub edges_per_s: f64,
+    /// What the kernel found.
+    pub outcome: Outcome,
+    /// Verified against the serial reference; `null` when not checked.
+    pub verified: Option<bool>,
+    /// Time the verifier took, kept apart.
+    pub verify_ns: Option<u64>,
+    /// What the verifier found wrong, when it did.
+    pub verify_error: Option<String>,
+}
+
+/// The result of `hugewise run`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    /// Graph spec as given.
+    pub graph_spec: String,
+    /// The graph.
+    pub graph: GraphInfo,
+    /// Kernel and settings.
+    pub kernel: Spec,
+    /// Worker threads.
+    pub threads: usize,
+    /// Page policies, in canonical form.
+    pub pages: String,
+    /// Allocation order.
+    pub alloc_order: String,
+    /// Load and build time, apart from kernel time.
+    pub load: LoadStats,
+    /// Reordering time, apart from load and kernel time; `null` when not reordered.
+    pub reorder: Option<ReorderStats>,
+    /// Every trial.
+    pub trials: Vec<Trial>,
+    /// Kernel time over trials.
+    pub kernel_ns: Summary,
+    /// Every array, graph and kernel, with its backing read after the last trial.
+    pub regions: Vec<RegionReport>,
+    /// Bytes in huge pages over all arrays / bytes mapped for them.
+    pub huge_footprint_share: f64,
+    /// Peak resident memory of the process.
+    pub peak_rss_bytes: u64,
+}
+
+impl RunReport {
+    /// Trials whose result the verifier rejected.
+    pub fn failed_verification(&self) -> usize {
+        self.trials
+            .iter()
+            .filter(|t| t.verified == Some(false))
+            .count()
+    }
+}
+
+/// The result of `hugewise graph info`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InfoReport {
+    /// Graph spec as given.
+    pub graph_spec: String,
+    /// The graph.
+    pub graph: GraphInfo,
+    /// Out-degrees.
+    pub degrees: Degrees,
+    /// Load time.
+    pub load: LoadStats,
+    /// Every array with its size and backing.
+    pub regions: Vec<RegionReport>,
+}

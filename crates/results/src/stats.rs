@@ -1,0 +1,31 @@
+//! Summaries of raw samples (median and spread) and how quiet the machine was while they were taken.
+
+use serde::{Deserialize, Serialize};
+
+/// Median and spread of a set of samples.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Number of samples.
+    pub n: usize,
+    /// Median (mean of the two middle values for even n).
+    pub median: f64,
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+    /// Mean.
+    pub mean: f64,
+    /// Median absolute deviation from the median, relative to the median (0.02 = 2 %).
+    pub mad_rel: f64,
+}
+
+/// CPU use by everything but this process over a window.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Quiet {
+    /// Share of all CPUs' time that other processes and the kernel were busy (0..1).
+    pub others_busy_share: f64,
+    /// Window length.
+    pub window_ms: u64,
+    /// Times the check waited for the machine to calm down before this window.
+    pub waits: u32,
+}

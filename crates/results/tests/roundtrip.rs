@@ -1,0 +1,118 @@
+//! Every kind of saved result reads back and writes out unchanged, from a fixture saved by the
+//! command that makes it.
+
+use std::path::{Path, PathBuf};
+
+use hugewise_results::{AnyResult, Error, Saved};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// Read the fixture, check its kind, and check that writing it again gives the same JSON.
+fn round_trip(name: &str, schema: &str) -> AnyResult {
+    let path = fixture(name);
+    let text = std::fs::read_to_string(&path).expect("fixture");
+    let original: serde_json::Value = serde_json::from_str(&text).expect("json");
+    let r = hugewise_results::read(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(r.schema(), schema, "{name}");
+    let again = r.to_json().expect("serialize");
+    assert_eq!(again, original, "{name} changed on the way through");
+    r
+}
+
+#[test]
+fn sys() {
+    let AnyResult::Machine(s) = round_trip("sys.json", "hugewise/sys") else {
+        panic!("kind")
+    };
+    assert!(s.result.memory.total_bytes > 0);
+    assert!(!s.meta.command.is_empty());
+}
+
+#[test]
+fn faultlat() {
+    round_trip("faultlat.json", "hugewise/faultlat");
+}
+
+#[test]
+fn run_and_graph_info() {
+    let AnyResult::Run(s) = round_trip("run.json", "hugewise/run") else {
+        panic!("kind")
+    };
+    assert_eq!(s.result.failed_verification(), 0);
+    round_trip("graph-info.json", "hugewise/graph-info");
+}
+
+#[test]
+fn bench_pages_and_randread() {
+    round_trip("bench-pages.json", "hugewise/bench-pages");
+    round_trip("bench-randread.json", "hugewise/bench-randread");
+}
+
+#[test]
+fn trace_capture() {
+    round_trip("trace.json", "hugewise/trace");
+}
+
+#[test]
+fn sim_curves_and_reuse() {
+    let AnyResult::Curves(s) = round_trip("sim.json", "hugewise/sim") else {
+        panic!("kind")
+    };
+    assert!(s.result.reuse.is_some());
+    round_trip("sim-reuse.json", "hugewise/sim-reuse");
+}
+
+#[test]
+fn promotion_plan() {
+    let AnyResult::Plans(s) = round_trip("promotion-plan.json", "hugewise/promotion-plan") else {
+        panic!("kind")
+    };
+    s.result.validate().expect("the simulator's plan is valid");
+}
+
+#[test]
+fn env_reports() {
+    for (name, schema) in [
+        ("env-show.json", "hugewise/env-show"),
+        ("env-set.json", "hugewise/env-set"),
+        ("env-action.json", "hugewise/env-action"),
+        ("env-swap.json", "hugewise/env-swap"),
+        ("env-shaped.json", "hugewise/env-shaped"),
+        ("env-restore.json", "hugewise/env-restore"),
+    ] {
+        round_trip(name, schema);
+    }
+}
+
+#[test]
+fn a_kind_read_as_another_is_refused() {
+    let text = std::fs::read_to_string(fixture("faultlat.json")).expect("fixture");
+    let e = Saved::<hugewise_results::run::RunReport>::from_json(&text).expect_err("kind");
+    assert!(e.to_string().contains("hugewise/faultlat"), "{e}");
+}
+
+#[test]
+fn unknown_kinds_newer_versions_and_old_files_are_refused_by_name() {
+    let e = AnyResult::from_json(r#"{"schema": "hugewise/nope", "schema_version": 1}"#)
+        .expect_err("unknown");
+    assert!(e.to_string().contains("hugewise/nope"), "{e}");
+    let e = AnyResult::from_json(r#"{"schema": "hugewise/sys", "schema_version": 99}"#)
+        .expect_err("newer");
+    assert!(matches!(e, Error::Version { found: 99, .. }), "{e}");
+    let e = AnyResult::from_json(r#"{"meta": {}, "kernel": "6.1"}"#).expect_err("old");
+    assert!(e.to_string().contains("schema"), "{e}");
+}
+
+#[test]
+fn a_damaged_file_names_itself() {
+    let d = tempfile::tempdir().expect("tmp");
+    let p = d.path().join("cut.json");
+    let text = std::fs::read_to_string(fixture("run.json")).expect("fixture");
+    std::fs::write(&p, &text[..text.len() / 2]).expect("write");
+    let e = hugewise_results::read(&p).expect_err("truncated");
+    assert!(e.to_string().contains("cut.json"), "{e}");
+}
