@@ -1,11 +1,10 @@
 //! `hugewise env ...`: turn arguments into env-crate calls, print their reports, map the
 //! outcome to an exit code.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use hugewise_env::journal::Lifetime;
 use hugewise_env::pressure::Target;
 use hugewise_env::scoped::{self, CommandSpec, Plan, ProbeSize, SwapPlan};
@@ -16,22 +15,7 @@ use hugewise_results::Saved;
 use hugewise_study::save;
 
 use crate::envcli::{EnvCommand, HoldArgs};
-use crate::{bar, emit, meta};
-
-/// SIGINT, SIGTERM and SIGHUP set this flag instead of killing hugewise, so that it can put the
-/// machine back first.
-fn cancel_flag() -> anyhow::Result<Arc<AtomicBool>> {
-    let flag = Arc::new(AtomicBool::new(false));
-    for sig in [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ] {
-        signal_hook::flag::register(sig, Arc::clone(&flag))
-            .context("installing signal handlers")?;
-    }
-    Ok(flag)
-}
+use crate::{bar, cancel_flag, emit, meta};
 
 fn need_root(what: &str) -> anyhow::Result<()> {
     if !hugewise_sys::caps::is_root() {

@@ -8,6 +8,8 @@ mod simcmd;
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::CommandFactory;
@@ -26,16 +28,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let progress = !cli.no_progress && std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let result = match cli.command {
-        Command::Env(cmd) => envcmd::run(cmd, progress).map(|code| code.clamp(0, 255) as u8),
-        Command::Trace(a) => simcmd::trace(a, progress).map(|()| 0),
-        Command::Sim(a) => simcmd::sim(a, progress).map(|()| 0),
-        other => run(Cli {
-            command: other,
-            no_progress: cli.no_progress,
-        })
-        .map(|()| 0),
-    };
+    let result = run(cli.command, progress);
     match result {
         Ok(0) => ExitCode::SUCCESS,
         Ok(code) => ExitCode::from(code),
@@ -146,9 +139,30 @@ fn phase_progress<'a>(b: &'a ProgressBar, phase: &'static str) -> impl FnMut(u64
     }
 }
 
-fn run(cli: Cli) -> anyhow::Result<()> {
-    let progress = !cli.no_progress;
-    match cli.command {
+/// A flag that SIGINT, SIGTERM and SIGHUP raise instead of killing hugewise, polled by long work
+/// (simulations, shaping) so that it stops cleanly and puts the machine back first.
+fn cancel_flag() -> anyhow::Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(sig, Arc::clone(&flag))
+            .context("installing signal handlers")?;
+    }
+    Ok(flag)
+}
+
+/// Run one command; returns the exit code.
+fn run(command: Command, progress: bool) -> anyhow::Result<u8> {
+    let done: anyhow::Result<()> = match command {
+        // The command run in a shaped machine decides the exit code.
+        Command::Env(cmd) => {
+            return envcmd::run(cmd, progress).map(|code| code.clamp(0, 255) as u8)
+        }
+        Command::Trace(a) => simcmd::trace(a, progress),
+        Command::Sim(a) => simcmd::sim(a, progress),
         Command::Report(a) => {
             let r = hugewise_results::read(&a.file)?;
             let style = if a.markdown {
@@ -318,10 +332,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 emit(&a.output, r, hugewise_report::views::pagebench)
             }
         }
-        // Dispatched in main before run() is called.
-        Command::Env(_) | Command::Trace(_) | Command::Sim(_) => {
-            unreachable!("dispatched in main")
-        }
         Command::Bench(BenchCommand::Randread(a)) => {
             let cfg = randread::Config {
                 bytes: a.size,
@@ -342,5 +352,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 emit(&a.output, r, hugewise_report::views::randread)
             }
         }
-    }
+    };
+    done.map(|()| 0)
 }

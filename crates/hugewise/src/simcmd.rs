@@ -2,8 +2,6 @@
 
 use std::io::BufReader;
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use hugewise_results::sim::ReuseReport;
@@ -16,7 +14,7 @@ use hugewise_trace::meta::Calibration;
 use indicatif::ProgressBar;
 
 use crate::cli::{Output, SimArgs, SimCommand, TraceArgs, TraceImport};
-use crate::{bar, emit, load_options, meta, spinner, usage_error};
+use crate::{bar, cancel_flag, emit, load_options, meta, spinner, usage_error};
 
 struct Bar(ProgressBar);
 
@@ -27,16 +25,6 @@ impl Progress for Bar {
         }
         self.0.set_position(done);
     }
-}
-
-/// A flag raised by Ctrl-C (and SIGTERM), polled by long simulations.
-fn cancel_flag() -> anyhow::Result<Arc<AtomicBool>> {
-    let flag = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&flag))
-            .context("installing a signal handler")?;
-    }
-    Ok(flag)
 }
 
 /// `hugewise trace`.
