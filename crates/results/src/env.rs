@@ -170,7 +170,7 @@ pub enum PressurePages {
     WholeBlocks,
 }
 
-/// What [`hold`] did.
+/// What holding memory (`env pressure`) did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PressureReport {
     /// What was asked.
@@ -181,7 +181,7 @@ pub struct PressureReport {
     pub floor_bytes: u64,
     /// Bytes held.
     pub held_bytes: u64,
-    /// True when [`Pages::WholeBlocks`] ran out of free 2 MiB blocks before the target.
+    /// True when [`PressurePages::WholeBlocks`] ran out of free 2 MiB blocks before the target.
     pub ran_out_of_2m_blocks: bool,
     /// Memory before.
     pub before: MemoryState,
@@ -202,7 +202,7 @@ pub enum FragmentTarget {
     UnusableBytes(u64),
 }
 
-/// What [`fragment`] did.
+/// What fragmenting (`env fragment`) did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FragmentReport {
     /// What was asked.

@@ -178,7 +178,7 @@ pub struct Class {
     pub share_of_pages: f64,
     /// Accesses to them.
     pub accesses: u64,
-    /// Their reuses at distance ≥ [`THRESHOLD`] (each a TLB miss in an LRU TLB of that size).
+    /// Their reuses at distance ≥ 1 024 (the threshold of `hugewise_sim::reuse`) (each a TLB miss in an LRU TLB of that size).
     pub long_reuses: u64,
     /// Their share of all long reuses.
     pub share_of_long_reuses: f64,
@@ -187,7 +187,7 @@ pub struct Class {
 /// The classification.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Classes {
-    /// Pages reused mostly within [`THRESHOLD`] distinct pages.
+    /// Pages reused mostly within 1 024 distinct pages.
     pub tlb_friendly: Class,
     /// TLB-sensitive pages (reused mostly beyond the threshold) with at least the mean number
     /// of long reuses of TLB-sensitive pages: high-reuse TLB-sensitive data.
