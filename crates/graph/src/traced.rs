@@ -1,27 +1,155 @@
-//! The kernels once more, serial, telling a [`Probe`] every data access they make, in program
-//! order: the source of `hugewise trace`. They follow the parallel kernels' algorithms and
-//! arrays (BFS is top-down, as the seeds' BFS; CC links and compresses labels; TC counts
-//! ordered triangles without relabelling), and their results go through the same verifiers.
+//! Access probes: how a kernel tells a tracer every data access it makes, so that `hugewise
+//! trace` records the very kernel `hugewise run` times.
 //!
-//! With [`Off`] as the probe every hook compiles away, so the same code, untraced, measures
-//! how many accesses per second the traced work makes.
+//! Every kernel body is generic over a [`Tracer`]. A tracer hands each rayon worker a
+//! [`Probe`] for a piece of work; the kernel's loads, stores and atomics of its arrays and of
+//! the graph go through the probe's small helpers ([`Probe::load`], [`Probe::cas`],
+//! [`Probe::neighbors`], ...), which tell the probe the address and then do the access. With
+//! [`Off`] as the tracer every hook is an empty inline function, so the timed kernel compiles
+//! to the code it had without probes. With [`Streams`] each worker thread records into its own
+//! [`Record`], one trace stream per thread.
+//!
+//! What is not traced: prefetch hints (the demand load of the same address follows a few
+//! steps later and is recorded then; a hint changes no memory and cannot fault), and
+//! per-thread scratch on the heap (batches of found vertices, delta-stepping's buckets,
+//! sort buffers), which is private to a thread and has no page policy of its own. Every
+//! traced address is therefore inside the graph's or the kernel's regions.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::{Mutex, MutexGuard, TryLockError};
 
 use bytemuck::Pod;
 use hugewise_mem::Region;
 
-use crate::csr::RegionReportExt;
-use crate::kernels::{bc, bfs, cc, pr, sssp, tc, Spec};
-use crate::{Csr, Layout, Result};
+use crate::csr::Side;
+use crate::Csr;
 
-mod threads;
+/// A shared array cell a probe can see loaded, stored and swapped.
+pub trait Atom {
+    /// The value held.
+    type V: Copy + Eq;
+    /// Relaxed load.
+    fn get(&self) -> Self::V;
+    /// Relaxed store.
+    fn set(&self, v: Self::V);
+    /// Relaxed compare-and-swap.
+    fn swap_if(&self, old: Self::V, new: Self::V) -> Result<Self::V, Self::V>;
+    /// Relaxed compare-and-swap that may fail spuriously.
+    fn swap_if_weak(&self, old: Self::V, new: Self::V) -> Result<Self::V, Self::V>;
+}
 
-/// Receives every access.
+macro_rules! atom {
+    ($a:ty, $v:ty) => {
+        impl Atom for $a {
+            type V = $v;
+            #[inline(always)]
+            fn get(&self) -> $v {
+                self.load(Relaxed)
+            }
+            #[inline(always)]
+            fn set(&self, v: $v) {
+                self.store(v, Relaxed)
+            }
+            #[inline(always)]
+            fn swap_if(&self, old: $v, new: $v) -> Result<$v, $v> {
+                self.compare_exchange(old, new, Relaxed, Relaxed)
+            }
+            #[inline(always)]
+            fn swap_if_weak(&self, old: $v, new: $v) -> Result<$v, $v> {
+                self.compare_exchange_weak(old, new, Relaxed, Relaxed)
+            }
+        }
+    };
+}
+atom!(AtomicU32, u32);
+atom!(AtomicU64, u64);
+
+#[inline(always)]
+fn addr<T>(x: &T) -> usize {
+    x as *const T as usize
+}
+
+/// Receives the accesses of one thread's piece of work. Only [`Probe::touch`] is a probe's
+/// own; the helpers report an access and then make it.
 pub trait Probe {
     /// A load (`write` false) or store at `addr`.
     fn touch(&mut self, addr: usize, write: bool);
+
+    /// Read plain memory (the graph, or an array only this thread writes).
+    #[inline(always)]
+    fn read<T: Copy>(&mut self, x: &T) -> T {
+        self.touch(addr(x), false);
+        *x
+    }
+
+    /// Write plain memory this thread owns.
+    #[inline(always)]
+    fn write<T>(&mut self, x: &mut T, v: T) {
+        self.touch(addr(x), true);
+        *x = v;
+    }
+
+    /// Relaxed atomic load.
+    #[inline(always)]
+    fn load<A: Atom>(&mut self, x: &A) -> A::V {
+        self.touch(addr(x), false);
+        x.get()
+    }
+
+    /// Relaxed atomic store.
+    #[inline(always)]
+    fn store<A: Atom>(&mut self, x: &A, v: A::V) {
+        self.touch(addr(x), true);
+        x.set(v)
+    }
+
+    /// Compare-and-swap, recorded as a store when it succeeds and a load when it fails.
+    #[inline(always)]
+    fn cas<A: Atom>(&mut self, x: &A, old: A::V, new: A::V) -> Result<A::V, A::V> {
+        let r = x.swap_if(old, new);
+        self.touch(addr(x), r.is_ok());
+        r
+    }
+
+    /// Weak compare-and-swap, recorded as [`Probe::cas`] is.
+    #[inline(always)]
+    fn cas_weak<A: Atom>(&mut self, x: &A, old: A::V, new: A::V) -> Result<A::V, A::V> {
+        let r = x.swap_if_weak(old, new);
+        self.touch(addr(x), r.is_ok());
+        r
+    }
+
+    /// Atomic OR, recorded as a store.
+    #[inline(always)]
+    fn fetch_or(&mut self, x: &AtomicU64, v: u64) -> u64 {
+        self.touch(addr(x), true);
+        x.fetch_or(v, Relaxed)
+    }
+
+    /// Where `v`'s list sits in `s.edges`: two offset loads.
+    #[inline(always)]
+    fn range(&mut self, s: Side<'_>, v: u32) -> Range<usize> {
+        let v = v as usize;
+        self.read(&s.offsets[v]) as usize..self.read(&s.offsets[v + 1]) as usize
+    }
+
+    /// `v`'s neighbours; the offsets are recorded now, each element when the caller
+    /// [`Probe::read`]s it.
+    #[inline(always)]
+    fn neighbors<'a>(&mut self, s: Side<'a>, v: u32) -> &'a [u32] {
+        let r = self.range(s, v);
+        &s.edges[r]
+    }
+
+    /// `v`'s degree: two offset loads.
+    #[inline(always)]
+    fn degree(&mut self, s: Side<'_>, v: u32) -> usize {
+        self.range(s, v).len()
+    }
 }
 
-/// No tracing.
+/// No tracing: every hook compiles away.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Off;
 
@@ -30,36 +158,151 @@ impl Probe for Off {
     fn touch(&mut self, _: usize, _: bool) {}
 }
 
-/// Counts accesses (for tests and dry runs).
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Count {
-    /// Loads.
-    pub loads: u64,
-    /// Stores.
-    pub stores: u64,
+/// Hands each rayon worker a probe for a piece of work. A kernel takes a probe at the start of
+/// a piece that runs no parallel work inside (a `for_each_init` leaf, a broadcast body, a
+/// serial step) and drops it at the end.
+pub trait Tracer: Sync {
+    /// The probe of one piece of work.
+    type Probe<'a>: Probe
+    where
+        Self: 'a;
+    /// The calling thread's probe.
+    fn probe(&self) -> Self::Probe<'_>;
 }
 
-impl Probe for Count {
-    fn touch(&mut self, _: usize, write: bool) {
-        if write {
-            self.stores += 1;
-        } else {
-            self.loads += 1;
+impl Tracer for Off {
+    type Probe<'a> = Off;
+    #[inline(always)]
+    fn probe(&self) -> Off {
+        Off
+    }
+}
+
+/// One probe per worker thread of the pool the kernel runs in, chosen by
+/// `rayon::current_thread_index()` (a thread outside any pool gets the first).
+#[derive(Debug)]
+pub struct PerThread<P> {
+    slots: Vec<Mutex<P>>,
+}
+
+impl<P: Probe + Send> PerThread<P> {
+    /// A slot for each probe; the kernel's pool should have as many threads (more share slots).
+    pub fn new(probes: Vec<P>) -> PerThread<P> {
+        PerThread {
+            slots: probes.into_iter().map(Mutex::new).collect(),
+        }
+    }
+
+    /// The probe of thread `i`, for what happens outside the kernel (the first-touch
+    /// prologue).
+    pub fn slot(&self, i: usize) -> MutexGuard<'_, P> {
+        lock(&self.slots[i % self.slots.len()])
+    }
+
+    /// The probes back, in thread order.
+    pub fn into_inner(self) -> Vec<P> {
+        self.slots
+            .into_iter()
+            .map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
+            .collect()
+    }
+}
+
+fn lock<P>(m: &Mutex<P>) -> MutexGuard<'_, P> {
+    // A panic in a kernel propagates to the caller, which then discards the trace: the
+    // probe's state is not worth refusing.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl<P: Probe + Send> Tracer for PerThread<P> {
+    type Probe<'a>
+        = MutexGuard<'a, P>
+    where
+        P: 'a;
+
+    fn probe(&self) -> MutexGuard<'_, P> {
+        let i = rayon::current_thread_index().unwrap_or(0);
+        if i >= self.slots.len() {
+            return lock(&self.slots[i % self.slots.len()]);
+        }
+        match self.slots[i].try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(e)) => e.into_inner(),
+            // Only this thread takes this slot: it already holds it, so a kernel kept a probe
+            // across a parallel step, which would deadlock.
+            Err(TryLockError::WouldBlock) => {
+                panic!("thread {i} took its probe twice: a kernel held one across parallel work")
+            }
         }
     }
 }
 
-#[inline(always)]
-fn ld<T: Copy, P: Probe>(p: &mut P, s: &[T], i: usize) -> T {
-    p.touch(&s[i] as *const T as usize, false);
-    s[i]
+impl<P: Probe> Probe for MutexGuard<'_, P> {
+    #[inline(always)]
+    fn touch(&mut self, addr: usize, write: bool) {
+        (**self).touch(addr, write)
+    }
 }
 
-#[inline(always)]
-fn st<T, P: Probe>(p: &mut P, s: &mut [T], i: usize, v: T) {
-    p.touch(&s[i] as *const T as usize, true);
-    s[i] = v;
+/// Where a full batch of a [`Record`] goes; it returns an empty buffer to fill next.
+pub type Ship = Box<dyn FnMut(Vec<u64>) -> Vec<u64> + Send>;
+
+/// One thread's recording: accesses encoded as `addr << 1 | write`, shipped in batches.
+pub struct Record {
+    buf: Vec<u64>,
+    batch: usize,
+    count: u64,
+    ship: Ship,
 }
+
+impl std::fmt::Debug for Record {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Record")
+            .field("batch", &self.batch)
+            .field("count", &self.count)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Record {
+    /// Ship every `batch` accesses to `ship`.
+    pub fn new(batch: usize, ship: Ship) -> Record {
+        let batch = batch.max(1);
+        Record {
+            buf: Vec::with_capacity(batch.min(1 << 20)),
+            batch,
+            count: 0,
+            ship,
+        }
+    }
+
+    /// Accesses recorded so far.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Ship what is buffered (at the end of the run).
+    #[cold]
+    pub fn flush(&mut self) {
+        let full = std::mem::take(&mut self.buf);
+        self.buf = (self.ship)(full);
+        self.buf.clear();
+    }
+}
+
+impl Probe for Record {
+    #[inline(always)]
+    fn touch(&mut self, addr: usize, write: bool) {
+        self.buf.push(((addr as u64) << 1) | u64::from(write));
+        self.count += 1;
+        if self.buf.len() >= self.batch {
+            self.flush();
+        }
+    }
+}
+
+/// The recording tracer: one [`Record`] per worker thread.
+pub type Streams = PerThread<Record>;
 
 /// One array of the traced program.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,11 +315,19 @@ pub struct Span {
     pub bytes: u64,
 }
 
-fn span<T: Pod>(r: &Region<T>) -> Span {
-    Span {
-        name: r.name().to_string(),
-        base: r.addr() as u64,
-        bytes: r.data_bytes() as u64,
+impl Span {
+    /// The span of a region.
+    pub fn of<T: Pod>(r: &Region<T>) -> Span {
+        Span {
+            name: r.name().to_string(),
+            base: r.addr() as u64,
+            bytes: r.data_bytes() as u64,
+        }
+    }
+
+    /// Whether `addr` falls inside.
+    pub fn holds(&self, addr: u64) -> bool {
+        addr >= self.base && addr < self.base + self.bytes
     }
 }
 
@@ -85,14 +336,14 @@ pub fn graph_spans(g: &Csr) -> Vec<Span> {
     let mut out = Vec::new();
     for (a, prefix) in [(Some(g.out_adjacency()), ""), (g.in_adjacency(), "in-")] {
         let Some(a) = a else { continue };
-        let mut s = span(&a.offsets);
+        let mut s = Span::of(&a.offsets);
         s.name = format!("{prefix}{}", s.name);
         out.push(s);
-        let mut s = span(&a.edges);
+        let mut s = Span::of(&a.edges);
         s.name = format!("{prefix}{}", s.name);
         out.push(s);
         if let Some(w) = &a.weights {
-            let mut s = span(w);
+            let mut s = Span::of(w);
             s.name = format!("{prefix}{}", s.name);
             out.push(s);
         }
@@ -113,422 +364,182 @@ pub fn first_touch<P: Probe>(spans: &[Span], p: &mut P) {
     }
 }
 
-/// A traced kernel with its working arrays.
-pub struct Traced {
-    spec: Spec,
-    u32s: Vec<Region<u32>>,
-    f32s: Vec<Region<f32>>,
-    f64s: Vec<Region<f64>>,
-    last_change: f64,
-    triangles: u64,
-}
-
-impl Traced {
-    /// Create the arrays of `spec` for `g` (property arrays first, then frontier ones).
-    pub fn new(spec: Spec, layout: &Layout, g: &Csr) -> Result<Traced> {
-        let n = g.n();
-        let (mut u32s, mut f32s, mut f64s) = (Vec::new(), Vec::new(), Vec::new());
-        match spec {
-            Spec::Bfs { .. } => {
-                u32s.push(layout.region("property", "property", n)?);
-                u32s.push(layout.region("frontier", "frontier", n)?);
-            }
-            Spec::Sssp { .. } => u32s.push(layout.region("property", "property", n)?),
-            Spec::Pr { .. } => {
-                f32s.push(layout.region("property", "property", n)?);
-                f32s.push(layout.region("property", "property-contrib", n)?);
-            }
-            Spec::Cc { .. } => u32s.push(layout.region("property", "property", n)?),
-            Spec::Bc { .. } => {
-                u32s.push(layout.region("property", "property-depth", n)?);
-                f64s.push(layout.region("property", "property-paths", n)?);
-                f32s.push(layout.region("property", "property-delta", n)?);
-                f32s.push(layout.region("property", "property", n)?);
-                u32s.push(layout.region("frontier", "frontier", n)?);
-            }
-            Spec::Tc => {}
-        }
-        Ok(Traced {
-            spec,
-            u32s,
-            f32s,
-            f64s,
-            last_change: 0.0,
-            triangles: 0,
-        })
-    }
-
-    /// The kernel's arrays, in allocation order.
-    pub fn spans(&self) -> Vec<Span> {
-        let mut v: Vec<Span> = self.u32s.iter().map(span).collect();
-        v.extend(self.f32s.iter().map(span));
-        v.extend(self.f64s.iter().map(span));
-        v.sort_by_key(|s| s.base);
-        v
-    }
-
-    /// How the kernel's arrays are backed (page sizes the kernel gave).
-    pub fn regions(&self) -> Result<Vec<crate::csr::RegionReport>> {
-        let mut v = Vec::new();
-        for r in &self.u32s {
-            v.push(crate::csr::RegionReport::of(r)?);
-        }
-        for r in &self.f32s {
-            v.push(crate::csr::RegionReport::of(r)?);
-        }
-        for r in &self.f64s {
-            v.push(crate::csr::RegionReport::of(r)?);
-        }
-        Ok(v)
-    }
-
-    /// Run once from `sources`, telling `p` every access.
-    pub fn run<P: Probe>(&mut self, g: &Csr, sources: &[u32], p: &mut P) {
-        match self.spec {
-            Spec::Bfs { .. } => self.bfs(g, sources[0], p),
-            Spec::Sssp { delta } => self.sssp(g, sources[0], delta, p),
-            Spec::Pr {
-                tolerance,
-                max_iters,
-                ..
-            } => self.pr(g, tolerance, max_iters, p),
-            Spec::Cc { .. } => self.cc(g, p),
-            Spec::Bc { .. } => self.bc(g, sources, p),
-            Spec::Tc => self.triangles = tc_ordered(g, p),
-        }
-    }
-
-    /// Check the last run with the parallel kernel's verifier.
-    pub fn verify(&self, g: &Csr, sources: &[u32]) -> std::result::Result<(), String> {
-        match self.spec {
-            Spec::Bfs { .. } => bfs::verify(g, sources[0], &self.u32s[0]),
-            Spec::Sssp { .. } => sssp::verify(g, sources[0], &self.u32s[0]),
-            Spec::Pr { .. } => pr::verify(g, &self.f32s[0], self.last_change),
-            Spec::Cc { .. } => cc::verify(g, &self.u32s[0]),
-            Spec::Bc { .. } => bc::verify(g, sources, &self.f32s[1]),
-            Spec::Tc => {
-                let want = tc::verify_count(g);
-                if want == self.triangles {
-                    Ok(())
-                } else {
-                    Err(format!(
-                        "counted {} triangles, expected {want}",
-                        self.triangles
-                    ))
-                }
-            }
-        }
-    }
-
-    fn bfs<P: Probe>(&mut self, g: &Csr, src: u32, p: &mut P) {
-        let off = &g.out_adjacency().offsets;
-        let edges = &g.out_adjacency().edges;
-        let (parent, rest) = self.u32s.split_at_mut(1);
-        let (parent, queue) = (&mut parent[0][..], &mut rest[0][..]);
-        for v in 0..parent.len() {
-            st(p, parent, v, bfs::NONE);
-        }
-        st(p, parent, src as usize, src);
-        st(p, queue, 0, src);
-        let (mut head, mut tail) = (0, 1);
-        while head < tail {
-            let u = ld(p, queue, head) as usize;
-            head += 1;
-            let (a, b) = (ld(p, off, u) as usize, ld(p, off, u + 1) as usize);
-            for e in a..b {
-                let v = ld(p, edges, e) as usize;
-                if ld(p, parent, v) == bfs::NONE {
-                    st(p, parent, v, u as u32);
-                    st(p, queue, tail, v as u32);
-                    tail += 1;
-                }
-            }
-        }
-    }
-
-    fn sssp<P: Probe>(&mut self, g: &Csr, src: u32, delta: u32, p: &mut P) {
-        let adj = g.out_adjacency();
-        let (off, edges) = (&adj.offsets, &adj.edges);
-        let Some(weights) = adj.weights.as_ref() else {
-            return;
-        };
-        let dist = &mut self.u32s[0][..];
-        let delta = delta.max(1);
-        for v in 0..dist.len() {
-            st(p, dist, v, sssp::INF);
-        }
-        st(p, dist, src as usize, 0);
-        // Buckets are heap vectors, as in the parallel kernel; their accesses fall outside
-        // the named arrays.
-        let mut buckets: Vec<Vec<u32>> = vec![vec![src]];
-        let mut i = 0;
-        while i < buckets.len() {
-            while !buckets[i].is_empty() {
-                let list = std::mem::take(&mut buckets[i]);
-                for k in 0..list.len() {
-                    let u = ld(p, &list, k) as usize;
-                    let du = ld(p, dist, u);
-                    if du / delta != i as u32 {
-                        continue;
-                    }
-                    let (a, b) = (ld(p, off, u) as usize, ld(p, off, u + 1) as usize);
-                    for e in a..b {
-                        let v = ld(p, edges, e) as usize;
-                        let nd = du + ld(p, weights, e);
-                        if nd < ld(p, dist, v) {
-                            st(p, dist, v, nd);
-                            let bi = (nd / delta) as usize;
-                            if bi >= buckets.len() {
-                                buckets.resize_with(bi + 1, Vec::new);
-                            }
-                            let bucket = &mut buckets[bi];
-                            bucket.push(v as u32);
-                            p.touch(bucket.as_ptr() as usize + 4 * (bucket.len() - 1), true);
-                        }
-                    }
-                }
-            }
-            i += 1;
-        }
-    }
-
-    fn pr<P: Probe>(&mut self, g: &Csr, tolerance: f64, max_iters: u32, p: &mut P) {
-        let n = g.n();
-        let out = g.out_adjacency();
-        let inc = g.in_adjacency().unwrap_or(out);
-        let (score, contrib) = self.f32s.split_at_mut(1);
-        let (score, contrib) = (&mut score[0][..], &mut contrib[0][..]);
-        let base = ((1.0 - pr::DAMPING) / n as f64) as f32;
-        for v in 0..n {
-            st(p, score, v, 1.0 / n as f32);
-        }
-        self.last_change = f64::INFINITY;
-        for _ in 0..max_iters {
-            for u in 0..n {
-                let deg = ld(p, &out.offsets, u + 1) - ld(p, &out.offsets, u);
-                let c = if deg == 0 {
-                    0.0
-                } else {
-                    ld(p, score, u) / deg as f32
-                };
-                st(p, contrib, u, c);
-            }
-            let mut change = 0.0f64;
-            for v in 0..n {
-                let (a, b) = (
-                    ld(p, &inc.offsets, v) as usize,
-                    ld(p, &inc.offsets, v + 1) as usize,
-                );
-                let mut sum = 0.0f32;
-                for e in a..b {
-                    let u = ld(p, &inc.edges, e) as usize;
-                    sum += ld(p, contrib, u);
-                }
-                let new = base + pr::DAMPING as f32 * sum;
-                change += f64::from((new - ld(p, score, v)).abs());
-                st(p, score, v, new);
-            }
-            self.last_change = change;
-            if change < tolerance {
-                break;
-            }
-        }
-    }
-
-    fn cc<P: Probe>(&mut self, g: &Csr, p: &mut P) {
-        let adj = g.out_adjacency();
-        let comp = &mut self.u32s[0][..];
-        let n = comp.len();
-        for v in 0..n {
-            st(p, comp, v, v as u32);
-        }
-        fn find<P: Probe>(p: &mut P, comp: &mut [u32], mut x: usize) -> usize {
-            loop {
-                let up = ld(p, comp, x) as usize;
-                if up == x {
-                    return x;
-                }
-                let upper = ld(p, comp, up) as usize;
-                st(p, comp, x, upper as u32);
-                x = up;
-            }
-        }
-        for u in 0..n {
-            let (a, b) = (
-                ld(p, &adj.offsets, u) as usize,
-                ld(p, &adj.offsets, u + 1) as usize,
-            );
-            for e in a..b {
-                let v = ld(p, &adj.edges, e) as usize;
-                let (ru, rv) = (find(p, comp, u), find(p, comp, v));
-                if ru != rv {
-                    st(p, comp, ru.max(rv), ru.min(rv) as u32);
-                }
-            }
-        }
-        for v in 0..n {
-            let r = find(p, comp, v);
-            st(p, comp, v, r as u32);
-        }
-    }
-
-    fn bc<P: Probe>(&mut self, g: &Csr, sources: &[u32], p: &mut P) {
-        let adj = g.out_adjacency();
-        let (off, edges) = (&adj.offsets, &adj.edges);
-        let (depth, order) = self.u32s.split_at_mut(1);
-        let (depth, order) = (&mut depth[0][..], &mut order[0][..]);
-        let paths = &mut self.f64s[0][..];
-        let (delta, scores) = self.f32s.split_at_mut(1);
-        let (delta, scores) = (&mut delta[0][..], &mut scores[0][..]);
-        let n = depth.len();
-        for v in 0..n {
-            st(p, scores, v, 0.0);
-        }
-        for &s in sources {
-            for v in 0..n {
-                st(p, depth, v, u32::MAX);
-                st(p, paths, v, 0.0);
-                st(p, delta, v, 0.0);
-            }
-            st(p, depth, s as usize, 0);
-            st(p, paths, s as usize, 1.0);
-            st(p, order, 0, s);
-            let (mut head, mut tail) = (0, 1);
-            while head < tail {
-                let u = ld(p, order, head) as usize;
-                head += 1;
-                let du = ld(p, depth, u);
-                for e in ld(p, off, u) as usize..ld(p, off, u + 1) as usize {
-                    let v = ld(p, edges, e) as usize;
-                    let mut dv = ld(p, depth, v);
-                    if dv == u32::MAX {
-                        dv = du + 1;
-                        st(p, depth, v, dv);
-                        st(p, order, tail, v as u32);
-                        tail += 1;
-                    }
-                    if dv == du + 1 {
-                        let x = ld(p, paths, v) + ld(p, paths, u);
-                        st(p, paths, v, x);
-                    }
-                }
-            }
-            for k in (0..tail).rev() {
-                let u = ld(p, order, k) as usize;
-                let du = ld(p, depth, u);
-                let mut acc = 0.0f64;
-                for e in ld(p, off, u) as usize..ld(p, off, u + 1) as usize {
-                    let v = ld(p, edges, e) as usize;
-                    if ld(p, depth, v) == du + 1 {
-                        acc +=
-                            ld(p, paths, u) / ld(p, paths, v) * (1.0 + f64::from(ld(p, delta, v)));
-                    }
-                }
-                st(p, delta, u, acc as f32);
-                if u != s as usize {
-                    let x = ld(p, scores, u) + acc as f32;
-                    st(p, scores, u, x);
-                }
-            }
-        }
-        let mut max = 0.0f32;
-        for v in 0..n {
-            max = max.max(ld(p, scores, v));
-        }
-        if max > 0.0 {
-            for v in 0..n {
-                let x = ld(p, scores, v) / max;
-                st(p, scores, v, x);
-            }
-        }
-    }
-}
-
-/// Ordered triangle count: for u, each neighbour v < u, each common neighbour w < v.
-fn tc_ordered<P: Probe>(g: &Csr, p: &mut P) -> u64 {
-    let adj = g.out_adjacency();
-    (0..g.n())
-        .map(|u| tc_from(&adj.offsets, &adj.edges, u, p))
-        .sum()
-}
-
-/// The triangles counted from `u`.
-fn tc_from<P: Probe>(off: &[u64], edges: &[u32], u: usize, p: &mut P) -> u64 {
-    let mut count = 0u64;
-    let (ua, ub) = (ld(p, off, u) as usize, ld(p, off, u + 1) as usize);
-    for e in ua..ub {
-        let v = ld(p, edges, e) as usize;
-        if v > u {
-            break;
-        }
-        let mut it = ua;
-        let (va, vb) = (ld(p, off, v) as usize, ld(p, off, v + 1) as usize);
-        for f in va..vb {
-            let w = ld(p, edges, f);
-            if w as usize > v {
-                break;
-            }
-            while it < ub && ld(p, edges, it) < w {
-                it += 1;
-            }
-            if it < ub && ld(p, edges, it) == w {
-                count += 1;
-            }
-        }
-    }
-    count
-}
-
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
     use crate::kernels::testing::generated;
-    use crate::kernels::{pick_sources, Spec};
+    use crate::kernels::{bfs, pick_sources, Kernel, Outcome, Spec, SpecExt};
+    use crate::Layout;
+
+    fn pool(threads: usize) -> rayon::ThreadPool {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("pool")
+    }
+
+    /// Every stream's accesses of one traced run of `k` in `pool`.
+    fn record(
+        k: &mut dyn Kernel,
+        pool: &rayon::ThreadPool,
+        g: &Csr,
+        sources: &[u32],
+    ) -> Vec<Vec<u64>> {
+        let threads = pool.current_num_threads();
+        let sinks: Vec<Arc<Mutex<Vec<u64>>>> = (0..threads).map(|_| Arc::default()).collect();
+        let recs = sinks
+            .iter()
+            .map(|sink| {
+                let sink = Arc::clone(sink);
+                // A small batch, so that shipping mid-run is exercised too.
+                Record::new(
+                    1000,
+                    Box::new(move |mut full: Vec<u64>| {
+                        lock(&sink).extend_from_slice(&full);
+                        full.clear();
+                        full
+                    }),
+                )
+            })
+            .collect();
+        let streams = PerThread::new(recs);
+        pool.install(|| k.trace(g, sources, &streams))
+            .expect("trace");
+        let mut counts = Vec::new();
+        for mut r in streams.into_inner() {
+            r.flush();
+            counts.push(r.count());
+        }
+        let got: Vec<Vec<u64>> = sinks.iter().map(|s| lock(s).clone()).collect();
+        for (c, s) in counts.iter().zip(&got) {
+            assert_eq!(*c, s.len() as u64, "a stream's count is what it shipped");
+        }
+        got
+    }
+
+    /// A kernel of `spec` on `g`, warmed up and traced on `threads` threads: its spans and
+    /// every stream's accesses.
+    fn traced(
+        spec: Spec,
+        g: &Csr,
+        sources: &[u32],
+        threads: usize,
+    ) -> (Box<dyn Kernel>, Vec<Span>, Vec<Vec<u64>>) {
+        let pool = pool(threads);
+        let mut k = pool
+            .install(|| spec.create(&Layout::default(), g.n()))
+            .expect("kernel");
+        pool.install(|| k.run(g, sources)).expect("warm-up");
+        let got = record(k.as_mut(), &pool, g, sources);
+        let mut spans = graph_spans(g);
+        spans.extend(k.spans());
+        (k, spans, got)
+    }
 
     #[test]
-    fn every_traced_kernel_verifies_and_reports_accesses() {
-        let layout = Layout::default();
+    fn every_traced_kernel_verifies_and_stays_in_its_regions() {
+        // Threads take work as they free up, so on a small graph one may find none left in a
+        // kernel; over all six each must have had some.
+        let mut per_thread = [0u64; 3];
         for name in ["bfs", "sssp", "pr", "cc", "bc", "tc"] {
             let spec = Spec::default_for(name).expect("kernel");
-            let g = generated("kron:10", true, spec.needs_weights());
-            let sources = pick_sources(&g, 7, spec.sources_per_trial().max(1)).expect("sources");
-            let mut t = Traced::new(spec, &layout, &g).expect("arrays");
-            let mut c = Count::default();
-            t.run(&g, &sources, &mut c);
-            t.verify(&g, &sources)
-                .unwrap_or_else(|e| panic!("{name}: {e}"));
-            assert!(c.loads > g.arcs() / 2, "{name}: {c:?}");
-            let mut off = Off;
-            t.run(&g, &sources, &mut off);
-            t.verify(&g, &sources).expect("untraced run verifies too");
+            let g = generated("kron:12", true, spec.needs_weights());
+            let sources = pick_sources(&g, 7, spec.sources_per_trial()).expect("sources");
+            for threads in [1, 3] {
+                let (k, spans, streams) = traced(spec, &g, &sources, threads);
+                k.verify(&g, &sources)
+                    .unwrap_or_else(|e| panic!("{name} on {threads} threads: {e}"));
+                let all: Vec<u64> = streams.concat();
+                // At least a pass over a vertex array (a direction-optimizing BFS reads far
+                // fewer arcs than there are).
+                assert!(all.len() > g.n(), "{name}: {} accesses", all.len());
+                for &a in &all {
+                    let at = a >> 1;
+                    assert!(
+                        spans.iter().any(|s| s.holds(at)),
+                        "{name}: {at:#x} outside every array ({spans:?})"
+                    );
+                }
+                if threads == 3 {
+                    for (t, s) in per_thread.iter_mut().zip(&streams) {
+                        *t += s.len() as u64;
+                    }
+                }
+            }
+        }
+        assert!(per_thread.iter().all(|&n| n > 0), "{per_thread:?}");
+    }
+
+    #[test]
+    fn one_thread_traces_the_same_every_run() {
+        for name in ["bfs", "sssp", "cc", "bc", "tc"] {
+            let spec = Spec::default_for(name).expect("kernel");
+            let g = generated("kron:11", true, spec.needs_weights());
+            let sources = pick_sources(&g, 3, spec.sources_per_trial()).expect("sources");
+            let (mut k, _, first) = traced(spec, &g, &sources, 1);
+            let again = record(k.as_mut(), &pool(1), &g, &sources);
+            assert_eq!(first.len(), 1);
+            assert!(first == again, "{name}: two one-thread traces differ");
         }
     }
 
     #[test]
-    fn bfs_accesses_fall_in_its_arrays() {
-        struct Within(Vec<Span>, u64);
-        impl Probe for Within {
-            fn touch(&mut self, addr: usize, _: bool) {
-                let a = addr as u64;
-                assert!(
-                    self.0.iter().any(|s| a >= s.base && a < s.base + s.bytes),
-                    "{a:#x} outside every array"
-                );
-                self.1 += 1;
-            }
+    fn the_traced_bfs_is_the_direction_optimizing_one() {
+        let g = generated("kron:14", true, false);
+        let src = pick_sources(&g, 1, 1).expect("source");
+        let bits_loads = |mode: bfs::Mode| {
+            let (k, spans, streams) = traced(Spec::Bfs { mode }, &g, &src, 2);
+            k.verify(&g, &src).expect("verifies");
+            let Outcome::Bfs(stats) = k.outcome(&g) else {
+                panic!("not a bfs outcome")
+            };
+            let bits = spans
+                .iter()
+                .find(|s| s.name == "frontier-bits")
+                .expect("bitmap span")
+                .clone();
+            let loads = streams
+                .concat()
+                .iter()
+                .filter(|&&a| a & 1 == 0 && bits.holds(a >> 1))
+                .count();
+            (stats, loads)
+        };
+        let default = Spec::default_for("bfs").expect("bfs");
+        let Spec::Bfs { mode } = default else {
+            panic!("{default:?}")
+        };
+        let (stats, loads) = bits_loads(mode);
+        assert!(stats.bottom_up_steps > 0, "{stats:?}");
+        // Bottom-up steps read the frontier bitmap; the trace has those reads.
+        assert!(loads > 0, "no bitmap reads in the default BFS's trace");
+        let (stats, loads) = bits_loads(bfs::Mode::TopDown);
+        assert_eq!(stats.bottom_up_steps, 0);
+        assert_eq!(loads, 0, "a top-down BFS reads no bitmap");
+    }
+
+    #[test]
+    fn a_record_ships_full_batches_and_the_rest_on_flush() {
+        let shipped: Arc<Mutex<Vec<usize>>> = Arc::default();
+        let s = Arc::clone(&shipped);
+        let mut r = Record::new(
+            4,
+            Box::new(move |mut full: Vec<u64>| {
+                lock(&s).push(full.len());
+                full.clear();
+                full
+            }),
+        );
+        let x = [7u32; 10];
+        for v in &x {
+            r.read(v);
         }
-        let g = generated("urand:10", true, false);
-        let spec = Spec::default_for("bfs").expect("bfs");
-        let mut t = Traced::new(spec, &Layout::default(), &g).expect("arrays");
-        let mut spans = graph_spans(&g);
-        spans.extend(t.spans());
-        let mut w = Within(spans.clone(), 0);
-        first_touch(&spans, &mut w);
-        let pages: u64 = spans.iter().map(|s| s.bytes.div_ceil(4096)).sum();
-        assert_eq!(w.1, pages);
-        t.run(&g, &[0], &mut w);
-        // n parent inits + for each reached vertex a queue read, two offsets; an edge read
-        // and a parent read per arc of reached vertices.
-        assert!(w.1 > pages + g.n() as u64 + g.arcs());
+        r.store(&AtomicU32::new(0), 1);
+        assert_eq!(*lock(&shipped), [4, 4]);
+        r.flush();
+        assert_eq!(*lock(&shipped), [4, 4, 3]);
+        assert_eq!(r.count(), 11);
     }
 }

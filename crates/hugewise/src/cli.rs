@@ -87,9 +87,10 @@ base, thp, thp-prefix:<size|%>, hugetlb-2m, hugetlb-1g.")]
   hugewise trace lackey lackey.txt --out prog.hwt
   valgrind --tool=lackey --trace-mem=yes --log-fd=1 ./prog | hugewise trace lackey - --out prog.hwt
 
-The traced kernels are twins of `hugewise run`'s (bfs is top-down, as the seeds' BFS), verified
-like them: serial by default, so that the trace is the same on every run; with --threads N, N
-threads share the work as a parallel run's do and each records its own stream. The trace
+The traced kernel is `hugewise run`'s own (one body, traced or not; bfs is direction-optimizing
+unless --mode top-down), verified like it: on one thread by default, so that the trace is the
+same on every run; with --threads N it runs in a pool of N threads, as `run --threads N` does,
+and each thread records its own stream. The trace
 starts with one store per 4 KiB page of every array in allocation order (what loading did, in
 the first stream), then the kernel's accesses in program order. Untraced
 runs of the same code give the simulator its clock; they are saved beside the trace in
@@ -512,7 +513,7 @@ pub struct TraceArgs {
     #[arg(long, default_value = "run.hwt")]
     pub out: PathBuf,
     /// Threads, each recording its own stream (the simulator gives each its own TLBs and
-    /// PCC). 1 runs the serial twins, whose trace is the same on every run.
+    /// PCC). With 1 the trace is the same on every run.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub threads: u16,
     /// Untraced runs of the same code, timed for the simulator's clock (0: none).

@@ -244,7 +244,7 @@ fn bad_inputs_are_named() {
     fails_with(&hw(&["sim"]), "--trace FILE is required");
 }
 
-/// `trace --calibrate` times the untraced twin on a copy all on 4 KiB pages and a copy asking
+/// `trace --calibrate` times the untraced kernel on a copy all on 4 KiB pages and a copy asking
 /// for THP, and keeps the times in the sidecar, where `sim` finds them for its cost model.
 #[test]
 fn calibration_runs_reach_the_sidecar_and_the_cost_model() {

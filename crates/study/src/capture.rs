@@ -1,21 +1,24 @@
-//! `hugewise trace`: load a graph as `hugewise run` does, run a kernel's traced twin once and
-//! write every access to a `.hwt` trace, with a sidecar saying what was traced and how many
-//! accesses per second the same work makes untraced (the simulator's clock).
+//! `hugewise trace`: load a graph and create a kernel as `hugewise run` does, run the kernel
+//! once with a recording tracer and write every access to a `.hwt` trace, with a sidecar
+//! saying what was traced and how many accesses per second the same kernel makes untraced
+//! (the simulator's clock). The traced and the timed runs are one body
+//! ([`hugewise_graph::kernels::Kernel::trace`] and `run`), in a pool of `--threads` threads.
 //!
-//! Serial, the kernel runs on one core and the encoder on the other: accesses are handed over
-//! in batches, so tracing costs the kernel a store per access. On several threads each thread
-//! records its own stream and hands over smaller batches, so that the file's blocks interleave
-//! the streams about as the threads ran.
+//! On one thread the kernel runs on one core and the encoder on the other: accesses are handed
+//! over in batches, so tracing costs the kernel a store per access, and the trace is the same
+//! on every run. On several threads each worker records its own stream and hands over smaller
+//! batches, so that the file's blocks interleave the streams about as the threads ran.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Instant;
 
-use hugewise_graph::kernels::Spec;
+use hugewise_graph::kernels::{Kernel, Spec, SpecExt};
 use hugewise_graph::load::{Input, LoadOptions};
 use hugewise_graph::reorder::Method;
-use hugewise_graph::traced::{self, Probe, Span, Traced};
+use hugewise_graph::traced::{self, PerThread, Record, Span, Streams};
+use hugewise_graph::Csr;
 use hugewise_graph::Layout;
 use hugewise_trace::{meta, Header, Region, TraceMeta, Writer};
 
@@ -41,7 +44,8 @@ pub struct Config {
     pub layout: Layout,
     /// The kernel.
     pub kernel: Spec,
-    /// Threads, each recording its own stream (1: the serial twins).
+    /// Threads of the kernel's pool, each recording its own stream (1: one stream, the same on
+    /// every run).
     pub threads: usize,
     /// Reorder the vertices after loading.
     pub reorder: Option<Method>,
@@ -57,48 +61,14 @@ pub struct Config {
     pub calibrate_runs: u32,
 }
 
-/// One thread's probe: buffers its accesses and ships full batches to the encoder.
-struct Recorder {
-    stream: u16,
-    batch: usize,
-    buf: Vec<u64>,
-    tx: mpsc::SyncSender<(u16, Vec<u64>)>,
-    back: mpsc::Receiver<Vec<u64>>,
-    count: u64,
-}
-
-impl Recorder {
-    #[cold]
-    fn ship(&mut self) {
-        let next = self
-            .back
-            .try_recv()
-            .unwrap_or_else(|_| Vec::with_capacity(self.batch));
-        let full = std::mem::replace(&mut self.buf, next);
-        // A closed channel means the encoder failed; its error is reported at the end.
-        let _ = self.tx.send((self.stream, full));
-    }
-}
-
-impl Probe for Recorder {
-    #[inline(always)]
-    fn touch(&mut self, addr: usize, write: bool) {
-        self.buf.push(((addr as u64) << 1) | u64::from(write));
-        self.count += 1;
-        if self.buf.len() == self.batch {
-            self.ship();
-        }
-    }
-}
-
-/// A recorder per stream, and the encoder thread that writes what they ship.
+/// A recording per stream, and the encoder thread that writes what they ship.
 fn recorders(
     writer: Writer,
     streams: usize,
     batch: usize,
     complete: Arc<AtomicBool>,
 ) -> (
-    Vec<Recorder>,
+    Vec<Record>,
     std::thread::JoinHandle<hugewise_trace::Result<hugewise_trace::Summary>>,
 ) {
     let (tx, rx) = mpsc::sync_channel::<(u16, Vec<u64>)>(4 * streams);
@@ -107,14 +77,16 @@ fn recorders(
     for i in 0..streams {
         let (back_tx, back) = mpsc::channel::<Vec<u64>>();
         backs.push(back_tx);
-        recs.push(Recorder {
-            stream: i as u16,
+        let tx = tx.clone();
+        recs.push(Record::new(
             batch,
-            buf: Vec::with_capacity(batch),
-            tx: tx.clone(),
-            back,
-            count: 0,
-        });
+            Box::new(move |full| {
+                let next = back.try_recv().unwrap_or_else(|_| Vec::with_capacity(batch));
+                // A closed channel means the encoder failed; its error is reported at the end.
+                let _ = tx.send((i as u16, full));
+                next
+            }),
+        ));
     }
     let encoder = std::thread::spawn(move || -> hugewise_trace::Result<_> {
         let mut w = writer;
@@ -144,15 +116,25 @@ fn to_info(s: &Span) -> ArrayInfo {
 
 /// Trace `cfg.kernel` on `cfg.input`.
 pub fn capture(cfg: &Config) -> Result<Report> {
-    let prepared = load(cfg, &cfg.layout)?;
+    let threads = cfg.threads.clamp(1, usize::from(u16::MAX));
+    let pool = crate::thread_pool(threads)?;
+    let (prepared, mut kernel) = load(cfg, &cfg.layout, &pool)?;
     let run_sources = prepared.run_sources();
     let Prepared { g, sources, .. } = prepared;
-    let mut kernel = Traced::new(cfg.kernel, &cfg.layout, &g)?;
-    let mut spans = traced::graph_spans(&g);
-    spans.extend(kernel.spans());
+    // One untraced run first, as `hugewise run`'s warm-up: it makes the arrays that a first
+    // run creates (so that the header names them) and faults every array in.
+    pool.install(|| kernel.run(&g, &run_sources))
+        .map_err(Error::from_graph)?;
+    let mut untraced = Vec::new();
+    for _ in 0..cfg.rate_runs {
+        let t = Instant::now();
+        pool.install(|| kernel.run(&g, &run_sources))
+            .map_err(Error::from_graph)?;
+        untraced.push(t.elapsed().as_nanos() as f64);
+    }
+    let spans = spans_of(&g, kernel.as_ref());
     let mut sorted = spans.clone();
     sorted.sort_by_key(|s| s.base);
-    let threads = cfg.threads.clamp(1, usize::from(u16::MAX));
     let header = Header {
         addr_shift: 2,
         streams: threads as u16,
@@ -166,31 +148,29 @@ pub fn capture(cfg: &Config) -> Result<Report> {
             .collect(),
     };
 
-    // Untraced first: it also faults every array in, as the real run would have.
-    let mut untraced = Vec::new();
-    for _ in 0..cfg.rate_runs {
-        let t = Instant::now();
-        kernel.run_threads(&g, &run_sources, &mut vec![traced::Off; threads])?;
-        untraced.push(t.elapsed().as_nanos() as f64);
-    }
-
     let batch = if threads == 1 { BATCH } else { BATCH_THREADED };
     let writer = Writer::create(&cfg.out, &header, batch as u32)?;
     let complete = Arc::new(AtomicBool::new(false));
-    let (mut recs, encoder) = recorders(writer, threads, batch, Arc::clone(&complete));
+    let (recs, encoder) = recorders(writer, threads, batch, Arc::clone(&complete));
+    let streams: Streams = PerThread::new(recs);
     let started = Instant::now();
-    traced::first_touch(&spans, &mut recs[0]);
-    let prologue = recs[0].count;
-    if let Err(e) = kernel.run_threads(&g, &run_sources, &mut recs) {
+    let prologue = {
+        let mut first = streams.slot(0);
+        traced::first_touch(&spans, &mut *first);
+        first.count()
+    };
+    let traced_run = pool.install(|| kernel.trace(&g, &run_sources, &streams));
+    let mut recs = streams.into_inner();
+    if let Err(e) = traced_run {
         drop(recs);
         let _ = encoder.join();
-        return Err(e.into());
+        return Err(Error::from_graph(e));
     }
     complete.store(true, Ordering::Release);
     let mut stream_accesses = Vec::with_capacity(threads);
     for r in recs.iter_mut() {
-        r.ship();
-        stream_accesses.push(r.count);
+        r.flush();
+        stream_accesses.push(r.count());
     }
     let kernel_accesses = stream_accesses.iter().sum::<u64>() - prologue;
     drop(recs);
@@ -198,7 +178,7 @@ pub fn capture(cfg: &Config) -> Result<Report> {
         .join()
         .map_err(|_| Error::Config("the trace encoder thread panicked".into()))??;
     let capture_s = started.elapsed().as_secs_f64();
-    let verified = kernel.verify(&g, &run_sources);
+    let verified = pool.install(|| kernel.verify(&g, &run_sources));
     let graph = g.info();
     // The calibration's copies are loaded after the traced one is gone.
     drop(kernel);
@@ -207,7 +187,7 @@ pub fn capture(cfg: &Config) -> Result<Report> {
     // without times, and is reported after they are written.
     let (calibration, calibration_error) = match cfg.calibrate_runs {
         0 => (None, None),
-        n => match calibrate(cfg, n) {
+        n => match calibrate(cfg, n, &pool) {
             Ok(c) => (Some(c), None),
             Err(e) => (None, Some(e)),
         },
@@ -263,15 +243,31 @@ pub fn capture(cfg: &Config) -> Result<Report> {
     Ok(report)
 }
 
-/// Load the graph of `cfg` with `layout`, as `hugewise run` does (on one thread, so that
-/// loading leaves the same memory whatever the threads traced).
-fn load(cfg: &Config, layout: &Layout) -> Result<Prepared> {
-    let pool = crate::thread_pool(1)?;
+/// The graph's arrays, then the kernel's in address order (as they were created), for the
+/// header and the first-touch prologue.
+fn spans_of(g: &Csr, kernel: &dyn Kernel) -> Vec<Span> {
+    let mut spans = traced::graph_spans(g);
+    let mut mine = kernel.spans();
+    mine.sort_by_key(|s| s.base);
+    spans.extend(mine);
+    spans
+}
+
+/// Load the graph of `cfg` with `layout` and create the kernel, as `hugewise run` does (loading
+/// on one thread, so that it leaves the same memory whatever the threads traced; the kernel's
+/// arrays before the graph's when the layout says so).
+fn load(
+    cfg: &Config,
+    layout: &Layout,
+    pool: &rayon::ThreadPool,
+) -> Result<(Prepared, Box<dyn Kernel>)> {
+    let one = crate::thread_pool(1)?;
     let mut load_opts = cfg.load;
     if cfg.kernel.needs_weights() {
         load_opts.weighted = true;
     }
-    pool.install(|| {
+    let mut early: Option<Box<dyn Kernel>> = None;
+    let p = one.install(|| {
         prepare(
             &Graph {
                 input: &cfg.input,
@@ -282,36 +278,45 @@ fn load(cfg: &Config, layout: &Layout) -> Result<Prepared> {
                 sources: &cfg.sources,
                 wanted: cfg.kernel.sources_per_trial(),
             },
-            &mut |_| Ok(()),
+            &mut |n| {
+                if layout.kernel_first() {
+                    early = Some(pool.install(|| cfg.kernel.create(layout, n))?);
+                }
+                Ok(())
+            },
         )
-    })
+    })?;
+    let kernel = match early {
+        Some(k) => k,
+        // Created in the kernel's pool: arrays sized by the pool (tc's marks) fit it.
+        None => pool
+            .install(|| cfg.kernel.create(layout, p.g.n()))
+            .map_err(Error::from_graph)?,
+    };
+    Ok((p, kernel))
 }
 
-/// Time the untraced twin on a copy all on 4 KiB pages and a copy all asking for THP, `runs`
-/// each, alternated so that drift in the machine's speed falls on both.
-fn calibrate(cfg: &Config, runs: u32) -> Result<meta::Calibration> {
+/// Time the untraced kernel on a copy all on 4 KiB pages and a copy all asking for THP,
+/// `runs` each, alternated so that drift in the machine's speed falls on both.
+fn calibrate(cfg: &Config, runs: u32, pool: &rayon::ThreadPool) -> Result<meta::Calibration> {
     let order = cfg.layout.order.to_string();
     let mut copies = Vec::new();
     for pages in ["all=base", "all=thp"] {
         let layout = Layout::parse(pages, &order).map_err(Error::from_graph)?;
-        let p = load(cfg, &layout)?;
+        let (p, kernel) = load(cfg, &layout, pool)?;
         let sources = p.run_sources();
-        let kernel = Traced::new(cfg.kernel, &layout, &p.g).map_err(Error::from_graph)?;
         copies.push((p.g, kernel, sources, Vec::new()));
     }
-    // One run each first, untimed: it faults nothing (arrays are faulted at creation) but
-    // warms the caches as the traced clock's runs were.
-    let mut off = vec![traced::Off; cfg.threads.max(1)];
+    // One run each first, untimed, as `hugewise run`'s warm-up: it makes the arrays a first
+    // run creates and warms the caches as the traced clock's runs were.
     for (g, kernel, sources, _) in copies.iter_mut() {
-        kernel
-            .run_threads(g, sources, &mut off)
+        pool.install(|| kernel.run(g, sources))
             .map_err(Error::from_graph)?;
     }
     for _ in 0..runs {
         for (g, kernel, sources, times) in copies.iter_mut() {
             let t = Instant::now();
-            kernel
-                .run_threads(g, sources, &mut off)
+            pool.install(|| kernel.run(g, sources))
                 .map_err(Error::from_graph)?;
             times.push(t.elapsed().as_secs_f64());
         }

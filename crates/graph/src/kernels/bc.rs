@@ -18,6 +18,7 @@ use rayon::prelude::*;
 
 use crate::csr::{RegionReport, RegionReportExt, Side};
 use crate::kernels::{add_f64, Kernel, Outcome};
+use crate::traced::{Off, Probe, Span, Streams, Tracer};
 use crate::{Csr, Layout, Result};
 
 const UNSEEN: u32 = u32::MAX;
@@ -56,13 +57,22 @@ impl Bc {
     }
 
     /// One source: add its dependencies to the scores; returns vertices reached.
-    fn search(&mut self, g: &Csr, src: u32, on_path: &mut [u64]) -> u64 {
-        self.depth.par_iter_mut().for_each(|d| *d = UNSEEN);
-        self.sigma.par_iter_mut().for_each(|s| *s = 0.0);
-        on_path.par_iter_mut().for_each(|w| *w = 0);
-        self.depth[src as usize] = 0;
-        self.sigma[src as usize] = 1.0;
-        self.queue[0] = src;
+    fn search<T: Tracer>(&mut self, g: &Csr, src: u32, on_path: &mut [u64], t: &T) -> u64 {
+        self.depth
+            .par_iter_mut()
+            .for_each_init(|| t.probe(), |p, d| p.write(d, UNSEEN));
+        self.sigma
+            .par_iter_mut()
+            .for_each_init(|| t.probe(), |p, s| p.write(s, 0.0));
+        on_path
+            .par_iter_mut()
+            .for_each_init(|| t.probe(), |p, w| p.write(w, 0));
+        {
+            let mut p = t.probe();
+            p.write(&mut self.depth[src as usize], 0);
+            p.write(&mut self.sigma[src as usize], 1.0);
+            p.write(&mut self.queue[0], src);
+        }
         let depth = atomic::u32s(&mut self.depth);
         let sigma = atomic::u64s(bytemuck::cast_slice_mut(&mut self.sigma[..]));
         let queue = atomic::u32s(&mut self.queue);
@@ -70,7 +80,6 @@ impl Bc {
         // levels[i]..levels[i + 1] of the queue is depth i.
         let mut levels = vec![0usize, 1];
         let out = g.out_side();
-        let offsets = out.offsets;
         loop {
             let (head, tail) = (levels[levels.len() - 2], levels[levels.len() - 1]);
             if head == tail {
@@ -79,29 +88,30 @@ impl Bc {
             let d = (levels.len() - 2) as u32;
             let end = AtomicUsize::new(tail);
             queue[head..tail].par_chunks(64).for_each(|chunk| {
+                let mut p = t.probe();
                 let mut found = Vec::new();
                 for (k, q) in chunk.iter().enumerate() {
                     prefetch_ahead(out, chunk, k);
-                    let u = q.load(Relaxed);
-                    let su = f64::from_bits(sigma[u as usize].load(Relaxed));
-                    let first = offsets[u as usize] as usize;
-                    for (i, &v) in out.neighbors(u).iter().enumerate() {
+                    let u = p.load(q);
+                    let su = f64::from_bits(p.load(&sigma[u as usize]));
+                    let r = p.range(out, u);
+                    let first = r.start;
+                    for (i, v) in out.edges[r].iter().enumerate() {
+                        let v = p.read(v);
                         let dv = &depth[v as usize];
-                        if dv.load(Relaxed) == UNSEEN
-                            && dv.compare_exchange(UNSEEN, d + 1, Relaxed, Relaxed).is_ok()
-                        {
+                        if p.load(dv) == UNSEEN && p.cas(dv, UNSEEN, d + 1).is_ok() {
                             found.push(v);
                         }
-                        if dv.load(Relaxed) == d + 1 {
+                        if p.load(dv) == d + 1 {
                             let arc = first + i;
-                            on_path[arc / 64].fetch_or(1 << (arc % 64), Relaxed);
-                            add_f64(&sigma[v as usize], su);
+                            p.fetch_or(&on_path[arc / 64], 1 << (arc % 64));
+                            add_f64(&sigma[v as usize], su, &mut p);
                         }
                     }
                 }
                 let at = end.fetch_add(found.len(), Relaxed);
                 for (k, v) in found.into_iter().enumerate() {
-                    queue[at + k].store(v, Relaxed);
+                    p.store(&queue[at + k], v);
                 }
             });
             levels.push(end.into_inner());
@@ -115,31 +125,72 @@ impl Bc {
                 .par_iter()
                 .enumerate()
                 .with_min_len(64)
-                .for_each(|(k, q)| {
-                    prefetch_ahead(out, level, k);
-                    let u = q.load(Relaxed);
-                    let su = f64::from_bits(sigma[u as usize].load(Relaxed));
-                    let first = offsets[u as usize] as usize;
-                    let mut dep = 0.0f64;
-                    for (i, &v) in out.neighbors(u).iter().enumerate() {
-                        let arc = first + i;
-                        if on_path[arc / 64].load(Relaxed) & (1 << (arc % 64)) != 0 {
-                            let sv = f64::from_bits(sigma[v as usize].load(Relaxed));
-                            let dv = f32::from_bits(delta[v as usize].load(Relaxed)) as f64;
-                            dep += su / sv * (1.0 + dv);
+                .for_each_init(
+                    || t.probe(),
+                    |p, (k, q)| {
+                        prefetch_ahead(out, level, k);
+                        let u = p.load(q);
+                        let su = f64::from_bits(p.load(&sigma[u as usize]));
+                        let r = p.range(out, u);
+                        let first = r.start;
+                        let mut dep = 0.0f64;
+                        for (i, v) in out.edges[r].iter().enumerate() {
+                            let arc = first + i;
+                            if p.load(&on_path[arc / 64]) & (1 << (arc % 64)) != 0 {
+                                let v = p.read(v);
+                                let sv = f64::from_bits(p.load(&sigma[v as usize]));
+                                let dv = f32::from_bits(p.load(&delta[v as usize])) as f64;
+                                dep += su / sv * (1.0 + dv);
+                            }
                         }
-                    }
-                    delta[u as usize].store((dep as f32).to_bits(), Relaxed);
-                    if u != src {
-                        let s = &scores[u as usize];
-                        s.store(
-                            (f32::from_bits(s.load(Relaxed)) + dep as f32).to_bits(),
-                            Relaxed,
-                        );
-                    }
-                });
+                        p.store(&delta[u as usize], (dep as f32).to_bits());
+                        if u != src {
+                            let s = &scores[u as usize];
+                            let x = f32::from_bits(p.load(s)) + dep as f32;
+                            p.store(s, x.to_bits());
+                        }
+                    },
+                );
         }
         reached
+    }
+
+    fn body<T: Tracer>(&mut self, g: &Csr, sources: &[u32], t: &T) -> Result<()> {
+        let mut on_path = match self.on_path.take() {
+            Some(r) if r.len() >= g.arcs().div_ceil(64) as usize => r,
+            _ => self.layout.region(
+                "frontier",
+                "frontier-on-path-bits",
+                g.arcs().div_ceil(64) as usize,
+            )?,
+        };
+        self.scores
+            .par_iter_mut()
+            .for_each_init(|| t.probe(), |p, s| p.write(s, 0.0));
+        self.delta
+            .par_iter_mut()
+            .for_each_init(|| t.probe(), |p, d| p.write(d, 0.0));
+        let mut reached = 0;
+        for &src in sources {
+            reached += self.search(g, src, &mut on_path, t);
+        }
+        self.on_path = Some(on_path);
+        let max = self
+            .scores
+            .par_iter()
+            .map_init(|| t.probe(), |p, s| p.read(s))
+            .reduce(|| 0.0, f32::max);
+        if max > 0.0 {
+            self.scores.par_iter_mut().for_each_init(
+                || t.probe(),
+                |p, s| {
+                    let x = p.read(s) / max;
+                    p.write(s, x)
+                },
+            );
+        }
+        self.last = (sources.len() as u32, reached);
+        Ok(())
     }
 }
 
@@ -154,27 +205,11 @@ fn prefetch_ahead(out: Side, queue: &[AtomicU32], k: usize) {
 
 impl Kernel for Bc {
     fn run(&mut self, g: &Csr, sources: &[u32]) -> Result<()> {
-        let mut on_path = match self.on_path.take() {
-            Some(r) if r.len() >= g.arcs().div_ceil(64) as usize => r,
-            _ => self.layout.region(
-                "frontier",
-                "frontier-on-path-bits",
-                g.arcs().div_ceil(64) as usize,
-            )?,
-        };
-        self.scores.par_iter_mut().for_each(|s| *s = 0.0);
-        self.delta.par_iter_mut().for_each(|d| *d = 0.0);
-        let mut reached = 0;
-        for &src in sources {
-            reached += self.search(g, src, &mut on_path);
-        }
-        self.on_path = Some(on_path);
-        let max = self.scores.par_iter().copied().reduce(|| 0.0, f32::max);
-        if max > 0.0 {
-            self.scores.par_iter_mut().for_each(|s| *s /= max);
-        }
-        self.last = (sources.len() as u32, reached);
-        Ok(())
+        self.body(g, sources, &Off)
+    }
+
+    fn trace(&mut self, g: &Csr, sources: &[u32], t: &Streams) -> Result<()> {
+        self.body(g, sources, t)
     }
 
     fn outcome(&self, _: &Csr) -> Outcome {
@@ -200,6 +235,20 @@ impl Kernel for Bc {
             v.push(RegionReport::of(b)?);
         }
         Ok(v)
+    }
+
+    fn spans(&self) -> Vec<Span> {
+        let mut v = vec![
+            Span::of(&self.sigma),
+            Span::of(&self.depth),
+            Span::of(&self.delta),
+            Span::of(&self.scores),
+            Span::of(&self.queue),
+        ];
+        if let Some(b) = &self.on_path {
+            v.push(Span::of(b));
+        }
+        v
     }
 }
 

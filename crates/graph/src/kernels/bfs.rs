@@ -23,6 +23,7 @@ use rayon::prelude::*;
 
 use crate::csr::{RegionReport, RegionReportExt, Side};
 use crate::kernels::{Kernel, Outcome};
+use crate::traced::{Off, Probe, Span, Streams, Tracer};
 use crate::{Csr, Layout, Result};
 
 /// Parent value of an unreached vertex.
@@ -85,10 +86,20 @@ impl Bfs {
     }
 }
 
+impl Bfs {
+    fn body<T: Tracer>(&mut self, g: &Csr, sources: &[u32], t: &T) -> Result<()> {
+        self.last = Some(search(g, sources[0], self.mode, &mut self.arrays, t));
+        Ok(())
+    }
+}
+
 impl Kernel for Bfs {
     fn run(&mut self, g: &Csr, sources: &[u32]) -> Result<()> {
-        self.last = Some(run(g, sources[0], self.mode, &mut self.arrays));
-        Ok(())
+        self.body(g, sources, &Off)
+    }
+
+    fn trace(&mut self, g: &Csr, sources: &[u32], t: &Streams) -> Result<()> {
+        self.body(g, sources, t)
     }
 
     fn outcome(&self, _: &Csr) -> Outcome {
@@ -107,6 +118,16 @@ impl Kernel for Bfs {
     fn regions(&self) -> Result<Vec<RegionReport>> {
         self.arrays.regions()
     }
+
+    fn spans(&self) -> Vec<Span> {
+        let a = &self.arrays;
+        vec![
+            Span::of(&a.parent),
+            Span::of(&a.queue),
+            Span::of(&a.front),
+            Span::of(&a.next),
+        ]
+    }
 }
 
 /// Vertices per piece of work in the parallel loops (a multiple of 64, so that a piece owns
@@ -117,8 +138,13 @@ const AHEAD: usize = 8;
 /// Vertices a thread gathers before it reserves room for them in the shared queue.
 const LOCAL_QUEUE: usize = 4096;
 
-/// Run BFS from `src`; `arrays.parent` holds the tree afterwards.
+/// Run BFS from `src`, untraced; `arrays.parent` holds the tree afterwards.
 pub fn run(g: &Csr, src: u32, mode: Mode, arrays: &mut Arrays) -> Stats {
+    search(g, src, mode, arrays, &Off)
+}
+
+/// Run BFS from `src`, telling `t` every access.
+pub fn search<T: Tracer>(g: &Csr, src: u32, mode: Mode, arrays: &mut Arrays, t: &T) -> Stats {
     let n = g.n();
     let (out, inc) = (g.out_side(), g.in_side());
     let Arrays {
@@ -127,13 +153,18 @@ pub fn run(g: &Csr, src: u32, mode: Mode, arrays: &mut Arrays) -> Stats {
         front,
         next,
     } = arrays;
-    parent.par_iter_mut().for_each(|p| *p = NONE);
+    parent
+        .par_iter_mut()
+        .for_each_init(|| t.probe(), |p, x| p.write(x, NONE));
     let parent = atomic::u32s(parent);
     let queue = atomic::u32s(queue);
     let mut front = atomic::u64s(front);
     let mut next = atomic::u64s(next);
-    parent[src as usize].store(src, Relaxed);
-    queue[0].store(src, Relaxed);
+    {
+        let mut p = t.probe();
+        p.store(&parent[src as usize], src);
+        p.store(&queue[0], src);
+    }
     let (mut head, mut tail) = (0usize, 1usize);
     let mut stats = Stats {
         reached: 1,
@@ -142,16 +173,16 @@ pub fn run(g: &Csr, src: u32, mode: Mode, arrays: &mut Arrays) -> Stats {
         bottom_up_steps: 0,
     };
     let mut edges_to_check = g.arcs();
-    let mut scout = out.degree(src) as u64;
+    let mut scout = t.probe().degree(out, src) as u64;
     while head < tail {
         stats.levels += 1;
         let go_bottom_up = mode == Mode::DirectionOptimizing && scout > edges_to_check / ALPHA;
         if go_bottom_up {
-            queue_to_bitmap(&queue[head..tail], front);
+            queue_to_bitmap(&queue[head..tail], front, t);
             let mut awake = (tail - head) as u64;
             loop {
                 let old = awake;
-                awake = bottom_up_step(inc, parent, front, next);
+                awake = bottom_up_step(inc, parent, front, next, t);
                 stats.bottom_up_steps += 1;
                 stats.reached += awake;
                 std::mem::swap(&mut front, &mut next);
@@ -162,11 +193,11 @@ pub fn run(g: &Csr, src: u32, mode: Mode, arrays: &mut Arrays) -> Stats {
             }
             // Back to a queue of the last level found.
             head = tail;
-            tail = bitmap_to_queue(front, queue, tail, n);
+            tail = bitmap_to_queue(front, queue, tail, n, t);
             scout = 1;
         } else {
             edges_to_check = edges_to_check.saturating_sub(scout);
-            let (new_tail, s) = top_down_step(out, parent, queue, head, tail);
+            let (new_tail, s) = top_down_step(out, parent, queue, head, tail, t);
             stats.top_down_steps += 1;
             stats.reached += (new_tail - tail) as u64;
             scout = s;
@@ -181,18 +212,21 @@ pub fn run(g: &Csr, src: u32, mode: Mode, arrays: &mut Arrays) -> Stats {
 }
 
 /// Append vertices to the shared queue in batches: one atomic add per batch, not per vertex.
-struct LocalQueue<'a> {
+/// It carries its thread's probe, which sees the queue stores.
+struct LocalQueue<'a, P: Probe> {
     queue: &'a [AtomicU32],
     end: &'a AtomicUsize,
     found: Vec<u32>,
+    p: P,
 }
 
-impl<'a> LocalQueue<'a> {
-    fn new(queue: &'a [AtomicU32], end: &'a AtomicUsize) -> Self {
+impl<'a, P: Probe> LocalQueue<'a, P> {
+    fn new(queue: &'a [AtomicU32], end: &'a AtomicUsize, p: P) -> Self {
         LocalQueue {
             queue,
             end,
             found: Vec::with_capacity(LOCAL_QUEUE),
+            p,
         }
     }
 
@@ -210,13 +244,13 @@ impl<'a> LocalQueue<'a> {
             .iter()
             .zip(&self.found)
         {
-            slot.store(v, Relaxed);
+            self.p.store(slot, v);
         }
         self.found.clear();
     }
 }
 
-impl Drop for LocalQueue<'_> {
+impl<P: Probe> Drop for LocalQueue<'_, P> {
     fn drop(&mut self) {
         if !self.found.is_empty() {
             self.flush();
@@ -224,106 +258,124 @@ impl Drop for LocalQueue<'_> {
     }
 }
 
-fn top_down_step(
+fn top_down_step<T: Tracer>(
     out: Side,
     parent: &[AtomicU32],
     queue: &[AtomicU32],
     head: usize,
     tail: usize,
+    t: &T,
 ) -> (usize, u64) {
     let end = AtomicUsize::new(tail);
     let scout: u64 = queue[head..tail]
         .par_chunks(64)
-        .fold(
-            || (LocalQueue::new(queue, &end), 0u64),
-            |(mut local, mut scout), chunk| {
+        .map_init(
+            || LocalQueue::new(queue, &end, t.probe()),
+            |local, chunk| {
+                let mut scout = 0u64;
                 for (k, q) in chunk.iter().enumerate() {
                     out.prefetch_ahead(k, AHEAD, |i| chunk.get(i).map(|x| x.load(Relaxed)));
-                    let u = q.load(Relaxed);
-                    for &v in out.neighbors(u) {
-                        let p = &parent[v as usize];
-                        if p.load(Relaxed) == NONE
-                            && p.compare_exchange(NONE, u, Relaxed, Relaxed).is_ok()
-                        {
+                    let u = local.p.load(q);
+                    for e in local.p.neighbors(out, u) {
+                        let v = local.p.read(e);
+                        let pv = &parent[v as usize];
+                        if local.p.load(pv) == NONE && local.p.cas(pv, NONE, u).is_ok() {
                             local.push(v);
-                            scout += out.degree(v) as u64;
+                            scout += local.p.degree(out, v) as u64;
                         }
                     }
                 }
-                (local, scout)
+                scout
             },
         )
-        .map(|(local, scout)| {
-            drop(local);
-            scout
-        })
         .sum();
     (end.into_inner(), scout)
 }
 
 /// Every unreached vertex looks for a parent among its in-neighbours in `front`; `next`
 /// gets the vertices found. Each piece of work owns whole words of `next`.
-fn bottom_up_step(inc: Side, parent: &[AtomicU32], front: &[AtomicU64], next: &[AtomicU64]) -> u64 {
+fn bottom_up_step<T: Tracer>(
+    inc: Side,
+    parent: &[AtomicU32],
+    front: &[AtomicU64],
+    next: &[AtomicU64],
+    t: &T,
+) -> u64 {
     let n = inc.n();
     next.par_iter()
         .enumerate()
         .with_min_len(GRAIN / 64)
-        .map(|(w, word)| {
-            let base = w * 64;
-            // The lists of the unreached vertices two words on are read soon.
-            let ahead = (base + 2 * 64).min(n);
-            for (i, p) in parent[ahead..(ahead + 64).min(n)].iter().enumerate() {
-                if p.load(Relaxed) == NONE {
-                    inc.prefetch_neighbors((ahead + i) as u32);
-                }
-            }
-            let mut found = 0u64;
-            for (i, p) in parent[base..(base + 64).min(n)].iter().enumerate() {
-                if p.load(Relaxed) != NONE {
-                    continue;
-                }
-                for &u in inc.neighbors((base + i) as u32) {
-                    if get(front, u) {
-                        p.store(u, Relaxed);
-                        found |= 1 << i;
-                        break;
+        .map_init(
+            || t.probe(),
+            |p, (w, word)| {
+                let base = w * 64;
+                // The lists of the unreached vertices two words on are read soon (the parent
+                // loads here only choose what to prefetch, and are traced when the vertices'
+                // turn comes).
+                let ahead = (base + 2 * 64).min(n);
+                for (i, pa) in parent[ahead..(ahead + 64).min(n)].iter().enumerate() {
+                    if pa.load(Relaxed) == NONE {
+                        inc.prefetch_neighbors((ahead + i) as u32);
                     }
                 }
-            }
-            word.store(found, Relaxed);
-            found.count_ones() as u64
-        })
+                let mut found = 0u64;
+                for (i, pa) in parent[base..(base + 64).min(n)].iter().enumerate() {
+                    if p.load(pa) != NONE {
+                        continue;
+                    }
+                    for e in p.neighbors(inc, (base + i) as u32) {
+                        let u = p.read(e);
+                        if get(front, u, p) {
+                            p.store(pa, u);
+                            found |= 1 << i;
+                            break;
+                        }
+                    }
+                }
+                p.store(word, found);
+                found.count_ones() as u64
+            },
+        )
         .sum()
 }
 
-fn queue_to_bitmap(queue: &[AtomicU32], bits: &[AtomicU64]) {
-    bits.par_iter().for_each(|w| w.store(0, Relaxed));
+fn queue_to_bitmap<T: Tracer>(queue: &[AtomicU32], bits: &[AtomicU64], t: &T) {
+    bits.par_iter()
+        .for_each_init(|| t.probe(), |p, w| p.store(w, 0));
     queue
         .par_iter()
         .with_min_len(GRAIN)
-        .for_each(|q| set(bits, q.load(Relaxed)));
-}
-
-fn set(bits: &[AtomicU64], v: u32) {
-    bits[v as usize / 64].fetch_or(1 << (v % 64), Relaxed);
+        .for_each_init(
+            || t.probe(),
+            |p, q| {
+                let v = p.load(q);
+                p.fetch_or(&bits[v as usize / 64], 1 << (v % 64));
+            },
+        );
 }
 
 #[inline]
-fn get(bits: &[AtomicU64], v: u32) -> bool {
-    bits[v as usize / 64].load(Relaxed) & (1 << (v % 64)) != 0
+fn get<P: Probe>(bits: &[AtomicU64], v: u32, p: &mut P) -> bool {
+    p.load(&bits[v as usize / 64]) & (1 << (v % 64)) != 0
 }
 
 /// Append the vertices set in `bits` to `queue` from `at` on (in no particular order);
 /// returns the new end.
-fn bitmap_to_queue(bits: &[AtomicU64], queue: &[AtomicU32], at: usize, n: usize) -> usize {
+fn bitmap_to_queue<T: Tracer>(
+    bits: &[AtomicU64],
+    queue: &[AtomicU32],
+    at: usize,
+    n: usize,
+    t: &T,
+) -> usize {
     let end = AtomicUsize::new(at);
     bits.par_iter()
         .enumerate()
         .with_min_len(GRAIN / 64)
         .for_each_init(
-            || LocalQueue::new(queue, &end),
+            || LocalQueue::new(queue, &end, t.probe()),
             |local, (w, word)| {
-                let mut x = word.load(Relaxed);
+                let mut x = local.p.load(word);
                 while x != 0 {
                     let v = w * 64 + x.trailing_zeros() as usize;
                     if v < n {

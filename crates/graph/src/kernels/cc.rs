@@ -26,6 +26,7 @@ use rayon::prelude::*;
 use crate::csr::{RegionReport, RegionReportExt};
 use crate::kernels::{Kernel, Outcome};
 use crate::rng::SplitMix64;
+use crate::traced::{Off, Probe, Span, Streams, Tracer};
 use crate::{Csr, Layout, Result};
 
 /// Neighbours linked in Afforest's first phase.
@@ -55,18 +56,28 @@ impl Cc {
     }
 }
 
-impl Kernel for Cc {
-    fn run(&mut self, g: &Csr, _: &[u32]) -> Result<()> {
+impl Cc {
+    fn body<T: Tracer>(&mut self, g: &Csr, t: &T) -> Result<()> {
         self.comp
             .par_iter_mut()
             .enumerate()
-            .for_each(|(v, c)| *c = v as u32);
+            .for_each_init(|| t.probe(), |p, (v, c)| p.write(c, v as u32));
         let comp = atomic::u32s(&mut self.comp);
         match self.algo {
-            Algo::Afforest => afforest(g, comp),
-            Algo::ShiloachVishkin => shiloach_vishkin(g, comp),
+            Algo::Afforest => afforest(g, comp, t),
+            Algo::ShiloachVishkin => shiloach_vishkin(g, comp, t),
         }
         Ok(())
+    }
+}
+
+impl Kernel for Cc {
+    fn run(&mut self, g: &Csr, _: &[u32]) -> Result<()> {
+        self.body(g, &Off)
+    }
+
+    fn trace(&mut self, g: &Csr, _: &[u32], t: &Streams) -> Result<()> {
+        self.body(g, t)
     }
 
     fn outcome(&self, _: &Csr) -> Outcome {
@@ -84,27 +95,28 @@ impl Kernel for Cc {
     fn regions(&self) -> Result<Vec<RegionReport>> {
         Ok(vec![RegionReport::of(&self.comp)?])
     }
+
+    fn spans(&self) -> Vec<Span> {
+        vec![Span::of(&self.comp)]
+    }
 }
 
 /// Join the trees of `u` and `v`: the root with the larger id is hung under the smaller one.
-fn link(u: u32, v: u32, comp: &[AtomicU32]) {
-    let mut a = comp[u as usize].load(Relaxed);
-    let mut b = comp[v as usize].load(Relaxed);
+fn link<P: Probe>(u: u32, v: u32, comp: &[AtomicU32], p: &mut P) {
+    let mut a = p.load(&comp[u as usize]);
+    let mut b = p.load(&comp[v as usize]);
     while a != b {
         let (high, low) = if a > b { (a, b) } else { (b, a) };
-        let up = comp[high as usize].load(Relaxed);
+        let up = p.load(&comp[high as usize]);
         if up == low {
             return;
         }
-        if up == high
-            && comp[high as usize]
-                .compare_exchange(high, low, Relaxed, Relaxed)
-                .is_ok()
-        {
+        if up == high && p.cas(&comp[high as usize], high, low).is_ok() {
             return;
         }
-        a = comp[comp[high as usize].load(Relaxed) as usize].load(Relaxed);
-        b = comp[low as usize].load(Relaxed);
+        let above = p.load(&comp[high as usize]);
+        a = p.load(&comp[above as usize]);
+        b = p.load(&comp[low as usize]);
     }
 }
 
@@ -120,82 +132,95 @@ fn prefetch_label(comp: &[AtomicU32], v: u32) {
 }
 
 /// Point every vertex straight at its root.
-fn compress(comp: &[AtomicU32]) {
+fn compress<T: Tracer>(comp: &[AtomicU32], t: &T) {
     comp.par_iter()
         .enumerate()
         .with_min_len(4096)
-        .for_each(|(v, c)| {
-            // The parent of the vertex AHEAD on is read soon, at a random place.
-            if let Some(ahead) = comp.get(v + AHEAD) {
-                prefetch_label(comp, ahead.load(Relaxed));
-            }
-            let first = c.load(Relaxed);
-            let mut x = first;
-            loop {
-                let up = comp[x as usize].load(Relaxed);
-                if up == x {
-                    break;
+        .for_each_init(
+            || t.probe(),
+            |p, (v, c)| {
+                // The parent of the vertex AHEAD on is read soon, at a random place (that
+                // load only picks what to prefetch; it is traced at the vertex's turn).
+                if let Some(ahead) = comp.get(v + AHEAD) {
+                    prefetch_label(comp, ahead.load(Relaxed));
                 }
-                x = up;
-            }
-            // Write only what changes: most vertices already point at their root, and a store
-            // would dirty their cache line for nothing.
-            if x != first {
-                c.store(x, Relaxed);
-            }
-        });
+                let first = p.load(c);
+                let mut x = first;
+                loop {
+                    let up = p.load(&comp[x as usize]);
+                    if up == x {
+                        break;
+                    }
+                    x = up;
+                }
+                // Write only what changes: most vertices already point at their root, and a
+                // store would dirty their cache line for nothing.
+                if x != first {
+                    p.store(c, x);
+                }
+            },
+        );
 }
 
-fn afforest(g: &Csr, comp: &[AtomicU32]) {
+fn afforest<T: Tracer>(g: &Csr, comp: &[AtomicU32], t: &T) {
     let n = g.n() as u32;
     let (out, inc) = (g.out_side(), g.in_side());
     let directed = g.directed();
     for r in 0..NEIGHBOR_ROUNDS {
-        (0..n).into_par_iter().with_min_len(1024).for_each(|u| {
-            out.prefetch_neighbors(u.saturating_add(4 * AHEAD as u32).min(n - 1));
-            if let Some(&w) = out
-                .neighbors(u.saturating_add(AHEAD as u32).min(n - 1))
-                .get(r)
-            {
-                prefetch_label(comp, w);
-            }
-            if let Some(&v) = out.neighbors(u).get(r) {
-                link(u, v, comp);
-            }
-        });
-        compress(comp);
+        (0..n).into_par_iter().with_min_len(1024).for_each_init(
+            || t.probe(),
+            |p, u| {
+                out.prefetch_neighbors(u.saturating_add(4 * AHEAD as u32).min(n - 1));
+                if let Some(&w) = out
+                    .neighbors(u.saturating_add(AHEAD as u32).min(n - 1))
+                    .get(r)
+                {
+                    prefetch_label(comp, w);
+                }
+                if let Some(v) = p.neighbors(out, u).get(r) {
+                    let v = p.read(v);
+                    link(u, v, comp, p);
+                }
+            },
+        );
+        compress(comp, t);
     }
-    let giant = most_frequent_label(comp);
-    (0..n).into_par_iter().with_min_len(256).for_each(|u| {
-        if comp[u as usize].load(Relaxed) == giant {
-            return;
-        }
-        let rest = out.neighbors(u).get(NEIGHBOR_ROUNDS..).unwrap_or(&[]);
-        for &w in rest.iter().take(AHEAD) {
-            prefetch_label(comp, w);
-        }
-        for (k, &v) in rest.iter().enumerate() {
-            if let Some(&w) = rest.get(k + AHEAD) {
+    let giant = most_frequent_label(comp, &mut t.probe());
+    (0..n).into_par_iter().with_min_len(256).for_each_init(
+        || t.probe(),
+        |p, u| {
+            if p.load(&comp[u as usize]) == giant {
+                return;
+            }
+            let rest = p.neighbors(out, u).get(NEIGHBOR_ROUNDS..).unwrap_or(&[]);
+            for &w in rest.iter().take(AHEAD) {
                 prefetch_label(comp, w);
             }
-            link(u, v, comp);
-        }
-        if directed {
-            for &v in inc.neighbors(u) {
-                link(u, v, comp);
+            for (k, v) in rest.iter().enumerate() {
+                if let Some(&w) = rest.get(k + AHEAD) {
+                    prefetch_label(comp, w);
+                }
+                let v = p.read(v);
+                link(u, v, comp, p);
             }
-        }
-    });
-    compress(comp);
+            if directed {
+                for v in p.neighbors(inc, u) {
+                    let v = p.read(v);
+                    link(u, v, comp, p);
+                }
+            }
+        },
+    );
+    compress(comp, t);
 }
 
 /// The most common label among a fixed-seed sample: almost surely the giant component's.
-fn most_frequent_label(comp: &[AtomicU32]) -> u32 {
+fn most_frequent_label<P: Probe>(comp: &[AtomicU32], p: &mut P) -> u32 {
     let mut rng = SplitMix64::new(0xaff0_4e57, 0);
     let mut counts: HashMap<u32, u32> = HashMap::new();
     for _ in 0..SAMPLES {
         let v = rng.below(comp.len() as u64) as usize;
-        *counts.entry(comp[v].load(Relaxed)).or_default() += 1;
+        *counts.entry(p.load(&comp[v])).or_default() += 1;
     }
     counts
         .into_iter()
@@ -203,34 +228,36 @@ fn most_frequent_label(comp: &[AtomicU32]) -> u32 {
         .map_or(0, |(label, _)| label)
 }
 
-fn shiloach_vishkin(g: &Csr, comp: &[AtomicU32]) {
+fn shiloach_vishkin<T: Tracer>(g: &Csr, comp: &[AtomicU32], t: &T) {
     let n = g.n() as u32;
     let out = g.out_side();
     loop {
         let changed = AtomicBool::new(false);
-        (0..n).into_par_iter().with_min_len(256).for_each(|u| {
-            let mut hooked = false;
-            for &v in out.neighbors(u) {
-                let cu = comp[u as usize].load(Relaxed);
-                let cv = comp[v as usize].load(Relaxed);
-                if cu == cv {
-                    continue;
+        (0..n).into_par_iter().with_min_len(256).for_each_init(
+            || t.probe(),
+            |p, u| {
+                let mut hooked = false;
+                for v in p.neighbors(out, u) {
+                    let v = p.read(v);
+                    let cu = p.load(&comp[u as usize]);
+                    let cv = p.load(&comp[v as usize]);
+                    if cu == cv {
+                        continue;
+                    }
+                    let (high, low) = if cu > cv { (cu, cv) } else { (cv, cu) };
+                    // Hook only roots, so that no tree is ever cut; test with a plain load
+                    // first, as most candidates are no longer roots.
+                    let h = &comp[high as usize];
+                    if p.load(h) == high && p.cas(h, high, low).is_ok() {
+                        hooked = true;
+                    }
                 }
-                let (high, low) = if cu > cv { (cu, cv) } else { (cv, cu) };
-                // Hook only roots, so that no tree is ever cut; test with a plain load first,
-                // as most candidates are no longer roots.
-                let h = &comp[high as usize];
-                if h.load(Relaxed) == high
-                    && h.compare_exchange(high, low, Relaxed, Relaxed).is_ok()
-                {
-                    hooked = true;
+                if hooked {
+                    changed.store(true, Relaxed);
                 }
-            }
-            if hooked {
-                changed.store(true, Relaxed);
-            }
-        });
-        compress(comp);
+            },
+        );
+        compress(comp, t);
         if !changed.load(Relaxed) {
             break;
         }

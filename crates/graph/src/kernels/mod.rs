@@ -5,6 +5,9 @@
 //! reused by every trial. Arrays that depend on the edge count are created by the first run,
 //! which callers do untimed as a warm-up.
 //!
+//! Every kernel has one body, generic over a [`Tracer`](crate::traced::Tracer): the timed run
+//! and `hugewise trace` run the same code, the first with a tracer that compiles away.
+//!
 //! Region groups, for `--pages`: `property` is every vertex-indexed array that the kernel reads
 //! or writes at neighbours' ids (the scattered accesses that thrash the TLB); `frontier` is
 //! queues, bitmaps and other working lists.
@@ -16,19 +19,29 @@ pub mod pr;
 pub mod sssp;
 pub mod tc;
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicU64};
 
 pub use hugewise_results::kernel::{Outcome, Spec};
 
 use crate::csr::RegionReport;
 use crate::rng::SplitMix64;
+use crate::traced::{Probe, Span, Streams};
 use crate::{Csr, Error, Layout, Result};
 
 /// A kernel with its working arrays.
+///
+/// Each kernel has one body, generic over a [`Tracer`]: [`Kernel::run`] calls it with
+/// [`Off`](crate::traced::Off), whose hooks compile away, and [`Kernel::trace`] with a
+/// recording tracer, so a trace records the kernel that is timed.
 pub trait Kernel: Send + Sync {
     /// Run once from `sources` (as many as [`Spec::sources_per_trial`] says). Only this is
     /// timed.
     fn run(&mut self, g: &Csr, sources: &[u32]) -> Result<()>;
+    /// Run once as [`Kernel::run`] does, telling `t` every access of every worker thread.
+    fn trace(&mut self, g: &Csr, sources: &[u32], t: &Streams) -> Result<()>;
+    /// Where the kernel's arrays are, for a trace's header (arrays the first run creates are
+    /// there after it).
+    fn spans(&self) -> Vec<Span>;
     /// What the last run found, summarised after the clock stopped.
     fn outcome(&self, g: &Csr) -> Outcome;
     /// Check the last run's result against an independent serial implementation; the error
@@ -113,24 +126,25 @@ pub fn pick_sources(g: &Csr, seed: u64, count: usize) -> Result<Vec<u32>> {
     Ok(out)
 }
 
-/// Atomic `a += x` on an f32 stored as bits.
-pub(crate) fn add_f32(a: &AtomicU32, x: f32) {
-    let mut old = a.load(Relaxed);
+/// Atomic `a += x` on an f32 stored as bits: a load, then a store when the swap succeeds (a
+/// failed swap is recorded as a load).
+pub(crate) fn add_f32<P: Probe>(a: &AtomicU32, x: f32, p: &mut P) {
+    let mut old = p.load(a);
     loop {
         let new = (f32::from_bits(old) + x).to_bits();
-        match a.compare_exchange_weak(old, new, Relaxed, Relaxed) {
+        match p.cas_weak(a, old, new) {
             Ok(_) => return,
             Err(cur) => old = cur,
         }
     }
 }
 
-/// Atomic `a += x` on an f64 stored as bits.
-pub(crate) fn add_f64(a: &AtomicU64, x: f64) {
-    let mut old = a.load(Relaxed);
+/// Atomic `a += x` on an f64 stored as bits, recorded as [`add_f32`] is.
+pub(crate) fn add_f64<P: Probe>(a: &AtomicU64, x: f64, p: &mut P) {
+    let mut old = p.load(a);
     loop {
         let new = (f64::from_bits(old) + x).to_bits();
-        match a.compare_exchange_weak(old, new, Relaxed, Relaxed) {
+        match p.cas_weak(a, old, new) {
             Ok(_) => return,
             Err(cur) => old = cur,
         }

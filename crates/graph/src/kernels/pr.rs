@@ -14,8 +14,6 @@
 //! part of P, so the residual is at most d times the change, and the distance to the fixed
 //! point at most d / (1 − d) times it; that holds for Jacobi and for racy Gauss–Seidel alike.
 
-use std::sync::atomic::Ordering::Relaxed;
-
 use hugewise_mem::Region;
 pub use hugewise_results::kernel::PrMode as Mode;
 use hugewise_sys::atomic;
@@ -23,6 +21,7 @@ use rayon::prelude::*;
 
 use crate::csr::{RegionReport, RegionReportExt, Side};
 use crate::kernels::{add_f32, Kernel, Outcome};
+use crate::traced::{Off, Probe, Span, Streams, Tracer};
 use crate::{Csr, Layout, Result};
 
 /// Damping factor.
@@ -66,23 +65,28 @@ impl Pr {
     }
 }
 
-impl Kernel for Pr {
-    fn run(&mut self, g: &Csr, _: &[u32]) -> Result<()> {
+impl Pr {
+    fn body<T: Tracer>(&mut self, g: &Csr, t: &T) -> Result<()> {
         let n = g.n();
         let base = ((1.0 - DAMPING) / n as f64) as f32;
         let d = DAMPING as f32;
-        self.scores.par_iter_mut().for_each(|s| *s = 1.0 / n as f32);
-        self.contrib
+        self.scores
             .par_iter_mut()
-            .enumerate()
-            .for_each(|(v, c)| *c = share(g.out_side(), v, 1.0 / n as f32));
+            .for_each_init(|| t.probe(), |p, s| p.write(s, 1.0 / n as f32));
+        self.contrib.par_iter_mut().enumerate().for_each_init(
+            || t.probe(),
+            |p, (v, c)| {
+                let x = share(g.out_side(), v, 1.0 / n as f32, p);
+                p.write(c, x)
+            },
+        );
         let mut iterations = 0;
         let mut change = f64::INFINITY;
         while iterations < self.max_iters {
             iterations += 1;
             change = match self.mode {
-                Mode::Pull => pull_step(g, &mut self.scores, &mut self.contrib, base, d),
-                Mode::Push => push_step(g, &mut self.scores, &mut self.contrib, base, d),
+                Mode::Pull => pull_step(g, &mut self.scores, &mut self.contrib, base, d, t),
+                Mode::Push => push_step(g, &mut self.scores, &mut self.contrib, base, d, t),
             };
             if change < self.tolerance {
                 break;
@@ -91,6 +95,16 @@ impl Kernel for Pr {
         self.last_change = change;
         self.iterations = iterations;
         Ok(())
+    }
+}
+
+impl Kernel for Pr {
+    fn run(&mut self, g: &Csr, _: &[u32]) -> Result<()> {
+        self.body(g, &Off)
+    }
+
+    fn trace(&mut self, g: &Csr, _: &[u32], t: &Streams) -> Result<()> {
+        self.body(g, t)
     }
 
     fn outcome(&self, _: &Csr) -> Outcome {
@@ -110,9 +124,20 @@ impl Kernel for Pr {
             RegionReport::of(&self.scores)?,
         ])
     }
+
+    fn spans(&self) -> Vec<Span> {
+        vec![Span::of(&self.contrib), Span::of(&self.scores)]
+    }
 }
 
-fn pull_step(g: &Csr, scores: &mut [f32], contrib: &mut [f32], base: f32, d: f32) -> f64 {
+fn pull_step<T: Tracer>(
+    g: &Csr,
+    scores: &mut [f32],
+    contrib: &mut [f32],
+    base: f32,
+    d: f32,
+    t: &T,
+) -> f64 {
     // Gauss-Seidel: a vertex's contribution is refreshed as soon as its score is, so vertices
     // done later in the same iteration already see it (which one a thread sees is a benign
     // race: either value keeps the convergence bound the verifier relies on).
@@ -123,21 +148,25 @@ fn pull_step(g: &Csr, scores: &mut [f32], contrib: &mut [f32], base: f32, d: f32
         .par_iter_mut()
         .enumerate()
         .with_min_len(1024)
-        .map(|(v, s)| {
-            // The in-lists are read in order, but the hardware prefetcher stops at every 4 KiB
-            // page: ask for the list of a vertex well ahead.
-            inc.prefetch_neighbors((v + STREAM_AHEAD).min(last) as u32);
-            let sum: f32 = inc
-                .neighbors(v as u32)
-                .iter()
-                .map(|&u| f32::from_bits(contrib[u as usize].load(Relaxed)))
-                .sum();
-            let new = base + d * sum;
-            let c = (new - *s).abs() as f64;
-            *s = new;
-            contrib[v].store(share(out, v, new).to_bits(), Relaxed);
-            c
-        })
+        .map_init(
+            || t.probe(),
+            |p, (v, s)| {
+                // The in-lists are read in order, but the hardware prefetcher stops at every
+                // 4 KiB page: ask for the list of a vertex well ahead.
+                inc.prefetch_neighbors((v + STREAM_AHEAD).min(last) as u32);
+                let mut sum = 0.0f32;
+                for u in p.neighbors(inc, v as u32) {
+                    let u = p.read(u);
+                    sum += f32::from_bits(p.load(&contrib[u as usize]));
+                }
+                let new = base + d * sum;
+                let c = (new - p.read(s)).abs() as f64;
+                p.write(s, new);
+                let x = share(out, v, new, p);
+                p.store(&contrib[v], x.to_bits());
+                c
+            },
+        )
         .sum()
 }
 
@@ -145,43 +174,60 @@ fn pull_step(g: &Csr, scores: &mut [f32], contrib: &mut [f32], base: f32, d: f32
 const STREAM_AHEAD: usize = 64;
 
 /// What vertex `v` passes to each out-neighbour.
-fn share(out: Side, v: usize, score: f32) -> f32 {
-    match out.degree(v as u32) {
+#[inline]
+fn share<P: Probe>(out: Side, v: usize, score: f32, p: &mut P) -> f32 {
+    match p.degree(out, v as u32) {
         0 => 0.0,
         deg => score / deg as f32,
     }
 }
 
-fn push_step(g: &Csr, scores: &mut [f32], sums: &mut [f32], base: f32, d: f32) -> f64 {
-    sums.par_iter_mut().for_each(|s| *s = 0.0);
+fn push_step<T: Tracer>(
+    g: &Csr,
+    scores: &mut [f32],
+    sums: &mut [f32],
+    base: f32,
+    d: f32,
+    t: &T,
+) -> f64 {
+    sums.par_iter_mut()
+        .for_each_init(|| t.probe(), |p, s| p.write(s, 0.0));
     {
         let sums = atomic::u32s(bytemuck::cast_slice_mut(sums));
         let scores: &[f32] = scores;
+        let out_side = g.out_side();
         (0..g.n() as u32)
             .into_par_iter()
             .with_min_len(1024)
-            .for_each(|u| {
-                let out = g.out_neighbors(u);
-                if out.is_empty() {
-                    return;
-                }
-                let c = scores[u as usize] / out.len() as f32;
-                for &v in out {
-                    add_f32(&sums[v as usize], c);
-                }
-            });
+            .for_each_init(
+                || t.probe(),
+                |p, u| {
+                    let out = p.neighbors(out_side, u);
+                    if out.is_empty() {
+                        return;
+                    }
+                    let c = p.read(&scores[u as usize]) / out.len() as f32;
+                    for v in out {
+                        let v = p.read(v);
+                        add_f32(&sums[v as usize], c, p);
+                    }
+                },
+            );
     }
     let sums: &[f32] = sums;
     scores
         .par_iter_mut()
         .enumerate()
         .with_min_len(4096)
-        .map(|(v, s)| {
-            let new = base + d * sums[v];
-            let c = (new - *s).abs() as f64;
-            *s = new;
-            c
-        })
+        .map_init(
+            || t.probe(),
+            |p, (v, s)| {
+                let new = base + d * p.read(&sums[v]);
+                let c = (new - p.read(s)).abs() as f64;
+                p.write(s, new);
+                c
+            },
+        )
         .sum()
 }
 

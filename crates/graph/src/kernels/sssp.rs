@@ -19,6 +19,7 @@ use rayon::prelude::*;
 
 use crate::csr::{RegionReport, RegionReportExt, Side};
 use crate::kernels::{Kernel, Outcome};
+use crate::traced::{Off, Probe, Span, Streams, Tracer};
 use crate::{Csr, Layout, Result};
 
 /// Distance of an unreached vertex.
@@ -69,8 +70,8 @@ impl Sssp {
     }
 }
 
-impl Kernel for Sssp {
-    fn run(&mut self, g: &Csr, sources: &[u32]) -> Result<()> {
+impl Sssp {
+    fn body<T: Tracer>(&mut self, g: &Csr, sources: &[u32], t: &T) -> Result<()> {
         let src = sources[0];
         let threads = rayon::current_num_threads();
         if self.buckets.len() != threads {
@@ -79,11 +80,16 @@ impl Kernel for Sssp {
         for b in &self.buckets {
             lock(b).iter_mut().for_each(Vec::clear);
         }
-        self.dist.par_iter_mut().for_each(|d| *d = INF);
-        self.dist[src as usize] = 0;
+        self.dist
+            .par_iter_mut()
+            .for_each_init(|| t.probe(), |p, d| p.write(d, INF));
+        {
+            let mut p = t.probe();
+            p.write(&mut self.dist[src as usize], 0);
+            p.write(&mut self.frontier[0], src);
+        }
         let delta = self.delta as u64;
         let mut frontier_len = 1usize;
-        self.frontier[0] = src;
         let mut bucket = 0usize;
         let mut rounds = 0u32;
         loop {
@@ -94,6 +100,7 @@ impl Kernel for Sssp {
             let cursor = AtomicUsize::new(0);
             let buckets = &self.buckets;
             rayon::broadcast(|ctx| {
+                let mut p = t.probe();
                 let mut mine = lock(&buckets[ctx.index()]);
                 loop {
                     let start = cursor.fetch_add(GRAIN, Relaxed);
@@ -101,9 +108,10 @@ impl Kernel for Sssp {
                         break;
                     }
                     let chunk = &frontier[start..(start + GRAIN).min(frontier.len())];
-                    for (k, &u) in chunk.iter().enumerate() {
+                    for (k, u) in chunk.iter().enumerate() {
                         prefetch_ahead(out, chunk, k);
-                        relax(out, dist, delta, bucket, u, &mut mine);
+                        let u = p.read(u);
+                        relax(out, dist, delta, bucket, u, &mut mine, &mut p);
                     }
                 }
                 while mine
@@ -113,7 +121,7 @@ impl Kernel for Sssp {
                     let work = std::mem::take(&mut mine[bucket]);
                     for (k, &u) in work.iter().enumerate() {
                         prefetch_ahead(out, &work, k);
-                        relax(out, dist, delta, bucket, u, &mut mine);
+                        relax(out, dist, delta, bucket, u, &mut mine, &mut p);
                     }
                 }
             });
@@ -129,11 +137,12 @@ impl Kernel for Sssp {
             let end = AtomicUsize::new(0);
             let buckets = &self.buckets;
             rayon::broadcast(|ctx| {
+                let mut p = t.probe();
                 let mut mine = lock(&buckets[ctx.index()]);
                 if let Some(b) = mine.get_mut(next) {
                     let at = end.fetch_add(b.len(), Relaxed);
                     for (i, &v) in b.iter().enumerate() {
-                        frontier[at + i].store(v, Relaxed);
+                        p.store(&frontier[at + i], v);
                     }
                     b.clear();
                 }
@@ -143,6 +152,20 @@ impl Kernel for Sssp {
         }
         self.rounds = rounds;
         Ok(())
+    }
+}
+
+impl Kernel for Sssp {
+    fn run(&mut self, g: &Csr, sources: &[u32]) -> Result<()> {
+        self.body(g, sources, &Off)
+    }
+
+    fn trace(&mut self, g: &Csr, sources: &[u32], t: &Streams) -> Result<()> {
+        self.body(g, sources, t)
+    }
+
+    fn spans(&self) -> Vec<Span> {
+        vec![Span::of(&self.dist), Span::of(&self.frontier)]
     }
 
     fn outcome(&self, _: &Csr) -> Outcome {
@@ -189,24 +212,30 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// Relax `u`'s arcs if `u` still belongs to `bucket` or later (an entry left behind when its
 /// distance later dropped into an earlier bucket is stale and skipped).
-fn relax(
+#[allow(clippy::too_many_arguments)]
+fn relax<P: Probe>(
     out: Side,
     dist: &[AtomicU32],
     delta: u64,
     bucket: usize,
     u: u32,
     mine: &mut Vec<Vec<u32>>,
+    p: &mut P,
 ) {
-    let du = dist[u as usize].load(Relaxed);
+    let du = p.load(&dist[u as usize]);
     if (du as u64) < delta * bucket as u64 {
         return;
     }
-    for (&v, &w) in out.neighbors(u).iter().zip(out.weights(u)) {
+    let r = p.range(out, u);
+    // Unweighted graphs are refused before a run; an empty weight list relaxes nothing.
+    let weights = out.weights.get(r.clone()).unwrap_or(&[]);
+    for (v, w) in out.edges[r].iter().zip(weights) {
+        let (v, w) = (p.read(v), p.read(w));
         let nd = du.saturating_add(w).min(INF - 1);
         let d = &dist[v as usize];
-        let mut old = d.load(Relaxed);
+        let mut old = p.load(d);
         while nd < old {
-            match d.compare_exchange_weak(old, nd, Relaxed, Relaxed) {
+            match p.cas_weak(d, old, nd) {
                 Ok(_) => {
                     let b = (nd as u64 / delta) as usize;
                     if b >= mine.len() {

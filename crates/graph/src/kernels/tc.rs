@@ -15,7 +15,7 @@
 //! Each pool thread has a bitmap of n bits (the "frontier-marks" region: threads × n / 8
 //! bytes). [`verify_count`] counts with a serial marking method of its own.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::AtomicU64;
 
 use hugewise_mem::Region;
 use rayon::prelude::*;
@@ -23,6 +23,7 @@ use rayon::prelude::*;
 use crate::csr::{RegionReport, RegionReportExt, Side};
 use crate::kernels::{Kernel, Outcome};
 use crate::rng::SplitMix64;
+use crate::traced::{Off, Probe, Span, Streams, Tracer};
 use crate::{Csr, Layout, Result};
 
 /// Triangle counting with its oriented graph.
@@ -76,17 +77,27 @@ impl Tc {
     }
 }
 
-impl Kernel for Tc {
-    fn run(&mut self, g: &Csr, _: &[u32]) -> Result<()> {
-        self.ranked = worth_ranking(g);
+impl Tc {
+    fn body<T: Tracer>(&mut self, g: &Csr, t: &T) -> Result<()> {
+        self.ranked = worth_ranking(g, &mut t.probe());
         let mut marks = self.marks(g.n())?;
         self.triangles = if self.ranked {
-            self.count_ranked(g, &mut marks)?
+            self.count_ranked(g, &mut marks, t)?
         } else {
-            count(g.out_side(), Order::Id, &mut marks)
+            count(g.out_side(), Order::Id, &mut marks, t)
         };
         self.marks = Some(marks);
         Ok(())
+    }
+}
+
+impl Kernel for Tc {
+    fn run(&mut self, g: &Csr, _: &[u32]) -> Result<()> {
+        self.body(g, &Off)
+    }
+
+    fn trace(&mut self, g: &Csr, _: &[u32], t: &Streams) -> Result<()> {
+        self.body(g, t)
     }
 
     fn outcome(&self, _: &Csr) -> Outcome {
@@ -120,47 +131,76 @@ impl Kernel for Tc {
         }
         Ok(v)
     }
+
+    fn spans(&self) -> Vec<Span> {
+        let mut v = Vec::new();
+        if let Some(d) = &self.arrays {
+            v.push(Span::of(&d.edges));
+            v.push(Span::of(&d.offsets));
+            v.push(Span::of(&d.rank));
+        }
+        if let Some(m) = &self.marks {
+            v.push(Span::of(m));
+        }
+        v
+    }
 }
 
 impl Tc {
-    /// Rank, orient into the "property" arrays, and count.
-    fn count_ranked(&mut self, g: &Csr, marks: &mut Region<u64>) -> Result<u64> {
+    /// Rank, orient into the "property" arrays, and count. The order being sorted is heap
+    /// scratch (untraced); the rank, the oriented offsets and lists are traced.
+    fn count_ranked<T: Tracer>(
+        &mut self,
+        g: &Csr,
+        marks: &mut Region<u64>,
+        t: &T,
+    ) -> Result<u64> {
         let n = g.n();
         let mut dag = self.arrays(n, g.edges() as usize)?;
         let out = g.out_side();
         // Rank by (degree, id): ranks grow towards the hubs.
         let mut order: Vec<u64> = (0..n as u32)
             .into_par_iter()
-            .map(|v| (out.degree(v) as u64) << 32 | v as u64)
+            .map_init(
+                || t.probe(),
+                |p, v| (p.degree(out, v) as u64) << 32 | v as u64,
+            )
             .collect();
         order.par_sort_unstable();
         {
             let rank = hugewise_sys::atomic::u32s(&mut dag.rank);
-            order.par_iter().enumerate().for_each(|(r, &key)| {
-                rank[key as u32 as usize].store(r as u32, std::sync::atomic::Ordering::Relaxed);
-            });
+            order.par_iter().enumerate().for_each_init(
+                || t.probe(),
+                |p, (r, &key)| p.store(&rank[key as u32 as usize], r as u32),
+            );
         }
         let rank: &[u32] = &dag.rank;
         let vertex_of = |r: usize| order[r] as u32;
-        let ups = |r: usize| {
-            let v = vertex_of(r);
-            out.neighbors(v)
-                .iter()
-                .map(|&w| rank[w as usize])
-                .filter(move |&x| x as usize > r)
-        };
         dag.offsets[..n]
             .par_iter_mut()
             .enumerate()
             .with_min_len(1024)
-            .for_each(|(r, d)| *d = ups(r).count() as u64);
+            .for_each_init(
+                || t.probe(),
+                |p, (r, d)| {
+                    let mut ups = 0u64;
+                    for w in p.neighbors(out, vertex_of(r)) {
+                        let w = p.read(w);
+                        ups += u64::from(p.read(&rank[w as usize]) as usize > r);
+                    }
+                    p.write(d, ups)
+                },
+            );
         let mut acc = 0u64;
-        for o in dag.offsets[..n].iter_mut() {
-            let d = *o;
-            *o = acc;
-            acc += d;
+        {
+            let mut p = t.probe();
+            for o in dag.offsets[..n].iter_mut() {
+                let d = p.read(o);
+                p.write(o, acc);
+                acc += d;
+            }
+            p.write(&mut dag.offsets[n], acc);
         }
-        dag.offsets[n] = acc;
         {
             let off: &[u64] = &dag.offsets;
             let mut rest: &mut [u32] = &mut dag.edges[..acc as usize];
@@ -175,11 +215,20 @@ impl Tc {
                 .into_par_iter()
                 .enumerate()
                 .with_min_len(1024)
-                .for_each(|(r, out)| {
-                    for (slot, x) in out.iter_mut().zip(ups(r)) {
-                        *slot = x;
-                    }
-                });
+                .for_each_init(
+                    || t.probe(),
+                    |p, (r, list)| {
+                        let mut slots = list.iter_mut();
+                        for w in p.neighbors(out, vertex_of(r)) {
+                            let w = p.read(w);
+                            let x = p.read(&rank[w as usize]);
+                            if x as usize > r {
+                                let Some(slot) = slots.next() else { break };
+                                p.write(slot, x);
+                            }
+                        }
+                    },
+                );
         }
         drop(order);
         let dag = self.arrays.insert(dag);
@@ -188,7 +237,7 @@ impl Tc {
             edges: &dag.edges,
             weights: &[],
         };
-        Ok(count(side, Order::Rank, marks))
+        Ok(count(side, Order::Rank, marks, t))
     }
 
     /// One bitmap of n bits per pool thread, kept across runs.
@@ -204,7 +253,7 @@ impl Tc {
 /// The GAP suite's test: ranking pays when the mean degree (edges per vertex) is at least 10
 /// and the degrees of a sample of non-isolated vertices (from a fixed seed) have a mean above
 /// 1.3 × their median.
-fn worth_ranking(g: &Csr) -> bool {
+fn worth_ranking<P: Probe>(g: &Csr, p: &mut P) -> bool {
     let n = g.n();
     if n == 0 || g.edges() / (n as u64) < MIN_MEAN_DEGREE {
         return false;
@@ -212,7 +261,7 @@ fn worth_ranking(g: &Csr) -> bool {
     let out = g.out_side();
     let mut rng = SplitMix64::new(0x7c_5a3e, 0);
     let mut degrees: Vec<u64> = (0..SAMPLES * 100)
-        .map(|_| out.degree(rng.below(n as u64) as u32) as u64)
+        .map(|_| p.degree(out, rng.below(n as u64) as u32) as u64)
         .filter(|&d| d > 0)
         .take(SAMPLES.min(n))
         .collect();
@@ -239,7 +288,7 @@ enum Order {
 /// candidates there. A lookup does not depend on the one before, unlike a step of a merge, so
 /// lookups overlap; the candidates' lists are prefetched a few ahead, in two stages (offset,
 /// then the list's head), as each is a likely cache and TLB miss.
-fn count(lists: Side, order: Order, marks: &mut Region<u64>) -> u64 {
+fn count<T: Tracer>(lists: Side, order: Order, marks: &mut Region<u64>, t: &T) -> u64 {
     let n = lists.n();
     let words = n.div_ceil(64).max(1);
     let marks = hugewise_sys::atomic::u64s(marks);
@@ -247,14 +296,16 @@ fn count(lists: Side, order: Order, marks: &mut Region<u64>) -> u64 {
         .into_par_iter()
         .with_min_len(64)
         .map_init(
-            || Marks::for_this_thread(marks, words),
-            |mine, u| {
-                let list = lists.neighbors(u);
+            || (Marks::for_this_thread(marks, words), t.probe()),
+            |(mine, p), u| {
+                let list = p.neighbors(lists, u);
                 let own = match order {
                     Order::Rank => list,
+                    // The search for the end reads the list: its elements are traced as the
+                    // loop below reads them.
                     Order::Id => &list[..list.partition_point(|&v| v < u)],
                 };
-                mine.count(lists, own, order)
+                mine.count(lists, own, order, p)
             },
         )
         .sum()
@@ -277,18 +328,20 @@ impl<'a> Marks<'a> {
         }
     }
 
-    fn count(&self, lists: Side, own: &[u32], order: Order) -> u64 {
+    fn count<P: Probe>(&self, lists: Side, own: &[u32], order: Order, p: &mut P) -> u64 {
         // Only this thread touches its bitmap: relaxed loads and stores are plain moves.
         let bits = match self {
             Marks::Slot(s) => s,
             Marks::Private(v) => &v[..],
         };
-        let flip = |x: u32| {
+        let flip = |x: u32, p: &mut P| {
             let w = &bits[x as usize / 64];
-            w.store(w.load(Relaxed) ^ (1 << (x % 64)), Relaxed);
+            let old = p.load(w);
+            p.store(w, old ^ (1 << (x % 64)));
         };
-        for &x in own {
-            flip(x);
+        for x in own {
+            let x = p.read(x);
+            flip(x, p);
         }
         for &x in own.iter().take(2 * AHEAD) {
             lists.prefetch_offsets(x);
@@ -297,24 +350,32 @@ impl<'a> Marks<'a> {
             lists.prefetch_neighbors(x);
         }
         let mut c = 0;
-        for (k, &b) in own.iter().enumerate() {
+        for (k, b) in own.iter().enumerate() {
             lists.prefetch_ahead(k, AHEAD, |i| own.get(i).copied());
-            let marked = |x: u32| (bits[x as usize / 64].load(Relaxed) >> (x % 64)) & 1;
+            let b = p.read(b);
+            let marked = |x: u32, p: &mut P| (p.load(&bits[x as usize / 64]) >> (x % 64)) & 1;
             match order {
-                Order::Rank => c += lists.neighbors(b).iter().map(|&x| marked(x)).sum::<u64>(),
+                Order::Rank => {
+                    for x in p.neighbors(lists, b) {
+                        let x = p.read(x);
+                        c += marked(x, p);
+                    }
+                }
                 // The part above b would find each triangle a second time.
                 Order::Id => {
-                    for &x in lists.neighbors(b) {
+                    for x in p.neighbors(lists, b) {
+                        let x = p.read(x);
                         if x >= b {
                             break;
                         }
-                        c += marked(x);
+                        c += marked(x, p);
                     }
                 }
             }
         }
-        for &x in own {
-            flip(x);
+        for x in own {
+            let x = p.read(x);
+            flip(x, p);
         }
         c
     }
@@ -405,11 +466,11 @@ mod tests {
     fn skewed_degrees_rank_and_even_ones_do_not() {
         let kron = generated("kron:13", true, false);
         let urand = generated("urand:13", true, false);
-        assert!(worth_ranking(&kron));
-        assert!(!worth_ranking(&urand));
+        assert!(worth_ranking(&kron, &mut Off));
+        assert!(!worth_ranking(&urand, &mut Off));
         // A star is as skewed as can be, but has too few edges per vertex for ranking to pay.
         let star: Vec<_> = (1..200).map(|v| (0, v, 1)).collect();
-        assert!(!worth_ranking(&from_edges(200, &star, true)));
+        assert!(!worth_ranking(&from_edges(200, &star, true), &mut Off));
     }
 
     #[test]
@@ -420,12 +481,12 @@ mod tests {
             let mut k = Tc::new(&Layout::default());
             let mut marks = k.marks(g.n()).expect("marks");
             assert_eq!(
-                k.count_ranked(&g, &mut marks).expect("ranked"),
+                k.count_ranked(&g, &mut marks, &Off).expect("ranked"),
                 want,
                 "{spec} ranked"
             );
             assert_eq!(
-                count(g.out_side(), Order::Id, &mut marks),
+                count(g.out_side(), Order::Id, &mut marks, &Off),
                 want,
                 "{spec} by id"
             );
@@ -445,7 +506,7 @@ mod tests {
         let mut one: Region<u64> = Layout::default()
             .region("frontier", "frontier-marks", g.n().div_ceil(64))
             .expect("region");
-        let got = pool.install(|| count(g.out_side(), Order::Id, &mut one));
+        let got = pool.install(|| count(g.out_side(), Order::Id, &mut one, &Off));
         assert_eq!(got, want);
     }
 
