@@ -81,7 +81,9 @@ fn recorders(
         recs.push(Record::new(
             batch,
             Box::new(move |full| {
-                let next = back.try_recv().unwrap_or_else(|_| Vec::with_capacity(batch));
+                let next = back
+                    .try_recv()
+                    .unwrap_or_else(|_| Vec::with_capacity(batch));
                 // A closed channel means the encoder failed; its error is reported at the end.
                 let _ = tx.send((i as u16, full));
                 next

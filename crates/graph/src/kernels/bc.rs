@@ -121,36 +121,32 @@ impl Bc {
         let scores = atomic::u32s(bytemuck::cast_slice_mut(&mut self.scores[..]));
         for w in levels.windows(2).rev() {
             let level = &queue[w[0]..w[1]];
-            level
-                .par_iter()
-                .enumerate()
-                .with_min_len(64)
-                .for_each_init(
-                    || t.probe(),
-                    |p, (k, q)| {
-                        prefetch_ahead(out, level, k);
-                        let u = p.load(q);
-                        let su = f64::from_bits(p.load(&sigma[u as usize]));
-                        let r = p.range(out, u);
-                        let first = r.start;
-                        let mut dep = 0.0f64;
-                        for (i, v) in out.edges[r].iter().enumerate() {
-                            let arc = first + i;
-                            if p.load(&on_path[arc / 64]) & (1 << (arc % 64)) != 0 {
-                                let v = p.read(v);
-                                let sv = f64::from_bits(p.load(&sigma[v as usize]));
-                                let dv = f32::from_bits(p.load(&delta[v as usize])) as f64;
-                                dep += su / sv * (1.0 + dv);
-                            }
+            level.par_iter().enumerate().with_min_len(64).for_each_init(
+                || t.probe(),
+                |p, (k, q)| {
+                    prefetch_ahead(out, level, k);
+                    let u = p.load(q);
+                    let su = f64::from_bits(p.load(&sigma[u as usize]));
+                    let r = p.range(out, u);
+                    let first = r.start;
+                    let mut dep = 0.0f64;
+                    for (i, v) in out.edges[r].iter().enumerate() {
+                        let arc = first + i;
+                        if p.load(&on_path[arc / 64]) & (1 << (arc % 64)) != 0 {
+                            let v = p.read(v);
+                            let sv = f64::from_bits(p.load(&sigma[v as usize]));
+                            let dv = f32::from_bits(p.load(&delta[v as usize])) as f64;
+                            dep += su / sv * (1.0 + dv);
                         }
-                        p.store(&delta[u as usize], (dep as f32).to_bits());
-                        if u != src {
-                            let s = &scores[u as usize];
-                            let x = f32::from_bits(p.load(s)) + dep as f32;
-                            p.store(s, x.to_bits());
-                        }
-                    },
-                );
+                    }
+                    p.store(&delta[u as usize], (dep as f32).to_bits());
+                    if u != src {
+                        let s = &scores[u as usize];
+                        let x = f32::from_bits(p.load(s)) + dep as f32;
+                        p.store(s, x.to_bits());
+                    }
+                },
+            );
         }
         reached
     }

@@ -342,16 +342,13 @@ fn bottom_up_step<T: Tracer>(
 fn queue_to_bitmap<T: Tracer>(queue: &[AtomicU32], bits: &[AtomicU64], t: &T) {
     bits.par_iter()
         .for_each_init(|| t.probe(), |p, w| p.store(w, 0));
-    queue
-        .par_iter()
-        .with_min_len(GRAIN)
-        .for_each_init(
-            || t.probe(),
-            |p, q| {
-                let v = p.load(q);
-                p.fetch_or(&bits[v as usize / 64], 1 << (v % 64));
-            },
-        );
+    queue.par_iter().with_min_len(GRAIN).for_each_init(
+        || t.probe(),
+        |p, q| {
+            let v = p.load(q);
+            p.fetch_or(&bits[v as usize / 64], 1 << (v % 64));
+        },
+    );
 }
 
 #[inline]

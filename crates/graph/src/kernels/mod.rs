@@ -30,7 +30,7 @@ use crate::{Csr, Error, Layout, Result};
 
 /// A kernel with its working arrays.
 ///
-/// Each kernel has one body, generic over a [`Tracer`]: [`Kernel::run`] calls it with
+/// Each kernel has one body, generic over a [`Tracer`](crate::traced::Tracer): [`Kernel::run`] calls it with
 /// [`Off`](crate::traced::Off), whose hooks compile away, and [`Kernel::trace`] with a
 /// recording tracer, so a trace records the kernel that is timed.
 pub trait Kernel: Send + Sync {

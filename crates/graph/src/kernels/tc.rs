@@ -149,12 +149,7 @@ impl Kernel for Tc {
 impl Tc {
     /// Rank, orient into the "property" arrays, and count. The order being sorted is heap
     /// scratch (untraced); the rank, the oriented offsets and lists are traced.
-    fn count_ranked<T: Tracer>(
-        &mut self,
-        g: &Csr,
-        marks: &mut Region<u64>,
-        t: &T,
-    ) -> Result<u64> {
+    fn count_ranked<T: Tracer>(&mut self, g: &Csr, marks: &mut Region<u64>, t: &T) -> Result<u64> {
         let n = g.n();
         let mut dag = self.arrays(n, g.edges() as usize)?;
         let out = g.out_side();
