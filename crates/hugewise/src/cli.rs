@@ -9,6 +9,9 @@ use hugewise_graph::load::Input;
 use hugewise_graph::reorder::Method;
 use hugewise_graph::Layout;
 use hugewise_mem::{AllocOrder, Bytes, PagePolicy, PolicyMap};
+use hugewise_sim::grammar::parse_calibration;
+use hugewise_sim::{Budgets, PolicyList};
+use hugewise_trace::meta::Calibration;
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -557,10 +560,10 @@ pub struct SimArgs {
     pub trace: Option<PathBuf>,
     /// Policies, comma-separated, each with options after ':'.
     #[arg(long, default_value = "pcc,hawkeye,linux")]
-    pub policy: String,
+    pub policy: PolicyList,
     /// Budgets in % of the footprint, comma-separated.
     #[arg(long, default_value = "0,1,2,4,8,16,32,64,100")]
-    pub budget: String,
+    pub budget: Budgets,
     /// TLB organisation: haswell, golden-cove, zen4, or a TOML file.
     #[arg(long, default_value = "haswell")]
     pub config: String,
@@ -571,8 +574,8 @@ pub struct SimArgs {
     #[arg(long)]
     pub time_scale: Option<f64>,
     /// Measured untraced seconds to calibrate the cost model: base=S,huge=S.
-    #[arg(long, value_name = "base=S,huge=S")]
-    pub calibrate: Option<String>,
+    #[arg(long, value_name = "base=S,huge=S", value_parser = parse_calibration)]
+    pub calibrate: Option<Calibration>,
     /// Write every configuration's promotion plan to this JSON file (atomically).
     #[arg(long, value_name = "FILE")]
     pub plan: Option<PathBuf>,

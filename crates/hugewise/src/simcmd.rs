@@ -7,10 +7,8 @@ use anyhow::{bail, Context};
 use hugewise_results::sim::ReuseReport;
 use hugewise_results::Saved;
 use hugewise_sim::curve::{self, CurveSpec, Progress};
-use hugewise_sim::policy::parse_share;
 use hugewise_sim::{reuse, TlbConfig};
 use hugewise_study::{capture, save};
-use hugewise_trace::meta::Calibration;
 use indicatif::ProgressBar;
 
 use crate::cli::{Output, SimArgs, SimCommand, TraceArgs, TraceImport};
@@ -89,52 +87,6 @@ pub fn trace(a: TraceArgs, progress: bool) -> anyhow::Result<()> {
     emit(&out, r, hugewise_report::simview::capture)
 }
 
-fn budgets(s: &str) -> Vec<f64> {
-    s.split(',')
-        .map(|b| {
-            let b = b.trim();
-            let v = b.strip_suffix('%').unwrap_or(b);
-            parse_share(&format!("{v}%")).unwrap_or_else(|| {
-                usage_error(format!("--budget {b}: expected a percentage 0..100"))
-            })
-        })
-        .collect()
-}
-
-fn calibration(s: &str) -> Calibration {
-    let (mut base, mut huge) = (None, None);
-    for part in s.split(',') {
-        let (k, v) = part
-            .split_once('=')
-            .unwrap_or_else(|| usage_error(format!("--calibrate {s}: expected base=S,huge=S")));
-        let secs = v
-            .trim()
-            .trim_end_matches('s')
-            .parse::<f64>()
-            .ok()
-            .filter(|x| *x > 0.0)
-            .unwrap_or_else(|| {
-                usage_error(format!(
-                    "--calibrate: {v} is not a positive time in seconds"
-                ))
-            });
-        match k.trim() {
-            "base" => base = Some(secs),
-            "huge" => huge = Some(secs),
-            other => usage_error(format!("--calibrate: unknown key {other} (base, huge)")),
-        }
-    }
-    match (base, huge) {
-        (Some(base_s), Some(huge_s)) => Calibration {
-            base_s,
-            huge_s,
-            huge_share: 1.0,
-            runs: 1,
-        },
-        _ => usage_error("--calibrate needs both base=S and huge=S".into()),
-    }
-}
-
 /// `hugewise sim`.
 pub fn sim(a: SimArgs, progress: bool) -> anyhow::Result<()> {
     let cancel = cancel_flag()?;
@@ -155,22 +107,13 @@ pub fn sim(a: SimArgs, progress: bool) -> anyhow::Result<()> {
         usage_error("--trace FILE is required (make one with `hugewise trace`)".into())
     };
     let tlb = TlbConfig::resolve(&a.config)?;
-    let policies: Vec<String> = a
-        .policy
-        .split(',')
-        .map(|p| p.trim().to_string())
-        .filter(|p| !p.is_empty())
-        .collect();
-    if policies.is_empty() {
-        usage_error("--policy names no policy".into());
-    }
     let spec = CurveSpec {
-        policies,
-        budgets: budgets(&a.budget),
+        policies: a.policy.0,
+        budgets: a.budget.0,
         tlb,
         accesses_per_s: a.rate,
         time_scale: a.time_scale,
-        calibration: a.calibrate.as_deref().map(calibration),
+        calibration: a.calibrate,
         reuse: a.with_reuse,
     };
     let b = Bar(bar(progress, "simulating", false));

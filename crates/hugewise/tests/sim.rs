@@ -240,8 +240,33 @@ fn bad_inputs_are_named() {
     sim_fails(&["--policy", "pcc:speed=9"], "unknown option 'speed'");
     sim_fails(&["--policy", "magic"], "unknown policy 'magic'");
     sim_fails(&["--policy", "static:region=nope"], "no region 'nope'");
-    sim_fails(&["--budget", "150"], "--budget 150");
+    sim_fails(&["--budget", "150"], "invalid value '150' for '--budget");
     fails_with(&hw(&["sim"]), "--trace FILE is required");
+}
+
+/// Policies, budgets and calibrations are parsed once, by the command line: a bad one is a
+/// usage error (exit code 2) found before any trace is opened.
+#[test]
+fn sim_grammar_errors_are_usage_errors_before_the_trace_is_read() {
+    let missing = "/nonexistent/never.hwt";
+    for (args, want) in [
+        (&["--policy", "pcc:speed=9"][..], "unknown option 'speed'"),
+        (&["--policy", "hawkeye,magic"], "unknown policy 'magic'"),
+        (&["--policy", " , "], "names no policy"),
+        (&["--budget", "1,,2"], "expected a percentage"),
+        (&["--calibrate", "base=1"], "needs both base=S and huge=S"),
+        (&["--calibrate", "base=1,huge=-2"], "not a positive time"),
+    ] {
+        let mut a = vec!["sim", "--trace", missing];
+        a.extend_from_slice(args);
+        let o = hw(&a);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        fails_with(&o, want);
+        assert!(
+            !String::from_utf8_lossy(&o.stderr).contains("never.hwt"),
+            "{args:?}: the trace was opened before the arguments were checked"
+        );
+    }
 }
 
 /// `trace --calibrate` times the untraced kernel on a copy all on 4 KiB pages and a copy asking

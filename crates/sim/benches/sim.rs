@@ -110,7 +110,7 @@ fn main() {
             "mega",
         ]
         .iter()
-        .map(|s| s.to_string())
+        .map(|s| s.parse().expect("policy"))
         .collect(),
         budgets: vec![0.0, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.5, 0.64, 1.0],
         tlb: tlb.clone(),

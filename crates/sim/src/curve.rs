@@ -13,8 +13,8 @@ use hugewise_trace::{Reader, Region, TraceMeta};
 use crate::config::TlbConfig;
 use crate::cost::{self, CostModel};
 use crate::engine::{Machine, Totals};
-use crate::policies;
-use crate::policy::{self, Action, PlanEvent, Timing};
+use crate::policies::PolicySpec;
+use crate::policy::{Action, PlanEvent, Timing};
 pub use crate::progress::Progress;
 use crate::{Error, Result};
 
@@ -28,8 +28,8 @@ const CHUNK: usize = 1 << 16;
 /// What to simulate.
 #[derive(Debug, Clone)]
 pub struct CurveSpec {
-    /// Policy specs (`pcc`, `hawkeye:window=2s`, ...).
-    pub policies: Vec<String>,
+    /// Policies with their settings (`none` and `all` are simulated in any case).
+    pub policies: Vec<PolicySpec>,
     /// Budgets as shares of the footprint.
     pub budgets: Vec<f64>,
     /// TLB shape.
@@ -80,20 +80,14 @@ pub fn run(
     let streams = header.streams.max(1);
 
     // Policies built once at real time to learn their intervals, then at the chosen scale.
-    let mut names: Vec<String> = Vec::new();
-    for p in &spec.policies {
-        let (name, _) = policy::Options::parse(p)?;
-        if name != "none" && name != "all" {
-            names.push(p.clone());
-        }
-    }
+    let names: Vec<&PolicySpec> = spec.policies.iter().filter(|p| !p.is_end()).collect();
     let real = Timing {
         accesses_per_s: rate,
         time_scale: 1.0,
     };
     let mut longest = 0u64;
     for p in &names {
-        longest = longest.max(policies::parse(p, &real, streams)?.interval().unwrap_or(0));
+        longest = longest.max(p.build(&real, streams)?.interval().unwrap_or(0));
     }
     let time_scale = match spec.time_scale {
         Some(s) if s > 0.0 && s.is_finite() => s,
@@ -109,25 +103,14 @@ pub fn run(
     };
 
     let mut machines: Vec<(String, Option<f64>, Machine)> = Vec::new();
-    for end in ["none", "all"] {
-        let m = Machine::new(
-            &spec.tlb,
-            &header,
-            policies::parse(end, &timing, streams)?,
-            None,
-        )?;
-        machines.push((end.to_string(), None, m));
+    for end in [PolicySpec::None, PolicySpec::All] {
+        let m = Machine::new(&spec.tlb, &header, end.build(&timing, streams)?, None)?;
+        machines.push((end.name().to_string(), None, m));
     }
     for p in &names {
-        let (name, _) = policy::Options::parse(p)?;
         for &b in &spec.budgets {
-            let m = Machine::new(
-                &spec.tlb,
-                &header,
-                policies::parse(p, &timing, streams)?,
-                Some(b),
-            )?;
-            machines.push((name.clone(), Some(b), m));
+            let m = Machine::new(&spec.tlb, &header, p.build(&timing, streams)?, Some(b))?;
+            machines.push((p.name().to_string(), Some(b), m));
         }
     }
 

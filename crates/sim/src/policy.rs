@@ -1,6 +1,6 @@
 //! What every promotion policy sees and may do: the walk events of the simulated cores, a
 //! periodic tick, and a context through which it promotes or demotes frames within a budget.
-//! Policies live one per file in `policies/`; [`crate::policies::parse`] builds one from its
+//! Policies live one per file in `policies/`; [`crate::policies::PolicySpec`] builds one from its
 //! spec string.
 
 pub use hugewise_results::sim::Timing;

@@ -7,10 +7,32 @@ use crate::pagemap::{FrameId, FRAME};
 use crate::policy::{parse_share, promote_in_order, share_of, Ctx, Options, Policy};
 use crate::{Error, Result};
 
-#[derive(Debug, Clone)]
-enum Target {
-    Region { name: String, share: f64 },
-    Range { start: u64, end: u64 },
+/// One thing to promote.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// The leading `share` of the region called `name`.
+    Region {
+        /// The trace region's name.
+        name: String,
+        /// Share of it, from its start.
+        share: f64,
+    },
+    /// An address range.
+    Range {
+        /// First byte.
+        start: u64,
+        /// One past the last byte.
+        end: u64,
+    },
+}
+
+/// What `static` promotes, as the spec gave it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// Targets in the order given.
+    pub targets: Vec<Target>,
+    /// The options as written, for the label.
+    pub spec: String,
 }
 
 /// Fixed ranges.
@@ -28,10 +50,10 @@ fn hex(s: &str) -> Option<u64> {
     }
 }
 
-impl Static {
+impl Settings {
     /// Options: `region=NAME[@SHARE]`, `range=START-END`, each repeatable; they are promoted in
     /// the order given, whatever their kind.
-    pub fn new(o: &mut Options) -> Result<Static> {
+    pub fn parse(o: &mut Options) -> Result<Settings> {
         let mut targets = Vec::new();
         let mut spec = Vec::new();
         while let Some((key, r)) = o.next_of(&["region", "range"]) {
@@ -65,10 +87,20 @@ impl Static {
                 "policy static needs region=NAME[@SHARE] or range=START-END".into(),
             ));
         }
-        Ok(Static {
+        Ok(Settings {
             targets,
             spec: spec.join(":"),
         })
+    }
+}
+
+impl Static {
+    /// `static` with `s`.
+    pub fn new(s: &Settings) -> Static {
+        Static {
+            targets: s.targets.clone(),
+            spec: s.spec.clone(),
+        }
     }
 }
 

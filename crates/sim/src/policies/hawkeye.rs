@@ -24,15 +24,33 @@ pub struct HawkEye {
     regions: u64,
 }
 
-impl HawkEye {
+/// HawkEye's settings, as the spec gave them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settings {
+    /// Coverage window, seconds.
+    pub window_s: f64,
+    /// Frames promoted per window at most.
+    pub regions: u64,
+}
+
+impl Settings {
     /// Options: `window` (1s), `regions` per window (128).
-    pub fn new(o: &mut Options, t: &Timing) -> Result<HawkEye> {
-        let window_s = o.seconds("window", 1.0)?;
-        Ok(HawkEye {
-            interval: t.accesses(window_s),
-            window_s,
+    pub fn parse(o: &mut Options) -> Result<Settings> {
+        Ok(Settings {
+            window_s: o.seconds("window", 1.0)?,
             regions: o.count("regions", 128)?,
         })
+    }
+}
+
+impl HawkEye {
+    /// HawkEye with `s`, its window counted in accesses by `t`.
+    pub fn new(s: &Settings, t: &Timing) -> HawkEye {
+        HawkEye {
+            interval: t.accesses(s.window_s),
+            window_s: s.window_s,
+            regions: s.regions,
+        }
     }
 }
 

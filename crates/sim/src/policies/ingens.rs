@@ -14,16 +14,37 @@ pub struct Ingens {
     regions: u64,
 }
 
-impl Ingens {
+/// Ingens' settings, as the spec gave them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settings {
+    /// Scan interval, seconds.
+    pub scan_s: f64,
+    /// Share of a frame's base pages in use that makes it a candidate.
+    pub util: f64,
+    /// Frames promoted per scan at most.
+    pub regions: u64,
+}
+
+impl Settings {
     /// Options: `scan` (4s), `util` (90%), `regions` per scan (128).
-    pub fn new(o: &mut Options, t: &Timing) -> Result<Ingens> {
-        let scan_s = o.seconds("scan", 4.0)?;
-        Ok(Ingens {
-            interval: t.accesses(scan_s),
-            scan_s,
-            threshold: o.share("util", 0.9)?,
+    pub fn parse(o: &mut Options) -> Result<Settings> {
+        Ok(Settings {
+            scan_s: o.seconds("scan", 4.0)?,
+            util: o.share("util", 0.9)?,
             regions: o.count("regions", 128)?,
         })
+    }
+}
+
+impl Ingens {
+    /// Ingens with `s`, its scan interval counted in accesses by `t`.
+    pub fn new(s: &Settings, t: &Timing) -> Ingens {
+        Ingens {
+            interval: t.accesses(s.scan_s),
+            scan_s: s.scan_s,
+            threshold: s.util,
+            regions: s.regions,
+        }
     }
 }
 

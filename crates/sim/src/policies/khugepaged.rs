@@ -16,19 +16,38 @@ pub struct Khugepaged {
     cursor: usize,
 }
 
-impl Khugepaged {
+/// The scanner's settings, as the spec gave them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settings {
+    /// Sleep between scans, seconds (`scan_sleep_millisecs`).
+    pub sleep_s: f64,
+    /// Base pages scanned per wake-up (`pages_to_scan`).
+    pub pages: u64,
+    /// Untouched base pages a collapsed frame may have (`max_ptes_none`).
+    pub max_ptes_none: u64,
+}
+
+impl Settings {
     /// Options: `sleep` (10s), `pages` (4096), `max_ptes_none` (511).
-    pub fn new(o: &mut Options, t: &Timing) -> Result<Khugepaged> {
-        let sleep_s = o.seconds("sleep", 10.0)?;
-        let pages = o.count("pages", 4096)?;
-        let max_ptes_none = o.count("max_ptes_none", 511)?.min(PAGES as u64 - 1);
-        Ok(Khugepaged {
-            interval: t.accesses(sleep_s),
-            sleep_s,
-            frames_per_scan: (pages / PAGES as u64).max(1),
-            max_ptes_none,
-            cursor: 0,
+    pub fn parse(o: &mut Options) -> Result<Settings> {
+        Ok(Settings {
+            sleep_s: o.seconds("sleep", 10.0)?,
+            pages: o.count("pages", 4096)?,
+            max_ptes_none: o.count("max_ptes_none", 511)?.min(PAGES as u64 - 1),
         })
+    }
+}
+
+impl Khugepaged {
+    /// The scanner with `s`, its sleep counted in accesses by `t`.
+    pub fn new(s: &Settings, t: &Timing) -> Khugepaged {
+        Khugepaged {
+            interval: t.accesses(s.sleep_s),
+            sleep_s: s.sleep_s,
+            frames_per_scan: (s.pages / PAGES as u64).max(1),
+            max_ptes_none: s.max_ptes_none,
+            cursor: 0,
+        }
     }
 }
 

@@ -37,17 +37,38 @@ pub struct Mega {
     track: Vec<Track>,
 }
 
-impl Mega {
+/// MEGA's settings, as the spec gave them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settings {
+    /// Scan interval, seconds.
+    pub scan_s: f64,
+    /// Scans averaged (at least 1).
+    pub history: usize,
+    /// Frames promoted per scan at most.
+    pub regions: u64,
+}
+
+impl Settings {
     /// Options: `scan` (5s), `history` scans (10), `regions` promoted per scan (128).
-    pub fn new(o: &mut Options, t: &Timing) -> Result<Mega> {
-        let scan_s = o.seconds("scan", 5.0)?;
-        Ok(Mega {
-            interval: t.accesses(scan_s),
-            scan_s,
+    pub fn parse(o: &mut Options) -> Result<Settings> {
+        Ok(Settings {
+            scan_s: o.seconds("scan", 5.0)?,
             history: o.count("history", 10)?.max(1) as usize,
             regions: o.count("regions", 128)?,
-            track: Vec::new(),
         })
+    }
+}
+
+impl Mega {
+    /// MEGA with `s`, its scan interval counted in accesses by `t`.
+    pub fn new(s: &Settings, t: &Timing) -> Mega {
+        Mega {
+            interval: t.accesses(s.scan_s),
+            scan_s: s.scan_s,
+            history: s.history,
+            regions: s.regions,
+            track: Vec::new(),
+        }
     }
 }
 

@@ -23,10 +23,28 @@ pub struct PccPolicy {
     pccs: Vec<Pcc>,
 }
 
-impl PccPolicy {
+/// The PCC's settings, as the spec gave them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// Promotion interval, seconds.
+    pub interval_s: f64,
+    /// Regions promoted per interval at most.
+    pub regions: u64,
+    /// Take the top of each core's PCC in turn instead of the highest counts first.
+    pub round_robin: bool,
+    /// Page size promoted (2 MiB or 1 GiB).
+    pub size: PageSize,
+    /// Entries per PCC (at least 1).
+    pub entries: usize,
+    /// Per-core weights of the counts (`None`: all 1); one per trace stream, checked when
+    /// the policy is built for a trace.
+    pub bias: Option<Vec<f64>>,
+}
+
+impl Settings {
     /// Options: `interval` (30s), `regions` per interval (128), `order` (freq|rr), `size`
     /// (2m|1g), `entries` (128 for 2m, 8 for 1g), `bias` (per-core weights, `1/2/1/1`).
-    pub fn new(o: &mut Options, t: &Timing, streams: u16) -> Result<PccPolicy> {
+    pub fn parse(o: &mut Options) -> Result<Settings> {
         let interval_s = o.seconds("interval", 30.0)?;
         let regions = o.count("regions", 128)?;
         let round_robin = o.choice("order", &["freq", "rr"], "freq")? == "rr";
@@ -35,8 +53,13 @@ impl PccPolicy {
             _ => PageSize::Size2M,
         };
         let entries = o.count("entries", if size == PageSize::Size1G { 8 } else { 128 })?;
+        if entries == 0 {
+            return Err(Error::Spec(
+                "policy pcc: entries=0: a PCC needs an entry".into(),
+            ));
+        }
         let bias = match o.string("bias") {
-            None => vec![1.0; streams as usize],
+            None => None,
             Some(b) => {
                 let w: Vec<f64> = b
                     .split('/')
@@ -45,29 +68,51 @@ impl PccPolicy {
                     .map_err(|_| {
                         Error::Spec(format!("policy pcc: bias={b}: expected weights like 1/2"))
                     })?;
-                if w.len() != streams as usize || w.iter().any(|x| *x < 0.0 || !x.is_finite()) {
+                if w.iter().any(|x| *x < 0.0 || !x.is_finite()) {
                     return Err(Error::Spec(format!(
-                        "policy pcc: bias={b}: expected {streams} non-negative weights, one per \
-                         trace stream"
+                        "policy pcc: bias={b}: weights must be non-negative numbers"
                     )));
                 }
-                w
+                Some(w)
             }
         };
-        if entries == 0 {
-            return Err(Error::Spec(
-                "policy pcc: entries=0: a PCC needs an entry".into(),
-            ));
-        }
-        Ok(PccPolicy {
-            interval: t.accesses(interval_s),
+        Ok(Settings {
             interval_s,
             regions,
             round_robin,
             size,
-            entries: entries as usize,
+            entries: usize::try_from(entries)
+                .map_err(|_| Error::Spec(format!("policy pcc: entries={entries}: too many")))?,
             bias,
-            pccs: (0..streams).map(|_| Pcc::new(entries as usize)).collect(),
+        })
+    }
+}
+
+impl PccPolicy {
+    /// The PCC with `s` for a trace of `streams` streams (one PCC each), its interval counted
+    /// in accesses by `t`; refuses a bias that does not give one weight per stream.
+    pub fn new(s: &Settings, t: &Timing, streams: u16) -> Result<PccPolicy> {
+        let bias = match &s.bias {
+            None => vec![1.0; streams as usize],
+            Some(w) if w.len() == streams as usize => w.clone(),
+            Some(w) => {
+                let given: Vec<String> = w.iter().map(f64::to_string).collect();
+                return Err(Error::Spec(format!(
+                    "policy pcc: bias={}: expected {streams} non-negative weights, one per \
+                     trace stream",
+                    given.join("/")
+                )));
+            }
+        };
+        Ok(PccPolicy {
+            interval: t.accesses(s.interval_s),
+            interval_s: s.interval_s,
+            regions: s.regions,
+            round_robin: s.round_robin,
+            size: s.size,
+            entries: s.entries,
+            bias,
+            pccs: (0..streams).map(|_| Pcc::new(s.entries)).collect(),
         })
     }
 
