@@ -1,5 +1,6 @@
 //! Scoped shaping: apply a [`Plan`] (settings, swap, pressure, fragmentation), measure the
-//! result, run a command in it, and put everything back.
+//! result, run a command in it or hold it until cancelled ([`shape_and`]), and put everything
+//! back.
 //!
 //! Order matters and is fixed: settings and swap first; then memory. With both pressure and
 //! fragmentation, base pages are taken first (they eat the existing small free blocks, leaving
@@ -11,7 +12,7 @@ use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 pub use hugewise_results::env::{
-    FinishReport, Plan, ProbeSize, RunOutcome, ShapeReport, SwapPlan, DEFAULT_FLOOR,
+    FinishReport, Plan, ProbeSize, RunOutcome, ShapeReport, ShapedRun, SwapPlan, DEFAULT_FLOOR,
 };
 use serde::Serialize;
 
@@ -423,4 +424,74 @@ impl Shaped {
         let after = state::settled(self.session.host())?;
         Ok(FinishReport { restore, after })
     }
+}
+
+/// What happens in the shaped machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Then {
+    /// Run a command; shaping ends when it does.
+    Run(CommandSpec),
+    /// Hold the shape this long, or until cancelled when `None`.
+    Hold(Option<Duration>),
+}
+
+/// A stage of a shaped run as it is reached, for a caller that shows it.
+#[derive(Debug, Clone, Copy)]
+pub enum Stage<'a> {
+    /// The machine is shaped and measured.
+    Shaped(&'a ShapeReport),
+    /// Holding starts, for this long (`None`: until cancelled).
+    Holding(Option<Duration>),
+    /// The command ended.
+    Ran(&'a RunOutcome),
+    /// Everything is put back (or what could not be is listed).
+    Finished(&'a FinishReport),
+}
+
+/// How often a hold looks at `cancel`.
+const HOLD_POLL: Duration = Duration::from_millis(100);
+
+/// Shape the machine by `plan`, do `then`, and put everything back, telling `stage` as each
+/// stage is reached. A command that could not be started is recorded in the report's `error`,
+/// after restoring. Cancellation while shaping puts back what was done and returns
+/// [`Error::Interrupted`]; while holding it ends the hold; while a command runs the command
+/// gets SIGTERM (see [`run_command`]).
+pub fn shape_and(
+    host: &Host,
+    plan: &Plan,
+    then: &Then,
+    cancel: &dyn Fn() -> bool,
+    progress: Progress<'_>,
+    stage: &mut dyn FnMut(Stage<'_>),
+) -> Result<ShapedRun> {
+    let mut shaped = shape(host, plan, cancel, progress)?;
+    stage(Stage::Shaped(shaped.report()));
+    let run = match then {
+        Then::Run(cmd) => Some(shaped.run(cmd, cancel)),
+        Then::Hold(hold_for) => {
+            stage(Stage::Holding(*hold_for));
+            let t0 = Instant::now();
+            while !cancel() && hold_for.is_none_or(|d| t0.elapsed() < d) {
+                std::thread::sleep(HOLD_POLL);
+            }
+            None
+        }
+    };
+    let (run, error) = match run {
+        Some(Ok(r)) => {
+            stage(Stage::Ran(&r));
+            (Some(r), None)
+        }
+        Some(Err(e)) => (None, Some(e.to_string())),
+        None => (None, None),
+    };
+    let shape = shaped.report().clone();
+    let finish = shaped.finish()?;
+    stage(Stage::Finished(&finish));
+    Ok(ShapedRun {
+        shape: Some(shape),
+        run,
+        finish: Some(finish),
+        error,
+    })
 }

@@ -17,6 +17,8 @@ pub mod layout;
 pub mod load;
 pub mod reorder;
 pub mod rng;
+pub mod save;
+pub mod settings;
 pub mod traced;
 
 pub use csr::Csr;

@@ -3,15 +3,17 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use hugewise_graph::kernels::{bfs, cc, pr, Spec};
+use hugewise_graph::kernels::Spec;
 use hugewise_graph::layout::{ALL_REGIONS, KERNEL_REGIONS};
-use hugewise_graph::load::Input;
+use hugewise_graph::load::{Input, LoadOptions};
 use hugewise_graph::reorder::Method;
 use hugewise_graph::Layout;
 use hugewise_mem::{AllocOrder, Bytes, PagePolicy, PolicyMap};
 use hugewise_sim::grammar::parse_calibration;
 use hugewise_sim::{Budgets, PolicyList};
 use hugewise_trace::meta::Calibration;
+
+pub use crate::output::Output;
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -60,7 +62,7 @@ one fault per huge page. Latencies include the timer overhead, which is reported
   hugewise run bfs --graph kron:20 --verify
   hugewise run bfs --graph kron:24 --pages all=base,property=thp --alloc-order property-first
   hugewise run bfs --graph kron:24 --reorder dbg --pages all=base,property=thp-prefix:5%
-  hugewise run bfs --graph ../shared/data/cnr-2000.el.zst --mode top-down --trials 10
+  hugewise run bfs --graph data/cnr-2000.el.zst --mode top-down --trials 10
   hugewise run sssp --graph kron:20 --delta 2 --verify     (generators draw weights 1..255)
   hugewise run pr --graph g.sg --mode push --tolerance 1e-6
   hugewise run cc --graph urand:20 --mode sv
@@ -86,7 +88,7 @@ base, thp, thp-prefix:<size|%>, hugetlb-2m, hugetlb-1g.")]
   hugewise trace bfs --graph kron:24 --reorder dbg --mode top-down --out bfs-dbg.hwt
   hugewise trace bfs --graph kron:20 --calibrate 5 --out bfs.hwt   (times for sim's estimate)
   hugewise trace pr --graph kron:20 --threads 2 --out pr-2t.hwt      (one stream per thread)
-  hugewise trace pr --graph ../shared/data/cnr-2000.el.zst --max-iters 2 --out pr.hwt
+  hugewise trace pr --graph data/cnr-2000.el.zst --max-iters 2 --out pr.hwt
   hugewise trace lackey lackey.txt --out prog.hwt
   valgrind --tool=lackey --trace-mem=yes --log-fd=1 ./prog | hugewise trace lackey - --out prog.hwt
 
@@ -128,17 +130,6 @@ The file names its kind (`schema`) and version; nothing is re-run.")]
     /// fragmentation, cgroup limits, swap), and always put it back.
     #[command(subcommand, after_help = crate::envcli::HELP)]
     Env(crate::envcli::EnvCommand),
-}
-
-/// Output options shared by every report.
-#[derive(Debug, Args)]
-pub struct Output {
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
-    /// Also save the JSON result to this file (atomically: never half written).
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
 }
 
 /// `hugewise report`.
@@ -224,8 +215,8 @@ pub struct PagesArgs {
     /// Rounds; each runs every variant once.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub rounds: u32,
-    /// Worker threads (default: one per CPU).
-    #[arg(long)]
+    /// Worker threads, 1 or more (default: one per CPU).
+    #[arg(long, value_parser = parse_threads)]
     pub threads: Option<usize>,
     /// Print a Markdown table instead of the terminal table.
     #[arg(long, conflicts_with = "json")]
@@ -276,6 +267,14 @@ pub enum KernelArg {
 }
 
 impl KernelArg {
+    /// The kernel with the GAP suite's benchmark settings.
+    pub fn spec(self) -> Spec {
+        hugewise_graph::settings::KernelSettings::default()
+            .spec(self.name())
+            .unwrap_or_else(|e| unreachable!("every kernel argument is a kernel: {e}"))
+    }
+
+    /// The kernel's name, as the libraries spell it.
     pub fn name(self) -> &'static str {
         match self {
             KernelArg::Bfs => "bfs",
@@ -307,6 +306,17 @@ pub struct GraphInputArgs {
     pub symmetrize: bool,
 }
 
+impl GraphInputArgs {
+    /// How the libraries load the graph.
+    pub fn load_options(&self) -> LoadOptions {
+        LoadOptions {
+            seed: self.seed,
+            weighted: self.weighted,
+            symmetrize: self.symmetrize,
+        }
+    }
+}
+
 /// `hugewise run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -319,11 +329,11 @@ pub struct RunArgs {
     /// Where the arrays go.
     #[command(flatten)]
     pub place: Placement,
-    /// Worker threads (default: one per CPU).
-    #[arg(long, conflicts_with = "overcommit")]
+    /// Worker threads, 1 or more (default: one per CPU).
+    #[arg(long, conflicts_with = "overcommit", value_parser = parse_threads)]
     pub threads: Option<usize>,
-    /// Threads as a multiple of the CPUs (e.g. 4 runs 4 threads per CPU).
-    #[arg(long)]
+    /// Threads as a multiple of the CPUs, 1 or more (e.g. 4 runs 4 threads per CPU).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub overcommit: Option<u32>,
     /// Timed trials, one source each.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
@@ -340,11 +350,6 @@ pub struct RunArgs {
 }
 
 impl PagesArgs {
-    /// The kernel with its default settings.
-    pub fn kernel_spec(&self) -> Result<Spec, String> {
-        Spec::default_for(self.kernel.name()).ok_or_else(|| "unknown kernel".to_string())
-    }
-
     /// The layouts to compare, baseline first, or a usage error.
     pub fn variants(&self) -> Result<Vec<String>, String> {
         match self.compare.len() {
@@ -406,65 +411,16 @@ pub struct KernelSettings {
 }
 
 impl KernelSettings {
-    /// The kernel `name` with these settings, or a usage error naming the flag that does not
-    /// fit.
-    pub fn spec(&self, name: &str) -> Result<Spec, String> {
-        let only = |flag: &str, set: bool, kernel: &str| {
-            if set && name != kernel {
-                Err(format!("--{flag} applies to {kernel} only, not {name}"))
-            } else {
-                Ok(())
-            }
-        };
-        only("delta", self.delta.is_some(), "sssp")?;
-        only("tolerance", self.tolerance.is_some(), "pr")?;
-        only("max-iters", self.max_iters.is_some(), "pr")?;
-        only("sources", self.sources.is_some(), "bc")?;
-        let mut spec = Spec::default_for(name).ok_or_else(|| format!("unknown kernel {name}"))?;
-        let bad_mode = |m: &str, allowed: &str| {
-            Err(format!(
-                "--mode {m} is not a variant of {name} (use {allowed})"
-            ))
-        };
-        match &mut spec {
-            Spec::Bfs { mode } => match self.mode.as_deref() {
-                None | Some("do") => {}
-                Some("top-down") => *mode = bfs::Mode::TopDown,
-                Some(m) => return bad_mode(m, "do or top-down"),
-            },
-            Spec::Sssp { delta } => {
-                *delta = self.delta.unwrap_or(*delta);
-            }
-            Spec::Pr {
-                mode,
-                tolerance,
-                max_iters,
-            } => {
-                match self.mode.as_deref() {
-                    None | Some("pull") => {}
-                    Some("push") => *mode = pr::Mode::Push,
-                    Some(m) => return bad_mode(m, "pull or push"),
-                }
-                *tolerance = self.tolerance.unwrap_or(*tolerance);
-                *max_iters = self.max_iters.unwrap_or(*max_iters);
-            }
-            Spec::Cc { algo } => match self.mode.as_deref() {
-                None | Some("afforest") => {}
-                Some("sv") => *algo = cc::Algo::ShiloachVishkin,
-                Some(m) => return bad_mode(m, "afforest or sv"),
-            },
-            Spec::Bc { sources } => *sources = self.sources.unwrap_or(*sources),
-            Spec::Tc => {}
+    /// The same settings for the graph library, which checks them against the kernel.
+    pub fn to_settings(&self) -> hugewise_graph::settings::KernelSettings {
+        hugewise_graph::settings::KernelSettings {
+            mode: self.mode.clone(),
+            delta: self.delta,
+            tolerance: self.tolerance,
+            max_iters: self.max_iters,
+            sources: self.sources,
+            start: self.source.clone(),
         }
-        if let (Some(m), Spec::Sssp { .. } | Spec::Bc { .. } | Spec::Tc) = (&self.mode, &spec) {
-            return Err(format!("--mode {m}: {name} has no variants"));
-        }
-        if !self.source.is_empty() && spec.sources_per_trial() == 0 {
-            return Err(format!(
-                "--source applies to bfs, sssp and bc, not {name}, which starts from no vertex"
-            ));
-        }
-        Ok(spec)
     }
 }
 
@@ -491,8 +447,10 @@ Policies (options after ':', separated by ':'):
 Budgets are percentages of the footprint (the trace regions' 2 MiB frames). Simulated time is
 counted in accesses; the clock (accesses per second of the untraced run) comes from the trace's
 sidecar, --rate, or an assumed 200 M/s. Policy intervals are divided by --time-scale (default:
-so that the slowest interval fits 16 times in the trace). TLB configs: haswell (default),
-golden-cove (this machine's cores), zen4, or a TOML file. Every TLB figure is simulated.";
+so that the slowest interval fits 16 times in the trace). TLB configs: haswell (default,
+the seeds' Haswell), golden-cove (Intel Xeons from Sapphire Rapids: cpu family 6, model 143 or
+207 in /proc/cpuinfo), zen4 (AMD EPYC 9004: family 25, model 16 to 31), or a TOML file for
+another CPU. Every TLB figure is simulated.";
 
 /// `hugewise trace`.
 #[derive(Debug, Args)]
@@ -546,6 +504,9 @@ pub enum TraceImport {
         /// Accesses read before the regions are fixed.
         #[arg(long, default_value_t = hugewise_trace::lackey::WINDOW)]
         window: usize,
+        /// Print the result (what was imported) as JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -606,26 +567,35 @@ pub enum SimCommand {
 /// `hugewise graph ...`.
 #[derive(Debug, Subcommand)]
 pub enum GraphCommand {
-    /// Generate or convert a graph and save it: hugewise's binary CSR (.hwg, the fastest to
-    /// load) or the GAP suite's format (.sg, or .wsg when weighted).
-    #[command(
-        visible_alias = "gen",
-        after_help = "Examples:
+    /// Generate a graph (kron:SCALE, urand:SCALE) and save it: hugewise's binary CSR (.hwg,
+    /// the fastest to load) or the GAP suite's format (.sg, or .wsg when weighted).
+    #[command(after_help = "Examples:
   hugewise graph gen --graph kron:24 --out kron24.hwg
+  hugewise graph gen --graph urand:20 --weighted --out urand20.wsg     (GAP's sssp reads it)
+  hugewise graph gen --graph kron:20 --reorder dbg --out kron20-dbg.hwg --json
+
+Any input `graph convert` takes works here too; the two differ in name only.")]
+    Gen(ConvertArgs),
+    /// Convert a graph file (or a generated graph) and save it: hugewise's binary CSR (.hwg,
+    /// the fastest to load) or the GAP suite's format (.sg, or .wsg when weighted).
+    #[command(after_help = "Examples:
   hugewise graph convert --graph kron:20 --out kron20.sg          (GAP's programs read it)
   hugewise graph convert --graph kron:20 --weighted --out kron20.wsg
-  hugewise graph convert --graph ../shared/data/cnr-2000.el.zst --out cnr.hwg
-  hugewise graph convert --graph web.mtx --reorder dbg --out web-dbg.hwg"
-    )]
+  hugewise graph convert --graph data/cnr-2000.el.zst --out cnr.hwg
+  hugewise graph convert --graph web.mtx --reorder dbg --out web-dbg.hwg
+  hugewise graph convert --graph g.el --out g.hwg --json > g-convert.json
+
+The text or --json result (what was written, load and write times) goes to stdout;
+`hugewise report` renders a saved --json result.")]
     Convert(ConvertArgs),
     /// Load a graph and describe it: vertices, edges, degrees, bytes per array.
     #[command(after_help = "Examples:
   hugewise graph info --graph kron:20
-  hugewise graph info --graph ../shared/data/cnr-2000.el.zst")]
+  hugewise graph info --graph data/cnr-2000.el.zst")]
     Info(InfoArgs),
 }
 
-/// `hugewise graph convert`.
+/// `hugewise graph gen|convert`.
 #[derive(Debug, Args)]
 pub struct ConvertArgs {
     /// Graph.
@@ -637,6 +607,9 @@ pub struct ConvertArgs {
     /// Output file: .hwg, .sg, or .wsg for weighted graphs; written atomically.
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
+    /// Print the result (what was written, and how long it took) as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `hugewise graph info`.
@@ -677,6 +650,15 @@ fn parse_order(s: &str) -> Result<AllocOrder, String> {
     AllocOrder::parse(s, ALL_REGIONS).map_err(|e| e.to_string())
 }
 
+/// A thread count: 1 or more.
+fn parse_threads(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(0) => Err("0 threads run nothing: give 1 or more (default: one per CPU)".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("'{s}' is not a thread count (1 or more)")),
+    }
+}
+
 /// A positive count with an optional decimal suffix: `1000`, `20M`, `1.5k`.
 pub fn parse_count(s: &str) -> Result<u64, String> {
     let t = s.trim();
@@ -708,6 +690,9 @@ mod tests {
         assert!(parse_count("0").is_err());
         assert!(parse_count("-5").is_err());
         assert!(parse_count("lots").is_err());
+        assert_eq!(parse_threads("2"), Ok(2));
+        assert!(parse_threads("0").expect_err("0").contains("1 or more"));
+        assert!(parse_threads("-1").is_err());
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use hugewise_mem::Bytes;
 
-use crate::cli::Output;
+use crate::output::Output;
 
 const ENV_HELP: &str = "\
 Every change is written to a journal before it is made (old value, new value, how to undo):
@@ -100,7 +100,8 @@ Order: settings and swap; drop caches (always when fragmenting); compaction; pre
 fragmentation; measure; THP probe; the command; restore. With both --pressure-leave and
 --fragment the level is that of the memory left: 'working set + 0.5 GiB free, 50%
 fragmented' is --pressure-leave <working set + 0.5GiB> --fragment 50%.
-The report goes to stderr (the command owns stdout); --out saves it as JSON. The exit code is
+The report goes to stderr (the command owns stdout), as JSON at the end with --json; --out
+saves it as JSON. The exit code is
 the command's (128 + signal if a signal ended it), or 1 if shaping or restoring failed.")]
     With(Box<EnvWithArgs>),
 
@@ -206,9 +207,10 @@ pub struct HoldArgs {
     /// Hold this long, then restore (e.g. 90s, 5m, 1h); default: until Ctrl-C.
     #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
     pub hold_for: Option<std::time::Duration>,
-    /// Save the report as JSON (atomically).
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
+    /// Output options: the report goes to stderr as the work goes; --json prints it as JSON
+    /// on stdout at the end instead.
+    #[command(flatten)]
+    pub output: Output,
 }
 
 /// `env pressure`.
@@ -246,9 +248,10 @@ pub struct EnvLimitArgs {
     /// Memory limit of the cgroup.
     #[arg(long)]
     pub memory: Bytes,
-    /// Save the report as JSON (atomically).
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
+    /// Output options: the report goes to stderr (the command owns stdout); --json prints it
+    /// there as JSON at the end instead.
+    #[command(flatten)]
+    pub output: Output,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -314,9 +317,10 @@ pub struct EnvWithArgs {
     /// Never leave less than this available while shaping.
     #[arg(long, default_value = "1GiB")]
     pub floor: Bytes,
-    /// Save the whole report (shaping, command, restore) as JSON, atomically.
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
+    /// Output options: the report (shaping, command, restore) goes to stderr (the command owns
+    /// stdout); --json prints it there as JSON at the end instead.
+    #[command(flatten)]
+    pub output: Output,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,

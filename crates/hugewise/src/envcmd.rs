@@ -2,20 +2,19 @@
 //! outcome to an exit code.
 
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
 
 use anyhow::bail;
 use hugewise_env::journal::Lifetime;
 use hugewise_env::pressure::Target;
-use hugewise_env::scoped::{self, CommandSpec, Plan, ProbeSize, SwapPlan};
+use hugewise_env::scoped::{self, CommandSpec, Plan, ProbeSize, Stage, SwapPlan, Then};
 use hugewise_env::{state, Host, KhugepagedSetting, Knob, Session};
 use hugewise_report::envview;
-use hugewise_results::env::{ActionReport, SetReport, ShapedRun, SwapReport};
-use hugewise_results::Saved;
-use hugewise_study::save;
+use hugewise_results::env::{ActionReport, SetReport, SwapReport};
 
 use crate::envcli::{EnvCommand, HoldArgs};
-use crate::{bar, cancel_flag, emit, meta};
+use crate::output::{self, Output, Stream};
+use crate::progress::{Mode, Steps, Unit};
+use crate::{cancel_flag, emit};
 
 fn need_root(what: &str) -> anyhow::Result<()> {
     if !hugewise_sys::caps::is_root() {
@@ -24,29 +23,29 @@ fn need_root(what: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Progress of shaping on the project's progress bars: one bar per phase, in MiB for memory
-/// taken and in blocks for fragmentation.
-fn progress_sink(enabled: bool) -> impl FnMut(&str, u64, u64) {
-    let mut current: Option<(String, indicatif::ProgressBar)> = None;
+/// Progress of shaping: one step per phase, in bytes for memory taken and in blocks for
+/// fragmentation.
+fn progress_sink(mode: Mode) -> impl FnMut(&str, u64, u64) {
+    let mut current: Option<(String, Steps)> = None;
     move |phase: &str, done: u64, total: u64| {
         if current.as_ref().is_none_or(|(p, _)| p != phase) {
-            if let Some((_, b)) = current.take() {
-                b.finish_and_clear();
+            if let Some((_, s)) = current.take() {
+                s.finish();
             }
-            current = Some((phase.to_string(), bar(enabled, phase, phase != "fragment")));
+            let unit = if phase == "fragment" {
+                Unit::Items
+            } else {
+                Unit::Bytes
+            };
+            current = Some((phase.to_string(), Steps::new(mode, phase, unit)));
         }
-        if let Some((_, b)) = &current {
-            b.set_length(total);
-            b.set_position(done);
+        if let Some((_, s)) = &current {
+            s.update(done, total);
         }
     }
 }
 
-fn set_kept(
-    what: &str,
-    sets: Vec<(Knob, String)>,
-    out: &crate::cli::Output,
-) -> anyhow::Result<i32> {
+fn set_kept(what: &str, sets: Vec<(Knob, String)>, out: &Output) -> anyhow::Result<i32> {
     need_root(what)?;
     if sets.is_empty() {
         bail!("hugewise env {what}: nothing to set (see --help)");
@@ -64,7 +63,7 @@ fn set_kept(
 fn action(
     name: &'static str,
     f: fn(&Host) -> hugewise_env::Result<()>,
-    out: &crate::cli::Output,
+    out: &Output,
 ) -> anyhow::Result<i32> {
     need_root(name)?;
     let host = Host::real();
@@ -80,82 +79,64 @@ fn action(
     Ok(0)
 }
 
-fn save_report(path: Option<&std::path::Path>, r: ShapedRun) -> anyhow::Result<()> {
-    if let Some(p) = path {
-        save::write_json(p, &Saved::new(meta(), r))?;
-    }
-    Ok(())
-}
-
-/// Shape, then either run a command or hold until cancelled or `hold_for` passes, then restore.
-fn shape_and(
-    plan: Plan,
-    command: Option<CommandSpec>,
-    hold_for: Option<Duration>,
-    out: Option<&std::path::Path>,
-    progress: bool,
-) -> anyhow::Result<i32> {
+/// Shape, then run a command or hold, then restore; the report goes to stderr stage by stage
+/// (or as JSON at the end: to stdout when hugewise owns it, to stderr when a command does).
+fn shape_and(plan: Plan, then: Then, out: &Output, progress: Mode) -> anyhow::Result<i32> {
     let cancel = cancel_flag()?;
     let is_cancelled = || cancel.load(Ordering::Relaxed);
-    let host = Host::real();
+    let text = !out.json;
     let mut sink = progress_sink(progress);
-    let shaped = match scoped::shape(&host, &plan, &is_cancelled, &mut sink) {
-        Ok(s) => s,
+    let mut show = |stage: Stage<'_>| {
+        if !text {
+            return;
+        }
+        match stage {
+            Stage::Shaped(r) => eprint!("{}", envview::shape(r)),
+            Stage::Holding(Some(d)) => eprintln!(
+                "hugewise: holding for {:.0} s (Ctrl-C ends it early)",
+                d.as_secs_f64()
+            ),
+            Stage::Holding(None) => eprintln!("hugewise: holding until Ctrl-C"),
+            Stage::Ran(r) => eprint!("{}", envview::run_outcome(r)),
+            Stage::Finished(f) => eprint!("{}", envview::finish(f)),
+        }
+    };
+    let r = match scoped::shape_and(
+        &Host::real(),
+        &plan,
+        &then,
+        &is_cancelled,
+        &mut sink,
+        &mut show,
+    ) {
+        Ok(r) => r,
         Err(hugewise_env::Error::Interrupted) => {
             eprintln!("hugewise: interrupted while shaping; everything done so far was put back");
             return Ok(130);
         }
         Err(e) => return Err(e.into()),
     };
-    eprint!("{}", envview::shape(shaped.report()));
-    let mut shaped = shaped;
-    let run = match &command {
-        Some(cmd) => Some(shaped.run(cmd, &is_cancelled)),
-        None => {
-            match hold_for {
-                Some(d) => eprintln!(
-                    "hugewise: holding for {:.0} s (Ctrl-C ends it early)",
-                    d.as_secs_f64()
-                ),
-                None => eprintln!("hugewise: holding until Ctrl-C"),
-            }
-            let t0 = Instant::now();
-            while !is_cancelled() && hold_for.is_none_or(|d| t0.elapsed() < d) {
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            None
-        }
+    let restored = r.finish.as_ref().is_none_or(|f| f.restore.complete());
+    let run_error = r.error.clone();
+    let code = r.run.as_ref().map_or(0, |run| run.shell_code());
+    let stream = match then {
+        Then::Run(_) => Stream::Stderr,
+        Then::Hold(_) => Stream::Stdout,
     };
-    let (run_ok, run_err) = match &run {
-        Some(Ok(r)) => {
-            eprint!("{}", envview::run_outcome(r));
-            (Some(r), None)
-        }
-        Some(Err(e)) => (None, Some(e.to_string())),
-        None => (None, None),
-    };
-    let shape_report = shaped.report().clone();
-    let finish = shaped.finish()?;
-    eprint!("{}", envview::finish(&finish));
-    save_report(
-        out,
-        ShapedRun {
-            shape: Some(shape_report),
-            run: run_ok.cloned(),
-            finish: Some(finish.clone()),
-            error: run_err.clone(),
-        },
+    output::emit_to(
+        stream,
+        out.json,
+        out.out.as_ref(),
+        r,
+        None::<fn(&_) -> String>,
     )?;
-    if !finish.restore.complete() {
+    if !restored {
         bail!("some changes could not be put back (listed above); they stay in the journal for `hugewise env restore`");
     }
-    if let Some(e) = run_err {
+    if let Some(e) = run_error {
         bail!("{e}");
     }
-    Ok(match run_ok {
-        Some(r) => r.shell_code(),
-        None => 0,
-    })
+    Ok(code)
 }
 
 fn hold_plan(h: &HoldArgs) -> Plan {
@@ -165,7 +146,7 @@ fn hold_plan(h: &HoldArgs) -> Plan {
 }
 
 /// Run one `hugewise env` subcommand; returns the exit code.
-pub fn run(cmd: EnvCommand, progress: bool) -> anyhow::Result<i32> {
+pub fn run(cmd: EnvCommand, progress: Mode) -> anyhow::Result<i32> {
     match cmd {
         EnvCommand::Show(a) => {
             let r = hugewise_env::show::show(&Host::real())?;
@@ -237,14 +218,14 @@ pub fn run(cmd: EnvCommand, progress: bool) -> anyhow::Result<i32> {
                 (None, None) => None,
             };
             plan.probe = ProbeSize::Off;
-            shape_and(plan, None, a.hold.hold_for, a.hold.out.as_deref(), progress)
+            shape_and(plan, Then::Hold(a.hold.hold_for), &a.hold.output, progress)
         }
         EnvCommand::Fragment(a) => {
             need_root("fragment")?;
             let mut plan = hold_plan(&a.hold);
             plan.fragment = Some(a.level);
             plan.probe = a.probe;
-            shape_and(plan, None, a.hold.hold_for, a.hold.out.as_deref(), progress)
+            shape_and(plan, Then::Hold(a.hold.hold_for), &a.hold.output, progress)
         }
         EnvCommand::Limit(a) => {
             need_root("limit")?;
@@ -252,7 +233,7 @@ pub fn run(cmd: EnvCommand, progress: bool) -> anyhow::Result<i32> {
             plan.limit_bytes = Some(a.memory.0);
             plan.probe = ProbeSize::Off;
             let cmd = CommandSpec { argv: a.command };
-            shape_and(plan, Some(cmd), None, a.out.as_deref(), progress)
+            shape_and(plan, Then::Run(cmd), &a.output, progress)
         }
         EnvCommand::With(a) => {
             need_root("with")?;
@@ -295,7 +276,7 @@ pub fn run(cmd: EnvCommand, progress: bool) -> anyhow::Result<i32> {
             plan.probe = a.probe;
             plan.floor_bytes = a.floor.0;
             let cmd = CommandSpec { argv: a.command };
-            shape_and(plan, Some(cmd), None, a.out.as_deref(), progress)
+            shape_and(plan, Then::Run(cmd), &a.output, progress)
         }
         EnvCommand::Restore(a) => {
             need_root("restore")?;

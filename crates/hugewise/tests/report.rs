@@ -23,6 +23,8 @@ fn every_saved_result_renders_as_its_command_printed_it() {
         "faultlat",
         "run",
         "graph-info",
+        "graph-write",
+        "trace-lackey",
         "bench-pages",
         "bench-randread",
         "sim",

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use hugewise_results::capture::CaptureReport;
+use hugewise_results::capture::{CaptureReport, LackeyImport};
 use hugewise_results::plan::{PlanAction, PromotionPlans};
 use hugewise_results::sim::{Curves, Granularity};
 
@@ -134,6 +134,18 @@ pub fn reuse(rs: &[Granularity]) -> String {
         );
     }
     o
+}
+
+/// `hugewise trace lackey`.
+pub fn lackey(r: &LackeyImport) -> String {
+    format!(
+        "{}: {} accesses from {} lines ({} instruction fetches skipped), {} bytes\n",
+        r.trace.display(),
+        r.accesses,
+        r.lines,
+        r.instructions_skipped,
+        r.trace_bytes
+    )
 }
 
 /// What a capture wrote.

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use hugewise_results::faultlat::{FaultlatReport, Latency};
-use hugewise_results::graph::{GraphInfo, RegionReport};
+use hugewise_results::graph::{GraphInfo, GraphWritten, RegionReport};
 use hugewise_results::machine::{MachineReport, Probe, Selector};
 use hugewise_results::pagebench::PagesReport;
 use hugewise_results::randread::RandreadReport;
@@ -415,6 +415,35 @@ pub fn graph_info(r: &InfoReport) -> String {
     );
     let _ = writeln!(o, "load     {}\n", ns(r.load.load_ns as f64));
     o.push_str(&regions_table(&r.regions));
+    o
+}
+
+/// `hugewise graph gen|convert`.
+pub fn graph_written(r: &GraphWritten) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "wrote    {} ({} vertices, {} edges)",
+        r.file.display(),
+        r.graph.vertices,
+        r.graph.edges
+    );
+    let _ = writeln!(o, "file     {}, {}", r.format, bytes(r.file_bytes));
+    let _ = writeln!(o, "graph    {}: {}", r.graph_spec, graph_line(&r.graph));
+    let reorder = match &r.reorder {
+        Some(x) => format!(
+            ", reorder {} {}",
+            x.method,
+            ns((x.order_ns + x.relabel_ns) as f64)
+        ),
+        None => String::new(),
+    };
+    let _ = writeln!(
+        o,
+        "time     load {}{reorder}, write {}",
+        ns(r.load.load_ns as f64),
+        ns(r.write_ns as f64)
+    );
     o
 }
 

@@ -72,3 +72,22 @@ pub struct Calibration {
     /// Runs of each.
     pub runs: u32,
 }
+
+/// What `hugewise trace lackey` imported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LackeyImport {
+    /// Lackey output read (`-` for stdin).
+    pub input: PathBuf,
+    /// The trace written.
+    pub trace: PathBuf,
+    /// Data accesses written.
+    pub accesses: u64,
+    /// Lines read.
+    pub lines: u64,
+    /// Instruction fetches skipped.
+    pub instructions_skipped: u64,
+    /// The trace's size.
+    pub trace_bytes: u64,
+    /// Time from the first line read to the trace renamed in place.
+    pub elapsed_ns: u64,
+}

@@ -88,3 +88,24 @@ pub struct Degrees {
     /// Vertices with no out-arcs.
     pub isolated: u64,
 }
+
+/// What `hugewise graph gen|convert` wrote.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GraphWritten {
+    /// The graph as given (generator or file).
+    pub graph_spec: String,
+    /// The graph as saved.
+    pub graph: GraphInfo,
+    /// Load (or generation) time.
+    pub load: LoadStats,
+    /// Reordering time; `null` when not reordered.
+    pub reorder: Option<ReorderStats>,
+    /// The file written.
+    pub file: std::path::PathBuf,
+    /// Its format: `hwg`, `sg` or `wsg`.
+    pub format: String,
+    /// Its size.
+    pub file_bytes: u64,
+    /// Time to write it, synced to disk.
+    pub write_ns: u64,
+}

@@ -232,8 +232,12 @@ kinds! {
     Pages(pagebench::PagesReport) = "hugewise/bench-pages", 1;
     /// `hugewise bench randread`.
     Randread(randread::RandreadReport) = "hugewise/bench-randread", 1;
+    /// `hugewise graph gen|convert`.
+    GraphWritten(graph::GraphWritten) = "hugewise/graph-write", 1;
     /// `hugewise trace`.
     Capture(capture::CaptureReport) = "hugewise/trace", 1;
+    /// `hugewise trace lackey`.
+    Lackey(capture::LackeyImport) = "hugewise/trace-lackey", 1;
     /// `hugewise sim`.
     Curves(sim::Curves) = "hugewise/sim", 1;
     /// `hugewise sim reuse`.

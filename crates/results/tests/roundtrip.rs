@@ -44,6 +44,11 @@ fn run_and_graph_info() {
     };
     assert_eq!(s.result.failed_verification(), 0);
     round_trip("graph-info.json", "hugewise/graph-info");
+    let AnyResult::GraphWritten(w) = round_trip("graph-write.json", "hugewise/graph-write") else {
+        panic!("kind")
+    };
+    assert_eq!(w.result.format, "hwg");
+    assert!(w.result.reorder.is_some());
 }
 
 #[test]
@@ -55,6 +60,7 @@ fn bench_pages_and_randread() {
 #[test]
 fn trace_capture() {
     round_trip("trace.json", "hugewise/trace");
+    round_trip("trace-lackey.json", "hugewise/trace-lackey");
 }
 
 #[test]

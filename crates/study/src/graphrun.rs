@@ -1,13 +1,15 @@
 //! `hugewise run`: load a graph into page-policy regions, run a kernel for several trials,
-//! verify, and report timings apart from loading, with every array's real backing.
+//! verify, and report timings apart from loading, with every array's real backing; and the
+//! graph commands that load without running (`graph info`, `graph gen|convert`).
 
+use std::path::PathBuf;
 use std::time::Instant;
 
 use hugewise_graph::kernels::{pick_sources, Kernel, Spec, SpecExt};
 use hugewise_graph::load::{load, Input, LoadOptions, LoadStats};
 use hugewise_graph::reorder::{self, Method, Relabeling, ReorderStats};
 use hugewise_graph::{Csr, Layout};
-pub use hugewise_results::graph::{Degrees, GraphInfo};
+pub use hugewise_results::graph::{Degrees, GraphInfo, GraphWritten};
 pub use hugewise_results::run::{InfoReport, RunReport as Report, Trial};
 
 use crate::stats::summarize;
@@ -109,7 +111,7 @@ fn given_sources(given: &[u32], n: usize, wanted: usize) -> Result<Vec<u32>> {
     Ok((0..wanted).map(|i| given[i % given.len()]).collect())
 }
 
-/// Run. `progress` counts trials done. A trial that fails verification is recorded as such and
+/// Run. `progress` counts trials done (0 once loading and warm-up are over). A trial that fails verification is recorded as such and
 /// the run goes on; check [`Report::failed_verification`].
 pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
     if cfg.trials == 0 {
@@ -161,6 +163,8 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
     // One untimed warm-up run: the first touch of the kernel's arrays is slow in a VM, and
     // arrays sized by the edge count are made here.
     pool.install(|| kernel.run(&g, sources(0)))?;
+    // Loading and warm-up are over: the count of trials starts.
+    progress(0, cfg.trials as u64);
     for i in 0..cfg.trials as usize {
         let src = sources(i);
         let kernel_ns = pool.install(|| -> Result<_> {
@@ -231,6 +235,48 @@ pub fn info(input: &Input, opts: LoadOptions) -> Result<InfoReport> {
         degrees,
         load: load_stats,
         regions: g.regions()?,
+    })
+}
+
+/// A graph to save.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WriteConfig {
+    /// The graph.
+    pub input: Input,
+    /// How to load it.
+    pub load: LoadOptions,
+    /// Reorder the vertices before saving (with `load.seed` for `random`).
+    pub reorder: Option<Method>,
+    /// The file; its extension names the format.
+    pub out: PathBuf,
+}
+
+/// Load (or generate) a graph, reorder it if asked, and save it in the format `cfg.out`'s
+/// extension names, atomically. A wrong extension fails before anything is loaded. `phase`
+/// hears when reordering and writing start.
+pub fn write(cfg: &WriteConfig, phase: &mut dyn FnMut(&'static str)) -> Result<GraphWritten> {
+    hugewise_graph::save::Format::of_path(&cfg.out)?;
+    let (g, load_stats) = load(&cfg.input, cfg.load, &Layout::default(), &mut |_| Ok(()))?;
+    let (g, reorder) = match cfg.reorder {
+        Some(m) => {
+            phase("reordering");
+            let (g, _, stats) = reorder::reorder(&g, m, cfg.load.seed, &Layout::default())?;
+            (g, Some(stats))
+        }
+        None => (g, None),
+    };
+    phase("writing");
+    let t = Instant::now();
+    let (format, file_bytes) = hugewise_graph::save::save(&g, &cfg.out)?;
+    Ok(GraphWritten {
+        graph_spec: cfg.input.to_string(),
+        graph: g.info(),
+        load: load_stats,
+        reorder,
+        file: cfg.out.clone(),
+        format: format.extension().to_string(),
+        file_bytes,
+        write_ns: t.elapsed().as_nanos() as u64,
     })
 }
 

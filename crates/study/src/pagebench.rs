@@ -41,7 +41,7 @@ pub struct Config {
     pub threads: usize,
 }
 
-/// Run the comparison; `progress` counts samples.
+/// Run the comparison; `progress` counts samples (0 once loading and warm-up are over).
 pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
     if cfg.variants.len() < 2 || cfg.rounds == 0 {
         return Err(Error::Config(
@@ -86,6 +86,8 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
     }
     let total = cfg.rounds as u64 * kernels.len() as u64;
     let mut samples = Vec::new();
+    // Loading and warm-up are over: the count of samples starts.
+    progress(0, total);
     for round in 0..cfg.rounds {
         let src = &sources[round as usize * per_trial..(round as usize + 1) * per_trial];
         let mut order: Vec<usize> = (0..kernels.len()).collect();

@@ -19,6 +19,7 @@ pub mod caps;
 pub mod debugfs;
 pub mod errno;
 mod error;
+pub mod file;
 pub mod hint;
 pub mod lock;
 pub mod machine;

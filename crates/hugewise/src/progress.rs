@@ -1,0 +1,223 @@
+//! Progress on stderr: on a terminal a spinner with the elapsed time until a step's size is
+//! known, then a bar with its rate and ETA; off a terminal one plain line per finished step
+//! with its rate; nothing with `--no-progress`.
+
+use std::io::IsTerminal;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// Where progress goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Nowhere (`--no-progress`).
+    Off,
+    /// Redrawn bars and spinners (stderr is a terminal).
+    Terminal,
+    /// One line per finished step (stderr is a file or a pipe).
+    Lines,
+}
+
+impl Mode {
+    /// The mode for this process's stderr.
+    pub fn detect(no_progress: bool) -> Mode {
+        if no_progress {
+            Mode::Off
+        } else if std::io::stderr().is_terminal() {
+            Mode::Terminal
+        } else {
+            Mode::Lines
+        }
+    }
+}
+
+/// What a step counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Bytes, shown in binary units.
+    Bytes,
+    /// Things named by the step (trials, samples, accesses).
+    Items,
+}
+
+struct State {
+    phase: String,
+    started: Instant,
+    done: u64,
+    total: u64,
+    sized: bool,
+}
+
+/// The progress of one command, made of named steps (`loading`, then `trials`, ...).
+pub struct Steps {
+    mode: Mode,
+    unit: Unit,
+    bar: ProgressBar,
+    state: Mutex<State>,
+}
+
+impl Steps {
+    /// Start with step `phase`, whose size is not known yet.
+    pub fn new(mode: Mode, phase: &str, unit: Unit) -> Steps {
+        let bar = match mode {
+            Mode::Terminal => {
+                let b = ProgressBar::new_spinner();
+                b.set_style(spinner_style());
+                b.set_message(phase.to_string());
+                b.enable_steady_tick(Duration::from_millis(120));
+                b
+            }
+            Mode::Off | Mode::Lines => ProgressBar::hidden(),
+        };
+        Steps {
+            mode,
+            unit,
+            bar,
+            state: Mutex::new(State {
+                phase: phase.to_string(),
+                started: Instant::now(),
+                done: 0,
+                total: 0,
+                sized: false,
+            }),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic elsewhere while holding the lock leaves plain numbers: still usable.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `done` of `total` (0: not known yet) in the current step.
+    pub fn update(&self, done: u64, total: u64) {
+        let mut s = self.state();
+        s.done = done;
+        if total > 0 {
+            s.total = total;
+        }
+        if self.mode != Mode::Terminal {
+            return;
+        }
+        if total > 0 && !s.sized {
+            s.sized = true;
+            self.bar.set_style(bar_style(self.unit));
+            self.bar.reset_eta();
+        }
+        if total > 0 {
+            self.bar.set_length(total);
+        }
+        self.bar.set_position(done);
+    }
+
+    /// End the current step and start `phase`; nothing happens if it is the current one.
+    pub fn phase(&self, phase: &str) {
+        let mut s = self.state();
+        if s.phase == phase {
+            return;
+        }
+        self.line(&s);
+        *s = State {
+            phase: phase.to_string(),
+            started: Instant::now(),
+            done: 0,
+            total: 0,
+            sized: false,
+        };
+        if self.mode == Mode::Terminal {
+            self.bar.set_style(spinner_style());
+            self.bar.set_message(phase.to_string());
+            self.bar.set_length(0);
+            self.bar.set_position(0);
+            self.bar.reset_elapsed();
+        }
+    }
+
+    /// End the last step.
+    pub fn finish(&self) {
+        let s = self.state();
+        self.line(&s);
+        self.bar.finish_and_clear();
+    }
+
+    /// The plain line of a finished step, off a terminal.
+    fn line(&self, s: &State) {
+        if self.mode != Mode::Lines {
+            return;
+        }
+        eprintln!(
+            "{}",
+            step_line(&s.phase, s.done, s.started.elapsed(), self.unit)
+        );
+    }
+}
+
+impl hugewise_sim::Progress for Steps {
+    fn update(&self, done: u64, total: u64) {
+        Steps::update(self, done, total);
+    }
+}
+
+/// `hugewise: trials: 5 in 1.20 s (4.2/s)`, or without a count `hugewise: loading: 0.82 s`.
+pub fn step_line(phase: &str, done: u64, took: Duration, unit: Unit) -> String {
+    let secs = took.as_secs_f64();
+    if done == 0 {
+        return format!("hugewise: {phase}: {secs:.2} s");
+    }
+    let rate = done as f64 / secs.max(1e-9);
+    match unit {
+        Unit::Bytes => format!(
+            "hugewise: {phase}: {} in {secs:.2} s ({}/s)",
+            hugewise_report::fmt::bytes(done),
+            hugewise_report::fmt::bytes(rate as u64)
+        ),
+        Unit::Items => format!(
+            "hugewise: {phase}: {done} in {secs:.2} s ({}/s)",
+            count(rate)
+        ),
+    }
+}
+
+/// A rate with a decimal suffix: 4.2, 310, 12.5 k, 98.1 M.
+fn count(x: f64) -> String {
+    match x {
+        x if x >= 1e9 => format!("{:.1} G", x / 1e9),
+        x if x >= 1e6 => format!("{:.1} M", x / 1e6),
+        x if x >= 1e4 => format!("{:.1} k", x / 1e3),
+        x if x >= 100.0 => format!("{x:.0}"),
+        x => format!("{x:.1}"),
+    }
+}
+
+fn spinner_style() -> ProgressStyle {
+    ProgressStyle::with_template("{spinner} {msg:>12} {elapsed}")
+        .unwrap_or_else(|_| ProgressStyle::default_spinner())
+}
+
+fn bar_style(unit: Unit) -> ProgressStyle {
+    let template = match unit {
+        Unit::Bytes => {
+            "{msg:>12} [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta} ({elapsed})"
+        }
+        Unit::Items => "{msg:>12} [{bar:30}] {human_pos}/{human_len} {per_sec} ETA {eta} ({elapsed})",
+    };
+    ProgressStyle::with_template(template)
+        .map(|s| s.progress_chars("=> "))
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn step_lines_give_the_rate() {
+        let l = step_line("trials", 5, Duration::from_millis(1250), Unit::Items);
+        assert_eq!(l, "hugewise: trials: 5 in 1.25 s (4.0/s)");
+        let l = step_line("faulting", 1 << 30, Duration::from_secs(2), Unit::Bytes);
+        assert_eq!(l, "hugewise: faulting: 1 GiB in 2.00 s (512 MiB/s)");
+        let l = step_line("loading", 0, Duration::from_millis(820), Unit::Items);
+        assert_eq!(l, "hugewise: loading: 0.82 s");
+        assert_eq!(count(98_100_000.0), "98.1 M");
+    }
+}
