@@ -19,4 +19,6 @@ pub use backing::{Backing, BackingSource};
 pub use bytes::{Amount, Bytes};
 pub use error::{Error, Result};
 pub use policy::{AllocOrder, PagePolicy, PolicyMap};
-pub use region::{CollapseOutcome, Populate, Region, RegionOptions, SplitMethod, SplitOutcome};
+pub use region::{
+    CollapseOutcome, KernelFiles, Populate, Region, RegionOptions, SplitMethod, SplitOutcome,
+};

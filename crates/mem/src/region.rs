@@ -98,6 +98,16 @@ pub struct SplitOutcome {
     pub elapsed_ns: u64,
 }
 
+/// Where a region reads what the kernel did with it: `/proc` (pagemap, kpageflags, smaps)
+/// and `/sys` (hugetlb pools). The real trees by default; a recorded copy in tests.
+#[derive(Debug, Clone, Default)]
+pub struct KernelFiles {
+    /// The `/proc` tree.
+    pub proc: ProcFs,
+    /// The `/sys` tree.
+    pub sys: SysFs,
+}
+
 /// A named, typed, 2 MiB-aligned anonymous mapping of `len` values of `T`.
 #[derive(Debug)]
 pub struct Region<T: Pod> {
@@ -106,6 +116,7 @@ pub struct Region<T: Pod> {
     len: usize,
     policy: PagePolicy,
     populate: Populate,
+    files: KernelFiles,
     _t: PhantomData<T>,
 }
 
@@ -113,6 +124,17 @@ impl<T: Pod> Region<T> {
     /// Create a zeroed region of `len` elements. The mapping is rounded up to whole 2 MiB
     /// (1 GiB for hugetlb-1g) pages so that its tail can be huge too.
     pub fn new(name: &str, len: usize, opts: RegionOptions) -> Result<Self> {
+        Region::with_files(name, len, opts, KernelFiles::default())
+    }
+
+    /// [`Region::new`], reading the hugetlb pools and, later, the region's backing from
+    /// `files` instead of the real `/proc` and `/sys`.
+    pub fn with_files(
+        name: &str,
+        len: usize,
+        opts: RegionOptions,
+        files: KernelFiles,
+    ) -> Result<Self> {
         let invalid = |message: String| Error::Invalid {
             region: name.to_string(),
             message,
@@ -125,7 +147,7 @@ impl<T: Pod> Region<T> {
         let page = hugetlb.map(PageSize::bytes).unwrap_or(TWO_M);
         let bytes = align_up(data.max(1), page);
         if let Some(size) = hugetlb {
-            check_pool(name, size, bytes)?;
+            check_pool(&files.sys, name, size, bytes)?;
         }
         let align = if opts.align_1g || hugetlb == Some(PageSize::Size1G) {
             PageSize::Size1G.bytes()
@@ -140,6 +162,7 @@ impl<T: Pod> Region<T> {
             len,
             policy: opts.policy,
             populate: opts.populate,
+            files,
             _t: PhantomData,
         };
         r.apply_policy()?;
@@ -338,7 +361,7 @@ impl<T: Pod> Region<T> {
     pub fn backing_of(&self, range: Range<usize>) -> Result<Backing> {
         let start = self.addr() + range.start;
         backing::read(
-            &ProcFs::default(),
+            &self.files.proc,
             start,
             range.end - range.start,
             self.policy.hugetlb(),
@@ -369,10 +392,8 @@ fn sys(region: &str, source: hugewise_sys::Error) -> Error {
     }
 }
 
-fn check_pool(region: &str, size: PageSize, bytes: usize) -> Result<()> {
-    let pools = SysFs::default()
-        .hugetlb_pools()
-        .map_err(|e| sys(region, e))?;
+fn check_pool(sysfs: &SysFs, region: &str, size: PageSize, bytes: usize) -> Result<()> {
+    let pools = sysfs.hugetlb_pools().map_err(|e| sys(region, e))?;
     let kib = (size.bytes() >> 10) as u64;
     let needed = (bytes / size.bytes()) as u64;
     let pool = pools.iter().find(|p| p.size_kib == kib);
@@ -387,10 +408,14 @@ fn check_pool(region: &str, size: PageSize, bytes: usize) -> Result<()> {
             needed,
             free,
             want: have + (needed - free),
-            knob: format!(
-                "/sys/kernel/mm/hugepages/{}/nr_hugepages",
-                size.sysfs_name()
-            ),
+            knob: sysfs
+                .root()
+                .join(format!(
+                    "kernel/mm/hugepages/{}/nr_hugepages",
+                    size.sysfs_name()
+                ))
+                .display()
+                .to_string(),
         });
     }
     Ok(())
