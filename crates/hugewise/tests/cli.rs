@@ -537,3 +537,159 @@ fn given_sources_are_used_and_misplaced_ones_are_usage_errors() {
         "not a vertex",
     );
 }
+
+/// Every subcommand's usage line names the subcommand itself (`graph gen` was once an alias
+/// whose help said `graph convert`).
+#[test]
+fn each_usage_line_names_its_own_command() {
+    for path in [
+        "sys",
+        "faultlat",
+        "run",
+        "trace",
+        "trace lackey",
+        "sim",
+        "sim reuse",
+        "report",
+        "graph gen",
+        "graph convert",
+        "graph info",
+        "bench pages",
+        "bench randread",
+        "env show",
+        "env with",
+        "env pressure",
+        "env fragment",
+        "env limit",
+        "env restore",
+    ] {
+        let mut args: Vec<&str> = path.split(' ').collect();
+        args.push("--help");
+        let o = hw(&args);
+        assert!(o.status.success(), "{path}: {}", stderr(&o));
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            text.contains(&format!("Usage: hugewise {path} ")),
+            "{path}: {}",
+            text.lines()
+                .find(|l| l.starts_with("Usage"))
+                .unwrap_or("no usage line")
+        );
+    }
+}
+
+#[test]
+fn zero_threads_are_refused_by_the_command_line() {
+    for args in [
+        &["run", "bfs", "--threads", "0"][..],
+        &["bench", "pages", "bfs", "--threads", "0"],
+    ] {
+        fails_with(&hw(args), 2, "0 threads run nothing: give 1 or more");
+    }
+    fails_with(
+        &hw(&["run", "bfs", "--overcommit", "0"]),
+        2,
+        "invalid value '0' for '--overcommit",
+    );
+}
+
+/// `graph gen|convert` and `trace lackey` make a file (their --out) and print what they did as
+/// a result `hugewise report` renders, as a table or with --json.
+#[test]
+fn file_making_commands_print_a_saved_kind_of_result() {
+    let d = tempfile::tempdir().expect("tmp");
+    let g = d.path().join("k.sg");
+    let o = hw(&[
+        "graph",
+        "gen",
+        "--graph",
+        "kron:9",
+        "--out",
+        g.to_str().expect("utf8"),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["schema"], "hugewise/graph-write");
+    assert_eq!(v["format"], "sg");
+    assert_eq!(v["graph"]["vertices"], 512);
+    assert_eq!(
+        v["file_bytes"].as_u64(),
+        Some(std::fs::metadata(&g).expect("written").len())
+    );
+    let saved = d.path().join("gen.json");
+    std::fs::write(&saved, &o.stdout).expect("save");
+    let shown = hw(&["report", saved.to_str().expect("utf8")]);
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.starts_with(&format!("wrote    {} (512 vertices", g.display())),
+        "{shown}"
+    );
+
+    let o = hw(&[
+        "graph",
+        "convert",
+        "--graph",
+        g.to_str().expect("utf8"),
+        "--out",
+        d.path().join("k.hwg").to_str().expect("utf8"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("file     hwg,"));
+
+    let lackey = d.path().join("l.txt");
+    std::fs::write(
+        &lackey,
+        "I  0400d7d4,8\n S 7ff000398,8\n L 7ff000390,8\n M 0421d7f0,4\n",
+    )
+    .expect("write");
+    let t = d.path().join("l.hwt");
+    let o = hw(&[
+        "trace",
+        "lackey",
+        lackey.to_str().expect("utf8"),
+        "--out",
+        t.to_str().expect("utf8"),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["schema"], "hugewise/trace-lackey");
+    assert_eq!(
+        (v["accesses"].as_u64(), v["instructions_skipped"].as_u64()),
+        (Some(3), Some(1))
+    );
+}
+
+/// Off a terminal, progress is one plain line per finished step with its rate; --no-progress
+/// silences it.
+#[test]
+fn progress_off_a_terminal_is_a_line_per_step() {
+    let o = Command::new(env!("CARGO_BIN_EXE_hugewise"))
+        .args(["run", "bfs", "--graph", "kron:10", "--trials", "3"])
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run hugewise");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("hugewise: loading: ") && l.ends_with(" s")),
+        "{err}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("hugewise: trials: 3 in ") && l.ends_with("/s)")),
+        "{err}"
+    );
+    assert!(!err.contains("0/0"), "{err}");
+    let quiet = hw(&["run", "bfs", "--graph", "kron:10", "--trials", "3"]);
+    assert!(
+        !stderr(&quiet).contains("hugewise: trials"),
+        "{}",
+        stderr(&quiet)
+    );
+}

@@ -457,3 +457,61 @@ fn a_value_the_kernel_does_not_offer_is_refused_by_name() {
         "{e}"
     );
 }
+
+/// The shaping commands take --json: `env with` prints the report as JSON on stderr (the
+/// command owns stdout), `env pressure` on stdout; both save the same with --out.
+#[test]
+fn shaping_commands_print_json_reports() {
+    let _g = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if !root() {
+        return;
+    }
+    let state = tempfile::tempdir().expect("tmp");
+    let before = read(PAGE_CLUSTER);
+    let o = run(
+        state.path(),
+        &[
+            "env",
+            "with",
+            "--page-cluster",
+            "1",
+            "--probe",
+            "off",
+            "--json",
+            "--",
+            "echo",
+            "from-the-command",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout).trim(), "from-the-command");
+    let v: serde_json::Value = serde_json::from_slice(&o.stderr).expect("stderr is JSON");
+    assert_eq!(v["schema"], "hugewise/env-shaped");
+    assert_eq!(v["run"]["exit_code"], 0);
+    assert_eq!(v["shape"]["settings"][0]["now"], "1");
+    assert_eq!(read(PAGE_CLUSTER), before);
+
+    let out = state.path().join("pressure.json");
+    let o = run(
+        state.path(),
+        &[
+            "env",
+            "pressure",
+            "--take",
+            "64MiB",
+            "--for",
+            "0.2s",
+            "--json",
+            "--out",
+            out.to_str().expect("utf8"),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is JSON");
+    assert_eq!(v["schema"], "hugewise/env-shaped");
+    assert!(v["shape"]["pressure"].is_object(), "{v}");
+    assert!(v["run"].is_null());
+    let saved: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&out).expect("saved")).expect("json");
+    assert_eq!(saved["shape"], v["shape"]);
+}

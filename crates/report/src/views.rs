@@ -8,6 +8,7 @@ use hugewise_results::machine::{MachineReport, Probe, Selector};
 use hugewise_results::pagebench::PagesReport;
 use hugewise_results::randread::RandreadReport;
 use hugewise_results::run::{InfoReport, RunReport};
+use hugewise_results::stats::{Quiet, BUSY_SHARE};
 
 use crate::fmt::{bytes, ns, pct};
 use crate::table::Table;
@@ -253,11 +254,15 @@ pub fn randread(r: &RandreadReport) -> String {
         r.rounds,
         r.seed
     );
-    o.push_str(&randread_table(r).render());
+    let (table, busy) = randread_table(r);
+    o.push_str(&table.render());
+    let (_, all) = busy_of(r.samples.iter().map(|s| &s.quiet));
+    o.push_str(&sample_notes(busy, all));
     o
 }
 
-fn randread_table(r: &RandreadReport) -> Table {
+/// The table, and how many samples were busy.
+fn randread_table(r: &RandreadReport) -> (Table, usize) {
     let mut t = Table::new([
         "variant",
         "ns/read (median)",
@@ -267,10 +272,18 @@ fn randread_table(r: &RandreadReport) -> Table {
         "speedup vs base",
         "huge",
     ]);
+    let mut busy_total = 0;
     for s in &r.summary {
         let n = &s.ns_per_read;
+        let (busy, _) = busy_of(
+            r.samples
+                .iter()
+                .filter(|x| x.variant == s.variant)
+                .map(|x| &x.quiet),
+        );
+        busy_total += busy;
         t.row([
-            s.variant.name().to_string(),
+            marked(s.variant.name(), busy),
             format!("{:.2}", n.median),
             format!("{:.2}", n.min),
             format!("{:.2}", n.max),
@@ -281,7 +294,7 @@ fn randread_table(r: &RandreadReport) -> Table {
             pct(s.huge_share),
         ]);
     }
-    t
+    (t, busy_total)
 }
 
 /// A Markdown table of a randread result, for BENCHMARKS.md.
@@ -322,6 +335,41 @@ fn regions_table(regions: &[RegionReport]) -> String {
         ]);
     }
     t.render()
+}
+
+/// What the tables' "spread" is.
+const SPREAD_NOTE: &str =
+    "spread: median absolute deviation of the samples from their median, as a share of the median";
+
+/// How many of `samples` were taken on a busy machine, and how many there are.
+fn busy_of<'a>(samples: impl Iterator<Item = &'a Option<Quiet>>) -> (usize, usize) {
+    samples.fold((0, 0), |(busy, all), q| {
+        (busy + usize::from(q.is_some_and(|q| q.busy())), all + 1)
+    })
+}
+
+/// A row's name with the busy marker when any of its samples was busy.
+fn marked(name: &str, busy: usize) -> String {
+    if busy > 0 {
+        format!("{name} *")
+    } else {
+        name.to_string()
+    }
+}
+
+/// The footnotes under a table of samples: what spread is, and what the busy marker means.
+fn sample_notes(busy: usize, all: usize) -> String {
+    let mut o = format!("\n{SPREAD_NOTE}.\n");
+    if busy > 0 {
+        let _ = writeln!(
+            o,
+            "* busy machine: {busy} of {all} samples were taken while other processes used more \
+             than {:.0}% of the CPUs (the quiet check gave up waiting); their times may be \
+             inflated",
+            BUSY_SHARE * 100.0
+        );
+    }
+    o
 }
 
 fn graph_line(g: &GraphInfo) -> String {
@@ -387,7 +435,7 @@ pub fn run(r: &RunReport) -> String {
     let k = &r.kernel_ns;
     let _ = writeln!(
         o,
-        "\nmedian {} (min {}, max {}, spread {})\n",
+        "\nmedian {} (min {}, max {}, spread {})\n{SPREAD_NOTE}.\n",
         ns(k.median),
         ns(k.min),
         ns(k.max),
@@ -465,10 +513,18 @@ pub fn pagebench(r: &PagesReport) -> String {
         "speedup",
         "huge share",
     ]);
-    for s in &r.summary {
+    let mut busy_total = 0;
+    for (v, s) in r.summary.iter().enumerate() {
         let k = &s.kernel_ns;
+        let (busy, _) = busy_of(
+            r.samples
+                .iter()
+                .filter(|x| x.variant == v)
+                .map(|x| &x.quiet),
+        );
+        busy_total += busy;
         t.row([
-            s.pages.clone(),
+            marked(&s.pages, busy),
             ns(k.median),
             ns(k.min),
             ns(k.max),
@@ -480,6 +536,8 @@ pub fn pagebench(r: &PagesReport) -> String {
         ]);
     }
     o.push_str(&t.render());
+    let (_, all) = busy_of(r.samples.iter().map(|s| &s.quiet));
+    o.push_str(&sample_notes(busy_total, all));
     for s in &r.summary {
         let _ = writeln!(o, "\nkernel arrays for {}:", s.pages);
         o.push_str(&regions_table(&s.regions));

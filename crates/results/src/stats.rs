@@ -19,6 +19,11 @@ pub struct Summary {
     pub mad_rel: f64,
 }
 
+/// Others' share of the CPUs above which a sample counts as taken on a busy machine: the
+/// quiet check waits for the machine to fall to it, and a sample taken when it gave up waiting
+/// is flagged.
+pub const BUSY_SHARE: f64 = 0.10;
+
 /// CPU use by everything but this process over a window.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Quiet {
@@ -28,4 +33,11 @@ pub struct Quiet {
     pub window_ms: u64,
     /// Times the check waited for the machine to calm down before this window.
     pub waits: u32,
+}
+
+impl Quiet {
+    /// Whether others were busier than [`BUSY_SHARE`] when the sample was taken.
+    pub fn busy(&self) -> bool {
+        self.others_busy_share > BUSY_SHARE
+    }
 }

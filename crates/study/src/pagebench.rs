@@ -95,7 +95,11 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
             order.reverse();
         }
         for v in order {
-            let quiet = quiet::wait_quiet(0.10, Duration::from_millis(200), 5);
+            let quiet = quiet::wait_quiet(
+                hugewise_results::stats::BUSY_SHARE,
+                Duration::from_millis(200),
+                5,
+            );
             let k = &mut kernels[v];
             let kernel_ns = pool.install(|| -> Result<u64> {
                 let t = Instant::now();

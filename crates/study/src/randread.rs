@@ -82,7 +82,11 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
             let r = make(variant, elems)?;
             let setup_ns = t0.elapsed().as_nanos() as u64;
             let huge_share = r.backing()?.huge_share();
-            let q = quiet::wait_quiet(0.10, std::time::Duration::from_millis(200), 5);
+            let q = quiet::wait_quiet(
+                hugewise_results::stats::BUSY_SHARE,
+                std::time::Duration::from_millis(200),
+                5,
+            );
             let seed = cfg.seed.wrapping_add(round as u64);
             std::hint::black_box(random_reads(&r, (cfg.reads / 10).max(1), seed ^ 0xabcdef));
             let t = Instant::now();
