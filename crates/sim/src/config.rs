@@ -142,9 +142,9 @@ impl TlbConfig {
                 l2: vec![spec(1024, 8, &[K4, M2])],
                 pwc: None,
             },
-            // Golden Cove / Raptor Cove cores (Sapphire and Emerald Rapids Xeons, this
-            // machine's family 6 model 207), from Intel's published description; the VM hides
-            // CPUID leaf 0x18, so they could not be read here.
+            // Golden Cove / Raptor Cove cores (Sapphire and Emerald Rapids Xeons, family 6
+            // models 143 and 207), from Intel's published description: the VM they were first
+            // simulated for hid CPUID leaf 0x18, so they could not be read there.
             "golden-cove" => TlbConfig {
                 name: name.into(),
                 l1: vec![spec(96, 6, &[K4]), spec(32, 4, &[M2]), spec(8, 8, &[G1])],
