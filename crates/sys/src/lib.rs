@@ -6,8 +6,9 @@
 //!   `process_madvise`), [`lock`] (mlock, personality), [`rusage`] (fault counters), [`debugfs`]
 //!   (debugfs files, through a private mount detached at once when needed), [`swap`] (swapon,
 //!   swapoff, preallocated files), and [`hint`] (cache prefetch for the kernels' hot loops);
-//! - readers: [`proc`] and [`sysfs`], each rooted at an injectable path so that every parser is
-//!   tested on recorded samples.
+//! - readers: [`proc`], [`sysfs`] and [`memlimit`] (the room left under `MemAvailable` and the
+//!   memory cgroup), each rooted at an injectable path so that every parser is tested on
+//!   recorded samples.
 //!
 //! Audit rule: every `unsafe` block carries a `// SAFETY:` comment; advice that can change memory
 //! contents is only reachable through an `unsafe fn`.
@@ -23,6 +24,7 @@ pub mod file;
 pub mod hint;
 pub mod lock;
 pub mod machine;
+pub mod memlimit;
 pub mod mmap;
 pub mod page_size;
 pub mod proc;
