@@ -13,6 +13,7 @@ pub use hugewise_results::graph::BuildStats;
 use rayon::prelude::*;
 
 use crate::csr::{Adjacency, Csr};
+use crate::fits::{count, Fit, Shape};
 use crate::layout::{Layout, GRAPH_REGIONS};
 use crate::{Error, Result};
 
@@ -36,6 +37,14 @@ pub trait EdgeSource {
     /// A declared vertex count, if the source has one (ids must stay below it).
     fn vertices(&self) -> Option<usize> {
         None
+    }
+    /// A declared edge count, if the source has one (a Matrix Market size line).
+    fn declared_edges(&self) -> Option<u64> {
+        None
+    }
+    /// The input's name in errors: a path or a generator spec.
+    fn name(&self) -> String {
+        "the edge list".into()
     }
 }
 
@@ -74,16 +83,21 @@ impl<'a> Chunker<'a> {
 }
 
 /// How to build.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct BuildOptions {
     /// Store each edge in both directions (an undirected graph); otherwise the graph is
     /// directed and its in-edges are stored apart.
     pub symmetrize: bool,
+    /// The size check made before anything per-vertex or per-edge is allocated.
+    pub fit: Fit,
 }
 
-fn bump(counts: &mut Vec<u32>, v: u32) -> Result<()> {
+/// Count one arc at `v`, growing the counter to `v + 1` vertices first if needed; `grow` runs
+/// before the counter grows, with the vertex count it would hold.
+fn bump(counts: &mut Vec<u32>, v: u32, grow: &mut dyn FnMut(u32) -> Result<()>) -> Result<()> {
     let i = v as usize;
     if i >= counts.len() {
+        grow(v)?;
         counts.resize((i + 1).max(counts.len() * 3 / 2), 0);
     }
     counts[i] = counts[i]
@@ -91,6 +105,32 @@ fn bump(counts: &mut Vec<u32>, v: u32) -> Result<()> {
         .ok_or_else(|| Error::Invalid(format!("vertex {v} has more than 2^32 - 1 arcs")))?;
     Ok(())
 }
+
+/// Check that a build of `n` vertices and `edges` input edges fits at its peak (the graph at
+/// its bound size and the builder's cursors).
+fn check(
+    name: &str,
+    implies: &str,
+    opts: BuildOptions,
+    weighted: bool,
+    n: u64,
+    edges: u64,
+) -> Result<()> {
+    let shape = Shape {
+        vertices: n,
+        arcs: if opts.symmetrize {
+            edges.saturating_mul(2)
+        } else {
+            edges
+        },
+        directed: !opts.symmetrize,
+        weighted,
+    };
+    opts.fit.check(name, implies, shape, shape.builder_bytes())
+}
+
+/// Below this many vertices the per-vertex arrays are too small to be worth a look at /proc.
+const CHECK_FROM: u64 = 1 << 20;
 
 /// Build a CSR from `src`. `before_alloc(n)` runs once the vertex count is known and before any
 /// graph array exists, so a kernel can fault its own arrays in first when the layout says so.
@@ -102,41 +142,86 @@ pub fn build(
 ) -> Result<(Csr, BuildStats)> {
     let weighted = src.weighted();
     let declared = src.vertices();
+    let name = src.name();
     let t = Instant::now();
     let mut out_deg: Vec<u32> = Vec::new();
     let mut in_deg: Vec<u32> = Vec::new();
+    if let Some(d) = declared {
+        let edges = src.declared_edges();
+        let implies = match edges {
+            Some(m) => format!(
+                "declares {} vertices and {} edges",
+                count(d as u64),
+                count(m)
+            ),
+            None => format!("declares {} vertices", count(d as u64)),
+        };
+        check(
+            &name,
+            &implies,
+            opts,
+            weighted,
+            d as u64,
+            edges.unwrap_or(0),
+        )?;
+        out_deg.resize(d, 0);
+        if !opts.symmetrize {
+            in_deg.resize(d, 0);
+        }
+    }
     let mut self_loops = 0u64;
+    let mut edges = 0u64;
     let mut max_id: Option<u32> = None;
+    let grow = |v: u32, edges: u64| -> Result<()> {
+        if let Some(d) = declared {
+            return Err(Error::Invalid(format!(
+                "{name}: vertex id {v} is beyond the declared {} vertices",
+                count(d as u64)
+            )));
+        }
+        let n = v as u64 + 1;
+        if n < CHECK_FROM {
+            return Ok(());
+        }
+        let implies = format!("vertex id {v} implies {} vertices", count(n));
+        check(&name, &implies, opts, weighted, n, edges)
+    };
     src.each_chunk(&mut |chunk| {
         for e in chunk {
+            edges += 1;
             max_id = Some(max_id.map_or(e.u.max(e.v), |m| m.max(e.u).max(e.v)));
             if e.u == e.v {
                 self_loops += 1;
                 continue;
             }
-            bump(&mut out_deg, e.u)?;
+            bump(&mut out_deg, e.u, &mut |v| grow(v, edges))?;
             if opts.symmetrize {
-                bump(&mut out_deg, e.v)?;
+                bump(&mut out_deg, e.v, &mut |v| grow(v, edges))?;
             } else {
-                bump(&mut in_deg, e.v)?;
+                bump(&mut in_deg, e.v, &mut |v| grow(v, edges))?;
             }
         }
         Ok(())
     })?;
-    let seen = max_id.map(|m| m as usize + 1).unwrap_or(0);
-    if let Some(d) = declared {
-        if seen > d {
+    if let (Some(d), Some(m)) = (declared, max_id) {
+        if m as usize >= d {
             return Err(Error::Invalid(format!(
-                "vertex id {} is beyond the declared {d} vertices",
-                seen - 1
+                "{name}: vertex id {m} is beyond the declared {} vertices",
+                count(d as u64)
             )));
         }
     }
+    let seen = max_id.map(|m| m as usize + 1).unwrap_or(0);
     let n = declared.unwrap_or(seen);
     if n == 0 {
-        return Err(Error::Invalid(
-            "the graph is empty: no edges and no vertices".into(),
-        ));
+        return Err(Error::Invalid(format!(
+            "{name}: the graph is empty: no edges and no vertices"
+        )));
+    }
+    let kept = edges - self_loops;
+    if n as u64 >= CHECK_FROM || kept >= CHECK_FROM {
+        let implies = format!("{} vertices and {} edges", count(n as u64), count(kept));
+        check(&name, &implies, opts, weighted, n as u64, kept)?;
     }
     out_deg.resize(n, 0);
     if !opts.symmetrize {
@@ -200,7 +285,10 @@ pub fn build(
 pub fn build_default(src: &mut dyn EdgeSource, symmetrize: bool) -> Result<Csr> {
     build(
         src,
-        BuildOptions { symmetrize },
+        BuildOptions {
+            symmetrize,
+            ..BuildOptions::default()
+        },
         &Layout::default(),
         &mut |_| Ok(()),
     )
@@ -299,8 +387,9 @@ impl Adjacency {
 
 const BLOCK: usize = 4096;
 
-/// Sort every list, drop duplicate neighbours (keeping the smallest weight), compact, truncate.
-fn normalize(a: &mut Adjacency) -> Result<()> {
+/// Sort every list, drop duplicate neighbours (keeping the smallest weight) and self-loops,
+/// compact, truncate.
+pub(crate) fn normalize(a: &mut Adjacency) -> Result<()> {
     let n = a.offsets.len() - 1;
     let off: &[u64] = &a.offsets;
     // Disjoint per-block slices of the edge (and weight) arrays, processed in parallel.
@@ -330,8 +419,8 @@ fn normalize(a: &mut Adjacency) -> Result<()> {
                 .map(|v| {
                     let r = (off[v] - base) as usize..(off[v + 1] - base) as usize;
                     match w.as_deref_mut() {
-                        None => dedup_sorted(&mut e[r]),
-                        Some(w) => dedup_sorted_weighted(&mut e[r.clone()], &mut w[r]),
+                        None => dedup_sorted(&mut e[r], v as u32),
+                        Some(w) => dedup_sorted_weighted(&mut e[r.clone()], &mut w[r], v as u32),
                     }
                 })
                 .collect()
@@ -361,11 +450,12 @@ fn normalize(a: &mut Adjacency) -> Result<()> {
     Ok(())
 }
 
-fn dedup_sorted(e: &mut [u32]) -> u32 {
+/// Sort `e` (the list of vertex `me`) and keep one of each neighbour, itself excluded.
+fn dedup_sorted(e: &mut [u32], me: u32) -> u32 {
     e.sort_unstable();
     let mut k = 0;
     for i in 0..e.len() {
-        if i == 0 || e[i] != e[k - 1] {
+        if e[i] != me && (k == 0 || e[i] != e[k - 1]) {
             e[k] = e[i];
             k += 1;
         }
@@ -373,7 +463,7 @@ fn dedup_sorted(e: &mut [u32]) -> u32 {
     k as u32
 }
 
-fn dedup_sorted_weighted(e: &mut [u32], w: &mut [u32]) -> u32 {
+fn dedup_sorted_weighted(e: &mut [u32], w: &mut [u32], me: u32) -> u32 {
     let mut pairs: Vec<u64> = e
         .iter()
         .zip(w.iter())
@@ -383,7 +473,7 @@ fn dedup_sorted_weighted(e: &mut [u32], w: &mut [u32]) -> u32 {
     let mut k = 0;
     for &p in &pairs {
         let v = (p >> 32) as u32;
-        if k == 0 || e[k - 1] != v {
+        if v != me && (k == 0 || e[k - 1] != v) {
             e[k] = v;
             w[k] = p as u32;
             k += 1;
@@ -479,7 +569,10 @@ mod tests {
         };
         let err = build(
             &mut src,
-            BuildOptions { symmetrize: true },
+            BuildOptions {
+                symmetrize: true,
+                ..BuildOptions::default()
+            },
             &Layout::default(),
             &mut |_| Ok(()),
         )
@@ -492,7 +585,10 @@ mod tests {
         };
         assert!(build(
             &mut src,
-            BuildOptions { symmetrize: true },
+            BuildOptions {
+                symmetrize: true,
+                ..BuildOptions::default()
+            },
             &Layout::default(),
             &mut |_| Ok(())
         )
@@ -509,7 +605,10 @@ mod tests {
         let mut seen = 0;
         build(
             &mut src,
-            BuildOptions { symmetrize: true },
+            BuildOptions {
+                symmetrize: true,
+                ..BuildOptions::default()
+            },
             &Layout::default(),
             &mut |n| {
                 seen = n;

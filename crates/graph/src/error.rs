@@ -37,6 +37,19 @@ pub enum Error {
         /// What was wrong, with the byte offset where it applies.
         message: String,
     },
+    /// An input implies more memory than this process has room for; nothing of it was
+    /// allocated.
+    #[error("{input}: {message}")]
+    TooLarge {
+        /// The input (a file or a generator spec).
+        input: String,
+        /// What was read, what it implies, what is available, and the way around.
+        message: String,
+        /// The estimate, kernel arrays included.
+        need_bytes: u64,
+        /// What was available.
+        available_bytes: u64,
+    },
     /// A graph or argument is outside what hugewise handles.
     #[error("{0}")]
     Invalid(String),

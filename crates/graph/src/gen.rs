@@ -206,6 +206,10 @@ impl EdgeSource for Generator {
     fn vertices(&self) -> Option<usize> {
         Some(self.vertices())
     }
+
+    fn name(&self) -> String {
+        self.spec.to_string()
+    }
 }
 
 #[cfg(test)]

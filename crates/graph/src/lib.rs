@@ -10,6 +10,7 @@
 pub mod build;
 pub mod csr;
 mod error;
+pub mod fits;
 pub mod gen;
 pub mod io;
 pub mod kernels;

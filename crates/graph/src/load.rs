@@ -6,6 +6,7 @@ use std::time::Instant;
 pub use hugewise_results::graph::LoadStats;
 
 use crate::build::{build, BuildOptions};
+use crate::fits::{count, Fit, Shape};
 use crate::gen::{Generator, Spec};
 use crate::io::{edgelist::EdgeList, gap, hwg, mtx::MatrixMarket};
 use crate::{Csr, Error, Layout, Result};
@@ -94,10 +95,13 @@ pub struct LoadOptions {
     pub weighted: bool,
     /// Symmetrize a text edge list (generators always are; GAP files say themselves).
     pub symmetrize: bool,
+    /// The size check made before the graph's arrays are allocated.
+    pub fit: Fit,
 }
 
 /// Load `input` into regions laid out by `layout`; `before_alloc(n)` runs before the graph's
-/// arrays are created.
+/// arrays are created. Every path checks what the input implies against the memory available
+/// (see [`crate::fits`]) before it allocates anything per vertex or per edge.
 pub fn load(
     input: &Input,
     opts: LoadOptions,
@@ -105,36 +109,30 @@ pub fn load(
     before_alloc: &mut dyn FnMut(usize) -> Result<()>,
 ) -> Result<(Csr, LoadStats)> {
     let t = Instant::now();
+    let fit = Fit {
+        arc_extra_bytes: if opts.weighted { 4 } else { 0 },
+        ..opts.fit
+    };
+    let build_opts = |symmetrize: bool| BuildOptions { symmetrize, fit };
     let (mut g, build) = match input {
         Input::Gen(spec) => {
+            check_generator(spec, opts)?;
             let mut g = Generator::new(*spec, opts.seed, opts.weighted);
-            build(
-                &mut g,
-                BuildOptions { symmetrize: true },
-                layout,
-                before_alloc,
-            )?
+            build(&mut g, build_opts(true), layout, before_alloc)?
         }
         Input::File(p) => match file_kind(p)? {
             k @ (FileKind::EdgeList | FileKind::WeightedEdgeList) => {
                 let mut src = EdgeList::new(p, k == FileKind::WeightedEdgeList);
-                build(
-                    &mut src,
-                    BuildOptions {
-                        symmetrize: opts.symmetrize,
-                    },
-                    layout,
-                    before_alloc,
-                )?
+                build(&mut src, build_opts(opts.symmetrize), layout, before_alloc)?
             }
             FileKind::MatrixMarket => {
                 let mut src = MatrixMarket::open(p)?;
                 let symmetrize = opts.symmetrize || src.header().symmetric;
-                build(&mut src, BuildOptions { symmetrize }, layout, before_alloc)?
+                build(&mut src, build_opts(symmetrize), layout, before_alloc)?
             }
-            FileKind::Hugewise => hwg::read(p, layout, before_alloc)?,
-            FileKind::Gap => gap::read(p, false, layout, before_alloc)?,
-            FileKind::WeightedGap => gap::read(p, true, layout, before_alloc)?,
+            FileKind::Hugewise => hwg::read(p, fit, layout, before_alloc)?,
+            FileKind::Gap => gap::read(p, false, fit, layout, before_alloc)?,
+            FileKind::WeightedGap => gap::read(p, true, fit, layout, before_alloc)?,
         },
     };
     if opts.weighted {
@@ -149,9 +147,167 @@ pub fn load(
     ))
 }
 
+/// A generator's size is known from its spec: refuse before its permutation is drawn.
+fn check_generator(spec: &Spec, opts: LoadOptions) -> Result<()> {
+    let n = 1u64 << spec.scale;
+    let edges = n.saturating_mul(spec.edge_factor as u64);
+    let shape = Shape {
+        vertices: n,
+        arcs: edges.saturating_mul(2),
+        directed: false,
+        weighted: opts.weighted,
+    };
+    // The builder's cursors, and the relabelling permutation (a u32 per vertex).
+    let temp = shape.builder_bytes().saturating_add(n.saturating_mul(4));
+    let implies = format!(
+        "scale {} implies {} vertices and {} edges",
+        spec.scale,
+        count(n),
+        count(edges)
+    );
+    opts.fit.check(&spec.to_string(), &implies, shape, temp)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Load `name` holding `bytes` with `room` bytes counted as available.
+    fn load_capped(name: &str, bytes: &[u8], room: u64) -> Result<Csr> {
+        let d = tempfile::tempdir().expect("tmp");
+        let p = d.path().join(name);
+        std::fs::write(&p, bytes).expect("write");
+        load_path(&Input::File(p), room)
+    }
+
+    fn load_path(input: &Input, room: u64) -> Result<Csr> {
+        let opts = LoadOptions {
+            seed: 1,
+            weighted: false,
+            symmetrize: false,
+            fit: Fit {
+                cap_bytes: Some(room),
+                ..Fit::default()
+            },
+        };
+        let mut allocated = false;
+        let r = load(input, opts, &Layout::default(), &mut |_| {
+            allocated = true;
+            Ok(())
+        });
+        if matches!(r, Err(Error::TooLarge { .. })) {
+            assert!(!allocated, "refused only after allocating");
+        }
+        r.map(|(g, _)| g)
+    }
+
+    fn refused(r: Result<Csr>, wants: &[&str]) {
+        match r {
+            Err(e @ Error::TooLarge { .. }) => {
+                let msg = e.to_string();
+                for w in wants.iter().chain(&["--force", "available"]) {
+                    assert!(msg.contains(w), "{w:?} not in {msg}");
+                }
+            }
+            Err(e) => panic!("refused for another reason: {e}"),
+            Ok(g) => panic!("loaded {} vertices", g.n()),
+        }
+    }
+
+    const GIB: u64 = 1 << 30;
+
+    #[test]
+    fn an_edge_list_naming_a_far_vertex_is_refused_from_its_largest_id() {
+        refused(
+            load_capped("far.el", b"0 2000000000\n", 4 * GIB),
+            &[
+                "far.el",
+                "vertex id 2000000000 implies 2 000 000 001 vertices",
+                "4GiB",
+            ],
+        );
+        refused(
+            load_capped("far.el", b"0 1\n4000000000 1\n", 4 * GIB),
+            &["vertex id 4000000000 implies 4 000 000 001 vertices"],
+        );
+        // Past the u32 range: an error with the line, never a wrapped id or a panic.
+        let e = load_capped("far.el", b"0 1\n1 4294967295\n", 4 * GIB)
+            .map(|g| g.n())
+            .expect_err("u32 range")
+            .to_string();
+        assert!(
+            e.contains("far.el:2: target id 4294967295 does not fit"),
+            "{e}"
+        );
+        // The same small file loads when there is room.
+        assert_eq!(
+            load_capped("near.el", b"0 5\n", 4 * GIB).expect("fits").n(),
+            6
+        );
+    }
+
+    #[test]
+    fn a_matrix_market_header_is_checked_before_reading_on() {
+        refused(
+            load_capped(
+                "big.mtx",
+                b"%%MatrixMarket matrix coordinate pattern general\n3000000000 3000000000 1\n1 2\n",
+                4 * GIB,
+            ),
+            &["big.mtx", "declares 3 000 000 000 vertices and 1 edges"],
+        );
+    }
+
+    #[test]
+    fn generators_past_the_room_or_the_id_range_are_refused() {
+        refused(
+            load_path(&Input::parse("kron:31").expect("spec"), 16 * GIB),
+            &[
+                "kron:31:16",
+                "scale 31 implies 2 147 483 648 vertices and 34 359 738 368 edges",
+            ],
+        );
+        let e = Input::parse("kron:32").expect_err("u32").to_string();
+        assert!(e.contains("1 to 31"), "{e}");
+    }
+
+    /// A file of `len` bytes that takes no disk: its header says what the test needs.
+    fn sparse(name: &str, header: &[u8], len: u64) -> (tempfile::TempDir, Input) {
+        let d = tempfile::tempdir().expect("tmp");
+        let p = d.path().join(name);
+        std::fs::write(&p, header).expect("write");
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .and_then(|f| f.set_len(len))
+            .expect("extend");
+        (d, Input::File(p))
+    }
+
+    #[test]
+    fn gap_and_hwg_headers_are_checked_before_their_arrays() {
+        let n = 1u64 << 30;
+        let mut h = vec![0u8];
+        h.extend_from_slice(&0i64.to_le_bytes());
+        h.extend_from_slice(&(n as i64).to_le_bytes());
+        let (_d, input) = sparse("big.sg", &h, 17 + (n + 1) * 8);
+        refused(
+            load_path(&input, GIB),
+            &[
+                "big.sg",
+                "the header declares 1 073 741 824 vertices and 0 arcs",
+            ],
+        );
+        let h = crate::io::hwg::test_header(n, 1 << 32);
+        let (_d, input) = sparse("big.hwg", &h, 64 + (n + 1) * 8 + (1 << 34));
+        refused(
+            load_path(&input, GIB),
+            &[
+                "big.hwg",
+                "the header declares 1 073 741 824 vertices and 4 294 967 296 arcs",
+            ],
+        );
+    }
 
     #[test]
     fn kinds_by_name() {

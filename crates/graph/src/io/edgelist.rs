@@ -105,6 +105,10 @@ impl EdgeSource for EdgeList {
     fn weighted(&self) -> bool {
         self.weighted
     }
+
+    fn name(&self) -> String {
+        self.path.display().to_string()
+    }
 }
 
 #[cfg(test)]
@@ -159,7 +163,7 @@ mod tests {
         let mut src = EdgeList::new(&p, false);
         let (g, stats) = build(
             &mut src,
-            BuildOptions { symmetrize: false },
+            BuildOptions::default(),
             &Layout::default(),
             &mut |_| Ok(()),
         )

@@ -5,14 +5,21 @@
 //! i32 weight). A directed graph then repeats offsets and neighbours for its incoming side.
 //! A symmetric graph stores both directions of every edge, so m counts arcs.
 //!
-//! Reading checks the declared sizes against the file length before allocating anything, then
-//! streams the arcs through the CSR builder, which validates ids and offsets as it goes.
+//! Reading checks the declared sizes against the file length and the memory available before
+//! allocating anything, then reads the arrays as they are stored, straight into the CSR's
+//! regions, and checks them there.
 
 use std::fs::File;
-use std::io::{BufReader, Read, Write};
-use std::path::{Path, PathBuf};
+use std::io::{Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::time::Instant;
 
-use crate::build::{build, BuildOptions, BuildStats, Chunker, Edge, EdgeSource};
+use rayon::prelude::*;
+
+use crate::build::BuildStats;
+use crate::csr::Adjacency;
+use crate::fits::{count, Fit, Shape};
 use crate::{Csr, Error, Layout, Result};
 
 const HEADER: u64 = 17;
@@ -65,10 +72,11 @@ pub fn header(path: &Path, weighted: bool) -> Result<Header> {
             format!("bytes 1-16: negative sizes (arcs {arcs}, vertices {vertices})"),
         ));
     }
-    if vertices as u64 >= u32::MAX as u64 {
+    // GAP's ids are i32: n ≤ 2^31 keeps every id, and every negative one, decidable as u32.
+    if vertices as u64 > 1 << 31 {
         return Err(format_error(
             path,
-            format!("declares {vertices} vertices: more than 32-bit ids hold"),
+            format!("bytes 9-16: declares {vertices} vertices: more than GAP's 32-bit ids hold"),
         ));
     }
     let dsize: u128 = if weighted { 8 } else { 4 };
@@ -92,131 +100,189 @@ pub fn header(path: &Path, weighted: bool) -> Result<Header> {
     })
 }
 
-/// The outgoing arcs of a GAP file as a replayable edge source.
-#[derive(Debug)]
-pub struct GapSource {
-    path: PathBuf,
-    header: Header,
-    weighted: bool,
-}
-
-impl GapSource {
-    /// Open and check `path`.
-    pub fn open(path: &Path, weighted: bool) -> Result<GapSource> {
-        Ok(GapSource {
-            header: header(path, weighted)?,
-            path: path.to_path_buf(),
-            weighted,
-        })
-    }
-
-    /// The checked header.
-    pub fn header(&self) -> Header {
-        self.header
-    }
-}
-
-impl EdgeSource for GapSource {
-    fn each_chunk(&mut self, f: &mut dyn FnMut(&[Edge]) -> Result<()>) -> Result<()> {
-        let path = &self.path;
-        let file = File::open(path).map_err(|e| Error::io(path, e))?;
-        let mut r = BufReader::with_capacity(1 << 20, file);
-        let mut skip = [0u8; HEADER as usize];
-        r.read_exact(&mut skip).map_err(|e| Error::io(path, e))?;
-        let n = self.header.vertices as usize;
-        let m = self.header.arcs;
-        let mut offsets = vec![0u64; n + 1];
-        let mut b8 = [0u8; 8];
-        for (i, o) in offsets.iter_mut().enumerate() {
-            r.read_exact(&mut b8).map_err(|e| Error::io(path, e))?;
-            let v = i64::from_le_bytes(b8);
-            let at = HEADER + i as u64 * 8;
-            if v < 0 || v as u64 > m {
-                return Err(format_error(
-                    path,
-                    format!("byte {at}: offset {v} outside 0..={m}"),
-                ));
-            }
-            *o = v as u64;
-        }
-        if offsets[0] != 0 || offsets[n] != m {
-            return Err(format_error(
-                path,
-                format!(
-                    "offsets run from {} to {}, not 0 to {m}",
-                    offsets[0], offsets[n]
-                ),
-            ));
-        }
-        let base = HEADER + (n as u64 + 1) * 8;
-        let dsize = if self.weighted { 8 } else { 4 };
-        let mut chunk = Chunker::new(f);
-        let mut u = 0usize;
-        let mut rec = [0u8; 8];
-        for k in 0..m {
-            while offsets[u + 1] <= k {
-                if offsets[u + 1] < offsets[u] {
-                    return Err(format_error(
-                        path,
-                        format!(
-                            "byte {}: offsets decrease at vertex {}",
-                            HEADER + (u as u64 + 1) * 8,
-                            u + 1
-                        ),
-                    ));
-                }
-                u += 1;
-            }
-            r.read_exact(&mut rec[..dsize])
-                .map_err(|e| Error::io(path, e))?;
-            let v = i32::from_le_bytes(rec[..4].try_into().unwrap_or_default());
-            let at = base + k * dsize as u64;
-            if v < 0 || v as usize >= n {
-                return Err(format_error(
-                    path,
-                    format!("byte {at}: neighbour id {v} outside 0..{n}"),
-                ));
-            }
-            let w = if self.weighted {
-                let w = i32::from_le_bytes(rec[4..8].try_into().unwrap_or_default());
-                if w < 0 {
-                    return Err(format_error(
-                        path,
-                        format!("byte {}: negative weight {w}", at + 4),
-                    ));
-                }
-                w as u32
-            } else {
-                1
-            };
-            chunk.push(Edge {
-                u: u as u32,
-                v: v as u32,
-                w,
-            })?;
-        }
-        chunk.finish()
-    }
-
-    fn weighted(&self) -> bool {
-        self.weighted
-    }
-
-    fn vertices(&self) -> Option<usize> {
-        Some(self.header.vertices as usize)
-    }
-}
-
-/// Load a GAP file into a CSR laid out by `layout`.
+/// Load a GAP file into a CSR laid out by `layout`, refusing (per `fit`) one that would not
+/// fit before anything is allocated.
+///
+/// The arrays are read as they are stored: offsets straight into the offsets region, ids
+/// straight into the edges region (a `.wsg`'s interleaved id–weight pairs are split on the
+/// way), by all threads at once. Then they are checked: offsets rise from 0 to m, ids are
+/// below n, weights are not negative. Lists that GAP's own builder wrote are sorted and free of
+/// duplicates and self-loops; a file from elsewhere whose lists are not is normalized as the
+/// text readers' graphs are.
 pub fn read(
     path: &Path,
     weighted: bool,
+    fit: Fit,
     layout: &Layout,
     before_alloc: &mut dyn FnMut(usize) -> Result<()>,
 ) -> Result<(Csr, BuildStats)> {
-    let mut src = GapSource::open(path, weighted)?;
-    let symmetrize = !src.header().directed;
-    build(&mut src, BuildOptions { symmetrize }, layout, before_alloc)
+    let t = Instant::now();
+    let h = header(path, weighted)?;
+    let (n, m) = (h.vertices as usize, h.arcs as usize);
+    if n == 0 {
+        return Err(format_error(
+            path,
+            "the header declares 0 vertices: the graph is empty".into(),
+        ));
+    }
+    let shape = Shape {
+        vertices: h.vertices,
+        arcs: h.arcs,
+        directed: h.directed,
+        weighted,
+    };
+    let implies = format!(
+        "the header declares {} vertices and {} arcs{}",
+        count(h.vertices),
+        count(h.arcs),
+        if h.directed { " per side" } else { "" }
+    );
+    // Normalizing a file whose lists are not sorted takes a new degree per vertex.
+    fit.check(&path.display().to_string(), &implies, shape, h.vertices * 4)?;
+    let count_ns = t.elapsed().as_nanos() as u64;
+    before_alloc(n)?;
+
+    let t = Instant::now();
+    let mut sides = super::create_sides(layout, n, m, h.directed, weighted)?;
+    let alloc_ns = t.elapsed().as_nanos() as u64;
+
+    let t = Instant::now();
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let dsize = if weighted { 8 } else { 4 };
+    let side_bytes = (n as u64 + 1) * 8 + m as u64 * dsize;
+    for (side, a) in sides.iter_mut().enumerate() {
+        let base = HEADER + side as u64 * side_bytes;
+        let read_err = |what: &str, e: std::io::Error| {
+            format_error(path, format!("byte {base}: reading the {what}: {e}"))
+        };
+        super::read_exact_at_par(&file, bytemuck::cast_slice_mut(&mut a.offsets[..]), base)
+            .map_err(|e| read_err("offsets", e))?;
+        let at = base + (n as u64 + 1) * 8;
+        match a.weights.as_mut() {
+            None => super::read_exact_at_par(&file, bytemuck::cast_slice_mut(&mut a.edges[..]), at)
+                .map_err(|e| read_err("neighbours", e))?,
+            Some(w) => {
+                read_pairs(&file, &mut a.edges, w, at).map_err(|e| read_err("neighbours", e))?
+            }
+        }
+    }
+    let place_ns = t.elapsed().as_nanos() as u64;
+
+    let t = Instant::now();
+    let mut arcs_kept = m as u64;
+    for (side, a) in sides.iter_mut().enumerate() {
+        let base = HEADER + side as u64 * side_bytes;
+        check_arrays(a, n, m, base, dsize).map_err(|msg| format_error(path, msg))?;
+        if !lists_are_clean(a) {
+            crate::build::normalize(a)?;
+        }
+        arcs_kept = arcs_kept.min(a.edges.len() as u64);
+    }
+    let normalize_ns = t.elapsed().as_nanos() as u64;
+    let mut it = sides.into_iter();
+    let out = it
+        .next()
+        .ok_or_else(|| Error::Invalid("internal: no outgoing side".into()))?;
+    let g = Csr::new(h.directed, out, it.next());
+    let stats = BuildStats {
+        vertices: n as u64,
+        arcs_placed: m as u64,
+        arcs: g.arcs(),
+        self_loops: 0,
+        count_ns,
+        alloc_ns,
+        place_ns,
+        normalize_ns,
+    };
+    Ok((g, stats))
+}
+
+/// Pairs per piece of a `.wsg` read: 8 MiB of file per task.
+const PAIRS: usize = 1 << 20;
+
+/// Split the `.wsg` pairs (i32 id, i32 weight) at byte `at` into `edges` and `weights`.
+fn read_pairs(file: &File, edges: &mut [u32], weights: &mut [u32], at: u64) -> std::io::Result<()> {
+    edges
+        .par_chunks_mut(PAIRS)
+        .zip(weights.par_chunks_mut(PAIRS))
+        .enumerate()
+        .try_for_each_init(
+            || vec![0u8; PAIRS * 8],
+            |buf, (i, (e, w))| {
+                let bytes = &mut buf[..e.len() * 8];
+                file.read_exact_at(bytes, at + (i * PAIRS * 8) as u64)?;
+                for ((pair, e), w) in bytes.chunks_exact(8).zip(e).zip(w) {
+                    *e = u32::from_le_bytes([pair[0], pair[1], pair[2], pair[3]]);
+                    *w = u32::from_le_bytes([pair[4], pair[5], pair[6], pair[7]]);
+                }
+                Ok(())
+            },
+        )
+}
+
+/// Offsets rise from 0 to m; every id is below n (a negative i32 read as u32 is at least 2^31,
+/// above any n a GAP file can hold); no weight is negative. The error names the byte.
+fn check_arrays(
+    a: &Adjacency,
+    n: usize,
+    m: usize,
+    base: u64,
+    dsize: u64,
+) -> std::result::Result<(), String> {
+    let o: &[u64] = &a.offsets;
+    if o[0] != 0 {
+        return Err(format!(
+            "byte {base}: the first offset is {}, not 0",
+            o[0] as i64
+        ));
+    }
+    if let Some(v) = (0..n)
+        .into_par_iter()
+        .with_min_len(1 << 16)
+        .find_first(|&v| o[v] > o[v + 1] || o[v + 1] > m as u64)
+    {
+        return Err(format!(
+            "byte {}: offset {} of vertex {} falls below the one before it or passes the {m} arcs",
+            base + (v as u64 + 1) * 8,
+            o[v + 1] as i64,
+            v + 1
+        ));
+    }
+    if o[n] != m as u64 {
+        return Err(format!(
+            "byte {}: the last offset is {}, not the {m} arcs declared",
+            base + n as u64 * 8,
+            o[n]
+        ));
+    }
+    let at = base + (n as u64 + 1) * 8;
+    if let Some(k) = a.edges.par_iter().position_first(|&x| x as usize >= n) {
+        return Err(format!(
+            "byte {}: neighbour id {} outside 0..{n}",
+            at + k as u64 * dsize,
+            a.edges[k] as i32
+        ));
+    }
+    if let Some(w) = &a.weights {
+        if let Some(k) = w.par_iter().position_first(|&x| (x as i32) < 0) {
+            return Err(format!(
+                "byte {}: negative weight {}",
+                at + k as u64 * dsize + 4,
+                w[k] as i32
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Every list sorted, without repeats or self-loops, as GAP's builder writes them.
+fn lists_are_clean(a: &Adjacency) -> bool {
+    let o: &[u64] = &a.offsets;
+    let n = o.len() - 1;
+    (0..n).into_par_iter().with_min_len(1 << 14).all(|v| {
+        let list = &a.edges[o[v] as usize..o[v + 1] as usize];
+        list.iter().all(|&x| x as usize != v) && list.windows(2).all(|w| w[0] < w[1])
+    })
 }
 
 /// Write `g` in the GAP layout (`.wsg` when `g` is weighted) to `w`. Callers that write a file
@@ -249,7 +315,7 @@ pub fn write_to(g: &Csr, w: &mut dyn Write) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::build::{build_default, VecSource};
+    use crate::build::{build_default, Edge, VecSource};
 
     fn small(weighted: bool, symmetrize: bool) -> Csr {
         let edges = vec![
@@ -293,7 +359,14 @@ mod tests {
             let len = std::fs::metadata(&p).expect("meta").len();
             let side = 6 * 8 + g.arcs() * if weighted { 8 } else { 4 };
             assert_eq!(len, 17 + side * if symmetrize { 1 } else { 2 });
-            let (h, _) = read(&p, weighted, &Layout::default(), &mut |_| Ok(())).expect("read");
+            let (h, _) = read(
+                &p,
+                weighted,
+                Fit::default(),
+                &Layout::default(),
+                &mut |_| Ok(()),
+            )
+            .expect("read");
             same(&g, &h);
         }
     }
@@ -312,7 +385,7 @@ mod tests {
         huge[9..17].copy_from_slice(&(1i64 << 40).to_le_bytes());
         std::fs::write(&cut, &huge).expect("write");
         let e = header(&cut, false).expect_err("absurd").to_string();
-        assert!(e.contains("more than 32-bit ids"), "{e}");
+        assert!(e.contains("more than GAP's 32-bit ids"), "{e}");
         let mut flag = bytes.clone();
         flag[0] = 7;
         std::fs::write(&cut, &flag).expect("write");
@@ -324,14 +397,73 @@ mod tests {
         let at = bad_id.len() - 4;
         bad_id[at..].copy_from_slice(&99i32.to_le_bytes());
         std::fs::write(&cut, &bad_id).expect("write");
-        let e = read(&cut, false, &Layout::default(), &mut |_| Ok(()))
-            .expect_err("id")
-            .to_string();
+        let e = read(&cut, false, Fit::default(), &Layout::default(), &mut |_| {
+            Ok(())
+        })
+        .expect_err("id")
+        .to_string();
         assert!(e.contains(&format!("byte {at}: neighbour id 99")), "{e}");
         std::fs::write(&cut, b"\x00\x01").expect("write");
         assert!(header(&cut, false)
             .expect_err("short")
             .to_string()
             .contains("17-byte header"));
+    }
+
+    #[test]
+    fn lists_from_elsewhere_are_sorted_and_cleaned() {
+        let d = tempfile::tempdir().expect("tmp");
+        let p = d.path().join("messy.wsg");
+        let mut b = vec![0u8];
+        b.extend_from_slice(&5i64.to_le_bytes());
+        b.extend_from_slice(&3i64.to_le_bytes());
+        for o in [0i64, 3, 4, 5] {
+            b.extend_from_slice(&o.to_le_bytes());
+        }
+        for (v, w) in [(2i32, 9i32), (1, 4), (2, 3), (1, 1), (0, 7)] {
+            b.extend_from_slice(&v.to_le_bytes());
+            b.extend_from_slice(&w.to_le_bytes());
+        }
+        std::fs::write(&p, &b).expect("write");
+        let (g, stats) = read(
+            &p,
+            true,
+            Fit::default(),
+            &Layout::default(),
+            &mut |_| Ok(()),
+        )
+        .expect("read");
+        assert_eq!(g.out_neighbors(0), [1, 2]);
+        assert_eq!(g.out_weights(0), [4, 3]);
+        assert_eq!(g.out_neighbors(1), [] as [u32; 0]);
+        assert_eq!(g.out_neighbors(2), [0]);
+        assert_eq!((stats.arcs_placed, stats.arcs), (5, 3));
+        let at = b.len() - 4;
+        b[at..].copy_from_slice(&(-2i32).to_le_bytes());
+        std::fs::write(&p, &b).expect("write");
+        let e = read(
+            &p,
+            true,
+            Fit::default(),
+            &Layout::default(),
+            &mut |_| Ok(()),
+        )
+        .map(|_| ())
+        .expect_err("negative weight")
+        .to_string();
+        assert!(e.contains(&format!("byte {at}: negative weight -2")), "{e}");
+        b[17 + 8..17 + 16].copy_from_slice(&(-1i64).to_le_bytes());
+        std::fs::write(&p, &b).expect("write");
+        let e = read(
+            &p,
+            true,
+            Fit::default(),
+            &Layout::default(),
+            &mut |_| Ok(()),
+        )
+        .map(|_| ())
+        .expect_err("offsets")
+        .to_string();
+        assert!(e.contains("byte 25: offset -1 of vertex 1"), "{e}");
     }
 }

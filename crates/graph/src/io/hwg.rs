@@ -17,23 +17,21 @@
 //! Then the sections, back to back: out-offsets ((n + 1) × u64), out-edges (m × u32),
 //! out-weights (m × u32, when weighted), and for a directed graph the same three for the
 //! incoming side. The lists are already sorted and free of duplicates and self-loops, so the
-//! file is read straight into the page-policy regions with one read per array (not mapped: a
-//! file mapping would be page-cache pages, which no page policy can give huge pages); then the
-//! checksums are compared and the structure checked (offsets rise from 0 to m, ids below n),
-//! so that no kernel ever indexes out of bounds.
+//! file is read straight into the page-policy regions, each array in pieces by all threads (not
+//! mapped: a file mapping would be page-cache pages, which no page policy can give huge pages);
+//! then the checksums are compared and the structure checked (offsets rise from 0 to m, ids
+//! below n), so that no kernel ever indexes out of bounds.
 
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::time::Instant;
 
-use hugewise_mem::Region;
 use rayon::prelude::*;
 
 use crate::build::BuildStats;
 use crate::csr::{Adjacency, Csr};
-use crate::layout::GRAPH_REGIONS;
+use crate::fits::{count, Fit, Shape};
 use crate::{Error, Layout, Result};
 
 #[cfg(target_endian = "big")]
@@ -105,6 +103,20 @@ fn u64_at(h: &[u8], at: usize) -> u64 {
     let mut b = [0u8; 8];
     b.copy_from_slice(&h[at..at + 8]);
     u64::from_le_bytes(b)
+}
+
+/// The header of an undirected, unweighted file of `n` vertices and `m` arcs with zero
+/// checksums, for tests that need a file's declared sizes only.
+#[cfg(test)]
+pub(crate) fn test_header(n: u64, m: u64) -> [u8; HEADER] {
+    Header {
+        directed: false,
+        weighted: false,
+        vertices: n,
+        arcs: m,
+        crcs: [0; 6],
+    }
+    .encode()
 }
 
 /// Read and check the header of `path` against the file's length.
@@ -193,46 +205,42 @@ const SECTION_NAMES: [&str; 6] = [
     "in-weights",
 ];
 
-/// Load `path` into regions laid out by `layout`; `before_alloc(n)` runs before the first one
-/// is created.
+/// Load `path` into regions laid out by `layout`, refusing (per `fit`) a graph that would not
+/// fit before anything is allocated; `before_alloc(n)` runs before the first array is created.
 pub fn read(
     path: &Path,
+    fit: Fit,
     layout: &Layout,
     before_alloc: &mut dyn FnMut(usize) -> Result<()>,
 ) -> Result<(Csr, BuildStats)> {
     let t = Instant::now();
     let h = header(path)?;
     let (n, m) = (h.vertices as usize, h.arcs as usize);
+    let shape = Shape {
+        vertices: h.vertices,
+        arcs: h.arcs,
+        directed: h.directed,
+        weighted: h.weighted,
+    };
+    let implies = format!(
+        "the header declares {} vertices and {} arcs{}",
+        count(h.vertices),
+        count(h.arcs),
+        if h.directed { " per side" } else { "" }
+    );
+    fit.check(&path.display().to_string(), &implies, shape, 0)?;
     let count_ns = t.elapsed().as_nanos() as u64;
     before_alloc(n)?;
 
     let t = Instant::now();
-    let mut offsets: [Option<Region<u64>>; 2] = [None, None];
-    let mut edges: [Option<Region<u32>>; 2] = [None, None];
-    let mut weights: [Option<Region<u32>>; 2] = [None, None];
-    let sides = if h.directed { 2 } else { 1 };
-    for name in layout.order.arrange(GRAPH_REGIONS) {
-        match name {
-            "offsets" => offsets[0] = Some(layout.region(name, name, n + 1)?),
-            "edges" => edges[0] = Some(layout.region(name, name, m)?),
-            "weights" if h.weighted => {
-                weights[0] = Some(layout.region(name, "weights", m)?);
-                if h.directed {
-                    weights[1] = Some(layout.region(name, "in-weights", m)?);
-                }
-            }
-            "in-offsets" if h.directed => offsets[1] = Some(layout.region(name, name, n + 1)?),
-            "in-edges" if h.directed => edges[1] = Some(layout.region(name, name, m)?),
-            _ => {}
-        }
-    }
+    let mut sides_read = super::create_sides(layout, n, m, h.directed, h.weighted)?;
     let alloc_ns = t.elapsed().as_nanos() as u64;
 
     let t = Instant::now();
     let f = File::open(path).map_err(|e| Error::io(path, e))?;
     let mut at = HEADER as u64;
     let mut read_into = |bytes: &mut [u8], section: usize| -> Result<()> {
-        f.read_exact_at(bytes, at).map_err(|e| {
+        super::read_exact_at_par(&f, bytes, at).map_err(|e| {
             format_error(
                 path,
                 format!("byte {at}: reading {}: {e}", SECTION_NAMES[section]),
@@ -241,22 +249,12 @@ pub fn read(
         at += bytes.len() as u64;
         Ok(())
     };
-    let mut sides_read = Vec::new();
-    for side in 0..sides {
-        let missing = || Error::Invalid("internal: a graph array was not created".into());
-        let mut o = offsets[side].take().ok_or_else(missing)?;
-        let mut e = edges[side].take().ok_or_else(missing)?;
-        let mut w = weights[side].take();
-        read_into(bytemuck::cast_slice_mut(&mut o[..]), 3 * side)?;
-        read_into(bytemuck::cast_slice_mut(&mut e[..]), 3 * side + 1)?;
-        if let Some(w) = w.as_mut() {
+    for (side, a) in sides_read.iter_mut().enumerate() {
+        read_into(bytemuck::cast_slice_mut(&mut a.offsets[..]), 3 * side)?;
+        read_into(bytemuck::cast_slice_mut(&mut a.edges[..]), 3 * side + 1)?;
+        if let Some(w) = a.weights.as_mut() {
             read_into(bytemuck::cast_slice_mut(&mut w[..]), 3 * side + 2)?;
         }
-        sides_read.push(Adjacency {
-            offsets: o,
-            edges: e,
-            weights: w,
-        });
     }
     let place_ns = t.elapsed().as_nanos() as u64;
 
@@ -414,7 +412,8 @@ mod tests {
             let g = generated("kron:10", sym, weighted);
             let p = d.path().join("g.hwg");
             write(&g, &p);
-            let (h, stats) = read(&p, &Layout::default(), &mut |_| Ok(())).expect("read");
+            let (h, stats) =
+                read(&p, Fit::default(), &Layout::default(), &mut |_| Ok(())).expect("read");
             same(&g, &h);
             assert_eq!(stats.arcs, g.arcs());
             if !sym {
@@ -463,7 +462,7 @@ mod tests {
         let try_read = |bytes: &[u8]| -> String {
             let p = d.path().join("bad.hwg");
             std::fs::write(&p, bytes).expect("save");
-            read(&p, &Layout::default(), &mut |_| Ok(()))
+            read(&p, Fit::default(), &Layout::default(), &mut |_| Ok(()))
                 .map(|_| String::new())
                 .expect_err("damaged")
                 .to_string()

@@ -14,9 +14,16 @@ pub mod mtx;
 
 use std::fs::File;
 use std::io::{BufReader, Read};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use crate::{Error, Result};
+use rayon::prelude::*;
+
+use hugewise_mem::Region;
+
+use crate::csr::Adjacency;
+use crate::layout::GRAPH_REGIONS;
+use crate::{Error, Layout, Result};
 
 /// Open `path` for reading, decompressing gzip or zstd transparently.
 pub fn open(path: &Path) -> Result<Box<dyn Read + Send>> {
@@ -46,4 +53,56 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
         }
     }
     Ok(n)
+}
+
+/// Pieces of a bulk read: large enough that a read costs little per byte, small enough that
+/// two threads share even a 64 MiB array.
+const PIECE: usize = 8 << 20;
+
+/// Fill `buf` from `file` at byte `at`, in pieces read by every thread at once: with the file
+/// in the page cache a read is a copy into fresh pages, and both the copy and the page faults
+/// cost CPU, so they scale with threads.
+pub(crate) fn read_exact_at_par(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
+    buf.par_chunks_mut(PIECE)
+        .enumerate()
+        .try_for_each(|(i, c)| file.read_exact_at(c, at + (i * PIECE) as u64))
+}
+
+/// Create the arrays of a CSR with `n` vertices and `m` arcs per side, in the layout's
+/// allocation order: the outgoing side, then the incoming one when `directed`.
+pub(crate) fn create_sides(
+    layout: &Layout,
+    n: usize,
+    m: usize,
+    directed: bool,
+    weighted: bool,
+) -> Result<Vec<Adjacency>> {
+    let mut offsets: [Option<Region<u64>>; 2] = [None, None];
+    let mut edges: [Option<Region<u32>>; 2] = [None, None];
+    let mut weights: [Option<Region<u32>>; 2] = [None, None];
+    for name in layout.order.arrange(GRAPH_REGIONS) {
+        match name {
+            "offsets" => offsets[0] = Some(layout.region(name, name, n + 1)?),
+            "edges" => edges[0] = Some(layout.region(name, name, m)?),
+            "weights" if weighted => {
+                weights[0] = Some(layout.region(name, "weights", m)?);
+                if directed {
+                    weights[1] = Some(layout.region(name, "in-weights", m)?);
+                }
+            }
+            "in-offsets" if directed => offsets[1] = Some(layout.region(name, name, n + 1)?),
+            "in-edges" if directed => edges[1] = Some(layout.region(name, name, m)?),
+            _ => {}
+        }
+    }
+    let mut sides = Vec::with_capacity(2);
+    for side in 0..if directed { 2 } else { 1 } {
+        let missing = || Error::Invalid("internal: a graph array was not created".into());
+        sides.push(Adjacency {
+            offsets: offsets[side].take().ok_or_else(missing)?,
+            edges: edges[side].take().ok_or_else(missing)?,
+            weights: weights[side].take(),
+        });
+    }
+    Ok(sides)
 }

@@ -304,6 +304,14 @@ impl EdgeSource for MatrixMarket {
     fn vertices(&self) -> Option<usize> {
         Some(self.header.vertices as usize)
     }
+
+    fn declared_edges(&self) -> Option<u64> {
+        Some(self.header.entries)
+    }
+
+    fn name(&self) -> String {
+        self.path.display().to_string()
+    }
 }
 
 #[cfg(test)]
