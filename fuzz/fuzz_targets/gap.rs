@@ -3,6 +3,7 @@
 #![no_main]
 
 use hugewise_graph::io::gap;
+use hugewise_graph::fits::Fit;
 use hugewise_graph::Layout;
 use libfuzzer_sys::fuzz_target;
 
@@ -12,7 +13,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     for weighted in [false, true] {
-        let _ = gap::read(&path, weighted, &Layout::default(), &mut |_| Ok(()));
+        let _ = gap::read(&path, weighted, Fit { cap_bytes: Some(1 << 28), ..Fit::default() }, &Layout::default(), &mut |_| Ok(()));
     }
     let _ = std::fs::remove_file(&path);
 });

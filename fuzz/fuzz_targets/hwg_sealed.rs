@@ -8,6 +8,7 @@
 #![no_main]
 
 use hugewise_graph::io::hwg;
+use hugewise_graph::fits::Fit;
 use hugewise_graph::Layout;
 use libfuzzer_sys::fuzz_target;
 
@@ -54,7 +55,7 @@ fuzz_target!(|data: &[u8]| {
     if std::fs::write(&path, &bytes).is_err() {
         return;
     }
-    if let Ok((g, _)) = hwg::read(&path, &Layout::default(), &mut |_| Ok(())) {
+    if let Ok((g, _)) = hwg::read(&path, Fit { cap_bytes: Some(1 << 28), ..Fit::default() }, &Layout::default(), &mut |_| Ok(())) {
         let arcs: usize = (0..g.n() as u32).map(|v| g.out_neighbors(v).len()).sum();
         assert_eq!(arcs as u64, g.arcs());
         for v in 0..g.n() as u32 {

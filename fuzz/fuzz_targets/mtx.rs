@@ -1,7 +1,9 @@
 //! Any bytes as a Matrix Market file: entries or an error, never a panic.
 #![no_main]
 
-use hugewise_graph::build::{build_default, Edge, VecSource};
+use hugewise_graph::build::{build, BuildOptions, Edge, VecSource};
+use hugewise_graph::fits::Fit;
+use hugewise_graph::Layout;
 use hugewise_graph::io::mtx::read_entries;
 use libfuzzer_sys::fuzz_target;
 
@@ -13,13 +15,20 @@ fuzz_target!(|data: &[u8]| {
         Ok(())
     });
     if let Ok(h) = header {
-        if h.vertices < 1 << 16 {
-            let mut src = VecSource {
-                edges,
-                weighted: h.weighted,
-                vertices: Some(h.vertices as usize),
-            };
-            let _ = build_default(&mut src, h.symmetric);
-        }
+        // The declared size goes through the size check (capped at 256 MiB here) instead of
+        // being allocated.
+        let mut src = VecSource {
+            edges,
+            weighted: h.weighted,
+            vertices: Some(h.vertices as usize),
+        };
+        let opts = BuildOptions {
+            symmetrize: h.symmetric,
+            fit: Fit {
+                cap_bytes: Some(1 << 28),
+                ..Fit::default()
+            },
+        };
+        let _ = build(&mut src, opts, &Layout::default(), &mut |_| Ok(()));
     }
 });

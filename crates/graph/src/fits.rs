@@ -19,6 +19,10 @@ use crate::{Error, Result};
 /// 4 Mi edges): small, but counted so that a tight fit is not judged by the arrays alone.
 const SLACK: u64 = 64 << 20;
 
+/// What a kernel allocates per vertex at most, beside the graph: BC keeps a depth, a path
+/// count and a dependency (4 + 8 + 8 bytes) and a frontier; PageRank two or three scores.
+pub const KERNEL_VERTEX_BYTES: u64 = 24;
+
 /// How strictly to check, and what else will share the room.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Fit {
@@ -83,16 +87,21 @@ impl Fit {
     /// now. `input` names the input; `implies` says what was read and what it implies, e.g.
     /// "vertex id 2000000000 implies 2 000 000 001 vertices".
     pub fn check(&self, input: &str, implies: &str, shape: Shape, temp_bytes: u64) -> Result<()> {
+        self.check_bytes(input, implies, self.need(shape, temp_bytes))
+    }
+
+    /// Refuse (unless forced) when `need` bytes are more than this process may take now.
+    pub fn check_bytes(&self, input: &str, implies: &str, need: u64) -> Result<()> {
         if self.force {
             return Ok(());
         }
         let room = memlimit::room(&ProcFs::default(), &SysFs::default()).map_err(|e| {
             Error::Invalid(format!(
-                "{input}: cannot tell how much memory is available ({e}); pass --force to load \
-                 without checking"
+                "{input}: cannot tell how much memory is available ({e}); pass --force to go \
+                 ahead without checking"
             ))
         })?;
-        self.check_in(&room, input, implies, self.need(shape, temp_bytes))
+        self.check_in(&room, input, implies, need)
     }
 
     /// The bytes [`Fit::check`] compares with the room.

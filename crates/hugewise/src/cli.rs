@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use hugewise_graph::fits::{Fit, KERNEL_VERTEX_BYTES};
 use hugewise_graph::kernels::Spec;
 use hugewise_graph::layout::{ALL_REGIONS, KERNEL_REGIONS};
 use hugewise_graph::load::{Input, LoadOptions};
@@ -163,6 +164,10 @@ pub struct FaultlatArgs {
     /// After faulting, lift NOHUGEPAGE and collapse every 2 MiB piece with MADV_COLLAPSE.
     #[arg(long)]
     pub then_collapse: bool,
+    /// Touch the region even when it is larger than the memory available; only sensible with
+    /// swap to spare.
+    #[arg(long)]
+    pub force: bool,
     /// Output options.
     #[command(flatten)]
     pub output: Output,
@@ -304,6 +309,10 @@ pub struct GraphInputArgs {
     /// Make a text edge list undirected (generators are; GAP files say themselves).
     #[arg(long)]
     pub symmetrize: bool,
+    /// Load even when the graph needs more memory than is available (MemAvailable and the
+    /// memory cgroup's limit); only sensible with swap to spare.
+    #[arg(long)]
+    pub force: bool,
 }
 
 impl GraphInputArgs {
@@ -313,7 +322,18 @@ impl GraphInputArgs {
             seed: self.seed,
             weighted: self.weighted,
             symmetrize: self.symmetrize,
+            fit: Fit {
+                force: self.force,
+                ..Fit::default()
+            },
         }
+    }
+
+    /// Load options for a kernel run: the size check also counts the kernel's arrays.
+    pub fn kernel_load_options(&self) -> LoadOptions {
+        let mut o = self.load_options();
+        o.fit.vertex_extra_bytes = KERNEL_VERTEX_BYTES;
+        o
     }
 }
 

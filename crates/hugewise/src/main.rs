@@ -145,6 +145,7 @@ fn run(command: Command, progress: Mode) -> anyhow::Result<u8> {
                 bytes: a.size,
                 policy: a.policy,
                 then_collapse: a.then_collapse,
+                force: a.force,
             };
             let steps = Steps::new(progress, "faulting", Unit::Bytes);
             let r = faultlat::run(&cfg, &mut |done, total| {
@@ -170,7 +171,7 @@ fn run(command: Command, progress: Mode) -> anyhow::Result<u8> {
             };
             let cfg = graphrun::Config {
                 input: a.input.graph.clone(),
-                load: a.input.load_options(),
+                load: a.input.kernel_load_options(),
                 layout: a.place.layout(),
                 kernel,
                 reorder: a.place.reorder,
@@ -204,7 +205,7 @@ fn run(command: Command, progress: Mode) -> anyhow::Result<u8> {
             let variants = a.variants().unwrap_or_else(|m| usage_error(m));
             let cfg = pagebench::Config {
                 input: a.input.graph.clone(),
-                load: a.input.load_options(),
+                load: a.input.kernel_load_options(),
                 graph_pages: a.graph_pages.clone(),
                 kernel: a.kernel.spec(),
                 variants,

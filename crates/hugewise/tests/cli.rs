@@ -693,3 +693,66 @@ fn progress_off_a_terminal_is_a_line_per_step() {
         stderr(&quiet)
     );
 }
+
+/// MemAvailable in bytes, to skip a refusal test on a machine that could take the input.
+fn mem_available() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("MemAvailable:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(u64::MAX, |kb| kb * 1024)
+}
+
+#[test]
+fn inputs_that_would_not_fit_are_refused_before_they_are_read() {
+    let d = tempfile::tempdir().expect("tmp");
+    // 2e9 vertices as a directed graph: 32 bytes a vertex of offsets and cursors, 64 GB.
+    if mem_available() > 60 << 30 {
+        eprintln!("skip: this machine could take the inputs");
+        return;
+    }
+    let el = d.path().join("far.el");
+    std::fs::write(&el, "0 2000000000\n").expect("write");
+    let mtx = d.path().join("big.mtx");
+    std::fs::write(
+        &mtx,
+        "%%MatrixMarket matrix coordinate pattern general\n3000000000 3000000000 1\n1 2\n",
+    )
+    .expect("write");
+    let el = el.to_str().expect("utf8");
+    let mtx = mtx.to_str().expect("utf8");
+    for (args, want) in [
+        (
+            vec!["graph", "info", "--graph", el],
+            "vertex id 2000000000 implies 2 000 000 001 vertices",
+        ),
+        (
+            vec!["run", "bfs", "--graph", el],
+            "vertex id 2000000000 implies 2 000 000 001 vertices",
+        ),
+        (
+            vec!["graph", "info", "--graph", mtx],
+            "declares 3 000 000 000 vertices and 1 edges",
+        ),
+        (
+            vec!["graph", "gen", "--graph", "kron:31", "--out", "never.hwg"],
+            "scale 31 implies 2 147 483 648 vertices",
+        ),
+        (
+            vec!["faultlat", "--size", "100TiB"],
+            "a region of 100TiB with every page touched",
+        ),
+    ] {
+        let o = hw(&args);
+        fails_with(&o, 1, want);
+        fails_with(&o, 1, "is available");
+        fails_with(&o, 1, "--force");
+    }
+    let o = hw(&["graph", "gen", "--graph", "kron:32", "--out", "never.hwg"]);
+    fails_with(&o, 2, "scale must be 1 to 31");
+    let o = hw(&["graph", "info", "--graph", "kron:8", "--force"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}

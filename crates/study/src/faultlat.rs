@@ -10,6 +10,7 @@ use std::sync::atomic::{compiler_fence, Ordering};
 use std::time::Instant;
 
 use hdrhistogram::Histogram;
+use hugewise_graph::fits::Fit;
 use hugewise_mem::{Bytes, PagePolicy, Region, RegionOptions};
 pub use hugewise_results::faultlat::{CollapsePhase, FaultlatReport as Report, Latency};
 use hugewise_sys::mmap::Advice;
@@ -29,6 +30,8 @@ pub struct Config {
     pub policy: PagePolicy,
     /// After faulting, lift NOHUGEPAGE and collapse every 2 MiB piece.
     pub then_collapse: bool,
+    /// Touch the region even when it is larger than the memory available.
+    pub force: bool,
 }
 
 /// Latency summary of a histogram; `total_ns` is the sum of all samples.
@@ -70,6 +73,16 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
             "size {} is below one page",
             cfg.bytes
         )));
+    }
+    // Every page is touched, so the whole size must fit; hugetlb pages come from their pool,
+    // whose reservation fails cleanly at mmap instead.
+    if !matches!(cfg.policy, PagePolicy::Hugetlb2M | PagePolicy::Hugetlb1G) {
+        let fit = Fit {
+            force: cfg.force,
+            ..Fit::default()
+        };
+        let implies = format!("a region of {} with every page touched", cfg.bytes);
+        fit.check_bytes(&format!("size {}", cfg.bytes), &implies, cfg.bytes.0)?;
     }
     let overhead = timer_overhead();
     let mut r: Region<u8> = Region::new(
@@ -158,6 +171,7 @@ mod tests {
             bytes: Bytes(8 << 20),
             policy: PagePolicy::Base,
             then_collapse: false,
+            force: false,
         };
         let r = run(&cfg, &mut |_, _| {}).expect("run");
         assert_eq!(r.touches, 2048);
@@ -176,6 +190,7 @@ mod tests {
             bytes: Bytes(8 << 20),
             policy: PagePolicy::Thp,
             then_collapse: false,
+            force: false,
         };
         let r = run(&cfg, &mut |_, _| {}).expect("run");
         assert!(r.faults <= 16, "{} faults for 4 huge pages", r.faults);
@@ -183,6 +198,7 @@ mod tests {
             bytes: Bytes(8 << 20),
             policy: PagePolicy::Base,
             then_collapse: true,
+            force: false,
         };
         let r = run(&cfg, &mut |_, _| {}).expect("run");
         let c = r.collapse.expect("collapse phase");
@@ -197,7 +213,24 @@ mod tests {
             bytes: Bytes(100),
             policy: PagePolicy::Base,
             then_collapse: false,
+            force: false,
         };
         assert!(run(&cfg, &mut |_, _| {}).is_err());
+    }
+
+    #[test]
+    fn a_size_past_the_memory_available_is_refused_before_touching() {
+        let cfg = Config {
+            bytes: Bytes(1 << 50),
+            policy: PagePolicy::Base,
+            then_collapse: false,
+            force: false,
+        };
+        let e = run(&cfg, meta(), &mut |_, _| panic!("touched a page"))
+            .expect_err("1 PiB")
+            .to_string();
+        for want in ["size 1024TiB", "available", "--force"] {
+            assert!(e.contains(want), "{want:?} not in {e}");
+        }
     }
 }

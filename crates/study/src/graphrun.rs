@@ -292,6 +292,7 @@ mod tests {
                 seed: 1,
                 weighted: false,
                 symmetrize: true,
+                fit: Default::default(),
             },
             layout: Layout::parse(pages, order).expect("layout"),
             kernel: Spec::Bfs {
@@ -367,6 +368,7 @@ mod tests {
                 seed: 1,
                 weighted: false,
                 symmetrize: true,
+                fit: Default::default(),
             },
         )
         .expect("info");

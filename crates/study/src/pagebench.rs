@@ -172,6 +172,7 @@ mod tests {
                 seed: 1,
                 weighted: false,
                 symmetrize: true,
+                fit: Default::default(),
             },
             graph_pages: PolicyMap::parse("all=base", ALL_REGIONS).expect("pages"),
             kernel: Spec::default_for("bfs").expect("bfs"),

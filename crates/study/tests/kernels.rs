@@ -67,6 +67,7 @@ fn check_all(input: &str, symmetrize: bool, policy: &str) {
         seed: 7,
         weighted: true,
         symmetrize,
+        fit: Default::default(),
     };
     let input = Input::parse(input).expect("input");
     let (g, _) = load(&input, opts, &layout, &mut |_| Ok(())).expect("load");
