@@ -64,6 +64,19 @@ impl Layout {
         Ok(Region::new(name, len.max(1), opts)?)
     }
 
+    /// Like [`Layout::region`], for an array a reader fills whole at once: its pages are
+    /// faulted by the fill itself (by every reading thread) instead of by a single-threaded
+    /// populate first. Hugetlb regions are still populated on creation: a fault past an empty
+    /// pool is SIGBUS, where a populate is a clean error.
+    pub fn filled_region<T: Pod>(&self, group: &str, name: &str, len: usize) -> Result<Region<T>> {
+        let policy = self.pages.get(group);
+        let mut opts = RegionOptions::new(policy);
+        if policy.hugetlb().is_none() {
+            opts = opts.first_touch();
+        }
+        Ok(Region::new(name, len.max(1), opts)?)
+    }
+
     /// Like [`Layout::region`], but faulted in by first touch: for arrays sized for the worst
     /// case of which a run touches only a part.
     pub fn lazy_region<T: Pod>(&self, group: &str, name: &str, len: usize) -> Result<Region<T>> {

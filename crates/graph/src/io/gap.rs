@@ -17,6 +17,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
+use super::{first_bad, Array};
 use crate::build::BuildStats;
 use crate::csr::Adjacency;
 use crate::fits::{count, Fit, Shape};
@@ -143,27 +144,34 @@ pub fn read(
     before_alloc(n)?;
 
     let t = Instant::now();
-    let mut sides = super::create_sides(layout, n, m, h.directed, weighted)?;
+    let (mut sides, order) = super::create_sides(layout, n, m, h.directed, weighted)?;
     let alloc_ns = t.elapsed().as_nanos() as u64;
 
     let t = Instant::now();
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let dsize = if weighted { 8 } else { 4 };
     let side_bytes = (n as u64 + 1) * 8 + m as u64 * dsize;
-    for (side, a) in sides.iter_mut().enumerate() {
+    for (side, array) in order {
+        let a = &mut sides[side];
         let base = HEADER + side as u64 * side_bytes;
+        let at = base + (n as u64 + 1) * 8;
         let read_err = |what: &str, e: std::io::Error| {
             format_error(path, format!("byte {base}: reading the {what}: {e}"))
         };
-        super::read_exact_at_par(&file, bytemuck::cast_slice_mut(&mut a.offsets[..]), base)
-            .map_err(|e| read_err("offsets", e))?;
-        let at = base + (n as u64 + 1) * 8;
-        match a.weights.as_mut() {
-            None => super::read_exact_at_par(&file, bytemuck::cast_slice_mut(&mut a.edges[..]), at)
-                .map_err(|e| read_err("neighbours", e))?,
-            Some(w) => {
+        match (array, a.weights.as_mut()) {
+            (Array::Offsets, _) => {
+                super::read_exact_at_par(&file, bytemuck::cast_slice_mut(&mut a.offsets[..]), base)
+                    .map_err(|e| read_err("offsets", e))?
+            }
+            (Array::Edges, None) => {
+                super::read_exact_at_par(&file, bytemuck::cast_slice_mut(&mut a.edges[..]), at)
+                    .map_err(|e| read_err("neighbours", e))?
+            }
+            // A .wsg's ids and weights are interleaved: both arrays fill together.
+            (Array::Edges, Some(w)) => {
                 read_pairs(&file, &mut a.edges, w, at).map_err(|e| read_err("neighbours", e))?
             }
+            (Array::Weights, _) => {}
         }
     }
     let place_ns = t.elapsed().as_nanos() as u64;
@@ -236,11 +244,8 @@ fn check_arrays(
             o[0] as i64
         ));
     }
-    if let Some(v) = (0..n)
-        .into_par_iter()
-        .with_min_len(1 << 16)
-        .find_first(|&v| o[v] > o[v + 1] || o[v + 1] > m as u64)
-    {
+    let rising = first_bad(n, |v| o[v] > o[v + 1] || o[v + 1] > m as u64);
+    if let Some(v) = rising {
         return Err(format!(
             "byte {}: offset {} of vertex {} falls below the one before it or passes the {m} arcs",
             base + (v as u64 + 1) * 8,
@@ -256,15 +261,17 @@ fn check_arrays(
         ));
     }
     let at = base + (n as u64 + 1) * 8;
-    if let Some(k) = a.edges.par_iter().position_first(|&x| x as usize >= n) {
+    let edges: &[u32] = &a.edges;
+    if let Some(k) = first_bad(edges.len(), |k| edges[k] as usize >= n) {
         return Err(format!(
             "byte {}: neighbour id {} outside 0..{n}",
             at + k as u64 * dsize,
-            a.edges[k] as i32
+            edges[k] as i32
         ));
     }
     if let Some(w) = &a.weights {
-        if let Some(k) = w.par_iter().position_first(|&x| (x as i32) < 0) {
+        let w: &[u32] = w;
+        if let Some(k) = first_bad(w.len(), |k| (w[k] as i32) < 0) {
             return Err(format!(
                 "byte {}: negative weight {}",
                 at + k as u64 * dsize + 4,
@@ -278,11 +285,14 @@ fn check_arrays(
 /// Every list sorted, without repeats or self-loops, as GAP's builder writes them.
 fn lists_are_clean(a: &Adjacency) -> bool {
     let o: &[u64] = &a.offsets;
+    let e: &[u32] = &a.edges;
     let n = o.len() - 1;
-    (0..n).into_par_iter().with_min_len(1 << 14).all(|v| {
-        let list = &a.edges[o[v] as usize..o[v + 1] as usize];
-        list.iter().all(|&x| x as usize != v) && list.windows(2).all(|w| w[0] < w[1])
+    first_bad(n, |v| {
+        let list = &e[o[v] as usize..o[v + 1] as usize];
+        list.first().is_some_and(|&x| x as usize == v)
+            || list.windows(2).any(|w| w[0] >= w[1] || w[1] as usize == v)
     })
+    .is_none()
 }
 
 /// Write `g` in the GAP layout (`.wsg` when `g` is weighted) to `w`. Callers that write a file

@@ -29,6 +29,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
+use super::Array;
 use crate::build::BuildStats;
 use crate::csr::{Adjacency, Csr};
 use crate::fits::{count, Fit, Shape};
@@ -233,28 +234,35 @@ pub fn read(
     before_alloc(n)?;
 
     let t = Instant::now();
-    let mut sides_read = super::create_sides(layout, n, m, h.directed, h.weighted)?;
+    let (mut sides_read, order) = super::create_sides(layout, n, m, h.directed, h.weighted)?;
     let alloc_ns = t.elapsed().as_nanos() as u64;
 
     let t = Instant::now();
     let f = File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut at = HEADER as u64;
-    let mut read_into = |bytes: &mut [u8], section: usize| -> Result<()> {
+    let sizes = h.sections();
+    for (side, array) in order {
+        let a = &mut sides_read[side];
+        let k = 3 * side
+            + match array {
+                Array::Offsets => 0,
+                Array::Edges => 1,
+                Array::Weights => 2,
+            };
+        let at = HEADER as u64 + sizes[..k].iter().sum::<u128>() as u64;
+        let bytes: &mut [u8] = match array {
+            Array::Offsets => bytemuck::cast_slice_mut(&mut a.offsets[..]),
+            Array::Edges => bytemuck::cast_slice_mut(&mut a.edges[..]),
+            Array::Weights => match a.weights.as_mut() {
+                Some(w) => bytemuck::cast_slice_mut(&mut w[..]),
+                None => continue,
+            },
+        };
         super::read_exact_at_par(&f, bytes, at).map_err(|e| {
             format_error(
                 path,
-                format!("byte {at}: reading {}: {e}", SECTION_NAMES[section]),
+                format!("byte {at}: reading {}: {e}", SECTION_NAMES[k]),
             )
         })?;
-        at += bytes.len() as u64;
-        Ok(())
-    };
-    for (side, a) in sides_read.iter_mut().enumerate() {
-        read_into(bytemuck::cast_slice_mut(&mut a.offsets[..]), 3 * side)?;
-        read_into(bytemuck::cast_slice_mut(&mut a.edges[..]), 3 * side + 1)?;
-        if let Some(w) = a.weights.as_mut() {
-            read_into(bytemuck::cast_slice_mut(&mut w[..]), 3 * side + 2)?;
-        }
     }
     let place_ns = t.elapsed().as_nanos() as u64;
 

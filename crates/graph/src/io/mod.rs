@@ -68,30 +68,55 @@ pub(crate) fn read_exact_at_par(file: &File, buf: &mut [u8], at: u64) -> std::io
         .try_for_each(|(i, c)| file.read_exact_at(c, at + (i * PIECE) as u64))
 }
 
-/// Create the arrays of a CSR with `n` vertices and `m` arcs per side, in the layout's
-/// allocation order: the outgoing side, then the incoming one when `directed`.
+/// One array of a CSR side, as a reader fills it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Array {
+    Offsets,
+    Edges,
+    Weights,
+}
+
+/// Create the arrays of a CSR with `n` vertices and `m` arcs per side (the outgoing side, then
+/// the incoming one when `directed`), to be filled by a reader. Returns the sides and the
+/// order the layout wants them allocated in: pages are faulted as they are filled, so a reader
+/// fills them in that order.
 pub(crate) fn create_sides(
     layout: &Layout,
     n: usize,
     m: usize,
     directed: bool,
     weighted: bool,
-) -> Result<Vec<Adjacency>> {
+) -> Result<(Vec<Adjacency>, Vec<(usize, Array)>)> {
     let mut offsets: [Option<Region<u64>>; 2] = [None, None];
     let mut edges: [Option<Region<u32>>; 2] = [None, None];
     let mut weights: [Option<Region<u32>>; 2] = [None, None];
+    let mut order = Vec::with_capacity(6);
     for name in layout.order.arrange(GRAPH_REGIONS) {
         match name {
-            "offsets" => offsets[0] = Some(layout.region(name, name, n + 1)?),
-            "edges" => edges[0] = Some(layout.region(name, name, m)?),
+            "offsets" => {
+                offsets[0] = Some(layout.filled_region(name, name, n + 1)?);
+                order.push((0, Array::Offsets));
+            }
+            "edges" => {
+                edges[0] = Some(layout.filled_region(name, name, m)?);
+                order.push((0, Array::Edges));
+            }
             "weights" if weighted => {
-                weights[0] = Some(layout.region(name, "weights", m)?);
+                weights[0] = Some(layout.filled_region(name, "weights", m)?);
+                order.push((0, Array::Weights));
                 if directed {
-                    weights[1] = Some(layout.region(name, "in-weights", m)?);
+                    weights[1] = Some(layout.filled_region(name, "in-weights", m)?);
+                    order.push((1, Array::Weights));
                 }
             }
-            "in-offsets" if directed => offsets[1] = Some(layout.region(name, name, n + 1)?),
-            "in-edges" if directed => edges[1] = Some(layout.region(name, name, m)?),
+            "in-offsets" if directed => {
+                offsets[1] = Some(layout.filled_region(name, name, n + 1)?);
+                order.push((1, Array::Offsets));
+            }
+            "in-edges" if directed => {
+                edges[1] = Some(layout.filled_region(name, name, m)?);
+                order.push((1, Array::Edges));
+            }
             _ => {}
         }
     }
@@ -104,5 +129,16 @@ pub(crate) fn create_sides(
             weights: weights[side].take(),
         });
     }
-    Ok(sides)
+    Ok((sides, order))
+}
+
+/// Items per task of a parallel scan: enough that each task is one tight loop.
+const SCAN: usize = 1 << 16;
+
+/// The first `i` in `0..len` for which `bad(i)` holds, scanned by every thread in blocks.
+pub(crate) fn first_bad(len: usize, bad: impl Fn(usize) -> bool + Sync) -> Option<usize> {
+    (0..len.div_ceil(SCAN))
+        .into_par_iter()
+        .filter_map(|b| (b * SCAN..((b + 1) * SCAN).min(len)).find(|&i| bad(i)))
+        .min()
 }
