@@ -76,6 +76,9 @@ pub(crate) enum Array {
     Weights,
 }
 
+/// Which array of which side (0 out, 1 in), in the order a reader fills them.
+pub(crate) type FillOrder = Vec<(usize, Array)>;
+
 /// Create the arrays of a CSR with `n` vertices and `m` arcs per side (the outgoing side, then
 /// the incoming one when `directed`), to be filled by a reader. Returns the sides and the
 /// order the layout wants them allocated in: pages are faulted as they are filled, so a reader
@@ -86,7 +89,7 @@ pub(crate) fn create_sides(
     m: usize,
     directed: bool,
     weighted: bool,
-) -> Result<(Vec<Adjacency>, Vec<(usize, Array)>)> {
+) -> Result<(Vec<Adjacency>, FillOrder)> {
     let mut offsets: [Option<Region<u64>>; 2] = [None, None];
     let mut edges: [Option<Region<u32>>; 2] = [None, None];
     let mut weights: [Option<Region<u32>>; 2] = [None, None];
