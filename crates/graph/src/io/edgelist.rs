@@ -4,7 +4,9 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-use crate::build::{Chunker, Edge, EdgeSource};
+use rayon::prelude::*;
+
+use crate::build::{Edge, EdgeSource};
 use crate::{Error, Result};
 
 /// An edge-list file, read once per builder pass.
@@ -57,6 +59,97 @@ fn id(field: Option<&str>, what: &str, path: &Path, line: u64, text: &str) -> Re
     Ok(v as u32)
 }
 
+/// Parse one line the slow, thorough way; `None` for a blank or comment line.
+fn parse_line(text: &str, path: &Path, no: u64, weighted: bool) -> Result<Option<Edge>> {
+    let t = text.trim();
+    if t.is_empty() || t.starts_with('#') || t.starts_with('%') {
+        return Ok(None);
+    }
+    let mut fields = t.split_whitespace();
+    let u = id(fields.next(), "source id", path, no, text)?;
+    let v = id(fields.next(), "target id", path, no, text)?;
+    let w = if weighted {
+        let w = fields.next();
+        if w.is_some_and(|x| x.starts_with('-')) {
+            return Err(line_error(path, no, "weight is negative", text));
+        }
+        id(w, "weight", path, no, text)?
+    } else {
+        1
+    };
+    if fields.next().is_some() {
+        return Err(line_error(path, no, "too many fields", text));
+    }
+    Ok(Some(Edge { u, v, w }))
+}
+
+/// The fast path for a plain `u v [w]` line of ASCII digits and blanks: `None` sends the line
+/// to [`parse_line`], which also names what is wrong.
+#[inline]
+fn fast_line(line: &[u8], weighted: bool) -> Option<Edge> {
+    let mut i = 0;
+    let mut field = |i: &mut usize| -> Option<u32> {
+        while *i < line.len() && (line[*i] == b' ' || line[*i] == b'\t') {
+            *i += 1;
+        }
+        let start = *i;
+        let mut v: u64 = 0;
+        while *i < line.len() && line[*i].is_ascii_digit() && *i - start < 11 {
+            v = v * 10 + (line[*i] - b'0') as u64;
+            *i += 1;
+        }
+        (*i > start && v < u32::MAX as u64).then_some(v as u32)
+    };
+    let u = field(&mut i)?;
+    let v = field(&mut i)?;
+    let w = if weighted { field(&mut i)? } else { 1 };
+    line[i..]
+        .iter()
+        .all(|&b| b == b' ' || b == b'\t' || b == b'\r')
+        .then_some(Edge { u, v, w })
+}
+
+/// A line that [`fast_line`] need not look at: blank or a comment.
+#[inline]
+fn skipped(line: &[u8]) -> bool {
+    match line.iter().position(|b| !b.is_ascii_whitespace()) {
+        None => true,
+        Some(k) => line[k] == b'#' || line[k] == b'%',
+    }
+}
+
+/// Parse a block of whole lines; on a bad line, the 0-based line within the block and the
+/// error from [`parse_line`] (whose line number the caller fixes).
+fn parse_block(
+    block: &[u8],
+    path: &Path,
+    weighted: bool,
+) -> std::result::Result<(Vec<Edge>, u64), (u64, Error)> {
+    let mut edges = Vec::with_capacity(block.len() / 12);
+    let mut lines = 0u64;
+    for line in block.split_inclusive(|&b| b == b'\n') {
+        let body = line.strip_suffix(b"\n").unwrap_or(line);
+        match fast_line(body, weighted) {
+            Some(e) => edges.push(e),
+            None if skipped(body) => {}
+            None => {
+                let text = String::from_utf8_lossy(body);
+                match parse_line(&text, path, lines + 1, weighted) {
+                    Ok(Some(e)) => edges.push(e),
+                    Ok(None) => {}
+                    Err(e) => return Err((lines, e)),
+                }
+            }
+        }
+        lines += 1;
+    }
+    Ok((edges, lines))
+}
+
+/// Bytes of text parsed per round: split at line ends into one piece per thread and parsed
+/// in parallel, then handed on in order.
+const ROUND: usize = 16 << 20;
+
 /// Parse the lines of `r` (named `path` in errors) into `f`; `weighted` requires a third
 /// column.
 pub fn read_edges(
@@ -65,35 +158,102 @@ pub fn read_edges(
     weighted: bool,
     f: &mut dyn FnMut(&[Edge]) -> Result<()>,
 ) -> Result<()> {
-    let mut chunk = Chunker::new(f);
-    for (i, line) in r.lines().enumerate() {
-        let no = i as u64 + 1;
-        let text = line.map_err(|e| Error::io(path, e))?;
-        let t = text.trim();
-        if t.is_empty() || t.starts_with('#') || t.starts_with('%') {
-            continue;
-        }
-        let mut fields = t.split_whitespace();
-        let u = id(fields.next(), "source id", path, no, &text)?;
-        let v = id(fields.next(), "target id", path, no, &text)?;
-        let w = if weighted {
-            let w = fields.next();
-            match w {
-                Some(x) if x.starts_with('-') => {
-                    return Err(line_error(path, no, "weight is negative", &text))
-                }
-                _ => {}
+    let mut buf: Vec<u8> = Vec::with_capacity(ROUND + (1 << 16));
+    let mut line_base = 0u64;
+    let mut eof = false;
+    let threads = rayon::current_num_threads().max(1);
+    while !eof {
+        // Fill to ROUND bytes (after what was carried over from the last round).
+        while buf.len() < ROUND {
+            let got = r.fill_buf().map_err(|e| Error::io(path, e))?;
+            if got.is_empty() {
+                eof = true;
+                break;
             }
-            id(w, "weight", path, no, &text)?
-        } else {
-            1
-        };
-        if fields.next().is_some() {
-            return Err(line_error(path, no, "too many fields", &text));
+            let take = got.len().min(ROUND - buf.len());
+            buf.extend_from_slice(&got[..take]);
+            r.consume(take);
         }
-        chunk.push(Edge { u, v, w })?;
+        // Whole lines only; the tail waits for the next round (or is the last line).
+        let end = if eof {
+            buf.len()
+        } else {
+            match buf.iter().rposition(|&b| b == b'\n') {
+                Some(k) => k + 1,
+                // One line longer than a round: keep reading until it ends.
+                None => {
+                    buf.reserve(ROUND);
+                    let got = r.fill_buf().map_err(|e| Error::io(path, e))?;
+                    if got.is_empty() {
+                        eof = true;
+                        buf.len()
+                    } else {
+                        let n = got.len();
+                        buf.extend_from_slice(got);
+                        r.consume(n);
+                        continue;
+                    }
+                }
+            }
+        };
+        let pieces = split_lines(&buf[..end], threads);
+        let parsed: Vec<_> = pieces
+            .into_par_iter()
+            .map(|p| parse_block(p, path, weighted))
+            .collect();
+        for p in parsed {
+            match p {
+                Ok((edges, lines)) => {
+                    line_base += lines;
+                    if !edges.is_empty() {
+                        f(&edges)?;
+                    }
+                }
+                Err((local, e)) => return Err(renumber(e, line_base + local + 1)),
+            }
+        }
+        buf.drain(..end);
     }
-    chunk.finish()
+    Ok(())
+}
+
+/// About `k` pieces of whole lines.
+fn split_lines(text: &[u8], k: usize) -> Vec<&[u8]> {
+    let mut pieces = Vec::with_capacity(k);
+    let mut rest = text;
+    let size = text.len() / k + 1;
+    while !rest.is_empty() {
+        let cut = if rest.len() <= size {
+            rest.len()
+        } else {
+            match rest[size..].iter().position(|&b| b == b'\n') {
+                Some(k) => size + k + 1,
+                None => rest.len(),
+            }
+        };
+        let (a, b) = rest.split_at(cut);
+        pieces.push(a);
+        rest = b;
+    }
+    pieces
+}
+
+/// A line error from a block, given its line number in the file.
+fn renumber(e: Error, line: u64) -> Error {
+    match e {
+        Error::Line {
+            path,
+            message,
+            content,
+            ..
+        } => Error::Line {
+            path,
+            line,
+            message,
+            content,
+        },
+        other => other,
+    }
 }
 
 impl EdgeSource for EdgeList {
