@@ -88,7 +88,7 @@ fn parse_line(text: &str, path: &Path, no: u64, weighted: bool) -> Result<Option
 #[inline]
 fn fast_line(line: &[u8], weighted: bool) -> Option<Edge> {
     let mut i = 0;
-    let mut field = |i: &mut usize| -> Option<u32> {
+    let field = |i: &mut usize| -> Option<u32> {
         while *i < line.len() && (line[*i] == b' ' || line[*i] == b'\t') {
             *i += 1;
         }
