@@ -6,10 +6,13 @@
 //! is never held in memory: the source is read twice, so peak memory stays near the final CSR
 //! (plus a degree counter of 4 bytes and a cursor of 8 bytes per vertex).
 
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 use std::time::Instant;
 
 use hugewise_mem::Region;
 pub use hugewise_results::graph::BuildStats;
+use hugewise_sys::atomic;
 use rayon::prelude::*;
 
 use crate::csr::{Adjacency, Csr};
@@ -90,20 +93,6 @@ pub struct BuildOptions {
     pub symmetrize: bool,
     /// The size check made before anything per-vertex or per-edge is allocated.
     pub fit: Fit,
-}
-
-/// Count one arc at `v`, growing the counter to `v + 1` vertices first if needed; `grow` runs
-/// before the counter grows, with the vertex count it would hold.
-fn bump(counts: &mut Vec<u32>, v: u32, grow: &mut dyn FnMut(u32) -> Result<()>) -> Result<()> {
-    let i = v as usize;
-    if i >= counts.len() {
-        grow(v)?;
-        counts.resize((i + 1).max(counts.len() * 3 / 2), 0);
-    }
-    counts[i] = counts[i]
-        .checked_add(1)
-        .ok_or_else(|| Error::Invalid(format!("vertex {v} has more than 2^32 - 1 arcs")))?;
-    Ok(())
 }
 
 /// Check that a build of `n` vertices and `edges` input edges fits at its peak (the graph at
@@ -187,22 +176,53 @@ pub fn build(
         check(&name, &implies, opts, weighted, n, edges)
     };
     src.each_chunk(&mut |chunk| {
-        for e in chunk {
-            edges += 1;
-            max_id = Some(max_id.map_or(e.u.max(e.v), |m| m.max(e.u).max(e.v)));
-            if e.u == e.v {
-                self_loops += 1;
-                continue;
-            }
-            bump(&mut out_deg, e.u, &mut |v| grow(v, edges))?;
-            if opts.symmetrize {
-                bump(&mut out_deg, e.v, &mut |v| grow(v, edges))?;
-            } else {
-                bump(&mut in_deg, e.v, &mut |v| grow(v, edges))?;
+        let Some(top) = chunk
+            .par_iter()
+            .with_min_len(PAR)
+            .map(|e| e.u.max(e.v))
+            .max()
+        else {
+            return Ok(());
+        };
+        edges += chunk.len() as u64;
+        max_id = Some(max_id.map_or(top, |m| m.max(top)));
+        if top as usize >= out_deg.len() {
+            grow(top, edges)?;
+            let len = (top as usize + 1).max(out_deg.len() * 3 / 2);
+            out_deg.resize(len, 0);
+            if !opts.symmetrize {
+                in_deg.resize(len, 0);
             }
         }
+        let (od, id) = (atomic::u32s(&mut out_deg), atomic::u32s(&mut in_deg));
+        let other = if opts.symmetrize { od } else { id };
+        self_loops += chunk
+            .par_chunks(PAR)
+            .map(|c| {
+                let mut loops = 0u64;
+                for e in c {
+                    if e.u == e.v {
+                        loops += 1;
+                        continue;
+                    }
+                    od[e.u as usize].fetch_add(1, Relaxed);
+                    other[e.v as usize].fetch_add(1, Relaxed);
+                }
+                loops
+            })
+            .sum::<u64>();
         Ok(())
     })?;
+    // A vertex gains at most one arc per edge, so counters can wrap only past 2^32 edges;
+    // the sum of the degrees tells whether one did.
+    let sum = |d: &[u32]| d.par_iter().map(|&x| x as u64).sum::<u64>();
+    let kept = edges - self_loops;
+    let want = if opts.symmetrize { 2 * kept } else { kept };
+    if sum(&out_deg) != want || (!opts.symmetrize && sum(&in_deg) != kept) {
+        return Err(Error::Invalid(format!(
+            "{name}: a vertex has more than 2^32 - 1 arcs"
+        )));
+    }
     if let (Some(d), Some(m)) = (declared, max_id) {
         if m as usize >= d {
             return Err(Error::Invalid(format!(
@@ -218,7 +238,6 @@ pub fn build(
             "{name}: the graph is empty: no edges and no vertices"
         )));
     }
-    let kept = edges - self_loops;
     if n as u64 >= CHECK_FROM || kept >= CHECK_FROM {
         let implies = format!("{} vertices and {} edges", count(n as u64), count(kept));
         check(&name, &implies, opts, weighted, n as u64, kept)?;
@@ -244,17 +263,27 @@ pub fn build(
         .as_ref()
         .map(|a| a.offsets[..n].to_vec())
         .unwrap_or_default();
+    let changed = AtomicBool::new(false);
+    let (oc, ic) = (atomic::u64s(&mut out_cur), atomic::u64s(&mut in_cur));
     src.each_chunk(&mut |chunk| {
-        for e in chunk.iter().filter(|e| e.u != e.v) {
-            side.out.place(&mut out_cur, e.u, e.v, e.w);
-            if let Some(inc) = side.inc.as_mut() {
-                inc.place(&mut in_cur, e.v, e.u, e.w);
-            } else {
-                side.out.place(&mut out_cur, e.v, e.u, e.w);
+        let out = Slots::of(&mut side.out, oc);
+        let inc = side.inc.as_mut().map(|a| Slots::of(a, ic));
+        let back = inc.as_ref().unwrap_or(&out);
+        chunk.par_chunks(PAR).for_each(|c| {
+            for e in c.iter().filter(|e| e.u != e.v) {
+                if !(out.place(e.u, e.v, e.w) && back.place(e.v, e.u, e.w)) {
+                    changed.store(true, Relaxed);
+                    return;
+                }
             }
-        }
+        });
         Ok(())
     })?;
+    if changed.load(Relaxed) {
+        return Err(Error::Invalid(format!(
+            "{name}: the input changed between the builder's two readings"
+        )));
+    }
     drop(out_cur);
     drop(in_cur);
     let place_ns = t.elapsed().as_nanos() as u64;
@@ -374,16 +403,41 @@ fn offsets(layout: &Layout, group: &str, name: &str, deg: &[u32]) -> Result<Regi
     Ok(r)
 }
 
-impl Adjacency {
-    fn place(&mut self, cursor: &mut [u64], from: u32, to: u32, w: u32) {
-        let at = cursor[from as usize] as usize;
-        cursor[from as usize] += 1;
-        self.edges[at] = to;
-        if let Some(ws) = self.weights.as_mut() {
-            ws[at] = w;
+/// One side's arrays seen as atomics, so that every thread can place arcs: a cursor per
+/// vertex hands out distinct slots, and each list is sorted afterwards.
+struct Slots<'a> {
+    cursor: &'a [AtomicU64],
+    edges: &'a [AtomicU32],
+    weights: Option<&'a [AtomicU32]>,
+}
+
+impl<'a> Slots<'a> {
+    fn of(a: &'a mut Adjacency, cursor: &'a [AtomicU64]) -> Slots<'a> {
+        Slots {
+            cursor,
+            edges: atomic::u32s(&mut a.edges),
+            weights: a.weights.as_mut().map(|w| atomic::u32s(w)),
         }
     }
+
+    /// Place the arc `from → to`; false when `from`'s list is already full (the source gave
+    /// more arcs than it counted).
+    #[inline]
+    fn place(&self, from: u32, to: u32, w: u32) -> bool {
+        let at = self.cursor[from as usize].fetch_add(1, Relaxed) as usize;
+        let Some(slot) = self.edges.get(at) else {
+            return false;
+        };
+        slot.store(to, Relaxed);
+        if let Some(ws) = self.weights {
+            ws[at].store(w, Relaxed);
+        }
+        true
+    }
 }
+
+/// Edges per task when a chunk is counted or placed in parallel.
+const PAR: usize = 1 << 14;
 
 const BLOCK: usize = 4096;
 
