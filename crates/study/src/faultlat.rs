@@ -226,7 +226,7 @@ mod tests {
             then_collapse: false,
             force: false,
         };
-        let e = run(&cfg, meta(), &mut |_, _| panic!("touched a page"))
+        let e = run(&cfg, &mut |_, _| panic!("touched a page"))
             .expect_err("1 PiB")
             .to_string();
         for want in ["size 1024TiB", "available", "--force"] {
