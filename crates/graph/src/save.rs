@@ -98,6 +98,7 @@ mod tests {
             seed: 1,
             weighted: false,
             symmetrize: false,
+            fit: Default::default(),
         };
         load(&input, opts, &Layout::default(), &mut |_| Ok(()))
             .expect("reload")
