@@ -12,6 +12,14 @@ pub const EINVAL: Errno = Errno(libc::EINVAL);
 pub const EAGAIN: Errno = Errno(libc::EAGAIN);
 /// Out of memory: a collapse or hugetlb fault found no free huge page.
 pub const ENOMEM: Errno = Errno(libc::ENOMEM);
+/// No such process: a target exited.
+pub const ESRCH: Errno = Errno(libc::ESRCH);
+/// No such file: under /proc, a process that exited.
+pub const ENOENT: Errno = Errno(libc::ENOENT);
+/// Operation not permitted: a capability is missing.
+pub const EPERM: Errno = Errno(libc::EPERM);
+/// Permission denied: ptrace access to another process refused.
+pub const EACCES: Errno = Errno(libc::EACCES);
 
 impl Errno {
     /// The calling thread's current errno.

@@ -1,6 +1,7 @@
 //! Readers of `/proc`, rooted at an injectable directory so each parser runs on recorded samples.
 
 mod buddy;
+mod maps;
 mod meminfo;
 mod mounts;
 mod pagemap;
@@ -9,6 +10,7 @@ mod smaps;
 mod swaps;
 
 pub use buddy::{fragmentation_index, unusable_index, BuddyZone};
+pub use maps::MapEntry;
 pub use meminfo::MemInfo;
 pub use mounts::Mount;
 pub use pagemap::{KPageFlags, PageFlags, PageMap, PagemapEntry};
@@ -140,6 +142,12 @@ impl ProcFs {
     pub fn pagetypeinfo(&self) -> Result<PageTypeInfo> {
         let (p, s) = self.read("pagetypeinfo")?;
         pagetype::parse(&p, &s)
+    }
+
+    /// `/proc/<pid>/maps`: every mapping, without page statistics (cheap).
+    pub fn maps(&self, pid: Pid) -> Result<Vec<MapEntry>> {
+        let (p, s) = self.read(&format!("{}/maps", pid.dir()))?;
+        maps::parse(&p, &s)
     }
 
     /// `/proc/<pid>/smaps`: every mapping with its page statistics.

@@ -1,0 +1,40 @@
+//! The typed error of the promote crate.
+
+/// What can stop a promotion engine from acting on a target.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The process is gone (it exited, or never existed).
+    #[error("process {pid} does not exist (it may have exited)")]
+    Gone {
+        /// Its pid.
+        pid: i32,
+    },
+    /// The kernel refused access to the process.
+    #[error("process {pid}: {call} refused: {reason}")]
+    Denied {
+        /// Its pid.
+        pid: i32,
+        /// What was refused.
+        call: &'static str,
+        /// The kernel's reason, and what would grant access.
+        reason: String,
+    },
+    /// A range is not one hugewise may act on.
+    #[error("range {start:#x}..{end:#x} of process {pid}: {why}")]
+    BadRange {
+        /// The target's pid.
+        pid: i32,
+        /// First address.
+        start: usize,
+        /// One past the last address.
+        end: usize,
+        /// Why it was refused.
+        why: String,
+    },
+    /// A system call or kernel file failed.
+    #[error(transparent)]
+    Sys(#[from] hugewise_sys::Error),
+}
+
+/// Result alias of the promote crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

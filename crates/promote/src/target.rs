@@ -1,0 +1,225 @@
+//! One process under management: attached through a pidfd (so a recycled pid can never be
+//! acted on), every range checked against its mappings right before acting, promotions and
+//! demotions recorded as [`Action`]s with the backing read back.
+
+use std::ops::Range;
+use std::time::Instant;
+
+use hugewise_sys::errno::{EACCES, ENOENT, EPERM, ESRCH};
+use hugewise_sys::mmap::Advice;
+use hugewise_sys::proc::{KPageFlags, MapEntry, Pid, ProcFs};
+use hugewise_sys::process::PidFd;
+
+use crate::action::{Action, ActionKind};
+use crate::chunk::{self, Chunk};
+use crate::{Error, Result, HUGE};
+
+/// A running process hugewise may promote and demote memory of.
+#[derive(Debug)]
+pub struct Target {
+    pid: i32,
+    pidfd: PidFd,
+    proc: ProcFs,
+    kpf: Option<KPageFlags>,
+    t0: Instant,
+}
+
+fn gone_or(pid: i32, e: hugewise_sys::Error) -> Error {
+    match e.errno() {
+        Some(ESRCH | ENOENT) => Error::Gone { pid },
+        _ => Error::Sys(e),
+    }
+}
+
+impl Target {
+    /// Attach to `pid`: open a pidfd and its pagemap (which needs the same ptrace read access
+    /// as `process_madvise`, so a refusal shows here, with the kernel's reason, before anything
+    /// is done). `t0` is when the engine started: actions are timed from it.
+    pub fn attach(proc: &ProcFs, pid: i32, t0: Instant) -> Result<Target> {
+        let pidfd = PidFd::open(pid).map_err(|e| gone_or(pid, e))?;
+        if let Err(e) = proc.pagemap(Pid::Id(pid)) {
+            return Err(match e.errno() {
+                Some(errno @ (EPERM | EACCES)) => Error::Denied {
+                    pid,
+                    call: "open /proc/PID/pagemap",
+                    reason: format!(
+                        "{}: reading another process's page map needs ptrace read access to it \
+                         (the same user, and kernel.yama.ptrace_scope allowing it), or root",
+                        errno.name()
+                    ),
+                },
+                _ => gone_or(pid, e),
+            });
+        }
+        Ok(Target {
+            pid,
+            pidfd,
+            proc: proc.clone(),
+            kpf: proc.kpageflags().ok(),
+            t0,
+        })
+    }
+
+    /// The target's pid.
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// Whether frames are visible, so that huge pages can be told from base pages per chunk.
+    pub fn sees_frames(&self) -> bool {
+        self.kpf.is_some()
+    }
+
+    /// The target's mappings now.
+    pub fn maps(&self) -> Result<Vec<MapEntry>> {
+        self.proc
+            .maps(Pid::Id(self.pid))
+            .map_err(|e| gone_or(self.pid, e))
+    }
+
+    /// The target's private anonymous mappings, trimmed to whole 2 MiB chunks: the ranges a
+    /// promotion can apply to.
+    pub fn huge_capable(&self) -> Result<Vec<Range<usize>>> {
+        Ok(self
+            .maps()?
+            .iter()
+            .filter(|m| m.is_private_anon() && m.read)
+            .filter_map(|m| {
+                let start = m.start.next_multiple_of(HUGE);
+                let end = m.end / HUGE * HUGE;
+                (end > start).then_some(start..end)
+            })
+            .collect())
+    }
+
+    /// Refuse a range that is unaligned or not wholly inside one private anonymous mapping of
+    /// the target, read from its maps right now.
+    pub fn check(&self, range: &Range<usize>) -> Result<()> {
+        let bad = |why: String| Error::BadRange {
+            pid: self.pid,
+            start: range.start,
+            end: range.end,
+            why,
+        };
+        if !range.start.is_multiple_of(HUGE)
+            || !range.end.is_multiple_of(HUGE)
+            || range.end <= range.start
+        {
+            return Err(bad("not a non-empty range of whole 2 MiB chunks".into()));
+        }
+        let maps = self.maps()?;
+        let Some(m) = maps
+            .iter()
+            .find(|m| m.start <= range.start && range.start < m.end)
+        else {
+            return Err(bad("not inside any mapping of the process".into()));
+        };
+        if range.end > m.end {
+            return Err(bad(format!(
+                "runs past the end of its mapping {:#x}..{:#x}",
+                m.start, m.end
+            )));
+        }
+        if !m.is_private_anon() {
+            return Err(bad(format!(
+                "its mapping {:#x}..{:#x} ({}) is not private anonymous memory",
+                m.start,
+                m.end,
+                m.name.as_deref().unwrap_or("anonymous, shared")
+            )));
+        }
+        Ok(())
+    }
+
+    /// The chunks of a range now.
+    pub fn scan(&self, range: &Range<usize>) -> Result<Vec<Chunk>> {
+        chunk::scan(
+            &self.proc,
+            Pid::Id(self.pid),
+            range.start,
+            range.end - range.start,
+            self.kpf.as_ref(),
+        )
+        .map_err(|e| match e {
+            Error::Sys(s) => gone_or(self.pid, s),
+            other => other,
+        })
+    }
+
+    /// Collapse `range` (whole 2 MiB chunks of one private anonymous mapping) into huge pages
+    /// with `process_madvise(MADV_COLLAPSE)`. A kernel refusal (`EAGAIN`, `ENOMEM`, ...) and
+    /// a target that exited are recorded in the action, not errors; a bad range or a denied
+    /// call is.
+    pub fn promote(&self, range: Range<usize>) -> Result<Action> {
+        self.act(range, ActionKind::Promote)
+    }
+
+    /// Split the huge pages of `range` back into 4 KiB pages: `MADV_COLD` over the last 4 KiB
+    /// of each chunk, which makes the kernel split a PMD-mapped huge page to deactivate just
+    /// that part. The data stays; one base page per chunk is marked cold.
+    pub fn demote(&self, range: Range<usize>) -> Result<Action> {
+        self.act(range, ActionKind::Demote)
+    }
+
+    fn act(&self, range: Range<usize>, kind: ActionKind) -> Result<Action> {
+        let t_ms = self.t0.elapsed().as_secs_f64() * 1e3;
+        let mut action = Action {
+            t_ms,
+            pid: self.pid,
+            start: range.start,
+            len_bytes: (range.end - range.start) as u64,
+            kind,
+            outcome: "ok".into(),
+            latency_ns: 0,
+            huge_bytes_after: None,
+        };
+        match self.check(&range) {
+            Err(Error::Gone { .. }) => {
+                action.outcome = "gone".into();
+                return Ok(action);
+            }
+            r => r?,
+        }
+        let (ranges, advice): (Vec<Range<usize>>, Advice) = match kind {
+            ActionKind::Promote => (vec![range.clone()], Advice::Collapse),
+            ActionKind::Demote => (
+                range
+                    .clone()
+                    .step_by(HUGE)
+                    .map(|c| c + HUGE - 4096..c + HUGE)
+                    .collect(),
+                Advice::Cold,
+            ),
+        };
+        let t = Instant::now();
+        let r = self.pidfd.madvise(&ranges, advice);
+        action.latency_ns = t.elapsed().as_nanos() as u64;
+        if let Err(e) = r {
+            match e.errno() {
+                Some(ESRCH) => {
+                    action.outcome = "gone".into();
+                    return Ok(action);
+                }
+                Some(EPERM) => {
+                    return Err(Error::Denied {
+                        pid: self.pid,
+                        call: "process_madvise",
+                        reason: "EPERM: advising another process needs CAP_SYS_NICE and ptrace \
+                                 read access to it"
+                            .into(),
+                    })
+                }
+                Some(errno) => action.outcome = errno.name(),
+                None => return Err(Error::Sys(e)),
+            }
+        }
+        if self.kpf.is_some() {
+            match self.scan(&range) {
+                Ok(chunks) => action.huge_bytes_after = Some(chunk::huge_bytes(&chunks)),
+                Err(Error::Gone { .. }) => action.outcome = "gone".into(),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(action)
+    }
+}

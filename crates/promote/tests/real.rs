@@ -1,0 +1,196 @@
+//! Promotion and demotion on real processes: this test process itself and a child Python
+//! process, through the same pidfd + process_madvise path a daemon uses on any program.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use hugewise_promote::action::ActionKind;
+use hugewise_promote::target::Target;
+use hugewise_promote::{Error, HUGE};
+use hugewise_sys::mmap::{MapOptions, Mapping};
+use hugewise_sys::proc::ProcFs;
+
+fn is_root() -> bool {
+    ProcFs::default().kpageflags().is_ok()
+}
+
+/// 8 MiB of this process's memory touched in 4 KiB pages (THP is `madvise` or `never` here,
+/// and no advice is given), aligned to 2 MiB.
+fn base_paged(len: usize) -> Mapping {
+    let mut m = Mapping::anonymous(len, MapOptions::default()).expect("map");
+    m.touch_pages(4096);
+    m
+}
+
+#[test]
+fn promotes_then_demotes_its_own_memory_and_keeps_the_data() {
+    if !is_root() {
+        eprintln!("SKIPPED promotes_then_demotes_its_own_memory: frames are visible to root only");
+        return;
+    }
+    let thp =
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    if thp.contains("[never]") {
+        eprintln!("SKIPPED promotes_then_demotes_its_own_memory: THP is never on this machine");
+        return;
+    }
+    let mut m = base_paged(8 * HUGE);
+    for (i, b) in m.as_mut_slice().iter_mut().enumerate() {
+        *b = (i % 251) as u8;
+    }
+    let t = Target::attach(
+        &ProcFs::default(),
+        std::process::id() as i32,
+        Instant::now(),
+    )
+    .expect("attach to self");
+    let range = m.addr()..m.addr() + m.len();
+    assert!(t
+        .scan(&range)
+        .expect("scan")
+        .iter()
+        .all(|c| c.huge == Some(false)));
+
+    let two = m.addr() + 2 * HUGE..m.addr() + 4 * HUGE;
+    let a = t.promote(two.clone()).expect("promote");
+    assert_eq!(a.kind, ActionKind::Promote);
+    assert_eq!(a.outcome, "ok", "{a:?}");
+    assert_eq!(a.huge_bytes_after, Some(2 * HUGE as u64), "{a:?}");
+    assert!(a.succeeded() && a.latency_ns > 0);
+    let chunks = t.scan(&range).expect("scan");
+    let huge: Vec<bool> = chunks.iter().map(|c| c.huge == Some(true)).collect();
+    assert_eq!(huge, [false, false, true, true, false, false, false, false]);
+    assert!(chunks.iter().all(|c| c.mapped_pages == 512));
+
+    let one = m.addr() + 3 * HUGE..m.addr() + 4 * HUGE;
+    let d = t.demote(one).expect("demote");
+    assert_eq!(
+        (d.outcome.as_str(), d.huge_bytes_after),
+        ("ok", Some(0)),
+        "{d:?}"
+    );
+    let huge: Vec<bool> = t
+        .scan(&range)
+        .expect("scan")
+        .iter()
+        .map(|c| c.huge == Some(true))
+        .collect();
+    assert_eq!(
+        huge,
+        [false, false, true, false, false, false, false, false]
+    );
+    assert!(m
+        .as_slice()
+        .iter()
+        .enumerate()
+        .all(|(i, b)| *b == (i % 251) as u8));
+}
+
+#[test]
+fn refuses_ranges_it_must_not_touch() {
+    let t = Target::attach(
+        &ProcFs::default(),
+        std::process::id() as i32,
+        Instant::now(),
+    )
+    .expect("attach to self");
+    let m = base_paged(2 * HUGE);
+    let refuse = |r: std::ops::Range<usize>, want: &str| match t.promote(r.clone()) {
+        Err(Error::BadRange { why, .. }) => assert!(why.contains(want), "{r:x?}: {why}"),
+        other => panic!("{r:x?}: expected a refusal naming {want:?}, got {other:?}"),
+    };
+    refuse(m.addr() + 4096..m.addr() + HUGE + 4096, "whole 2 MiB");
+    // Anonymous mappings next to each other merge into one: find where this one really ends.
+    let vma_end = t
+        .maps()
+        .expect("maps")
+        .iter()
+        .find(|e| e.start <= m.addr() && m.addr() < e.end)
+        .expect("the mapping")
+        .end;
+    let last = vma_end / HUGE * HUGE - HUGE;
+    refuse(last..last + 2 * HUGE, "runs past the end");
+    // The page at address 0 is never mapped.
+    refuse(0..HUGE, "not inside any mapping");
+    // The test binary's own text is a file mapping.
+    let text = t
+        .maps()
+        .expect("maps")
+        .into_iter()
+        .find(|e| e.exec && e.name.as_deref().is_some_and(|n| n.starts_with('/')))
+        .expect("an executable file mapping");
+    let start = text.start.next_multiple_of(HUGE);
+    if start + HUGE <= text.end {
+        refuse(start..start + HUGE, "not private anonymous");
+    }
+}
+
+/// A Python child holding 8 MiB of anonymous memory, printing its address.
+struct Child {
+    child: std::process::Child,
+    addr: usize,
+    len: usize,
+}
+
+fn python_child() -> Option<Child> {
+    let script = "import ctypes, mmap, sys\n\
+        n = 10 << 20\n\
+        m = mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)\n\
+        m.write(bytes(range(256)) * (n // 256))\n\
+        a = ctypes.addressof(ctypes.c_char.from_buffer(m))\n\
+        print(a, n, flush=True)\n\
+        sys.stdin.readline()\n\
+        m.seek(0)\n\
+        print(int(m.read(n) == bytes(range(256)) * (n // 256)), flush=True)\n";
+    let mut child = Command::new("python3")
+        .args(["-c", script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .ok()?;
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut()?)
+        .read_line(&mut line)
+        .ok()?;
+    let mut f = line.split_whitespace().map(|x| x.parse::<usize>().ok());
+    let (addr, len) = (f.next()??, f.next()??);
+    Some(Child { child, addr, len })
+}
+
+#[test]
+fn promotes_another_process_and_lets_it_go() {
+    if !is_root() {
+        eprintln!("SKIPPED promotes_another_process: frames are visible to root only");
+        return;
+    }
+    let Some(mut c) = python_child() else {
+        eprintln!("SKIPPED promotes_another_process: python3 is not installed");
+        return;
+    };
+    let pid = c.child.id() as i32;
+    let t = Target::attach(&ProcFs::default(), pid, Instant::now()).expect("attach");
+    let start = c.addr.next_multiple_of(HUGE);
+    let range = start..start + 2 * HUGE;
+    assert!(range.end <= c.addr + c.len);
+    let a = t.promote(range.clone()).expect("promote the child");
+    assert!(a.succeeded(), "{a:?}");
+    let d = t.demote(range.clone()).expect("demote the child");
+    assert!(d.succeeded(), "{d:?}");
+    // The child's data is intact.
+    let mut stdin = c.child.stdin.take().expect("stdin");
+    writeln!(stdin).expect("wake the child");
+    let mut line = String::new();
+    BufReader::new(c.child.stdout.as_mut().expect("stdout"))
+        .read_line(&mut line)
+        .expect("child's answer");
+    assert_eq!(line.trim(), "1", "the child's memory changed");
+    assert!(c.child.wait().expect("wait").success());
+    // Gone: acting on it now is recorded, not an error; attaching again says so.
+    let g = t.promote(range).expect("a gone target is not an error");
+    assert_eq!(g.outcome, "gone");
+    match Target::attach(&ProcFs::default(), pid, Instant::now()) {
+        Err(Error::Gone { pid: p }) => assert_eq!(p, pid),
+        other => panic!("expected Gone, got {other:?}"),
+    }
+}
