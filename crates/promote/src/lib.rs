@@ -12,12 +12,14 @@
 //! - [`target`]: one process under management: attach, check a range against its mappings
 //!   right before acting, promote, demote;
 //! - [`chunk`]: what each 2 MiB chunk of a range holds (mapped base pages, huge or not);
-//! - [`action`]: the record of one promotion or demotion, as data.
+//! - [`action`]: the record of one promotion or demotion, as data;
+//! - [`replay`]: a plan's promotions applied at their times.
 #![forbid(unsafe_code)]
 
 pub mod action;
 pub mod chunk;
 mod error;
+pub mod replay;
 pub mod target;
 
 pub use error::{Error, Result};

@@ -194,3 +194,45 @@ fn promotes_another_process_and_lets_it_go() {
         other => panic!("expected Gone, got {other:?}"),
     }
 }
+
+#[test]
+fn replays_steps_in_time_and_stops_when_cancelled() {
+    use hugewise_promote::replay::{replay, Step};
+    use std::sync::atomic::AtomicBool;
+    use std::time::Duration;
+    if !is_root() {
+        eprintln!("SKIPPED replays_steps_in_time: frames are visible to root only");
+        return;
+    }
+    let m = base_paged(4 * HUGE);
+    let t0 = Instant::now();
+    let t = Target::attach(&ProcFs::default(), std::process::id() as i32, t0).expect("attach");
+    let steps = [
+        Step {
+            at: Duration::ZERO,
+            range: m.addr()..m.addr() + HUGE,
+        },
+        Step {
+            at: Duration::from_millis(200),
+            range: m.addr() + 2 * HUGE..m.addr() + 4 * HUGE,
+        },
+    ];
+    let cancel = AtomicBool::new(false);
+    let mut seen = 0;
+    let r = replay(&t, &steps, t0, &cancel, &mut |_| seen += 1).expect("replay");
+    assert_eq!((r.actions.len(), seen), (3, 3));
+    assert!(!r.cancelled && !r.target_gone);
+    assert!(r.actions.iter().all(|a| a.succeeded()), "{:?}", r.actions);
+    assert!(
+        r.actions[1].t_ms >= 200.0,
+        "the second step ran early: {:?}",
+        r.actions[1]
+    );
+    let huge = t.scan(&(m.addr()..m.addr() + m.len())).expect("scan");
+    let huge: Vec<bool> = huge.iter().map(|c| c.huge == Some(true)).collect();
+    assert_eq!(huge, [true, false, true, true]);
+
+    cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+    let r = replay(&t, &steps, Instant::now(), &cancel, &mut |_| {}).expect("replay");
+    assert!(r.cancelled && r.actions.is_empty());
+}

@@ -1,0 +1,78 @@
+//! Replay of a promotion plan against one target: each step's range is promoted when its time
+//! comes (times from the engine's start), on the calling thread or a background one, until the
+//! plan ends, the target exits or the caller cancels. Every step is recorded, refusals included.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::action::Action;
+use crate::target::Target;
+use crate::{Error, Result, HUGE};
+
+/// One promotion to make.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    /// When, from the engine's start.
+    pub at: Duration,
+    /// Whole 2 MiB chunks of the target.
+    pub range: Range<usize>,
+}
+
+/// What a replay did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Replayed {
+    /// Every action taken, in order: one per 2 MiB chunk, so each has its own latency.
+    pub actions: Vec<Action>,
+    /// The target exited before the plan ended.
+    pub target_gone: bool,
+    /// The caller cancelled before the plan ended.
+    pub cancelled: bool,
+}
+
+/// Apply `steps` (sorted by time) to `target` from `t0`, one 2 MiB chunk per call, sleeping
+/// until each step is due in slices short enough to notice `cancel` within 50 ms.
+pub fn replay(
+    target: &Target,
+    steps: &[Step],
+    t0: Instant,
+    cancel: &AtomicBool,
+    on_action: &mut dyn FnMut(&Action),
+) -> Result<Replayed> {
+    let mut out = Replayed::default();
+    for step in steps {
+        loop {
+            if cancel.load(Ordering::Relaxed) {
+                out.cancelled = true;
+                return Ok(out);
+            }
+            let now = t0.elapsed();
+            if now >= step.at {
+                break;
+            }
+            std::thread::sleep((step.at - now).min(Duration::from_millis(50)));
+        }
+        for chunk in step.range.clone().step_by(HUGE) {
+            if cancel.load(Ordering::Relaxed) {
+                out.cancelled = true;
+                return Ok(out);
+            }
+            let a = match target.promote(chunk..chunk + HUGE) {
+                Ok(a) => a,
+                Err(Error::Gone { .. }) => {
+                    out.target_gone = true;
+                    return Ok(out);
+                }
+                Err(e) => return Err(e),
+            };
+            on_action(&a);
+            let gone = a.outcome == "gone";
+            out.actions.push(a);
+            if gone {
+                out.target_gone = true;
+                return Ok(out);
+            }
+        }
+    }
+    Ok(out)
+}
