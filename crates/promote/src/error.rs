@@ -31,6 +31,15 @@ pub enum Error {
         /// Why it was refused.
         why: String,
     },
+    /// A program to promote could not be started.
+    #[error("could not start {program}: {source}")]
+    Launch {
+        /// The program.
+        program: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// A system call or kernel file failed.
     #[error(transparent)]
     Sys(#[from] hugewise_sys::Error),

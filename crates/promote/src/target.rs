@@ -223,3 +223,33 @@ impl Target {
         Ok(action)
     }
 }
+
+/// A program hugewise started to promote its memory.
+#[derive(Debug)]
+pub struct Launched {
+    /// The running program (the caller waits for it).
+    pub child: std::process::Child,
+    /// The same process as a target.
+    pub target: Target,
+}
+
+/// Start `program` with `args` without address-space randomisation (so the addresses of a plan
+/// made from a traced run of it match), inheriting stdio, and attach to it.
+pub fn launch(proc: &ProcFs, program: &str, args: &[String], t0: Instant) -> Result<Launched> {
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(args);
+    hugewise_sys::lock::exec_without_aslr(&mut cmd);
+    let mut child = cmd.spawn().map_err(|e| Error::Launch {
+        program: program.to_string(),
+        source: e,
+    })?;
+    match Target::attach(proc, child.id() as i32, t0) {
+        Ok(target) => Ok(Launched { child, target }),
+        Err(e) => {
+            // Never leave a program running that nobody will wait for.
+            let _ = child.kill();
+            let _ = child.wait();
+            Err(e)
+        }
+    }
+}

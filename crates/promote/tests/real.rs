@@ -236,3 +236,41 @@ fn replays_steps_in_time_and_stops_when_cancelled() {
     let r = replay(&t, &steps, Instant::now(), &cancel, &mut |_| {}).expect("replay");
     assert!(r.cancelled && r.actions.is_empty());
 }
+
+#[test]
+fn launches_a_program_without_aslr_and_reports_one_that_cannot_start() {
+    use hugewise_promote::target::launch;
+    let mut l = launch(
+        &ProcFs::default(),
+        "sleep",
+        &["5".to_string()],
+        Instant::now(),
+    )
+    .expect("launch sleep");
+    let persona =
+        std::fs::read_to_string(format!("/proc/{}/personality", l.child.id())).expect("persona");
+    let persona = u32::from_str_radix(persona.trim(), 16).expect("hex");
+    assert_ne!(
+        persona & 0x0040000,
+        0,
+        "ADDR_NO_RANDOMIZE not set: {persona:#x}"
+    );
+    assert_eq!(l.target.pid(), l.child.id() as i32);
+    assert!(l
+        .target
+        .maps()
+        .expect("maps")
+        .iter()
+        .any(|m| m.name.as_deref() == Some("[stack]")));
+    l.child.kill().expect("kill");
+    l.child.wait().expect("wait");
+    match launch(
+        &ProcFs::default(),
+        "/nonexistent/program",
+        &[],
+        Instant::now(),
+    ) {
+        Err(Error::Launch { program, .. }) => assert_eq!(program, "/nonexistent/program"),
+        other => panic!("expected Launch error, got {other:?}"),
+    }
+}

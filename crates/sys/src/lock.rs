@@ -70,10 +70,43 @@ pub fn disable_aslr() -> Result<u32> {
     Ok(old as u32)
 }
 
+/// Make the program that `cmd` spawns run without address-space randomisation, leaving this
+/// process's own persona alone: its mappings then land where they landed in a traced run of
+/// the same program, so a promotion plan's addresses match.
+pub fn exec_without_aslr(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the child between fork and exec and calls only personality,
+    // which is async-signal-safe, allocates nothing and touches no lock.
+    unsafe {
+        cmd.pre_exec(|| {
+            let old = libc::personality(0xffff_ffff);
+            if old < 0
+                || libc::personality(
+                    old as libc::c_ulong | libc::ADDR_NO_RANDOMIZE as libc::c_ulong,
+                ) < 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::mmap::MapOptions;
+
+    #[test]
+    fn a_child_runs_without_aslr() {
+        let mut cmd = std::process::Command::new("cat");
+        cmd.arg("/proc/self/personality");
+        exec_without_aslr(&mut cmd);
+        let out = cmd.output().expect("run cat");
+        let persona = u32::from_str_radix(String::from_utf8_lossy(&out.stdout).trim(), 16)
+            .expect("hex persona");
+        assert_ne!(persona & libc::ADDR_NO_RANDOMIZE as u32, 0, "{persona:#x}");
+    }
 
     #[test]
     fn lock_and_unlock_small_mapping() {
