@@ -30,6 +30,7 @@ pub mod page_size;
 pub mod proc;
 pub mod process;
 pub mod rusage;
+pub mod shm;
 pub mod swap;
 pub mod sysfs;
 #[doc(hidden)]

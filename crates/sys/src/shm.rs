@@ -1,0 +1,257 @@
+//! A ring of 64-bit samples in a shared file mapping (`/dev/shm`), written by a program that
+//! cooperates with hugewise (its own kernels, or any program through the C ABI) and read by a
+//! promotion daemon in another process.
+//!
+//! Layout, little-endian, 64-byte header then `slots` words: magic `HWSAMP01`, version (u32),
+//! slots (u32, a power of two), head (u64: samples ever written), writer pid (u64). A writer
+//! claims a slot with one `fetch_add` on head and then stores its word, so several threads may
+//! write at once without a lock; a reader may see a claimed slot before its store lands (it
+//! then reads the slot's previous sample), which a sampler tolerates. A reader that falls more
+//! than `slots` behind has lost the oldest samples and is told how many.
+
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::{Error, Result};
+
+const MAGIC: u64 = u64::from_le_bytes(*b"HWSAMP01");
+const VERSION: u32 = 1;
+const HEADER: usize = 64;
+
+/// A mapped sample ring, unmapped on drop (the file stays until its owner removes it).
+#[derive(Debug)]
+pub struct SampleRing {
+    ptr: NonNull<u8>,
+    len: usize,
+    slots: usize,
+    writable: bool,
+}
+
+// SAFETY: the mapping is only reached through atomics, which are safe to share across threads.
+unsafe impl Send for SampleRing {}
+// SAFETY: as above.
+unsafe impl Sync for SampleRing {}
+
+fn map_shared(file: &File, path: &Path, len: usize, write: bool) -> Result<NonNull<u8>> {
+    let prot = if write {
+        libc::PROT_READ | libc::PROT_WRITE
+    } else {
+        libc::PROT_READ
+    };
+    // SAFETY: a fresh shared mapping of a file we hold open, at an address of the kernel's
+    // choice; it overlaps no existing memory and the result is checked against MAP_FAILED.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            prot,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(Error::Syscall {
+            call: "mmap(MAP_SHARED)",
+            errno: crate::errno::Errno::last(),
+        });
+    }
+    NonNull::new(p.cast())
+        .ok_or_else(|| Error::Invalid(format!("{}: mmap gave null", path.display())))
+}
+
+impl SampleRing {
+    /// Create (or replace) the ring file at `path` with `slots` slots (rounded up to a power of
+    /// two, at least 64) and map it for writing.
+    pub fn create(path: &Path, slots: usize) -> Result<SampleRing> {
+        let slots = slots.max(64).next_power_of_two();
+        let len = HEADER + slots * 8;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| Error::io(path, e))?;
+        file.set_len(len as u64).map_err(|e| Error::io(path, e))?;
+        let ring = SampleRing {
+            ptr: map_shared(&file, path, len, true)?,
+            len,
+            slots,
+            writable: true,
+        };
+        let words = ring.header();
+        words[1].store(
+            u64::from(VERSION) | ((slots as u64) << 32),
+            Ordering::Relaxed,
+        );
+        words[2].store(0, Ordering::Relaxed);
+        words[3].store(u64::from(std::process::id()), Ordering::Relaxed);
+        // The magic goes last: a reader that sees it sees a complete header.
+        words[0].store(MAGIC, Ordering::Release);
+        Ok(ring)
+    }
+
+    /// Map an existing ring read-only, checking its header.
+    pub fn open(path: &Path) -> Result<SampleRing> {
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let size = file.metadata().map_err(|e| Error::io(path, e))?.len() as usize;
+        if size < HEADER {
+            return Err(Error::parse(
+                path,
+                0,
+                format!("{size} bytes: shorter than the header"),
+            ));
+        }
+        let head = SampleRing {
+            ptr: map_shared(&file, path, HEADER, false)?,
+            len: HEADER,
+            slots: 0,
+            writable: false,
+        };
+        let w = head.header();
+        if w[0].load(Ordering::Acquire) != MAGIC {
+            return Err(Error::parse(
+                path,
+                0,
+                "not a hugewise sample ring (bad magic)",
+            ));
+        }
+        let vs = w[1].load(Ordering::Relaxed);
+        let (version, slots) = ((vs & 0xffff_ffff) as u32, (vs >> 32) as usize);
+        if version != VERSION {
+            return Err(Error::parse(
+                path,
+                0,
+                format!("sample ring version {version}, this hugewise reads {VERSION}"),
+            ));
+        }
+        if !slots.is_power_of_two() || HEADER + slots * 8 != size {
+            return Err(Error::parse(
+                path,
+                0,
+                format!("{slots} slots do not match the file's {size} bytes"),
+            ));
+        }
+        drop(head);
+        Ok(SampleRing {
+            ptr: map_shared(&file, path, size, false)?,
+            len: size,
+            slots,
+            writable: false,
+        })
+    }
+
+    fn header(&self) -> &[AtomicU64] {
+        // SAFETY: the mapping is at least HEADER bytes, page aligned, and lives as long as
+        // self; AtomicU64 has u64's size and alignment; every access goes through atomics, so
+        // writers in other processes are no data race.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().cast::<AtomicU64>(), HEADER / 8) }
+    }
+
+    fn ring(&self) -> &[AtomicU64] {
+        // SAFETY: as in header: the slots follow the header inside the mapping.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.ptr.as_ptr().add(HEADER).cast::<AtomicU64>(),
+                self.slots,
+            )
+        }
+    }
+
+    /// Slots in the ring.
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+
+    /// The pid of the process that created the ring.
+    pub fn writer_pid(&self) -> i32 {
+        self.header()[3].load(Ordering::Relaxed) as i32
+    }
+
+    /// Samples ever written.
+    pub fn head(&self) -> u64 {
+        self.header()[2].load(Ordering::Acquire)
+    }
+
+    /// Append one sample. Only the ring's creator writes: on a ring opened read-only this does
+    /// nothing (the mapping would fault).
+    #[inline]
+    pub fn push(&self, sample: u64) {
+        debug_assert!(self.writable, "push on a sample ring opened read-only");
+        if !self.writable {
+            return;
+        }
+        let i = self.header()[2].fetch_add(1, Ordering::AcqRel);
+        self.ring()[i as usize & (self.slots - 1)].store(sample, Ordering::Relaxed);
+    }
+
+    /// Append the samples written since `cursor` (a head value from an earlier call, 0 at
+    /// first) to `out`; returns the new cursor and how many samples were overwritten before
+    /// they could be read.
+    pub fn read_since(&self, cursor: u64, out: &mut Vec<u64>) -> (u64, u64) {
+        let head = self.head();
+        let from = cursor.max(head.saturating_sub(self.slots as u64));
+        let lost = from - cursor.min(from);
+        let ring = self.ring();
+        out.extend(
+            (from..head).map(|i| ring[i as usize & (self.slots - 1)].load(Ordering::Relaxed)),
+        );
+        (head, lost)
+    }
+}
+
+impl Drop for SampleRing {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len are the mapping made in create/open, unmapped once here; no reference
+        // into it outlives self.
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reader_sees_what_a_writer_pushed_and_what_it_lost() {
+        let dir = std::env::temp_dir().join(format!("hw-ring-{}", std::process::id()));
+        let w = SampleRing::create(&dir, 100).expect("create");
+        assert_eq!(w.slots(), 128);
+        let r = SampleRing::open(&dir).expect("open");
+        assert_eq!(
+            (r.slots(), r.writer_pid()),
+            (128, std::process::id() as i32)
+        );
+        let mut got = Vec::new();
+        for i in 0..100u64 {
+            w.push(i);
+        }
+        let (c, lost) = r.read_since(0, &mut got);
+        assert_eq!((c, lost, got.len()), (100, 0, 100));
+        assert_eq!(got[99], 99);
+        // 300 more: the ring holds the newest 128, so 172 of them are lost to this reader.
+        for i in 100..400u64 {
+            w.push(i);
+        }
+        got.clear();
+        let (c, lost) = r.read_since(c, &mut got);
+        assert_eq!((c, lost, got.len()), (400, 172, 128));
+        assert_eq!((got[0], got[127]), (272, 399));
+        std::fs::remove_file(&dir).expect("remove");
+    }
+
+    #[test]
+    fn a_foreign_file_is_refused_with_its_name() {
+        let p = std::env::temp_dir().join(format!("hw-notring-{}", std::process::id()));
+        std::fs::write(&p, [7u8; 4096]).expect("write");
+        let e = SampleRing::open(&p).expect_err("foreign").to_string();
+        assert!(e.contains("bad magic") && e.contains("hw-notring"), "{e}");
+        std::fs::remove_file(&p).expect("remove");
+    }
+}
