@@ -13,12 +13,19 @@
 //!   right before acting, promote, demote;
 //! - [`chunk`]: what each 2 MiB chunk of a range holds (mapped base pages, huge or not);
 //! - [`action`]: the record of one promotion or demotion, as data;
-//! - [`replay`]: a plan's promotions applied at their times.
+//! - [`replay`]: a plan's promotions applied at their times;
+//! - [`daemon`]: the online engine: every interval, read the targets' chunks and access samples
+//!   ([`channel`]), ask a [`policy`] (one per file in [`policies`]), act within the [`budget`].
 #![forbid(unsafe_code)]
 
 pub mod action;
+pub mod budget;
+pub mod channel;
 pub mod chunk;
+pub mod daemon;
 mod error;
+pub mod policies;
+pub mod policy;
 pub mod replay;
 pub mod target;
 

@@ -1,0 +1,418 @@
+//! The online promotion daemon: every interval it reads each target's chunks from the kernel
+//! (mapped pages, huge or not) and the access samples the target publishes, asks a policy which
+//! chunks deserve a huge page, and promotes and demotes within the budget. The budget is checked
+//! against what the kernel reports as huge, not against the daemon's own bookkeeping: huge
+//! pages the kernel made by itself count too, and are split when they push the total over.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::action::{Action, ActionKind};
+use crate::budget::{self, Limit, Share};
+use crate::channel::Subscriber;
+use crate::policy::{ChunkInfo, Policy};
+use crate::target::Target;
+use crate::{Error, Result, BASE_PER_HUGE, HUGE};
+
+/// How the daemon runs.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Time between two looks at the targets.
+    pub interval: Duration,
+    /// How much may be huge.
+    pub limit: Limit,
+    /// How targets share it.
+    pub share: Share,
+    /// Per-pid factor on the policy's scores (1 when absent).
+    pub bias: HashMap<i32, f64>,
+    /// Most promotions per interval (the PCC paper promotes up to 128 regions at a time).
+    pub max_promotions: usize,
+    /// A candidate takes the place of a huge chunk only when its score is this many times the
+    /// huge chunk's: hysteresis, so two chunks of equal heat do not swap back and forth.
+    pub swap_factor: f64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            interval: Duration::from_secs(1),
+            limit: Limit::Share(0.04),
+            share: Share::HighestFirst,
+            bias: HashMap::new(),
+            max_promotions: 128,
+            swap_factor: 2.0,
+        }
+    }
+}
+
+/// What one interval saw and did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    /// Milliseconds since the daemon started.
+    pub t_ms: f64,
+    /// Targets looked at.
+    pub targets: usize,
+    /// Targets that had exited and were dropped, their share returned to the pool.
+    pub gone: Vec<i32>,
+    /// Bytes mapped in the targets' private anonymous memory.
+    pub mapped_bytes: u64,
+    /// The budget this interval.
+    pub budget_bytes: u64,
+    /// Huge bytes read from the kernel before acting.
+    pub huge_bytes_before: u64,
+    /// Huge bytes after acting (before plus what each action read back).
+    pub huge_bytes_after: u64,
+    /// Successful promotions.
+    pub promoted: u32,
+    /// Successful demotions.
+    pub demoted: u32,
+    /// Actions the kernel refused or that did not read back as asked.
+    pub failed: u32,
+    /// Access samples read.
+    pub samples: u64,
+    /// Samples overwritten before the daemon could read them.
+    pub samples_lost: u64,
+    /// Time spent reading the targets' chunks and samples.
+    pub scan_ns: u64,
+    /// CPU time of the daemon's thread over the whole interval's work.
+    pub cpu_ns: u64,
+}
+
+struct Managed {
+    target: Target,
+    samples: Option<Subscriber>,
+}
+
+/// The daemon.
+pub struct Daemon {
+    cfg: Config,
+    policy: Box<dyn Policy>,
+    targets: Vec<Managed>,
+    t0: Instant,
+    last: Option<Instant>,
+}
+
+impl Daemon {
+    /// A daemon with `policy`, timed from `t0`.
+    pub fn new(policy: Box<dyn Policy>, cfg: Config, t0: Instant) -> Daemon {
+        Daemon {
+            cfg,
+            policy,
+            targets: Vec::new(),
+            t0,
+            last: None,
+        }
+    }
+
+    /// Manage `target`; its access samples are read when it publishes them.
+    pub fn add(&mut self, target: Target) {
+        let samples = Subscriber::open(target.pid());
+        self.add_with(target, samples);
+    }
+
+    /// Manage `target`, reading samples from `samples`.
+    pub fn add_with(&mut self, target: Target, samples: Option<Subscriber>) {
+        self.targets.push(Managed { target, samples });
+        self.targets.sort_by_key(|m| m.target.pid());
+    }
+
+    /// Pids managed now.
+    pub fn pids(&self) -> Vec<i32> {
+        self.targets.iter().map(|m| m.target.pid()).collect()
+    }
+
+    /// Which pids publish samples.
+    pub fn sampled(&self) -> Vec<i32> {
+        self.targets
+            .iter()
+            .filter(|m| m.samples.is_some())
+            .map(|m| m.target.pid())
+            .collect()
+    }
+
+    /// The policy's name.
+    pub fn policy(&self) -> &'static str {
+        self.policy.name()
+    }
+
+    /// Read every target's chunks and samples. Targets that exited are dropped and named.
+    fn scan(&mut self, iv: &mut Interval) -> Result<Vec<ChunkInfo>> {
+        let mut chunks = Vec::new();
+        let mut keep = Vec::with_capacity(self.targets.len());
+        let mut addrs = Vec::new();
+        for mut m in std::mem::take(&mut self.targets) {
+            let pid = m.target.pid();
+            let first = chunks.len();
+            let read = (|| -> Result<()> {
+                for r in m.target.huge_capable()? {
+                    for c in m.target.scan(&r)? {
+                        chunks.push(ChunkInfo {
+                            pid,
+                            addr: c.addr,
+                            mapped_pages: c.mapped_pages,
+                            huge: c.huge == Some(true),
+                            samples: 0,
+                            sampled_pages: 0,
+                            sampled: m.samples.is_some(),
+                        });
+                    }
+                }
+                Ok(())
+            })();
+            match read {
+                Ok(()) => {}
+                Err(Error::Gone { .. }) => {
+                    chunks.truncate(first);
+                    iv.gone.push(pid);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
+            if let Some(sub) = m.samples.as_mut() {
+                addrs.clear();
+                iv.samples_lost += sub.drain(&mut addrs);
+                iv.samples += addrs.len() as u64;
+                count_samples(&mut chunks[first..], &addrs);
+            }
+            keep.push(m);
+        }
+        self.targets = keep;
+        Ok(chunks)
+    }
+
+    fn target(&self, pid: i32) -> Option<&Target> {
+        self.targets
+            .iter()
+            .find(|m| m.target.pid() == pid)
+            .map(|m| &m.target)
+    }
+
+    fn act(
+        &self,
+        c: &ChunkInfo,
+        kind: ActionKind,
+        iv: &mut Interval,
+        huge: &mut u64,
+        on_action: &mut dyn FnMut(&Action),
+    ) -> Result<bool> {
+        let Some(t) = self.target(c.pid) else {
+            return Ok(false);
+        };
+        let range = c.addr..c.addr + HUGE;
+        let done = match kind {
+            ActionKind::Promote => t.promote(range.clone()),
+            ActionKind::Demote => t.demote(range.clone()),
+        };
+        let a = match done {
+            Ok(a) => a,
+            // The target unmapped or remapped the chunk since the scan: a race with the
+            // program, not a fault of the daemon's.
+            Err(Error::BadRange { why, .. }) => Action {
+                t_ms: self.t0.elapsed().as_secs_f64() * 1e3,
+                pid: c.pid,
+                start: range.start,
+                len_bytes: HUGE as u64,
+                kind,
+                outcome: format!("skipped: {why}"),
+                latency_ns: 0,
+                huge_bytes_after: None,
+            },
+            Err(e) => return Err(e),
+        };
+        on_action(&a);
+        if a.outcome == "gone" {
+            return Ok(false);
+        }
+        let ok = a.succeeded();
+        match (kind, ok) {
+            (ActionKind::Promote, true) => {
+                iv.promoted += 1;
+                *huge += HUGE as u64;
+            }
+            (ActionKind::Demote, true) => {
+                iv.demoted += 1;
+                *huge = huge.saturating_sub(HUGE as u64);
+            }
+            _ => iv.failed += 1,
+        }
+        Ok(ok)
+    }
+
+    /// One interval's work: scan, decide, demote, promote. `on_action` hears every action.
+    pub fn step(&mut self, on_action: &mut dyn FnMut(&Action)) -> Result<Interval> {
+        let cpu0 = hugewise_sys::rusage::thread_cpu_ns();
+        let now = Instant::now();
+        let dt = self
+            .last
+            .map_or(self.cfg.interval, |l| now.duration_since(l))
+            .as_secs_f64();
+        self.last = Some(now);
+        let mut iv = Interval {
+            t_ms: self.t0.elapsed().as_secs_f64() * 1e3,
+            ..Interval::default()
+        };
+        let chunks = self.scan(&mut iv)?;
+        iv.scan_ns = now.elapsed().as_nanos() as u64;
+        iv.targets = self.targets.len();
+        iv.mapped_bytes = chunks
+            .iter()
+            .map(|c| u64::from(c.mapped_pages))
+            .sum::<u64>()
+            * 4096;
+        iv.budget_bytes = self.cfg.limit.bytes(iv.mapped_bytes);
+        let mut huge = chunks.iter().filter(|c| c.huge).count() as u64 * HUGE as u64;
+        iv.huge_bytes_before = huge;
+
+        let d = self.policy.decide(&chunks, dt);
+        let mut demoted = vec![false; chunks.len()];
+        for &i in &d.demote {
+            if chunks[i].huge
+                && self.act(
+                    &chunks[i],
+                    ActionKind::Demote,
+                    &mut iv,
+                    &mut huge,
+                    on_action,
+                )?
+            {
+                demoted[i] = true;
+            }
+        }
+        // Huge chunks by how much the policy values them, least first; those it did not
+        // mention at all (made by the kernel, or no longer scored) go before any it values.
+        let scores: HashMap<usize, f64> = d.keep.iter().copied().collect();
+        let mut kept: Vec<(usize, f64)> = chunks
+            .iter()
+            .enumerate()
+            .filter(|(i, c)| c.huge && !demoted[*i])
+            .map(|(i, _)| (i, scores.get(&i).copied().unwrap_or(f64::NEG_INFINITY)))
+            .collect();
+        kept.sort_by(|a, b| a.1.partial_cmp(&b.1).unwrap_or(std::cmp::Ordering::Equal));
+        let mut kept = std::collections::VecDeque::from(kept);
+        while huge > iv.budget_bytes {
+            let Some((i, _)) = kept.pop_front() else {
+                break;
+            };
+            self.act(
+                &chunks[i],
+                ActionKind::Demote,
+                &mut iv,
+                &mut huge,
+                on_action,
+            )?;
+        }
+
+        let order = budget::order(&d.promote, &chunks, self.cfg.share, &self.cfg.bias);
+        let score: HashMap<usize, f64> = d.promote.iter().copied().collect();
+        for i in order.into_iter().take(self.cfg.max_promotions) {
+            if huge + HUGE as u64 > iv.budget_bytes {
+                // Full: take the place of the least valued huge chunk if this one is worth
+                // clearly more.
+                let s = score.get(&i).copied().unwrap_or(0.0);
+                match kept.front() {
+                    Some(&(j, sj)) if s > sj * self.cfg.swap_factor && s > 0.0 => {
+                        kept.pop_front();
+                        self.act(
+                            &chunks[j],
+                            ActionKind::Demote,
+                            &mut iv,
+                            &mut huge,
+                            on_action,
+                        )?;
+                        if huge + HUGE as u64 > iv.budget_bytes {
+                            break;
+                        }
+                    }
+                    _ => break,
+                }
+            }
+            self.act(
+                &chunks[i],
+                ActionKind::Promote,
+                &mut iv,
+                &mut huge,
+                on_action,
+            )?;
+        }
+        iv.huge_bytes_after = huge;
+        iv.cpu_ns = hugewise_sys::rusage::thread_cpu_ns() - cpu0;
+        Ok(iv)
+    }
+
+    /// Run intervals until `cancel` is set or no target is left. `on_interval` hears each
+    /// interval with its actions.
+    pub fn run(
+        &mut self,
+        cancel: &AtomicBool,
+        on_interval: &mut dyn FnMut(&Interval, &[Action]),
+    ) -> Result<()> {
+        while !cancel.load(Ordering::Relaxed) && !self.targets.is_empty() {
+            let start = Instant::now();
+            let mut actions = Vec::new();
+            let iv = self.step(&mut |a| actions.push(a.clone()))?;
+            on_interval(&iv, &actions);
+            while !cancel.load(Ordering::Relaxed) && start.elapsed() < self.cfg.interval {
+                std::thread::sleep(
+                    (self.cfg.interval - start.elapsed()).min(Duration::from_millis(50)),
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Count `addrs` (one target's samples) into its `chunks` (sorted by address): samples per
+/// chunk and distinct base pages.
+fn count_samples(chunks: &mut [ChunkInfo], addrs: &[usize]) {
+    let mut pages: HashMap<usize, [u64; BASE_PER_HUGE / 64]> = HashMap::new();
+    for &a in addrs {
+        let base = a / HUGE * HUGE;
+        let Ok(i) = chunks.binary_search_by_key(&base, |c| c.addr) else {
+            continue;
+        };
+        chunks[i].samples += 1;
+        let page = (a - base) / 4096;
+        let bits = pages.entry(i).or_insert([0; BASE_PER_HUGE / 64]);
+        bits[page / 64] |= 1 << (page % 64);
+    }
+    for (i, bits) in pages {
+        chunks[i].sampled_pages = bits.iter().map(|w| w.count_ones() as u16).sum();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_land_in_their_chunks_and_pages() {
+        let mk = |addr| ChunkInfo {
+            pid: 1,
+            addr,
+            mapped_pages: 512,
+            huge: false,
+            samples: 0,
+            sampled_pages: 0,
+            sampled: true,
+        };
+        let mut chunks = [mk(0x4000_0000), mk(0x4020_0000), mk(0x4080_0000)];
+        // Three samples in page 0 and 1 of the first chunk, one in the last page of the
+        // second, one outside every chunk (0x4040_0000 is not managed).
+        let addrs = [
+            0x4000_0008,
+            0x4000_0ff0,
+            0x4000_1000,
+            0x403f_f000,
+            0x4040_0000,
+        ];
+        count_samples(&mut chunks, &addrs);
+        let got: Vec<(u32, u16)> = chunks
+            .iter()
+            .map(|c| (c.samples, c.sampled_pages))
+            .collect();
+        assert_eq!(got, [(3, 2), (1, 1), (0, 0)]);
+    }
+}

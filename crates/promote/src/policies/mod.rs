@@ -1,0 +1,6 @@
+//! The online policies, one per file, under the simulator's names.
+
+pub mod hawkeye;
+pub mod linux;
+pub mod mega;
+pub mod pcc;

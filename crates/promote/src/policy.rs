@@ -1,0 +1,62 @@
+//! What an online promotion policy sees each interval and what it answers. Policies live one
+//! per file in `policies/`, under the simulator's names; [`by_name`] builds one.
+
+use serde::{Deserialize, Serialize};
+
+use crate::policies;
+
+/// One 2 MiB chunk of one target, as the daemon read it this interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ChunkInfo {
+    /// The target's pid.
+    pub pid: i32,
+    /// First address (2 MiB aligned).
+    pub addr: usize,
+    /// Base pages present (pagemap), 0..=512.
+    pub mapped_pages: u16,
+    /// One 2 MiB page now, read back from the kernel.
+    pub huge: bool,
+    /// Access samples that fell in the chunk this interval (0 when the target publishes none).
+    pub samples: u32,
+    /// Distinct base pages among those samples, 0..=512.
+    pub sampled_pages: u16,
+    /// Whether the target publishes access samples at all: without them a policy has only
+    /// the mapped pages to go on, and says so.
+    pub sampled: bool,
+}
+
+/// A policy's answer for one interval.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Decision {
+    /// Chunks (indices into the interval's chunks) worth a huge page, best first, with a score
+    /// (higher is better; comparable across targets for the budget's share rule).
+    pub promote: Vec<(usize, f64)>,
+    /// Huge chunks that no longer pay and should be split.
+    pub demote: Vec<usize>,
+    /// Score of every huge chunk the policy still values (index, score): the budget demotes
+    /// the lowest first when it must make room.
+    pub keep: Vec<(usize, f64)>,
+}
+
+/// An online promotion policy.
+pub trait Policy: Send {
+    /// Its name, as on the command line.
+    fn name(&self) -> &'static str;
+    /// Look at every chunk of every target (ordered by pid, then address) and decide.
+    /// `interval_s` is the time since the last call.
+    fn decide(&mut self, chunks: &[ChunkInfo], interval_s: f64) -> Decision;
+}
+
+/// Names accepted by [`by_name`].
+pub const NAMES: [&str; 4] = ["pcc", "mega", "hawkeye", "linux"];
+
+/// The policy named `name`, with the defaults of its paper, or `None` for an unknown name.
+pub fn by_name(name: &str) -> Option<Box<dyn Policy>> {
+    Some(match name {
+        "pcc" => Box::new(policies::pcc::Pcc::default()),
+        "mega" => Box::new(policies::mega::Mega::default()),
+        "hawkeye" => Box::new(policies::hawkeye::HawkEye),
+        "linux" => Box::new(policies::linux::Linux::default()),
+        _ => return None,
+    })
+}

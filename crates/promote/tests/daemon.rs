@@ -1,0 +1,173 @@
+//! The online daemon on real memory: budgets checked against the kernel's backing, samples
+//! steering the PCC, huge pages the kernel made by itself counted and trimmed, targets that
+//! exit dropped.
+
+use std::time::{Duration, Instant};
+
+use hugewise_promote::budget::Limit;
+use hugewise_promote::channel::{Publisher, Subscriber};
+use hugewise_promote::daemon::{Config, Daemon};
+use hugewise_promote::policies::linux::Linux;
+use hugewise_promote::policy::by_name;
+use hugewise_promote::target::Target;
+use hugewise_promote::HUGE;
+use hugewise_sys::mmap::{Advice, MapOptions, Mapping};
+use hugewise_sys::proc::ProcFs;
+
+/// The daemon tests manage this very process: one at a time, so one test's mappings do not
+/// count in another's budget.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn is_root() -> bool {
+    ProcFs::default().kpageflags().is_ok()
+}
+
+fn cfg(limit: Limit) -> Config {
+    Config {
+        interval: Duration::from_millis(10),
+        limit,
+        ..Config::default()
+    }
+}
+
+fn huge_map(t: &Target, m: &Mapping) -> Vec<bool> {
+    t.scan(&(m.addr()..m.addr() + m.len()))
+        .expect("scan")
+        .iter()
+        .map(|c| c.huge == Some(true))
+        .collect()
+}
+
+/// Samples for the chunks in `hot` of `m`, `n` each, spread over all their pages.
+fn heat(p: &Publisher, m: &Mapping, hot: &[usize], n: usize) {
+    for &c in hot {
+        for k in 0..n {
+            p.sample(m.addr() + c * HUGE + (k * 4096) % HUGE, false);
+        }
+    }
+}
+
+#[test]
+fn pcc_follows_the_samples_within_its_budget() {
+    let _one = serial();
+    if !is_root() {
+        eprintln!("SKIPPED pcc_follows_the_samples: frames are visible to root only");
+        return;
+    }
+    let mut m = Mapping::anonymous(8 * HUGE, MapOptions::default()).expect("map");
+    m.advise(0..m.len(), Advice::NoHugePage)
+        .expect("no THP at fault");
+    m.touch_pages(4096);
+    // NOHUGEPAGE blocks MADV_COLLAPSE too: allow it again now that the pages are in.
+    m.advise(0..m.len(), Advice::HugePage)
+        .expect("allow collapse");
+    let ring = std::env::temp_dir().join(format!("hw-daemon-ring-{}", std::process::id()));
+    let publisher = Publisher::create_at(&ring, 1 << 16).expect("ring");
+    let t0 = Instant::now();
+    let me = std::process::id() as i32;
+    let target = Target::attach(&ProcFs::default(), me, t0).expect("attach");
+    let check = Target::attach(&ProcFs::default(), me, t0).expect("attach");
+    let mut d = Daemon::new(by_name("pcc").expect("pcc"), cfg(Limit::Bytes(4 << 20)), t0);
+    d.add_with(target, Subscriber::open_at(&ring));
+    assert_eq!(d.sampled(), [me]);
+
+    heat(&publisher, &m, &[5, 6], 1000);
+    let iv = d.step(&mut |_| {}).expect("step");
+    assert_eq!((iv.samples, iv.promoted, iv.failed), (2000, 2, 0), "{iv:?}");
+    assert_eq!(iv.budget_bytes, 4 << 20);
+    let h = huge_map(&check, &m);
+    assert_eq!(&h, &[false, false, false, false, false, true, true, false]);
+
+    // The heat moves to chunks 1 and 2, at more than twice what 5 and 6 keep (1000 / 2):
+    // they take their places, and the budget is never exceeded.
+    heat(&publisher, &m, &[1, 2], 3000);
+    let iv = d.step(&mut |_| {}).expect("step");
+    assert!(iv.huge_bytes_after <= 4 << 20, "{iv:?}");
+    let h = huge_map(&check, &m);
+    assert_eq!(
+        &h,
+        &[false, true, true, false, false, false, false, false],
+        "{iv:?}"
+    );
+    assert_eq!((iv.promoted, iv.demoted), (2, 2));
+}
+
+#[test]
+fn huge_pages_the_kernel_made_count_against_the_budget() {
+    let _one = serial();
+    if !is_root() {
+        eprintln!("SKIPPED huge_pages_the_kernel_made: frames are visible to root only");
+        return;
+    }
+    let thp =
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    if thp.contains("[never]") {
+        eprintln!("SKIPPED huge_pages_the_kernel_made: THP is never here");
+        return;
+    }
+    // MADV_HUGEPAGE before the first touch: the kernel backs all four chunks with THP itself.
+    let mut m = Mapping::anonymous(4 * HUGE, MapOptions::default()).expect("map");
+    m.advise(0..m.len(), Advice::HugePage).expect("THP");
+    m.touch_pages(4096);
+    let t0 = Instant::now();
+    let me = std::process::id() as i32;
+    let check = Target::attach(&ProcFs::default(), me, t0).expect("attach");
+    let before = huge_map(&check, &m);
+    if before.iter().filter(|h| **h).count() < 2 {
+        eprintln!("SKIPPED huge_pages_the_kernel_made: the kernel gave no THP at fault now");
+        return;
+    }
+    // Everything mapped in this test process counts toward the share, so a byte budget: the
+    // mapping's kernel-made huge pages must come down to what the rest of the process leaves.
+    let other_huge = {
+        let all: u64 = check
+            .huge_capable()
+            .expect("maps")
+            .iter()
+            .map(|r| hugewise_promote::chunk::huge_bytes(&check.scan(r).expect("scan")))
+            .sum();
+        all - before.iter().filter(|h| **h).count() as u64 * HUGE as u64
+    };
+    let budget = other_huge + HUGE as u64;
+    let mut d = Daemon::new(
+        Box::new(Linux::with(0, 10.0, 511)),
+        cfg(Limit::Bytes(budget)),
+        t0,
+    );
+    d.add(Target::attach(&ProcFs::default(), me, t0).expect("attach"));
+    let iv = d.step(&mut |_| {}).expect("step");
+    assert!(iv.huge_bytes_after <= iv.budget_bytes, "{iv:?}");
+    assert!(iv.demoted >= 1, "{iv:?}");
+    let after = huge_map(&check, &m);
+    assert!(
+        after.iter().filter(|h| **h).count() <= 1,
+        "{after:?} {iv:?}"
+    );
+}
+
+#[test]
+fn a_target_that_exits_is_dropped_and_its_share_returns() {
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("sleep");
+    let t0 = Instant::now();
+    let mut d = Daemon::new(by_name("mega").expect("mega"), cfg(Limit::Share(0.5)), t0);
+    d.add(Target::attach(&ProcFs::default(), child.id() as i32, t0).expect("attach"));
+    let iv = d.step(&mut |_| {}).expect("step");
+    assert_eq!((iv.targets, iv.gone.len()), (1, 0));
+    child.kill().expect("kill");
+    child.wait().expect("wait");
+    let iv = d.step(&mut |_| {}).expect("a gone target is no error");
+    assert_eq!(iv.gone, [child.id() as i32]);
+    assert_eq!((iv.targets, iv.mapped_bytes, iv.budget_bytes), (0, 0, 0));
+    assert!(d.pids().is_empty());
+    // run() ends by itself once no target is left.
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    d.run(&cancel, &mut |_, _| panic!("no interval without targets"))
+        .expect("run");
+}

@@ -1,0 +1,171 @@
+//! Scenario tests of the online policies: hand-built chunks, hand-counted decisions.
+
+use hugewise_promote::policies::{hawkeye, linux::Linux, mega, mega::Mega, pcc::Pcc};
+use hugewise_promote::policy::{by_name, ChunkInfo, Policy, NAMES};
+use hugewise_promote::HUGE;
+
+fn chunk(pid: i32, n: usize, mapped: u16, huge: bool) -> ChunkInfo {
+    ChunkInfo {
+        pid,
+        addr: 0x4000_0000 + n * HUGE,
+        mapped_pages: mapped,
+        huge,
+        samples: 0,
+        sampled_pages: 0,
+        sampled: true,
+    }
+}
+
+fn sampled(mut c: ChunkInfo, samples: u32, pages: u16) -> ChunkInfo {
+    c.samples = samples;
+    c.sampled_pages = pages;
+    c
+}
+
+fn promoted(p: &mut dyn Policy, chunks: &[ChunkInfo], dt: f64) -> Vec<usize> {
+    p.decide(chunks, dt)
+        .promote
+        .iter()
+        .map(|&(i, _)| i)
+        .collect()
+}
+
+#[test]
+fn every_name_builds_its_policy() {
+    for n in NAMES {
+        assert_eq!(by_name(n).expect(n).name(), n);
+    }
+    assert!(by_name("greedy").is_none());
+}
+
+#[test]
+fn linux_scans_in_address_order_at_khugepaged_speed() {
+    // 4096 pages per 10 s is 8 chunks per 10 s: 0.8 chunks per second. Over 10 chunks, a
+    // 5 s interval earns 4 chunks of scan, so the first call looks at chunks 0..4, the next
+    // at 4..8, the third at 8, 9, 0, 1.
+    let chunks: Vec<ChunkInfo> = (0..10)
+        .map(|n| chunk(1, n, if n == 2 { 0 } else { 1 }, n == 5))
+        .collect();
+    let mut p = Linux::default();
+    // Chunk 2 has nothing mapped (needs 512 - 511 = 1 page).
+    assert_eq!(promoted(&mut p, &chunks, 5.0), [0, 1, 3]);
+    // Chunk 5 is huge already.
+    assert_eq!(promoted(&mut p, &chunks, 5.0), [4, 6, 7]);
+    assert_eq!(promoted(&mut p, &chunks, 5.0), [8, 9, 0, 1]);
+    // A stricter max_ptes_none of 256 needs 256 mapped pages: none here.
+    let mut strict = Linux::with(4096, 10.0, 256);
+    assert!(promoted(&mut strict, &chunks, 50.0).is_empty());
+    // The huge chunk is kept, never demoted.
+    let d = p.decide(&chunks, 1.0);
+    assert!(d.demote.is_empty());
+    assert_eq!(d.keep.iter().map(|k| k.0).collect::<Vec<_>>(), [5]);
+}
+
+#[test]
+fn hawkeye_promotes_from_the_fullest_coverage_bucket() {
+    // Buckets are covered * 10 / 513: 512 -> 9, 300 -> 5, 60 -> 1, 51 -> 0 (51 * 10 / 513 = 0).
+    let chunks = [
+        sampled(chunk(1, 0, 512, false), 80, 60),
+        sampled(chunk(1, 1, 512, false), 900, 512),
+        sampled(chunk(1, 2, 512, false), 400, 300),
+        sampled(chunk(1, 3, 512, false), 51, 51),
+        // Not sampled this interval: not a candidate.
+        chunk(1, 4, 512, false),
+        // Same bucket as chunk 1: address order keeps chunk 1 first.
+        sampled(chunk(1, 5, 512, false), 700, 470),
+    ];
+    assert_eq!(hawkeye::bucket(&chunks[5]), 9);
+    let mut p = by_name("hawkeye").expect("hawkeye");
+    assert_eq!(promoted(p.as_mut(), &chunks, 1.0), [1, 5, 2, 0, 3]);
+}
+
+#[test]
+fn mega_tracks_promotes_and_demotes_at_its_thresholds() {
+    // Utilization from samples: 2000 samples over 512 uniformly used pages would show
+    // 512 * (1 - (511/512)^2000) = 512 * (1 - e^(2000 ln(511/512))) = 512 * (1 - 0.02004)
+    // = 501.74 distinct pages.
+    let full = 512.0 * (1.0 - (511.0f64 / 512.0).powi(2000));
+    assert!((full - 501.74).abs() < 0.01, "{full}");
+    assert!((mega::utilization(503, 2000) - 1.0).abs() < 1e-9);
+    // 126 distinct pages out of 2000 samples: 126 / 501.74 = 0.2511, a quarter used.
+    assert!((mega::utilization(126, 2000) - 0.2511).abs() < 1e-3);
+
+    let mut p = Mega::default();
+    // 461 of 512 pages is 90.04 % mapped; 460 is 89.8 %: only the first may be promoted.
+    let busy = |n, mapped| sampled(chunk(1, n, mapped, false), 2000, 500);
+    let chunks = [
+        busy(0, 461),
+        busy(1, 460),
+        sampled(chunk(1, 2, 512, false), 2000, 126),
+    ];
+    // Chunk 2 is fully mapped but its utilization (0.25) is below 0.5.
+    assert_eq!(promoted(&mut p, &chunks, 1.0), [0]);
+
+    // Utilization averages the last 10 scans. A huge chunk in full use (500 of 501.74
+    // expected pages: 0.9965) for 10 scans, then idle (0): after k idle scans the mean is
+    // (10 - k) * 0.9965 / 10, which first falls below 0.25 at k = 8 (0.199; at k = 7 it is
+    // 0.299).
+    let mut p = Mega::default();
+    let hot = sampled(chunk(1, 0, 512, true), 2000, 500);
+    let idle = sampled(chunk(1, 0, 512, true), 0, 0);
+    for _ in 0..10 {
+        assert!(p.decide(&[hot], 1.0).demote.is_empty());
+    }
+    let mut demoted_at = None;
+    for k in 1..=10 {
+        if !p.decide(&[idle], 1.0).demote.is_empty() {
+            demoted_at = Some(k);
+            break;
+        }
+    }
+    assert_eq!(demoted_at, Some(8));
+
+    // A huge chunk whose mapped share falls below half is demoted at once.
+    let mut p = Mega::default();
+    let half = sampled(chunk(1, 0, 255, true), 2000, 250);
+    assert_eq!(p.decide(&[half], 1.0).demote, [0]);
+
+    // Without samples MEGA judges by mapped pages alone.
+    let mut p = Mega::default();
+    let mut c = chunk(1, 0, 512, false);
+    c.sampled = false;
+    assert_eq!(promoted(&mut p, &[c], 1.0), [0]);
+}
+
+#[test]
+fn pcc_ranks_by_decayed_frequency_per_target() {
+    let mut p = Pcc::with_capacity(2);
+    // Interval 1: chunk 0 gets 100 samples, chunk 1 gets 60, chunk 2 gets 80; capacity 2 keeps
+    // 0 (100) and 2 (80).
+    let a = [
+        sampled(chunk(1, 0, 512, false), 100, 90),
+        sampled(chunk(1, 1, 512, false), 60, 50),
+        sampled(chunk(1, 2, 512, false), 80, 70),
+    ];
+    let d = p.decide(&a, 1.0);
+    assert_eq!(d.promote, [(0, 100.0), (2, 80.0)]);
+    // Interval 2: chunk 0 goes quiet (100 / 2 = 50), chunk 1 gets 70, chunk 2 gets 10
+    // (80 / 2 + 10 = 50; chunk 1 was not kept, so it starts again at 70).
+    let b = [
+        sampled(chunk(1, 0, 512, false), 0, 0),
+        sampled(chunk(1, 1, 512, false), 70, 60),
+        sampled(chunk(1, 2, 512, false), 10, 10),
+    ];
+    let d = p.decide(&b, 1.0);
+    assert_eq!(d.promote[0], (1, 70.0));
+    assert_eq!(d.promote.len(), 2);
+    assert!(d.promote[1].1 == 50.0);
+    // A second target has its own two entries.
+    let c = [
+        sampled(chunk(1, 0, 512, false), 5, 5),
+        sampled(chunk(2, 0, 512, false), 1, 1),
+        sampled(chunk(2, 1, 512, false), 2, 2),
+        sampled(chunk(2, 2, 512, false), 3, 3),
+    ];
+    let mut p = Pcc::with_capacity(2);
+    let got: Vec<usize> = promoted(&mut p, &c, 1.0);
+    assert_eq!(got, [0, 3, 2]);
+    // A chunk never touched (nothing mapped) does not enter.
+    let mut p = Pcc::default();
+    assert!(promoted(&mut p, &[sampled(chunk(1, 0, 0, false), 9, 9)], 1.0).is_empty());
+}
