@@ -26,6 +26,9 @@ pub enum Error {
     /// Writing or reading a trace failed.
     #[error(transparent)]
     Trace(#[from] hugewise_trace::Error),
+    /// Promoting or demoting memory failed.
+    #[error(transparent)]
+    Promote(#[from] hugewise_promote::Error),
     /// A configuration value is out of range.
     #[error("{0}")]
     Config(String),

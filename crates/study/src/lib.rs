@@ -8,7 +8,9 @@
 //! - [`faultlat`]: page-fault latency of a fresh region under a page policy;
 //! - [`randread`]: random reads over a large region, page policies alternated A B C A B C;
 //! - [`graphrun`]: graph kernels on page-policy arrays, verified, with every array's backing;
-//! - [`pagebench`]: one kernel under several layouts of its arrays, alternated round by round.
+//! - [`pagebench`]: one kernel under several layouts of its arrays, alternated round by round;
+//! - [`promotebench`]: a skewed workload with 4 KiB pages, all huge, a replayed plan and the
+//!   online daemon, alternated.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -18,6 +20,7 @@ pub mod faultlat;
 pub mod graphrun;
 pub mod meta;
 pub mod pagebench;
+pub mod promotebench;
 pub mod quiet;
 pub mod randread;
 pub mod save;

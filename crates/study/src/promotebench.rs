@@ -1,0 +1,539 @@
+//! Does promotion pay? A skewed random-read workload run four ways, alternated round by round:
+//! 4 KiB pages only (`base`), every chunk huge (`ideal`), a promotion plan replayed at start
+//! (`plan`), and the online daemon promoting while the workload runs (`daemon`).
+//!
+//! The workload reads 8-byte words at random: the 2 MiB chunk from a Zipf distribution over
+//! the chunks' ranks, the word uniformly inside it, and the ranks spread over the region by a
+//! seeded permutation, so the hot set is scattered as a program's hot objects are. The plan
+//! holds the chunks a sampled profile of the same access stream ranks highest (the software
+//! PCC's ranking), as many as the budget allows. The daemon runs the `pcc` policy on the
+//! samples the workload publishes (one access in `sample_every`) through the same channel any
+//! cooperating program uses, within the same budget. Every huge-page share is read back from
+//! the kernel.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use hugewise_mem::{Bytes, PagePolicy, Region, RegionOptions};
+use hugewise_promote::budget::Limit;
+use hugewise_promote::channel::{Publisher, Subscriber};
+use hugewise_promote::daemon::{self, Daemon};
+use hugewise_promote::replay::{replay, Step};
+use hugewise_promote::target::Target;
+use hugewise_promote::HUGE;
+use hugewise_sys::proc::ProcFs;
+use serde::{Deserialize, Serialize};
+
+use crate::meta::Meta;
+use crate::quiet::{self, Quiet};
+use crate::stats::{median, summarize, Summary};
+use crate::{Error, Progress, Result};
+
+/// One way of running the workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Arm {
+    /// 4 KiB pages.
+    Base,
+    /// Every chunk huge (THP at fault).
+    Ideal,
+    /// The plan's chunks collapsed before the clock starts.
+    Plan,
+    /// The online daemon promoting while the clock runs.
+    Daemon,
+}
+
+impl Arm {
+    /// All arms, base first (the baseline).
+    pub const ALL: [Arm; 4] = [Arm::Base, Arm::Ideal, Arm::Plan, Arm::Daemon];
+
+    /// Display name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Arm::Base => "base",
+            Arm::Ideal => "ideal",
+            Arm::Plan => "plan",
+            Arm::Daemon => "daemon",
+        }
+    }
+}
+
+/// What to measure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Region size.
+    pub bytes: Bytes,
+    /// Zipf exponent over the chunks' ranks (1.0: the k-th hottest chunk is read 1/k as often
+    /// as the hottest).
+    pub zipf_s: f64,
+    /// Timed reads per run.
+    pub reads: u64,
+    /// Rounds (each runs every arm once).
+    pub rounds: u32,
+    /// Share of the region that may be huge for `plan` and `daemon`.
+    pub budget_share: f64,
+    /// The daemon's interval.
+    pub interval: Duration,
+    /// One access in this many is published as a sample (daemon arm).
+    pub sample_every: u32,
+    /// Seed of the permutation and the address stream.
+    pub seed: u64,
+}
+
+/// One timed run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sample {
+    /// Round number from 0.
+    pub round: u32,
+    /// Arm.
+    pub arm: Arm,
+    /// Nanoseconds per read over the whole timed run.
+    pub ns_per_read: f64,
+    /// Share of the region in 2 MiB pages when the clock stopped, read from the kernel.
+    pub huge_share: f64,
+    /// Time to create and fill the region (and collapse, for `plan`).
+    pub setup_ns: u64,
+    /// Daemon arm: from the clock's start until the huge bytes first reached the budget
+    /// (`null` if they never did, and for other arms).
+    pub reach_budget_ms: Option<f64>,
+    /// Daemon arm: CPU time of the daemon's thread over the run.
+    pub daemon_cpu_ns: Option<u64>,
+    /// Daemon arm: wall time of the run, to set the CPU time against.
+    pub wall_ns: u64,
+    /// Daemon arm: promotions that succeeded, and that failed.
+    pub promotions: Option<(u32, u32)>,
+    /// Others' CPU use just before.
+    pub quiet: Option<Quiet>,
+}
+
+/// Per-arm summary.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ArmSummary {
+    /// Arm.
+    pub arm: Arm,
+    /// ns per read over rounds.
+    pub ns_per_read: Summary,
+    /// Median over rounds of base / this arm in the same round (`null` for base).
+    pub speedup_vs_base: Option<f64>,
+    /// Median over rounds of (speedup - 1) / (ideal speedup - 1) in the same round: the share
+    /// of the ideal's gain reached (`null` for base and ideal, or when the ideal gained
+    /// nothing).
+    pub share_of_ideal: Option<f64>,
+    /// Median huge-page share of the region, read from the kernel.
+    pub huge_footprint_share: f64,
+}
+
+/// The benchmark result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// Run and machine.
+    pub meta: Meta,
+    /// Region size.
+    pub bytes: u64,
+    /// Zipf exponent.
+    pub zipf_s: f64,
+    /// Reads per run.
+    pub reads: u64,
+    /// Budget as a share of the region.
+    pub budget_share: f64,
+    /// Chunks in the plan.
+    pub plan_chunks: u64,
+    /// Daemon interval.
+    pub interval_ms: u64,
+    /// Sampling period of the daemon arm.
+    pub sample_every: u32,
+    /// Every sample, in the order run.
+    pub samples: Vec<Sample>,
+    /// Summaries, base first.
+    pub summary: Vec<ArmSummary>,
+}
+
+/// The access stream: chunk ranks drawn from a Zipf table, mapped to chunks by a permutation.
+pub struct Stream {
+    /// Rank of the chunk for each of 2^20 equally likely table slots.
+    table: Vec<u32>,
+    /// Chunk of each rank.
+    perm: Vec<u32>,
+}
+
+const TABLE_BITS: u32 = 20;
+const WORDS_PER_CHUNK: usize = HUGE / 8;
+
+impl Stream {
+    /// The stream over `chunks` chunks with exponent `s`, permuted by `seed`.
+    pub fn new(chunks: usize, s: f64, seed: u64) -> Stream {
+        let weights: Vec<f64> = (1..=chunks).map(|k| (k as f64).powf(-s)).collect();
+        let total: f64 = weights.iter().sum();
+        let n = 1usize << TABLE_BITS;
+        let mut table = Vec::with_capacity(n);
+        let mut cum = 0.0;
+        let mut rank = 0usize;
+        for slot in 0..n {
+            // The rank whose cumulative probability covers this slot's midpoint.
+            let q = (slot as f64 + 0.5) / n as f64 * total;
+            while rank + 1 < chunks && cum + weights[rank] < q {
+                cum += weights[rank];
+                rank += 1;
+            }
+            table.push(rank as u32);
+        }
+        let mut perm: Vec<u32> = (0..chunks as u32).collect();
+        let mut x = seed | 1;
+        for i in (1..perm.len()).rev() {
+            x = xorshift(x);
+            perm.swap(i, (x % (i as u64 + 1)) as usize);
+        }
+        Stream { table, perm }
+    }
+
+    /// Chunks in order of expected heat, hottest first.
+    pub fn hottest(&self) -> &[u32] {
+        &self.perm
+    }
+
+    /// Sum of `n` reads of `data` from seed `seed`; every `every`-th address is handed to
+    /// `sample` when given.
+    pub fn reads(&self, data: &[u64], n: u64, seed: u64, sample: Option<(&Publisher, u32)>) -> u64 {
+        let chunks = (data.len() / WORDS_PER_CHUNK) as u32;
+        let mut x = seed | 1;
+        let mut sum = 0u64;
+        let (publisher, every) = match sample {
+            Some((p, e)) => (Some(p), u64::from(e.max(1))),
+            None => (None, u64::MAX),
+        };
+        let mut next_sample = every;
+        for i in 0..n {
+            x = xorshift(x);
+            let rank = self.table[(x >> (64 - TABLE_BITS)) as usize] as usize;
+            let chunk = self.perm[rank.min(self.perm.len() - 1)].min(chunks - 1) as usize;
+            let word = chunk * WORDS_PER_CHUNK + (x as usize & (WORDS_PER_CHUNK - 1));
+            sum = sum.wrapping_add(data[word]);
+            if i == next_sample {
+                next_sample += every;
+                if let Some(p) = publisher {
+                    p.sample(&data[word] as *const u64 as usize, false);
+                }
+            }
+        }
+        sum
+    }
+}
+
+fn xorshift(mut x: u64) -> u64 {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    x
+}
+
+/// The plan: the `k` chunks a sampled profile of the stream reads most, hottest first.
+pub fn profile_plan(stream: &Stream, chunks: usize, k: usize, seed: u64) -> Vec<u32> {
+    let mut counts = vec![0u32; chunks];
+    let mut x = seed | 1;
+    // A million samples: the profile a short sampled run would give.
+    for _ in 0..1_000_000 {
+        x = xorshift(x);
+        let rank = stream.table[(x >> (64 - TABLE_BITS)) as usize] as usize;
+        counts[stream.perm[rank] as usize] += 1;
+    }
+    let mut order: Vec<u32> = (0..chunks as u32).collect();
+    order.sort_by_key(|&c| std::cmp::Reverse(counts[c as usize]));
+    order.truncate(k);
+    order
+}
+
+fn make(arm: Arm, words: usize) -> Result<Region<u64>> {
+    let policy = match arm {
+        Arm::Ideal => PagePolicy::Thp,
+        // No advice: with THP `madvise` or `never` the faults give 4 KiB pages, and (unlike
+        // MADV_NOHUGEPAGE) collapse stays allowed for the plan and the daemon.
+        Arm::Base | Arm::Plan | Arm::Daemon => PagePolicy::System,
+    };
+    let mut r = Region::new(arm.name(), words, RegionOptions::new(policy))?;
+    for (i, x) in r.iter_mut().enumerate() {
+        *x = i as u64;
+    }
+    if arm != Arm::Ideal && r.backing()?.huge_bytes() > 0 {
+        return Err(Error::Config(
+            "the kernel gave huge pages at fault to memory without advice (THP `always`): run \
+             with THP `madvise` (hugewise env thp --enabled madvise) so the base arm is 4 KiB"
+                .into(),
+        ));
+    }
+    Ok(r)
+}
+
+struct DaemonRun {
+    reach_ms: Option<f64>,
+    cpu_ns: u64,
+    promoted: u32,
+    failed: u32,
+}
+
+/// Run the benchmark. `progress` counts runs done of the total.
+pub fn run(cfg: &Config, meta: Meta, progress: Progress<'_>) -> Result<Report> {
+    if cfg.rounds == 0 || cfg.reads == 0 {
+        return Err(Error::Config("rounds and reads must be at least 1".into()));
+    }
+    let chunks = (cfg.bytes.0 as usize / HUGE).max(1);
+    if chunks < 2 {
+        return Err(Error::Config(
+            "the region must hold at least two 2 MiB chunks".into(),
+        ));
+    }
+    if !(0.0..=1.0).contains(&cfg.budget_share) {
+        return Err(Error::Config(
+            "the budget is a share between 0 and 1".into(),
+        ));
+    }
+    let words = chunks * WORDS_PER_CHUNK;
+    let stream = Stream::new(chunks, cfg.zipf_s, cfg.seed);
+    let budget_bytes = Limit::Share(cfg.budget_share).bytes((chunks * HUGE) as u64);
+    let k = (budget_bytes / HUGE as u64) as usize;
+    let plan = profile_plan(&stream, chunks, k, cfg.seed ^ 0x5eed);
+    let total = u64::from(cfg.rounds) * Arm::ALL.len() as u64;
+    let proc = ProcFs::default();
+    let me = std::process::id() as i32;
+    let mut samples = Vec::new();
+    for round in 0..cfg.rounds {
+        // Alternate the order within a round too: A B C D, then D C B A.
+        let mut arms = Arm::ALL.to_vec();
+        if round % 2 == 1 {
+            arms.reverse();
+        }
+        for arm in arms {
+            let t0 = Instant::now();
+            let r = make(arm, words)?;
+            if arm == Arm::Plan {
+                let target = Target::attach(&proc, me, t0)?;
+                let steps: Vec<Step> = plan
+                    .iter()
+                    .map(|&c| {
+                        let a = r.addr() + c as usize * HUGE;
+                        Step {
+                            at: Duration::ZERO,
+                            range: a..a + HUGE,
+                        }
+                    })
+                    .collect();
+                replay(&target, &steps, t0, &AtomicBool::new(false), &mut |_| {})?;
+            }
+            let setup_ns = t0.elapsed().as_nanos() as u64;
+            let q = quiet::wait_quiet(0.10, Duration::from_millis(200), 5);
+            let seed = cfg.seed.wrapping_add(u64::from(round));
+            std::hint::black_box(stream.reads(&r, (cfg.reads / 20).max(1), seed ^ 0xabcdef, None));
+            let (ns, dr) = if arm == Arm::Daemon {
+                timed_with_daemon(cfg, &stream, &r, seed, budget_bytes)?
+            } else {
+                let t = Instant::now();
+                std::hint::black_box(stream.reads(&r, cfg.reads, seed, None));
+                (t.elapsed().as_nanos() as u64, None)
+            };
+            let huge_share = r.backing()?.huge_bytes() as f64 / r.mapped_bytes() as f64;
+            samples.push(Sample {
+                round,
+                arm,
+                ns_per_read: ns as f64 / cfg.reads as f64,
+                huge_share,
+                setup_ns,
+                reach_budget_ms: dr.as_ref().and_then(|d| d.reach_ms),
+                daemon_cpu_ns: dr.as_ref().map(|d| d.cpu_ns),
+                wall_ns: ns,
+                promotions: dr.as_ref().map(|d| (d.promoted, d.failed)),
+                quiet: q,
+            });
+            progress(samples.len() as u64, total);
+        }
+    }
+    let summary = summarize_arms(&samples);
+    Ok(Report {
+        meta,
+        bytes: (chunks * HUGE) as u64,
+        zipf_s: cfg.zipf_s,
+        reads: cfg.reads,
+        budget_share: cfg.budget_share,
+        plan_chunks: plan.len() as u64,
+        interval_ms: cfg.interval.as_millis() as u64,
+        sample_every: cfg.sample_every,
+        samples,
+        summary,
+    })
+}
+
+/// Time the reads while a daemon thread promotes the region within `budget_bytes`.
+fn timed_with_daemon(
+    cfg: &Config,
+    stream: &Stream,
+    r: &Region<u64>,
+    seed: u64,
+    budget_bytes: u64,
+) -> Result<(u64, Option<DaemonRun>)> {
+    let ring = std::env::temp_dir().join(format!("hugewise-bench-samples.{}", std::process::id()));
+    let publisher = Publisher::create_at(&ring, 1 << 20)?;
+    let t0 = Instant::now();
+    let target = Target::attach(&ProcFs::default(), std::process::id() as i32, t0)?;
+    let dcfg = daemon::Config {
+        interval: cfg.interval,
+        limit: Limit::Bytes(budget_bytes),
+        ..daemon::Config::default()
+    };
+    let policy = hugewise_promote::policy::by_name("pcc")
+        .ok_or_else(|| Error::Config("no pcc policy".into()))?;
+    let mut d = Daemon::new(policy, dcfg, t0);
+    d.add_with(target, Subscriber::open_at(&ring));
+    let stop = AtomicBool::new(false);
+    let log: Mutex<DaemonRun> = Mutex::new(DaemonRun {
+        reach_ms: None,
+        cpu_ns: 0,
+        promoted: 0,
+        failed: 0,
+    });
+    let (ns, res) = std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            d.run(&stop, &mut |iv, _| {
+                let mut l = log.lock().unwrap_or_else(|e| e.into_inner());
+                l.cpu_ns += iv.cpu_ns;
+                l.promoted += iv.promoted;
+                l.failed += iv.failed;
+                if l.reach_ms.is_none() && iv.huge_bytes_after + HUGE as u64 > budget_bytes {
+                    l.reach_ms = Some(iv.t_ms);
+                }
+            })
+        });
+        let t = Instant::now();
+        std::hint::black_box(stream.reads(
+            r,
+            cfg.reads,
+            seed,
+            Some((&publisher, cfg.sample_every)),
+        ));
+        let ns = t.elapsed().as_nanos() as u64;
+        stop.store(true, Ordering::Relaxed);
+        (ns, h.join())
+    });
+    match res {
+        Ok(r) => r?,
+        Err(_) => return Err(Error::Config("the daemon thread panicked".into())),
+    }
+    drop(publisher);
+    Ok((
+        ns,
+        Some(log.into_inner().unwrap_or_else(|e| e.into_inner())),
+    ))
+}
+
+fn summarize_arms(samples: &[Sample]) -> Vec<ArmSummary> {
+    let in_round = |arm: Arm, round: u32| {
+        samples
+            .iter()
+            .find(|s| s.arm == arm && s.round == round)
+            .map(|s| s.ns_per_read)
+    };
+    Arm::ALL
+        .iter()
+        .filter_map(|&a| {
+            let mine: Vec<&Sample> = samples.iter().filter(|s| s.arm == a).collect();
+            let ns: Vec<f64> = mine.iter().map(|s| s.ns_per_read).collect();
+            let speedups: Vec<f64> = mine
+                .iter()
+                .filter_map(|s| Some(in_round(Arm::Base, s.round)? / s.ns_per_read))
+                .collect();
+            let shares: Vec<f64> = mine
+                .iter()
+                .filter_map(|s| {
+                    let base = in_round(Arm::Base, s.round)?;
+                    let ideal = base / in_round(Arm::Ideal, s.round)? - 1.0;
+                    (ideal > 0.0).then(|| (base / s.ns_per_read - 1.0) / ideal)
+                })
+                .collect();
+            let huge: Vec<f64> = mine.iter().map(|s| s.huge_share).collect();
+            Some(ArmSummary {
+                arm: a,
+                ns_per_read: summarize(&ns)?,
+                speedup_vs_base: if a == Arm::Base {
+                    None
+                } else {
+                    median(&speedups)
+                },
+                share_of_ideal: if matches!(a, Arm::Base | Arm::Ideal) {
+                    None
+                } else {
+                    median(&shares)
+                },
+                huge_footprint_share: median(&huge).unwrap_or(0.0),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stream_follows_zipf_and_spreads_the_hot_chunks() {
+        let s = Stream::new(1000, 1.0, 7);
+        // Rank 0 holds 1 / H(1000) = 1 / 7.485 = 13.4 % of the table; rank 1 half of that.
+        let r0 = s.table.iter().filter(|&&r| r == 0).count() as f64 / s.table.len() as f64;
+        let r1 = s.table.iter().filter(|&&r| r == 1).count() as f64 / s.table.len() as f64;
+        assert!((r0 - 0.1336).abs() < 0.001, "{r0}");
+        assert!((r1 - 0.0668).abs() < 0.001, "{r1}");
+        // The permutation scatters ranks: the ten hottest chunks are not the first ten.
+        assert_ne!(&s.hottest()[..10], &(0..10).collect::<Vec<u32>>()[..]);
+        // The profile's plan finds the hottest chunks.
+        let plan = profile_plan(&s, 1000, 5, 1);
+        assert_eq!(&plan[..2], &s.hottest()[..2]);
+    }
+
+    #[test]
+    fn reads_stay_in_bounds_and_publish_every_nth() {
+        let s = Stream::new(4, 1.0, 1);
+        let data: Vec<u64> = vec![1; 4 * WORDS_PER_CHUNK];
+        let ring = std::env::temp_dir().join(format!("hw-pb-ring-{}", std::process::id()));
+        let p = Publisher::create_at(&ring, 4096).expect("ring");
+        assert_eq!(s.reads(&data, 10_000, 3, Some((&p, 100))), 10_000);
+        // Accesses 100, 200, ..., 9900: 99 samples.
+        assert_eq!(p.ring().head(), 99);
+    }
+
+    #[test]
+    fn a_small_run_measures_every_arm_within_the_budget() {
+        let cfg = Config {
+            bytes: Bytes(64 << 20),
+            zipf_s: 1.0,
+            reads: 200_000,
+            rounds: 1,
+            budget_share: 0.125,
+            interval: Duration::from_millis(20),
+            sample_every: 64,
+            seed: 3,
+        };
+        let mut calls = 0;
+        let r = match run(&cfg, Meta::collect("test", vec![]), &mut |_, _| calls += 1) {
+            Ok(r) => r,
+            Err(Error::Config(m)) if m.contains("THP `always`") => {
+                eprintln!("SKIPPED a_small_run_measures_every_arm: {m}");
+                return;
+            }
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!((r.samples.len(), calls, r.summary.len()), (4, 4, 4));
+        // 12.5 % of 32 chunks: a plan of 4.
+        assert_eq!(r.plan_chunks, 4);
+        let arm = |a: Arm| r.samples.iter().find(|s| s.arm == a).expect("arm");
+        assert_eq!(arm(Arm::Base).huge_share, 0.0);
+        if ProcFs::default().kpageflags().is_ok() {
+            assert!(
+                (arm(Arm::Plan).huge_share - 0.125).abs() < 1e-9,
+                "{:?}",
+                arm(Arm::Plan)
+            );
+            let d = arm(Arm::Daemon);
+            assert!(d.huge_share <= 0.125 + 1e-9, "{d:?}");
+            assert!(d.promotions.is_some_and(|(ok, _)| ok >= 1), "{d:?}");
+        }
+        assert!(r.summary[0].speedup_vs_base.is_none());
+        assert!(r.summary[2].huge_footprint_share > 0.0);
+    }
+}
