@@ -103,6 +103,8 @@ pub struct Sample {
     pub wall_ns: u64,
     /// Daemon arm: promotions that succeeded, and that failed.
     pub promotions: Option<(u32, u32)>,
+    /// Plan and daemon arms: latency of each `MADV_COLLAPSE` of one 2 MiB chunk, in order.
+    pub collapse_ns: Vec<u64>,
     /// Others' CPU use just before.
     pub quiet: Option<Quiet>,
 }
@@ -151,18 +153,21 @@ pub struct Report {
 
 /// The access stream: chunk ranks drawn from a Zipf table, mapped to chunks by a permutation.
 pub struct Stream {
-    /// Rank of the chunk for each of 2^20 equally likely table slots.
-    table: Vec<u32>,
+    /// Rank of the chunk for each of 2^16 equally likely table slots: 128 KiB, so the table
+    /// stays in the L2 cache and the reads' misses are the region's own.
+    table: Vec<u16>,
     /// Chunk of each rank.
     perm: Vec<u32>,
 }
 
-const TABLE_BITS: u32 = 20;
+const TABLE_BITS: u32 = 16;
 const WORDS_PER_CHUNK: usize = HUGE / 8;
 
 impl Stream {
-    /// The stream over `chunks` chunks with exponent `s`, permuted by `seed`.
+    /// The stream over `chunks` chunks (at most 65 536: 128 GiB) with exponent `s`, permuted
+    /// by `seed`.
     pub fn new(chunks: usize, s: f64, seed: u64) -> Stream {
+        let chunks = chunks.clamp(1, 1 << 16);
         let weights: Vec<f64> = (1..=chunks).map(|k| (k as f64).powf(-s)).collect();
         let total: f64 = weights.iter().sum();
         let n = 1usize << TABLE_BITS;
@@ -176,7 +181,7 @@ impl Stream {
                 cum += weights[rank];
                 rank += 1;
             }
-            table.push(rank as u32);
+            table.push(rank as u16);
         }
         let mut perm: Vec<u32> = (0..chunks as u32).collect();
         let mut x = seed | 1;
@@ -269,6 +274,7 @@ struct DaemonRun {
     cpu_ns: u64,
     promoted: u32,
     failed: u32,
+    collapse_ns: Vec<u64>,
 }
 
 /// Run the benchmark. `progress` counts runs done of the total.
@@ -305,6 +311,7 @@ pub fn run(cfg: &Config, meta: Meta, progress: Progress<'_>) -> Result<Report> {
         for arm in arms {
             let t0 = Instant::now();
             let r = make(arm, words)?;
+            let mut collapse_ns = Vec::new();
             if arm == Arm::Plan {
                 let target = Target::attach(&proc, me, t0)?;
                 let steps: Vec<Step> = plan
@@ -317,14 +324,17 @@ pub fn run(cfg: &Config, meta: Meta, progress: Progress<'_>) -> Result<Report> {
                         }
                     })
                     .collect();
-                replay(&target, &steps, t0, &AtomicBool::new(false), &mut |_| {})?;
+                let done = replay(&target, &steps, t0, &AtomicBool::new(false), &mut |_| {})?;
+                collapse_ns = done.actions.iter().map(|a| a.latency_ns).collect();
             }
             let setup_ns = t0.elapsed().as_nanos() as u64;
             let q = quiet::wait_quiet(0.10, Duration::from_millis(200), 5);
             let seed = cfg.seed.wrapping_add(u64::from(round));
             std::hint::black_box(stream.reads(&r, (cfg.reads / 20).max(1), seed ^ 0xabcdef, None));
             let (ns, dr) = if arm == Arm::Daemon {
-                timed_with_daemon(cfg, &stream, &r, seed, budget_bytes)?
+                let (ns, d) = timed_with_daemon(cfg, &stream, &r, seed, budget_bytes)?;
+                collapse_ns = d.collapse_ns.clone();
+                (ns, Some(d))
             } else {
                 let t = Instant::now();
                 std::hint::black_box(stream.reads(&r, cfg.reads, seed, None));
@@ -341,6 +351,7 @@ pub fn run(cfg: &Config, meta: Meta, progress: Progress<'_>) -> Result<Report> {
                 daemon_cpu_ns: dr.as_ref().map(|d| d.cpu_ns),
                 wall_ns: ns,
                 promotions: dr.as_ref().map(|d| (d.promoted, d.failed)),
+                collapse_ns,
                 quiet: q,
             });
             progress(samples.len() as u64, total);
@@ -368,7 +379,7 @@ fn timed_with_daemon(
     r: &Region<u64>,
     seed: u64,
     budget_bytes: u64,
-) -> Result<(u64, Option<DaemonRun>)> {
+) -> Result<(u64, DaemonRun)> {
     let ring = std::env::temp_dir().join(format!("hugewise-bench-samples.{}", std::process::id()));
     let publisher = Publisher::create_at(&ring, 1 << 20)?;
     let t0 = Instant::now();
@@ -388,11 +399,18 @@ fn timed_with_daemon(
         cpu_ns: 0,
         promoted: 0,
         failed: 0,
+        collapse_ns: Vec::new(),
     });
     let (ns, res) = std::thread::scope(|s| {
         let h = s.spawn(|| {
-            d.run(&stop, &mut |iv, _| {
+            d.run(&stop, &mut |iv, actions| {
                 let mut l = log.lock().unwrap_or_else(|e| e.into_inner());
+                l.collapse_ns.extend(
+                    actions
+                        .iter()
+                        .filter(|a| a.kind == hugewise_promote::action::ActionKind::Promote)
+                        .map(|a| a.latency_ns),
+                );
                 l.cpu_ns += iv.cpu_ns;
                 l.promoted += iv.promoted;
                 l.failed += iv.failed;
@@ -417,10 +435,7 @@ fn timed_with_daemon(
         Err(_) => return Err(Error::Config("the daemon thread panicked".into())),
     }
     drop(publisher);
-    Ok((
-        ns,
-        Some(log.into_inner().unwrap_or_else(|e| e.into_inner())),
-    ))
+    Ok((ns, log.into_inner().unwrap_or_else(|e| e.into_inner())))
 }
 
 fn summarize_arms(samples: &[Sample]) -> Vec<ArmSummary> {
@@ -479,6 +494,8 @@ mod tests {
         let r1 = s.table.iter().filter(|&&r| r == 1).count() as f64 / s.table.len() as f64;
         assert!((r0 - 0.1336).abs() < 0.001, "{r0}");
         assert!((r1 - 0.0668).abs() < 0.001, "{r1}");
+        // Every rank has a slot down to 1 / (1000 * 7.485) = 1.3e-4 of the stream.
+        assert_eq!(s.table.last(), Some(&999));
         // The permutation scatters ranks: the ten hottest chunks are not the first ten.
         assert_ne!(&s.hottest()[..10], &(0..10).collect::<Vec<u32>>()[..]);
         // The profile's plan finds the hottest chunks.
