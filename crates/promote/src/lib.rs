@@ -27,6 +27,7 @@ mod error;
 pub mod policies;
 pub mod policy;
 pub mod replay;
+pub mod session;
 pub mod target;
 
 pub use error::{Error, Result};
