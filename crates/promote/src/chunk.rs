@@ -1,8 +1,13 @@
 //! What each 2 MiB chunk of a process's range holds, read from the kernel: how many of its base
-//! pages are mapped (pagemap's present bits: MEGA's "mapped") and whether it is one huge page
-//! (the frames' kpageflags).
+//! pages are mapped (MEGA's "mapped") and whether it is one huge page.
+//!
+//! Two ways, the fast one first: `PAGEMAP_SCAN` (Linux 6.7) returns runs of present, swapped
+//! and huge-mapped pages, a few per range instead of one entry per page, and tells a PMD
+//! mapping apart without root; older kernels get pagemap entries read page by page, with the
+//! frames' kpageflags (root only) for huge pages.
 
-use hugewise_sys::proc::{KPageFlags, Pid, ProcFs};
+use hugewise_sys::errno::{EINVAL, ENOTTY};
+use hugewise_sys::proc::{KPageFlags, PageRun, Pid, ProcFs, ScanCategories};
 use serde::{Deserialize, Serialize};
 
 use crate::{Result, BASE_PER_HUGE, HUGE};
@@ -28,8 +33,8 @@ impl Chunk {
 }
 
 /// Read the chunks of `[start, start + len)` of process `pid`; both must be 2 MiB aligned.
-/// `kpf` is `/proc/kpageflags`, open once by the caller (root only); without it `huge` is
-/// `None`.
+/// `kpf` is `/proc/kpageflags`, open once by the caller (root only), for kernels without
+/// `PAGEMAP_SCAN`; there, without it, `huge` is `None`.
 pub fn scan(
     proc: &ProcFs,
     pid: Pid,
@@ -38,6 +43,19 @@ pub fn scan(
     kpf: Option<&KPageFlags>,
 ) -> Result<Vec<Chunk>> {
     let pagemap = proc.pagemap(pid)?;
+    let mut runs = Vec::new();
+    match pagemap.scan(
+        start,
+        start + len,
+        ScanCategories::PRESENT | ScanCategories::SWAPPED,
+        ScanCategories::PRESENT | ScanCategories::SWAPPED | ScanCategories::HUGE,
+        &mut runs,
+    ) {
+        Ok(()) => return Ok(from_runs(start, len, &runs)),
+        // No PAGEMAP_SCAN on this kernel: read entries page by page.
+        Err(e) if e.errno().is_some_and(|n| n == EINVAL || n == ENOTTY) => {}
+        Err(e) => return Err(e.into()),
+    }
     let mut out = Vec::with_capacity(len / HUGE);
     // Read up to 64 chunks (256 KiB of entries) at a time: few syscalls, bounded memory.
     const BATCH: usize = 64;
@@ -73,6 +91,42 @@ pub fn scan(
         }
     }
     Ok(out)
+}
+
+/// Chunks of `[start, start + len)` from `PAGEMAP_SCAN`'s runs (sorted, not overlapping).
+fn from_runs(start: usize, len: usize, runs: &[PageRun]) -> Vec<Chunk> {
+    let n = len / HUGE;
+    let mut out: Vec<Chunk> = (0..n)
+        .map(|i| Chunk {
+            addr: start + i * HUGE,
+            mapped_pages: 0,
+            swapped_pages: 0,
+            huge: Some(false),
+        })
+        .collect();
+    let mut huge_pages = vec![0u16; n];
+    for r in runs {
+        let mut a = r.start.max(start);
+        let end = r.end.min(start + len);
+        while a < end {
+            let i = (a - start) / HUGE;
+            let stop = end.min(start + (i + 1) * HUGE);
+            let pages = ((stop - a) / 4096) as u16;
+            if r.categories.has(ScanCategories::PRESENT) {
+                out[i].mapped_pages += pages;
+                if r.categories.has(ScanCategories::HUGE) {
+                    huge_pages[i] += pages;
+                }
+            } else if r.categories.has(ScanCategories::SWAPPED) {
+                out[i].swapped_pages += pages;
+            }
+            a = stop;
+        }
+    }
+    for (c, h) in out.iter_mut().zip(huge_pages) {
+        c.huge = Some(usize::from(h) == BASE_PER_HUGE);
+    }
+    out
 }
 
 /// Bytes in huge chunks (unknown chunks count as not huge).

@@ -365,21 +365,35 @@ impl Daemon {
 }
 
 /// Count `addrs` (one target's samples) into its `chunks` (sorted by address): samples per
-/// chunk and distinct base pages.
+/// chunk and distinct base pages. Runs of consecutive chunks are found once, so a sample costs a
+/// search over the runs (a few mappings) and an index, not a search over every chunk.
 fn count_samples(chunks: &mut [ChunkInfo], addrs: &[usize]) {
-    let mut pages: HashMap<usize, [u64; BASE_PER_HUGE / 64]> = HashMap::new();
+    // (first address, one past the last, index of the first chunk) of each contiguous run.
+    let mut runs: Vec<(usize, usize, usize)> = Vec::new();
+    for (i, c) in chunks.iter().enumerate() {
+        match runs.last_mut() {
+            Some(r) if r.1 == c.addr => r.1 += HUGE,
+            _ => runs.push((c.addr, c.addr + HUGE, i)),
+        }
+    }
+    let mut bits = vec![[0u64; BASE_PER_HUGE / 64]; chunks.len()];
     for &a in addrs {
-        let base = a / HUGE * HUGE;
-        let Ok(i) = chunks.binary_search_by_key(&base, |c| c.addr) else {
+        let k = runs.partition_point(|r| r.1 <= a);
+        let Some(&(start, end, first)) = runs.get(k) else {
             continue;
         };
+        if a < start || a >= end {
+            continue;
+        }
+        let i = first + (a - start) / HUGE;
         chunks[i].samples += 1;
-        let page = (a - base) / 4096;
-        let bits = pages.entry(i).or_insert([0; BASE_PER_HUGE / 64]);
-        bits[page / 64] |= 1 << (page % 64);
+        let page = (a - start) % HUGE / 4096;
+        bits[i][page / 64] |= 1 << (page % 64);
     }
-    for (i, bits) in pages {
-        chunks[i].sampled_pages = bits.iter().map(|w| w.count_ones() as u16).sum();
+    for (c, b) in chunks.iter_mut().zip(&bits) {
+        if c.samples > 0 {
+            c.sampled_pages = b.iter().map(|w| w.count_ones() as u16).sum();
+        }
     }
 }
 

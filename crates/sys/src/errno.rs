@@ -18,6 +18,8 @@ pub const ESRCH: Errno = Errno(libc::ESRCH);
 pub const ENOENT: Errno = Errno(libc::ENOENT);
 /// Operation not permitted: a capability is missing.
 pub const EPERM: Errno = Errno(libc::EPERM);
+/// Inappropriate ioctl: the kernel does not know the request (an older kernel).
+pub const ENOTTY: Errno = Errno(libc::ENOTTY);
 /// Permission denied: ptrace access to another process refused.
 pub const EACCES: Errno = Errno(libc::EACCES);
 
@@ -44,6 +46,7 @@ impl Errno {
             libc::EEXIST => "EEXIST",
             libc::ENODEV => "ENODEV",
             libc::EINVAL => "EINVAL",
+            libc::ENOTTY => "ENOTTY",
             libc::ENOSPC => "ENOSPC",
             libc::ERANGE => "ERANGE",
             libc::ENOSYS => "ENOSYS",

@@ -13,7 +13,7 @@ pub use buddy::{fragmentation_index, unusable_index, BuddyZone};
 pub use maps::MapEntry;
 pub use meminfo::MemInfo;
 pub use mounts::Mount;
-pub use pagemap::{KPageFlags, PageFlags, PageMap, PagemapEntry};
+pub use pagemap::{KPageFlags, PageFlags, PageMap, PageRun, PagemapEntry, ScanCategories};
 pub use pagetype::{PageTypeFree, PageTypeInfo};
 pub use smaps::{Vma, VmaTotals};
 pub use swaps::SwapArea;
