@@ -13,26 +13,32 @@ use hugewise_promote::target::Target;
 use hugewise_promote::HUGE;
 use hugewise_sys::proc::ProcFs;
 
-/// The directory holding this crate's shared library: the test binary runs from `deps/` beside
-/// it.
+/// Build this crate's shared library (`cargo test` builds only the rlib the test links) in the
+/// test's own profile, and return the directory holding it: the test binary runs from `deps/`
+/// beside it.
 fn lib_dir() -> Option<PathBuf> {
+    let mut cargo = Command::new(env!("CARGO"));
+    cargo.args(["build", "-q", "-p", "hugewise-capi"]);
+    if !cfg!(debug_assertions) {
+        cargo.arg("--release");
+    }
+    let built = cargo
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .ok()?;
     let exe = std::env::current_exe().ok()?;
     let dir = exe.parent()?.parent()?.to_path_buf();
-    dir.join("libhugewise_capi.so").exists().then_some(dir)
+    (built.success() && dir.join("libhugewise_capi.so").exists()).then_some(dir)
 }
 
 #[test]
 fn a_c_program_gets_its_hot_chunks_promoted() {
     if ProcFs::default().kpageflags().is_err() {
-        eprintln!(
-            "SKIPPED a_c_program_gets_its_hot_chunks_promoted: frames are visible to root only"
-        );
+        hugewise_sys::testing::skip("frames are visible to root only");
         return;
     }
     let Some(lib) = lib_dir() else {
-        eprintln!(
-            "SKIPPED a_c_program_gets_its_hot_chunks_promoted: libhugewise_capi.so not built"
-        );
+        hugewise_sys::testing::skip("libhugewise_capi.so could not be built");
         return;
     };
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -51,7 +57,7 @@ fn a_c_program_gets_its_hot_chunks_promoted() {
     match built {
         Ok(s) if s.success() => {}
         _ => {
-            eprintln!("SKIPPED a_c_program_gets_its_hot_chunks_promoted: no C compiler (cc)");
+            hugewise_sys::testing::skip("no C compiler (cc)");
             return;
         }
     }

@@ -55,7 +55,7 @@ fn heat(p: &Publisher, m: &Mapping, hot: &[usize], n: usize) {
 fn pcc_follows_the_samples_within_its_budget() {
     let _one = serial();
     if !is_root() {
-        eprintln!("SKIPPED pcc_follows_the_samples: frames are visible to root only");
+        hugewise_sys::testing::skip("frames are visible to root only");
         return;
     }
     let mut m = Mapping::anonymous(8 * HUGE, MapOptions::default()).expect("map");
@@ -100,13 +100,13 @@ fn pcc_follows_the_samples_within_its_budget() {
 fn huge_pages_the_kernel_made_count_against_the_budget() {
     let _one = serial();
     if !is_root() {
-        eprintln!("SKIPPED huge_pages_the_kernel_made: frames are visible to root only");
+        hugewise_sys::testing::skip("frames are visible to root only");
         return;
     }
     let thp =
         std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
     if thp.contains("[never]") {
-        eprintln!("SKIPPED huge_pages_the_kernel_made: THP is never here");
+        hugewise_sys::testing::skip("THP is never here");
         return;
     }
     // MADV_HUGEPAGE before the first touch: the kernel backs all four chunks with THP itself.
@@ -118,7 +118,7 @@ fn huge_pages_the_kernel_made_count_against_the_budget() {
     let check = Target::attach(&ProcFs::default(), me, t0).expect("attach");
     let before = huge_map(&check, &m);
     if before.iter().filter(|h| **h).count() < 2 {
-        eprintln!("SKIPPED huge_pages_the_kernel_made: the kernel gave no THP at fault now");
+        hugewise_sys::testing::skip("the kernel gave no THP at fault now");
         return;
     }
     // Everything mapped in this test process counts toward the share, so a byte budget: the

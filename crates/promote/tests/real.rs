@@ -26,13 +26,13 @@ fn base_paged(len: usize) -> Mapping {
 #[test]
 fn promotes_then_demotes_its_own_memory_and_keeps_the_data() {
     if !is_root() {
-        eprintln!("SKIPPED promotes_then_demotes_its_own_memory: frames are visible to root only");
+        hugewise_sys::testing::skip("frames are visible to root only");
         return;
     }
     let thp =
         std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
     if thp.contains("[never]") {
-        eprintln!("SKIPPED promotes_then_demotes_its_own_memory: THP is never on this machine");
+        hugewise_sys::testing::skip("THP is never on this machine");
         return;
     }
     let mut m = base_paged(8 * HUGE);
@@ -161,11 +161,11 @@ fn python_child() -> Option<Child> {
 #[test]
 fn promotes_another_process_and_lets_it_go() {
     if !is_root() {
-        eprintln!("SKIPPED promotes_another_process: frames are visible to root only");
+        hugewise_sys::testing::skip("frames are visible to root only");
         return;
     }
     let Some(mut c) = python_child() else {
-        eprintln!("SKIPPED promotes_another_process: python3 is not installed");
+        hugewise_sys::testing::skip("python3 is not installed");
         return;
     };
     let pid = c.child.id() as i32;
@@ -201,7 +201,7 @@ fn replays_steps_in_time_and_stops_when_cancelled() {
     use std::sync::atomic::AtomicBool;
     use std::time::Duration;
     if !is_root() {
-        eprintln!("SKIPPED replays_steps_in_time: frames are visible to root only");
+        hugewise_sys::testing::skip("frames are visible to root only");
         return;
     }
     let m = base_paged(4 * HUGE);

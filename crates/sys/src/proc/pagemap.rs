@@ -307,7 +307,7 @@ mod tests {
         ) {
             Ok(()) => {}
             Err(e) if matches!(e.errno(), Some(n) if n.0 == libc::ENOTTY || n.0 == libc::EINVAL) => {
-                eprintln!("SKIPPED scan_reports_present_and_huge_runs: no PAGEMAP_SCAN here");
+                crate::testing::skip("no PAGEMAP_SCAN here");
                 return;
             }
             Err(e) => panic!("{e}"),
