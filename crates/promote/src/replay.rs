@@ -1,22 +1,24 @@
-//! Replay of a promotion plan against one target: each step's range is promoted when its time
-//! comes (times from the engine's start), on the calling thread or a background one, until the
+//! Replay of a promotion plan against one target: each step's range is promoted (or demoted)
+//! when its time comes (times from the engine's start), on the calling thread or a background one, until the
 //! plan ends, the target exits or the caller cancels. Every step is recorded, refusals included.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::action::Action;
+use crate::action::{Action, ActionKind};
 use crate::target::Target;
 use crate::{Error, Result, HUGE};
 
-/// One promotion to make.
+/// One promotion or demotion to make.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {
     /// When, from the engine's start.
     pub at: Duration,
     /// Whole 2 MiB chunks of the target.
     pub range: Range<usize>,
+    /// Promote or demote.
+    pub kind: ActionKind,
 }
 
 /// What a replay did.
@@ -57,7 +59,11 @@ pub fn replay(
                 out.cancelled = true;
                 return Ok(out);
             }
-            let a = match target.promote(chunk..chunk + HUGE) {
+            let done = match step.kind {
+                ActionKind::Promote => target.promote(chunk..chunk + HUGE),
+                ActionKind::Demote => target.demote(chunk..chunk + HUGE),
+            };
+            let a = match done {
                 Ok(a) => a,
                 Err(Error::Gone { .. }) => {
                     out.target_gone = true;

@@ -211,10 +211,12 @@ fn replays_steps_in_time_and_stops_when_cancelled() {
         Step {
             at: Duration::ZERO,
             range: m.addr()..m.addr() + HUGE,
+            kind: ActionKind::Promote,
         },
         Step {
             at: Duration::from_millis(200),
             range: m.addr() + 2 * HUGE..m.addr() + 4 * HUGE,
+            kind: ActionKind::Promote,
         },
     ];
     let cancel = AtomicBool::new(false);

@@ -16,6 +16,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use hugewise_mem::{Bytes, PagePolicy, Region, RegionOptions};
+use hugewise_promote::action::ActionKind;
 use hugewise_promote::budget::Limit;
 use hugewise_promote::channel::{Publisher, Subscriber};
 use hugewise_promote::daemon::{self, Daemon};
@@ -321,6 +322,7 @@ pub fn run(cfg: &Config, meta: Meta, progress: Progress<'_>) -> Result<Report> {
                         Step {
                             at: Duration::ZERO,
                             range: a..a + HUGE,
+                            kind: ActionKind::Promote,
                         }
                     })
                     .collect();
@@ -408,7 +410,7 @@ fn timed_with_daemon(
                 l.collapse_ns.extend(
                     actions
                         .iter()
-                        .filter(|a| a.kind == hugewise_promote::action::ActionKind::Promote)
+                        .filter(|a| a.kind == ActionKind::Promote)
                         .map(|a| a.latency_ns),
                 );
                 l.cpu_ns += iv.cpu_ns;
