@@ -532,7 +532,7 @@ mod tests {
         let r = match run(&cfg, Meta::collect("test", vec![]), &mut |_, _| calls += 1) {
             Ok(r) => r,
             Err(Error::Config(m)) if m.contains("THP `always`") => {
-                hugewise_sys::testing::skip(format!("{m}"));
+                hugewise_sys::testing::skip(&m);
                 return;
             }
             Err(e) => panic!("{e}"),
