@@ -8,14 +8,13 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
 use crate::action::{Action, ActionKind};
 use crate::budget::{self, Limit, Share};
 use crate::channel::Subscriber;
 use crate::policy::{ChunkInfo, Policy};
 use crate::target::Target;
 use crate::{Error, Result, BASE_PER_HUGE, HUGE};
+pub use hugewise_results::promote::Interval;
 
 /// How the daemon runs.
 #[derive(Debug, Clone)]
@@ -46,39 +45,6 @@ impl Default for Config {
             swap_factor: 2.0,
         }
     }
-}
-
-/// What one interval saw and did.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Interval {
-    /// Milliseconds since the daemon started.
-    pub t_ms: f64,
-    /// Targets looked at.
-    pub targets: usize,
-    /// Targets that had exited and were dropped, their share returned to the pool.
-    pub gone: Vec<i32>,
-    /// Bytes mapped in the targets' private anonymous memory.
-    pub mapped_bytes: u64,
-    /// The budget this interval.
-    pub budget_bytes: u64,
-    /// Huge bytes read from the kernel before acting.
-    pub huge_bytes_before: u64,
-    /// Huge bytes after acting (before plus what each action read back).
-    pub huge_bytes_after: u64,
-    /// Successful promotions.
-    pub promoted: u32,
-    /// Successful demotions.
-    pub demoted: u32,
-    /// Actions the kernel refused or that did not read back as asked.
-    pub failed: u32,
-    /// Access samples read.
-    pub samples: u64,
-    /// Samples overwritten before the daemon could read them.
-    pub samples_lost: u64,
-    /// Time spent reading the targets' chunks and samples.
-    pub scan_ns: u64,
-    /// CPU time of the daemon's thread over the whole interval's work.
-    pub cpu_ns: u64,
 }
 
 struct Managed {

@@ -12,6 +12,7 @@ use crate::daemon::{Daemon, Interval};
 use crate::replay::{replay, Step};
 use crate::target::Target;
 use crate::Result;
+pub use hugewise_results::promote::Totals;
 
 /// What a session did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -26,30 +27,6 @@ pub struct Log {
     pub cancelled: bool,
     /// Wall time of the session.
     pub wall_ns: u64,
-}
-
-/// Totals over a session's log.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Totals {
-    /// Promotions that read back huge.
-    pub promoted: u64,
-    /// Promotions the kernel refused or that did not read back huge.
-    pub promote_failed: u64,
-    /// Demotions that read back split.
-    pub demoted: u64,
-    /// Huge bytes in the targets at the end, read back from the kernel (`null` when unknown).
-    pub huge_bytes_final: Option<u64>,
-    /// Median `MADV_COLLAPSE` latency of one call (`null` without promotions).
-    pub collapse_p50_ns: Option<u64>,
-    /// 99th percentile of the same.
-    pub collapse_p99_ns: Option<u64>,
-    /// CPU time the daemon's thread used (`null` for a replay).
-    pub daemon_cpu_ns: Option<u64>,
-    /// That CPU time as a share of one core over the session's wall time.
-    pub daemon_core_share: Option<f64>,
-    /// Milliseconds from the start until the huge bytes first reached the budget (`null` if
-    /// they never did, or for a replay).
-    pub reach_budget_ms: Option<f64>,
 }
 
 fn percentile(sorted: &[u64], p: f64) -> Option<u64> {

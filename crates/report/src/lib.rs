@@ -6,6 +6,7 @@
 
 pub mod envview;
 pub mod fmt;
+pub mod promoteview;
 pub mod simview;
 pub mod table;
 pub mod views;
@@ -29,6 +30,7 @@ pub fn render(r: &AnyResult, style: Style) -> Option<String> {
         return match r {
             AnyResult::Pages(s) => Some(views::pagebench_markdown(&s.result)),
             AnyResult::Randread(s) => Some(views::randread_markdown(&s.result)),
+            AnyResult::BenchPromote(s) => Some(promoteview::bench_markdown(&s.result)),
             _ => None,
         };
     }
@@ -45,6 +47,8 @@ pub fn render(r: &AnyResult, style: Style) -> Option<String> {
         AnyResult::Curves(s) => simview::curves(&s.result),
         AnyResult::Reuse(s) => simview::reuse(&s.result.granularities),
         AnyResult::Plans(s) => simview::plans(&s.result),
+        AnyResult::Promote(s) => promoteview::session(&s.result),
+        AnyResult::BenchPromote(s) => promoteview::bench(&s.result),
         AnyResult::EnvShow(s) => envview::show(&s.result),
         AnyResult::EnvSet(s) => envview::set_report(&s.result),
         AnyResult::EnvAction(s) => envview::action(&s.result),

@@ -19,6 +19,7 @@ pub mod meta;
 pub mod page_size;
 pub mod pagebench;
 pub mod plan;
+pub mod promote;
 pub mod randread;
 pub mod run;
 pub mod sim;
@@ -244,6 +245,10 @@ kinds! {
     Reuse(sim::ReuseReport) = "hugewise/sim-reuse", 1;
     /// `hugewise sim --plan`.
     Plans(plan::PromotionPlans) = "hugewise/promotion-plan", 1;
+    /// `hugewise promote`.
+    Promote(promote::PromoteReport) = "hugewise/promote", 1;
+    /// `hugewise bench promote`.
+    BenchPromote(promote::PromoteBenchReport) = "hugewise/bench-promote", 1;
     /// `hugewise env show`.
     EnvShow(env::EnvShow) = "hugewise/env-show", 1;
     /// `hugewise env thp|hugetlb|khugepaged|page-cluster`.

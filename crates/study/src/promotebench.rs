@@ -23,42 +23,14 @@ use hugewise_promote::daemon::{self, Daemon};
 use hugewise_promote::replay::{replay, Step};
 use hugewise_promote::target::Target;
 use hugewise_promote::HUGE;
+pub use hugewise_results::promote::{
+    Arm, PromoteBenchArm as ArmSummary, PromoteBenchReport as Report, PromoteBenchSample as Sample,
+};
 use hugewise_sys::proc::ProcFs;
-use serde::{Deserialize, Serialize};
 
-use crate::meta::Meta;
-use crate::quiet::{self, Quiet};
-use crate::stats::{median, summarize, Summary};
+use crate::quiet;
+use crate::stats::{median, summarize};
 use crate::{Error, Progress, Result};
-
-/// One way of running the workload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Arm {
-    /// 4 KiB pages.
-    Base,
-    /// Every chunk huge (THP at fault).
-    Ideal,
-    /// The plan's chunks collapsed before the clock starts.
-    Plan,
-    /// The online daemon promoting while the clock runs.
-    Daemon,
-}
-
-impl Arm {
-    /// All arms, base first (the baseline).
-    pub const ALL: [Arm; 4] = [Arm::Base, Arm::Ideal, Arm::Plan, Arm::Daemon];
-
-    /// Display name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Arm::Base => "base",
-            Arm::Ideal => "ideal",
-            Arm::Plan => "plan",
-            Arm::Daemon => "daemon",
-        }
-    }
-}
 
 /// What to measure.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,76 +52,6 @@ pub struct Config {
     pub sample_every: u32,
     /// Seed of the permutation and the address stream.
     pub seed: u64,
-}
-
-/// One timed run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Sample {
-    /// Round number from 0.
-    pub round: u32,
-    /// Arm.
-    pub arm: Arm,
-    /// Nanoseconds per read over the whole timed run.
-    pub ns_per_read: f64,
-    /// Share of the region in 2 MiB pages when the clock stopped, read from the kernel.
-    pub huge_share: f64,
-    /// Time to create and fill the region (and collapse, for `plan`).
-    pub setup_ns: u64,
-    /// Daemon arm: from the clock's start until the huge bytes first reached the budget
-    /// (`null` if they never did, and for other arms).
-    pub reach_budget_ms: Option<f64>,
-    /// Daemon arm: CPU time of the daemon's thread over the run.
-    pub daemon_cpu_ns: Option<u64>,
-    /// Daemon arm: wall time of the run, to set the CPU time against.
-    pub wall_ns: u64,
-    /// Daemon arm: promotions that succeeded, and that failed.
-    pub promotions: Option<(u32, u32)>,
-    /// Plan and daemon arms: latency of each `MADV_COLLAPSE` of one 2 MiB chunk, in order.
-    pub collapse_ns: Vec<u64>,
-    /// Others' CPU use just before.
-    pub quiet: Option<Quiet>,
-}
-
-/// Per-arm summary.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ArmSummary {
-    /// Arm.
-    pub arm: Arm,
-    /// ns per read over rounds.
-    pub ns_per_read: Summary,
-    /// Median over rounds of base / this arm in the same round (`null` for base).
-    pub speedup_vs_base: Option<f64>,
-    /// Median over rounds of (speedup - 1) / (ideal speedup - 1) in the same round: the share
-    /// of the ideal's gain reached (`null` for base and ideal, or when the ideal gained
-    /// nothing).
-    pub share_of_ideal: Option<f64>,
-    /// Median huge-page share of the region, read from the kernel.
-    pub huge_footprint_share: f64,
-}
-
-/// The benchmark result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Report {
-    /// Run and machine.
-    pub meta: Meta,
-    /// Region size.
-    pub bytes: u64,
-    /// Zipf exponent.
-    pub zipf_s: f64,
-    /// Reads per run.
-    pub reads: u64,
-    /// Budget as a share of the region.
-    pub budget_share: f64,
-    /// Chunks in the plan.
-    pub plan_chunks: u64,
-    /// Daemon interval.
-    pub interval_ms: u64,
-    /// Sampling period of the daemon arm.
-    pub sample_every: u32,
-    /// Every sample, in the order run.
-    pub samples: Vec<Sample>,
-    /// Summaries, base first.
-    pub summary: Vec<ArmSummary>,
 }
 
 /// The access stream: chunk ranks drawn from a Zipf table, mapped to chunks by a permutation.
@@ -279,7 +181,7 @@ struct DaemonRun {
 }
 
 /// Run the benchmark. `progress` counts runs done of the total.
-pub fn run(cfg: &Config, meta: Meta, progress: Progress<'_>) -> Result<Report> {
+pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
     if cfg.rounds == 0 || cfg.reads == 0 {
         return Err(Error::Config("rounds and reads must be at least 1".into()));
     }
@@ -361,7 +263,6 @@ pub fn run(cfg: &Config, meta: Meta, progress: Progress<'_>) -> Result<Report> {
     }
     let summary = summarize_arms(&samples);
     Ok(Report {
-        meta,
         bytes: (chunks * HUGE) as u64,
         zipf_s: cfg.zipf_s,
         reads: cfg.reads,
@@ -529,7 +430,7 @@ mod tests {
             seed: 3,
         };
         let mut calls = 0;
-        let r = match run(&cfg, Meta::collect("test", vec![]), &mut |_, _| calls += 1) {
+        let r = match run(&cfg, &mut |_, _| calls += 1) {
             Ok(r) => r,
             Err(Error::Config(m)) if m.contains("THP `always`") => {
                 hugewise_sys::testing::skip(&m);

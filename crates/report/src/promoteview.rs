@@ -1,0 +1,257 @@
+//! Views of `hugewise promote` sessions and of `hugewise bench promote`.
+
+use std::fmt::Write;
+
+use hugewise_results::promote::{Action, ActionKind, Interval, PromoteBenchReport, PromoteReport};
+
+use crate::fmt::{bytes, ns, pct};
+use crate::table::Table;
+
+/// One line for an interval of the daemon, as the live summary shows it.
+pub fn interval_line(iv: &Interval) -> String {
+    format!(
+        "t={:>6.1}s  targets {}  huge {} of {} budget  +{} -{} failed {}  samples {}{}  cpu {}",
+        iv.t_ms / 1e3,
+        iv.targets,
+        bytes(iv.huge_bytes_after),
+        bytes(iv.budget_bytes),
+        iv.promoted,
+        iv.demoted,
+        iv.failed,
+        iv.samples,
+        if iv.samples_lost > 0 {
+            format!(" ({} lost)", iv.samples_lost)
+        } else {
+            String::new()
+        },
+        ns(iv.cpu_ns as f64)
+    )
+}
+
+/// One line for an action.
+pub fn action_line(a: &Action) -> String {
+    format!(
+        "t={:>8.1}ms  pid {}  {} {:#x}+{}  {}  {}{}",
+        a.t_ms,
+        a.pid,
+        match a.kind {
+            ActionKind::Promote => "promote",
+            ActionKind::Demote => "demote",
+        },
+        a.start,
+        bytes(a.len_bytes),
+        a.outcome,
+        ns(a.latency_ns as f64),
+        a.huge_bytes_after
+            .map(|h| format!("  huge after {}", bytes(h)))
+            .unwrap_or_default()
+    )
+}
+
+/// `hugewise promote`: what the session did.
+pub fn session(r: &PromoteReport) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{} {} on pid {}{}{}",
+        r.mode,
+        r.policy,
+        r.pids
+            .iter()
+            .map(i32::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        r.budget
+            .as_ref()
+            .map(|b| format!(", budget {b}"))
+            .unwrap_or_default(),
+        r.interval_ms
+            .map(|i| format!(", every {i} ms"))
+            .unwrap_or_default()
+    );
+    if let Some(cmd) = &r.command {
+        let _ = writeln!(
+            o,
+            "command `{}`{}",
+            cmd.join(" "),
+            r.command_exit
+                .map(|c| format!(" exited with {c}"))
+                .unwrap_or_default()
+        );
+    }
+    if !r.sampled_pids.is_empty() {
+        let _ = writeln!(o, "access samples from pid {:?}", r.sampled_pids);
+    }
+    let t = &r.totals;
+    let mut tab = Table::new(["", "value"]);
+    tab.row([
+        "promoted (read back huge)".to_string(),
+        t.promoted.to_string(),
+    ]);
+    tab.row([
+        "promotions refused or not huge".to_string(),
+        t.promote_failed.to_string(),
+    ]);
+    tab.row([
+        "demoted (read back split)".to_string(),
+        t.demoted.to_string(),
+    ]);
+    tab.row([
+        "huge at the end".to_string(),
+        t.huge_bytes_final.map(bytes).unwrap_or_else(|| "-".into()),
+    ]);
+    tab.row([
+        "MADV_COLLAPSE p50 / p99".to_string(),
+        match (t.collapse_p50_ns, t.collapse_p99_ns) {
+            (Some(a), Some(b)) => format!("{} / {}", ns(a as f64), ns(b as f64)),
+            _ => "-".into(),
+        },
+    ]);
+    tab.row([
+        "budget reached after".to_string(),
+        t.reach_budget_ms
+            .map(|m| format!("{:.1} s", m / 1e3))
+            .unwrap_or_else(|| "-".into()),
+    ]);
+    tab.row([
+        "daemon CPU (share of one core)".to_string(),
+        match (t.daemon_cpu_ns, t.daemon_core_share) {
+            (Some(c), Some(s)) => format!("{} ({})", ns(c as f64), pct(s)),
+            _ => "-".into(),
+        },
+    ]);
+    tab.row([
+        "wall time".to_string(),
+        format!("{:.1} s", r.wall_ns as f64 / 1e9),
+    ]);
+    o.push_str(&tab.render());
+    if !r.gone.is_empty() {
+        let _ = writeln!(o, "exited while managed: {:?}", r.gone);
+    }
+    if r.cancelled {
+        o.push_str("stopped by the user\n");
+    }
+    o
+}
+
+/// `hugewise bench promote`.
+pub fn bench(r: &PromoteBenchReport) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "Zipf reads (s = {}) over {}: {} reads per run; plan and daemon within {} of the region \
+         ({} chunks); daemon every {} ms on one sample in {}\n",
+        r.zipf_s,
+        bytes(r.bytes),
+        r.reads,
+        pct(r.budget_share),
+        r.plan_chunks,
+        r.interval_ms,
+        r.sample_every
+    );
+    let mut t = Table::new([
+        "arm",
+        "ns/read (median)",
+        "min",
+        "max",
+        "spread (MAD)",
+        "speedup vs base",
+        "share of ideal",
+        "huge",
+    ]);
+    for s in &r.summary {
+        let n = &s.ns_per_read;
+        t.row([
+            s.arm.name().to_string(),
+            format!("{:.2}", n.median),
+            format!("{:.2}", n.min),
+            format!("{:.2}", n.max),
+            pct(n.mad_rel),
+            s.speedup_vs_base
+                .map(|x| format!("{x:.2}x"))
+                .unwrap_or_else(|| "(baseline)".into()),
+            s.share_of_ideal.map(pct).unwrap_or_else(|| "-".into()),
+            pct(s.huge_footprint_share),
+        ]);
+    }
+    o.push_str(&t.render());
+    let busy = r
+        .samples
+        .iter()
+        .filter(|s| s.quiet.is_some_and(|q| q.others_busy_share > 0.10))
+        .count();
+    o.push_str(
+        "spread (MAD): median absolute deviation from the median, relative to it; share of \
+         ideal: (speedup - 1) / (ideal speedup - 1), median over rounds\n",
+    );
+    if busy > 0 {
+        let _ = writeln!(
+            o,
+            "warning: {busy} of {} runs started while other processes used over 10 % of the CPUs",
+            r.samples.len()
+        );
+    }
+    let daemon: Vec<_> = r
+        .samples
+        .iter()
+        .filter(|s| s.daemon_cpu_ns.is_some())
+        .collect();
+    if !daemon.is_empty() {
+        let mut reach: Vec<f64> = daemon.iter().filter_map(|s| s.reach_budget_ms).collect();
+        reach.sort_by(f64::total_cmp);
+        let mut cpu: Vec<f64> = daemon
+            .iter()
+            .filter_map(|s| Some(s.daemon_cpu_ns? as f64 / s.wall_ns.max(1) as f64))
+            .collect();
+        cpu.sort_by(f64::total_cmp);
+        let _ = writeln!(
+            o,
+            "daemon: budget reached after {} (median), CPU {} of one core (median)",
+            reach
+                .get(reach.len() / 2)
+                .map(|m| format!("{:.1} s", m / 1e3))
+                .unwrap_or_else(|| "never".into()),
+            cpu.get(cpu.len() / 2).map(|c| pct(*c)).unwrap_or_default()
+        );
+    }
+    let mut lat: Vec<u64> = r
+        .samples
+        .iter()
+        .flat_map(|s| s.collapse_ns.iter().copied())
+        .collect();
+    lat.sort_unstable();
+    if !lat.is_empty() {
+        let _ = writeln!(
+            o,
+            "MADV_COLLAPSE of one 2 MiB chunk: p50 {}, p99 {} over {} calls",
+            ns(lat[lat.len() / 2] as f64),
+            ns(lat[(lat.len() * 99 / 100).min(lat.len() - 1)] as f64),
+            lat.len()
+        );
+    }
+    o
+}
+
+/// A Markdown table of a `bench promote` result, for BENCHMARKS.md.
+pub fn bench_markdown(r: &PromoteBenchReport) -> String {
+    let mut o = String::from(
+        "| arm | ns/read (median) | min | max | speedup vs base (median of per-round ratios) | share of ideal | huge share |\n|---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for s in &r.summary {
+        let n = &s.ns_per_read;
+        let _ = writeln!(
+            o,
+            "| {} | {:.2} | {:.2} | {:.2} | {} | {} | {} |",
+            s.arm.name(),
+            n.median,
+            n.min,
+            n.max,
+            s.speedup_vs_base
+                .map(|x| format!("{x:.2}x"))
+                .unwrap_or_else(|| "baseline".into()),
+            s.share_of_ideal.map(pct).unwrap_or_else(|| "-".into()),
+            pct(s.huge_footprint_share)
+        );
+    }
+    o
+}

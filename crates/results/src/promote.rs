@@ -1,0 +1,237 @@
+//! What `hugewise promote` did (every action on a target's memory, every interval of the
+//! daemon, and totals) and what `hugewise bench promote` measured.
+
+use serde::{Deserialize, Serialize};
+
+use crate::stats::{Quiet, Summary};
+
+/// What was asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ActionKind {
+    /// Collapse into 2 MiB pages (`MADV_COLLAPSE`).
+    Promote,
+    /// Split back into 4 KiB pages.
+    Demote,
+}
+
+/// One action on one range of one process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Action {
+    /// Milliseconds since the engine started.
+    pub t_ms: f64,
+    /// The target.
+    pub pid: i32,
+    /// First address of the range.
+    pub start: usize,
+    /// Length of the range.
+    pub len_bytes: u64,
+    /// What was asked.
+    pub kind: ActionKind,
+    /// `ok`, `gone` (the target exited), or the errno's name (`EAGAIN`, `ENOMEM`, ...).
+    pub outcome: String,
+    /// How long the kernel call took.
+    pub latency_ns: u64,
+    /// Bytes of the range in 2 MiB pages afterwards, read back from the kernel; `null` when
+    /// they could not be read (target gone, frames hidden).
+    pub huge_bytes_after: Option<u64>,
+}
+
+impl Action {
+    /// The call did what was asked: the kernel said yes and the backing read back agrees.
+    pub fn succeeded(&self) -> bool {
+        self.outcome == "ok"
+            && match (self.kind, self.huge_bytes_after) {
+                (ActionKind::Promote, Some(h)) => h == self.len_bytes,
+                (ActionKind::Demote, Some(h)) => h == 0,
+                (_, None) => true,
+            }
+    }
+}
+
+/// What one interval saw and did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    /// Milliseconds since the daemon started.
+    pub t_ms: f64,
+    /// Targets looked at.
+    pub targets: usize,
+    /// Targets that had exited and were dropped, their share returned to the pool.
+    pub gone: Vec<i32>,
+    /// Bytes mapped in the targets' private anonymous memory.
+    pub mapped_bytes: u64,
+    /// The budget this interval.
+    pub budget_bytes: u64,
+    /// Huge bytes read from the kernel before acting.
+    pub huge_bytes_before: u64,
+    /// Huge bytes after acting (before plus what each action read back).
+    pub huge_bytes_after: u64,
+    /// Successful promotions.
+    pub promoted: u32,
+    /// Successful demotions.
+    pub demoted: u32,
+    /// Actions the kernel refused or that did not read back as asked.
+    pub failed: u32,
+    /// Access samples read.
+    pub samples: u64,
+    /// Samples overwritten before the daemon could read them.
+    pub samples_lost: u64,
+    /// Time spent reading the targets' chunks and samples.
+    pub scan_ns: u64,
+    /// CPU time of the daemon's thread over the whole interval's work.
+    pub cpu_ns: u64,
+}
+
+/// Totals over a session's log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Totals {
+    /// Promotions that read back huge.
+    pub promoted: u64,
+    /// Promotions the kernel refused or that did not read back huge.
+    pub promote_failed: u64,
+    /// Demotions that read back split.
+    pub demoted: u64,
+    /// Huge bytes in the targets at the end, read back from the kernel (`null` when unknown).
+    pub huge_bytes_final: Option<u64>,
+    /// Median `MADV_COLLAPSE` latency of one call (`null` without promotions).
+    pub collapse_p50_ns: Option<u64>,
+    /// 99th percentile of the same.
+    pub collapse_p99_ns: Option<u64>,
+    /// CPU time the daemon's thread used (`null` for a replay).
+    pub daemon_cpu_ns: Option<u64>,
+    /// That CPU time as a share of one core over the session's wall time.
+    pub daemon_core_share: Option<f64>,
+    /// Milliseconds from the start until the huge bytes first reached the budget (`null` if
+    /// they never did, or for a replay).
+    pub reach_budget_ms: Option<f64>,
+}
+
+/// A promotion session as saved by `hugewise promote`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PromoteReport {
+    /// `daemon` or `plan`.
+    pub mode: String,
+    /// The daemon's policy, or the plan's (`pcc`, `mega`, ...).
+    pub policy: String,
+    /// The budget as given (`4%`, `512MiB`), for the daemon; `null` for a plan.
+    pub budget: Option<String>,
+    /// The daemon's interval in milliseconds; `null` for a plan.
+    pub interval_ms: Option<u64>,
+    /// The targets' pids.
+    pub pids: Vec<i32>,
+    /// Pids that published access samples.
+    pub sampled_pids: Vec<i32>,
+    /// The command hugewise started, when it started one.
+    pub command: Option<Vec<String>>,
+    /// Its exit code (`null` when it did not exit by itself or none was started).
+    pub command_exit: Option<i32>,
+    /// Targets that exited while the session ran.
+    pub gone: Vec<i32>,
+    /// The user stopped the session.
+    pub cancelled: bool,
+    /// Wall time of the session.
+    pub wall_ns: u64,
+    /// Totals.
+    pub totals: Totals,
+    /// Every action, in order.
+    pub actions: Vec<Action>,
+    /// Every interval of the daemon (empty for a plan).
+    pub intervals: Vec<Interval>,
+}
+
+/// One way of running the workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Arm {
+    /// 4 KiB pages.
+    Base,
+    /// Every chunk huge (THP at fault).
+    Ideal,
+    /// The plan's chunks collapsed before the clock starts.
+    Plan,
+    /// The online daemon promoting while the clock runs.
+    Daemon,
+}
+
+impl Arm {
+    /// All arms, base first (the baseline).
+    pub const ALL: [Arm; 4] = [Arm::Base, Arm::Ideal, Arm::Plan, Arm::Daemon];
+
+    /// Display name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Arm::Base => "base",
+            Arm::Ideal => "ideal",
+            Arm::Plan => "plan",
+            Arm::Daemon => "daemon",
+        }
+    }
+}
+
+/// One timed run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PromoteBenchSample {
+    /// Round number from 0.
+    pub round: u32,
+    /// Arm.
+    pub arm: Arm,
+    /// Nanoseconds per read over the whole timed run.
+    pub ns_per_read: f64,
+    /// Share of the region in 2 MiB pages when the clock stopped, read from the kernel.
+    pub huge_share: f64,
+    /// Time to create and fill the region (and collapse, for `plan`).
+    pub setup_ns: u64,
+    /// Daemon arm: from the clock's start until the huge bytes first reached the budget
+    /// (`null` if they never did, and for other arms).
+    pub reach_budget_ms: Option<f64>,
+    /// Daemon arm: CPU time of the daemon's thread over the run.
+    pub daemon_cpu_ns: Option<u64>,
+    /// Daemon arm: wall time of the run, to set the CPU time against.
+    pub wall_ns: u64,
+    /// Daemon arm: promotions that succeeded, and that failed.
+    pub promotions: Option<(u32, u32)>,
+    /// Plan and daemon arms: latency of each `MADV_COLLAPSE` of one 2 MiB chunk, in order.
+    pub collapse_ns: Vec<u64>,
+    /// Others' CPU use just before.
+    pub quiet: Option<Quiet>,
+}
+
+/// Per-arm summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PromoteBenchArm {
+    /// Arm.
+    pub arm: Arm,
+    /// ns per read over rounds.
+    pub ns_per_read: Summary,
+    /// Median over rounds of base / this arm in the same round (`null` for base).
+    pub speedup_vs_base: Option<f64>,
+    /// Median over rounds of (speedup - 1) / (ideal speedup - 1) in the same round: the share
+    /// of the ideal's gain reached (`null` for base and ideal, or when the ideal gained
+    /// nothing).
+    pub share_of_ideal: Option<f64>,
+    /// Median huge-page share of the region, read from the kernel.
+    pub huge_footprint_share: f64,
+}
+
+/// The benchmark result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PromoteBenchReport {
+    /// Region size.
+    pub bytes: u64,
+    /// Zipf exponent.
+    pub zipf_s: f64,
+    /// Reads per run.
+    pub reads: u64,
+    /// Budget as a share of the region.
+    pub budget_share: f64,
+    /// Chunks in the plan.
+    pub plan_chunks: u64,
+    /// Daemon interval.
+    pub interval_ms: u64,
+    /// Sampling period of the daemon arm.
+    pub sample_every: u32,
+    /// Every sample, in the order run.
+    pub samples: Vec<PromoteBenchSample>,
+    /// Summaries, base first.
+    pub summary: Vec<PromoteBenchArm>,
+}
