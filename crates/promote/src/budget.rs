@@ -20,35 +20,6 @@ pub enum Limit {
 }
 
 impl Limit {
-    /// Parse `512MiB`, `2G`, `4%` or `0.5%`.
-    pub fn parse(s: &str) -> Option<Limit> {
-        let t = s.trim();
-        if let Some(p) = t.strip_suffix('%') {
-            let v: f64 = p.trim().parse().ok()?;
-            return (0.0..=100.0)
-                .contains(&v)
-                .then_some(Limit::Share(v / 100.0));
-        }
-        let lower = t.to_ascii_lowercase();
-        let (num, mult) = [
-            ("gib", 1u64 << 30),
-            ("gb", 1 << 30),
-            ("g", 1 << 30),
-            ("mib", 1 << 20),
-            ("mb", 1 << 20),
-            ("m", 1 << 20),
-            ("kib", 1 << 10),
-            ("kb", 1 << 10),
-            ("k", 1 << 10),
-            ("b", 1),
-        ]
-        .iter()
-        .find_map(|(suf, m)| lower.strip_suffix(suf).map(|n| (n.trim().to_string(), *m)))
-        .unwrap_or((lower.clone(), 1));
-        let v: f64 = num.parse().ok()?;
-        (v >= 0.0 && v.is_finite()).then_some(Limit::Bytes((v * mult as f64) as u64))
-    }
-
     /// The budget in bytes, whole 2 MiB pages, for targets with `mapped_bytes` mapped.
     pub fn bytes(&self, mapped_bytes: u64) -> u64 {
         let b = match *self {
@@ -120,12 +91,7 @@ mod tests {
     }
 
     #[test]
-    fn parses_sizes_and_shares() {
-        assert_eq!(Limit::parse("512MiB"), Some(Limit::Bytes(512 << 20)));
-        assert_eq!(Limit::parse("2G"), Some(Limit::Bytes(2 << 30)));
-        assert_eq!(Limit::parse("4%"), Some(Limit::Share(0.04)));
-        assert_eq!(Limit::parse("101%"), None);
-        assert_eq!(Limit::parse("lots"), None);
+    fn budgets_are_whole_huge_pages() {
         // A share of 100 MiB mapped at 4 %: 4 MiB, two huge pages; 3 % rounds down to one.
         assert_eq!(Limit::Share(0.04).bytes(100 << 20), 4 << 20);
         assert_eq!(Limit::Share(0.03).bytes(100 << 20), 2 << 20);

@@ -24,6 +24,7 @@ pub mod channel;
 pub mod chunk;
 pub mod daemon;
 mod error;
+pub mod plan;
 pub mod policies;
 pub mod policy;
 pub mod replay;

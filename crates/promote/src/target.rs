@@ -80,8 +80,13 @@ impl Target {
     /// The target's private anonymous mappings, trimmed to whole 2 MiB chunks: the ranges a
     /// promotion can apply to.
     pub fn huge_capable(&self) -> Result<Vec<Range<usize>>> {
-        Ok(self
-            .maps()?
+        let maps = self.maps()?;
+        // A live process always has mappings (its stack at least); none means it has exited
+        // and waits, a zombie, for its parent.
+        if maps.is_empty() {
+            return Err(Error::Gone { pid: self.pid });
+        }
+        Ok(maps
             .iter()
             .filter(|m| m.is_private_anon() && m.read)
             .filter_map(|m| {
