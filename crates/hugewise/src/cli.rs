@@ -123,6 +123,11 @@ The file names its kind (`schema`) and version; nothing is re-run.")]
     #[command(subcommand)]
     Graph(GraphCommand),
 
+    /// Give huge pages to a running program: replay a promotion plan, or run the online daemon
+    /// within a budget, on an unmodified kernel.
+    #[command(after_help = crate::promotecmd::HELP)]
+    Promote(crate::promotecmd::PromoteArgs),
+
     /// Benchmarks whose numbers go into BENCHMARKS.md.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -199,6 +204,11 @@ each --compare sets the kernel's arrays (property, frontier) and gets its own co
 The first --compare is the baseline. Each round runs every variant once from the same
 sources, in alternating order, after checking the machine is quiet.")]
     Pages(PagesArgs),
+
+    /// A skewed random-read workload with 4 KiB pages, all huge, a replayed plan and the
+    /// online daemon within a budget, alternated round by round.
+    #[command(after_help = crate::promotecmd::BENCH_HELP)]
+    Promote(crate::promotecmd::BenchPromoteArgs),
 }
 
 /// `hugewise bench pages`.

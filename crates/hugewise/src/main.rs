@@ -6,6 +6,7 @@ mod envcli;
 mod envcmd;
 mod output;
 mod progress;
+mod promotecmd;
 mod simcmd;
 
 use std::io::Write;
@@ -114,6 +115,7 @@ fn run(command: Command, progress: Mode) -> anyhow::Result<u8> {
         Command::Env(cmd) => {
             return envcmd::run(cmd, progress).map(|code| code.clamp(0, 255) as u8)
         }
+        Command::Promote(a) => return promotecmd::promote(a, &*cancel_flag()?),
         Command::Trace(a) => simcmd::trace(a, progress),
         Command::Sim(a) => simcmd::sim(a, progress),
         Command::Report(a) => {
@@ -222,6 +224,7 @@ fn run(command: Command, progress: Mode) -> anyhow::Result<u8> {
                 emit(&a.output, r, views::pagebench)
             }
         }
+        Command::Bench(BenchCommand::Promote(a)) => promotecmd::bench(a, progress),
         Command::Bench(BenchCommand::Randread(a)) => {
             let cfg = randread::Config {
                 bytes: a.size,

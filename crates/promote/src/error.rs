@@ -40,6 +40,15 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A plan file could not be read.
+    #[error("reading the plan: {0}")]
+    PlanFile(#[source] hugewise_results::Error),
+    /// A plan cannot be replayed.
+    #[error(transparent)]
+    Plan(#[from] crate::plan::PlanError),
+    /// A session was asked for something that does not fit together.
+    #[error("{0}")]
+    Usage(String),
     /// A system call or kernel file failed.
     #[error(transparent)]
     Sys(#[from] hugewise_sys::Error),

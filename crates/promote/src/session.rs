@@ -2,8 +2,17 @@
 //! replayed or the daemon run until the targets exit or the user stops it, and everything
 //! that happened kept as data for the result file.
 
-use std::sync::atomic::AtomicBool;
-use std::time::Instant;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use hugewise_results::promote::PromoteReport;
+use hugewise_results::AnyResult;
+use hugewise_sys::proc::ProcFs;
+
+use crate::daemon::Config as DaemonConfig;
+use crate::target::launch;
+use crate::{plan, policy, Error};
 
 use serde::{Deserialize, Serialize};
 
@@ -12,6 +21,205 @@ use crate::daemon::{Daemon, Interval};
 use crate::replay::{replay, Step};
 use crate::target::Target;
 use crate::Result;
+
+/// Which processes a session manages.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Targets {
+    /// Running processes.
+    Pids(Vec<i32>),
+    /// A program to start (without address-space randomisation) and its arguments.
+    Launch(Vec<String>),
+}
+
+/// What a session does to them.
+#[derive(Debug, Clone)]
+pub enum Engine {
+    /// Replay one configuration's plan from a `hugewise sim --plan` file.
+    Plan {
+        /// The plan file.
+        file: PathBuf,
+        /// Which policy's plan, when the file holds several.
+        policy: Option<String>,
+        /// Which budget's plan (a share, 0..=1), when the file holds several.
+        budget_share: Option<f64>,
+    },
+    /// Run the online daemon.
+    Daemon {
+        /// Policy name (see [`policy::NAMES`]).
+        policy: String,
+        /// Its settings.
+        config: DaemonConfig,
+        /// The budget as the user wrote it, for the result.
+        budget_label: String,
+    },
+}
+
+/// A session.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Whom.
+    pub targets: Targets,
+    /// What.
+    pub engine: Engine,
+    /// Stop after this long (the targets keep running).
+    pub duration: Option<Duration>,
+}
+
+/// Run a session until the plan is done (and a launched program has exited), the targets
+/// exit, `duration` passes or `cancel` is set. `on_action` and `on_interval` hear progress.
+pub fn run(
+    cfg: &Config,
+    cancel: &AtomicBool,
+    on_action: &mut dyn FnMut(&Action),
+    on_interval: &mut dyn FnMut(&Interval),
+) -> Result<PromoteReport> {
+    let proc = ProcFs::default();
+    let t0 = Instant::now();
+    let (mut child, targets) = match &cfg.targets {
+        Targets::Pids(pids) if pids.is_empty() => {
+            return Err(Error::Usage(
+                "name a process (--pid) or a command to start".into(),
+            ))
+        }
+        Targets::Pids(pids) => (
+            None,
+            pids.iter()
+                .map(|&p| Target::attach(&proc, p, t0))
+                .collect::<Result<Vec<_>>>()?,
+        ),
+        Targets::Launch(argv) => {
+            let (program, args) = argv
+                .split_first()
+                .ok_or_else(|| Error::Usage("the command to start is empty".into()))?;
+            let l = launch(&proc, program, args, t0)?;
+            (Some(l.child), vec![l.target])
+        }
+    };
+    let pids: Vec<i32> = targets.iter().map(Target::pid).collect();
+    // One flag for the session's own end: the user's cancel or the time limit.
+    let stop = AtomicBool::new(false);
+    let finished = AtomicBool::new(false);
+    let result = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !finished.load(Ordering::Relaxed) {
+                if cancel.load(Ordering::Relaxed) || cfg.duration.is_some_and(|d| t0.elapsed() >= d)
+                {
+                    stop.store(true, Ordering::Relaxed);
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let r = engine(cfg, targets, t0, &stop, on_action, on_interval);
+        finished.store(true, Ordering::Relaxed);
+        r
+    });
+    let (log, policy_name, budget, interval_ms, sampled) = match result {
+        Ok(v) => v,
+        Err(e) => {
+            if let Some(c) = child.as_mut() {
+                // The session failed, not the program: let it run to its end as it would have.
+                let _ = c.wait();
+            }
+            return Err(e);
+        }
+    };
+    let command_exit = match child.as_mut() {
+        Some(c) => c.wait().ok().and_then(|s| s.code()),
+        None => None,
+    };
+    let totals = log.totals();
+    Ok(PromoteReport {
+        mode: match cfg.engine {
+            Engine::Plan { .. } => "plan".into(),
+            Engine::Daemon { .. } => "daemon".into(),
+        },
+        policy: policy_name,
+        budget,
+        interval_ms,
+        pids,
+        sampled_pids: sampled,
+        command: match &cfg.targets {
+            Targets::Launch(argv) => Some(argv.clone()),
+            Targets::Pids(_) => None,
+        },
+        command_exit,
+        gone: log.gone,
+        cancelled: cancel.load(Ordering::Relaxed),
+        wall_ns: t0.elapsed().as_nanos() as u64,
+        totals,
+        actions: log.actions,
+        intervals: log.intervals,
+    })
+}
+
+type EngineDone = (Log, String, Option<String>, Option<u64>, Vec<i32>);
+
+fn engine(
+    cfg: &Config,
+    mut targets: Vec<Target>,
+    t0: Instant,
+    stop: &AtomicBool,
+    on_action: &mut dyn FnMut(&Action),
+    on_interval: &mut dyn FnMut(&Interval),
+) -> Result<EngineDone> {
+    match &cfg.engine {
+        Engine::Plan {
+            file,
+            policy,
+            budget_share,
+        } => {
+            if targets.len() != 1 {
+                return Err(Error::Usage("a plan is replayed on one process".into()));
+            }
+            let plans = match hugewise_results::read(file).map_err(Error::PlanFile)? {
+                AnyResult::Plans(p) => p.result,
+                other => {
+                    return Err(Error::Usage(format!(
+                        "{}: a {} result, not a promotion plan (make one with hugewise sim --plan)",
+                        file.display(),
+                        other.schema()
+                    )))
+                }
+            };
+            let (i, p) = plan::select(&plans, policy.as_deref(), *budget_share)?;
+            let steps = plan::steps(i, p, &|a| Some(a))?;
+            let target = targets.remove(0);
+            let log = run_plan(&target, &steps, t0, stop, on_action)?;
+            Ok((log, p.policy_label.clone(), None, None, Vec::new()))
+        }
+        Engine::Daemon {
+            policy: name,
+            config,
+            budget_label,
+        } => {
+            let policy = policy::by_name(name).ok_or_else(|| {
+                Error::Usage(format!(
+                    "unknown policy {name} (known: {})",
+                    policy::NAMES.join(", ")
+                ))
+            })?;
+            let mut d = Daemon::new(policy, config.clone(), t0);
+            for t in targets {
+                d.add(t);
+            }
+            let sampled = d.sampled();
+            let log = run_daemon(&mut d, t0, stop, &mut |iv, actions| {
+                for a in actions {
+                    on_action(a);
+                }
+                on_interval(iv);
+            })?;
+            Ok((
+                log,
+                name.clone(),
+                Some(budget_label.clone()),
+                Some(config.interval.as_millis() as u64),
+                sampled,
+            ))
+        }
+    }
+}
 pub use hugewise_results::promote::Totals;
 
 /// What a session did.

@@ -1,0 +1,288 @@
+//! `hugewise promote` and `hugewise bench promote`: arguments to the promote and study crates'
+//! configs, the call, and the output.
+
+use std::collections::HashMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use hugewise_mem::{Amount, Bytes};
+use hugewise_promote::budget::{Limit, Share};
+use hugewise_promote::{daemon, session};
+use hugewise_report::promoteview;
+use hugewise_study::promotebench;
+
+use crate::cli::parse_count;
+use crate::output::Output;
+use crate::envcli::parse_duration;
+
+/// The daemon's policies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PolicyArg {
+    /// Most sampled chunks first, counts halved every interval (needs access samples).
+    Pcc,
+    /// Mapped and used chunks; demotes those that stop being either.
+    Mega,
+    /// Widest access coverage first.
+    Hawkeye,
+    /// What khugepaged would do: address order, no ranking.
+    Linux,
+}
+
+impl PolicyArg {
+    fn name(self) -> &'static str {
+        match self {
+            PolicyArg::Pcc => "pcc",
+            PolicyArg::Mega => "mega",
+            PolicyArg::Hawkeye => "hawkeye",
+            PolicyArg::Linux => "linux",
+        }
+    }
+}
+
+/// How targets share the budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShareArg {
+    /// Best chunks first, whichever process they belong to.
+    Highest,
+    /// Each process's best in turn.
+    RoundRobin,
+}
+
+/// `hugewise promote`.
+#[derive(Debug, Args)]
+pub struct PromoteArgs {
+    /// A running process to manage; repeat for several (they share the budget).
+    #[arg(long = "pid", value_name = "PID", conflicts_with = "command")]
+    pub pids: Vec<i32>,
+    /// Replay this plan (`hugewise sim --plan`) instead of running the daemon.
+    #[arg(long, value_name = "FILE", conflicts_with = "policy")]
+    pub plan: Option<PathBuf>,
+    /// With --plan: the policy whose plan to replay, when the file holds several.
+    #[arg(long, value_name = "NAME", requires = "plan")]
+    pub plan_policy: Option<String>,
+    /// With --plan: the budget whose plan to replay (a share such as 4%), when the file holds
+    /// several.
+    #[arg(long, value_name = "SHARE", requires = "plan")]
+    pub plan_budget: Option<Amount>,
+    /// The daemon's policy.
+    #[arg(long, value_enum, default_value = "pcc")]
+    pub policy: PolicyArg,
+    /// Most memory huge at once: a share of the targets' mapped memory (2%) or a size (512MiB).
+    #[arg(long, default_value = "2%")]
+    pub budget: Amount,
+    /// Time between two looks at the targets (90s, 0.5s, 2m).
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub interval: Duration,
+    /// How several targets share the budget.
+    #[arg(long, value_enum, default_value = "highest")]
+    pub share: ShareArg,
+    /// A factor on one process's scores (PID=FACTOR); repeat for several.
+    #[arg(long = "bias", value_name = "PID=FACTOR", value_parser = parse_bias)]
+    pub bias: Vec<(i32, f64)>,
+    /// Most promotions per interval.
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_promotions: u32,
+    /// Stop after this long (the targets keep running).
+    #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Print every action as it happens (on stderr).
+    #[arg(long)]
+    pub actions: bool,
+    /// Output options.
+    #[command(flatten)]
+    pub output: Output,
+    /// A program to start without address-space randomisation and promote until it exits.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+fn parse_bias(s: &str) -> Result<(i32, f64), String> {
+    let (p, f) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}': expected PID=FACTOR"))?;
+    let pid = p
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{p}' is not a pid"))?;
+    let f: f64 = f
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{f}' is not a number"))?;
+    if !(f > 0.0 && f.is_finite()) {
+        return Err(format!("'{s}': the factor must be positive"));
+    }
+    Ok((pid, f))
+}
+
+fn limit(a: Amount) -> Limit {
+    match a {
+        Amount::Bytes(b) => Limit::Bytes(b.0),
+        Amount::Percent(p) => Limit::Share(p / 100.0),
+    }
+}
+
+fn share(a: Amount) -> anyhow::Result<f64> {
+    match a {
+        Amount::Percent(p) => Ok(p / 100.0),
+        Amount::Bytes(_) => anyhow::bail!("--plan-budget takes a share such as 4%"),
+    }
+}
+
+/// Run `hugewise promote`; the exit code is the started command's when there is one.
+pub fn promote(a: PromoteArgs, cancel: &std::sync::atomic::AtomicBool) -> anyhow::Result<u8> {
+    let engine = match &a.plan {
+        Some(file) => session::Engine::Plan {
+            file: file.clone(),
+            policy: a.plan_policy.clone(),
+            budget_share: a.plan_budget.map(share).transpose()?,
+        },
+        None => session::Engine::Daemon {
+            policy: a.policy.name().to_string(),
+            config: daemon::Config {
+                interval: a.interval,
+                limit: limit(a.budget),
+                share: match a.share {
+                    ShareArg::Highest => Share::HighestFirst,
+                    ShareArg::RoundRobin => Share::RoundRobin,
+                },
+                bias: a.bias.iter().copied().collect::<HashMap<_, _>>(),
+                max_promotions: a.max_promotions as usize,
+                ..daemon::Config::default()
+            },
+            budget_label: budget_label(a.budget),
+        },
+    };
+    let cfg = session::Config {
+        targets: if a.command.is_empty() {
+            session::Targets::Pids(a.pids.clone())
+        } else {
+            session::Targets::Launch(a.command.clone())
+        },
+        engine,
+        duration: a.duration,
+    };
+    let live = std::io::stderr().is_terminal();
+    let verbose = a.actions;
+    let r = session::run(
+        &cfg,
+        cancel,
+        &mut |act| {
+            if verbose {
+                eprintln!("{}", promoteview::action_line(act));
+            }
+        },
+        &mut |iv| {
+            if live {
+                // One status line, rewritten in place.
+                eprint!("\r\x1b[2K{}", promoteview::interval_line(iv));
+            }
+        },
+    )
+    .context("promotion session")?;
+    if live && r.mode == "daemon" {
+        eprintln!();
+    }
+    let code = r.command_exit.unwrap_or(0).clamp(0, 255) as u8;
+    crate::emit(&a.output, r, promoteview::session)?;
+    Ok(code)
+}
+
+fn budget_label(a: Amount) -> String {
+    match a {
+        Amount::Bytes(Bytes(b)) => hugewise_report::fmt::bytes(b),
+        Amount::Percent(p) => format!("{p}%"),
+    }
+}
+
+/// `hugewise bench promote`.
+#[derive(Debug, Args)]
+pub struct BenchPromoteArgs {
+    /// Region size.
+    #[arg(long, default_value = "8GiB", allow_negative_numbers = true)]
+    pub size: Bytes,
+    /// Zipf exponent over the 2 MiB chunks' ranks.
+    #[arg(long, default_value_t = 1.0)]
+    pub zipf: f64,
+    /// Timed reads per run (k/M/G suffixes are decimal).
+    #[arg(long, default_value = "200M", value_parser = parse_count)]
+    pub reads: u64,
+    /// Rounds; each runs every arm once, alternated.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rounds: u32,
+    /// Share of the region the plan and the daemon may make huge.
+    #[arg(long, default_value = "4%")]
+    pub budget: Amount,
+    /// The daemon's interval.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub interval: Duration,
+    /// One access in this many is published to the daemon.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
+    pub sample_every: u32,
+    /// Seed of the permutation and the reads.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print a Markdown table instead of the terminal table.
+    #[arg(long, conflicts_with = "json")]
+    pub markdown: bool,
+    /// Output options.
+    #[command(flatten)]
+    pub output: Output,
+}
+
+/// Run `hugewise bench promote`.
+pub fn bench(a: BenchPromoteArgs, progress: crate::progress::Mode) -> anyhow::Result<()> {
+    let budget_share = match a.budget {
+        Amount::Percent(p) => p / 100.0,
+        Amount::Bytes(b) => b.0 as f64 / a.size.0.max(1) as f64,
+    };
+    let cfg = promotebench::Config {
+        bytes: a.size,
+        zipf_s: a.zipf,
+        reads: a.reads,
+        rounds: a.rounds,
+        budget_share,
+        interval: a.interval,
+        sample_every: a.sample_every,
+        seed: a.seed,
+    };
+    let steps = crate::progress::Steps::new(progress, "runs", crate::progress::Unit::Items);
+    let r = promotebench::run(&cfg, &mut |done, total| steps.update(done, total))
+        .context("promotion benchmark")?;
+    steps.finish();
+    if a.markdown {
+        crate::emit(&a.output, r, promoteview::bench_markdown)
+    } else {
+        crate::emit(&a.output, r, promoteview::bench)
+    }
+}
+
+pub(crate) const HELP: &str = "Examples:
+  hugewise promote --pid 4242 --policy pcc --budget 2%
+                         the daemon, on what the program publishes (hugewise.h) or maps
+  hugewise promote --pid 4242 --pid 4243 --budget 1GiB --share round-robin --bias 4243=2
+                         two programs share one budget; the second's scores count double
+  hugewise promote --policy mega --budget 4% -- ./my-program --its-args
+                         start a program and promote it until it exits
+  hugewise promote --plan plan.json --plan-policy pcc --plan-budget 4% -- ./traced-program
+                         replay a plan made by hugewise sim --plan from a trace of the program
+  hugewise promote --pid 4242 --for 60s --actions --out promote.json
+
+Promotion is MADV_COLLAPSE through process_madvise; demotion is MADV_COLD on 4 KiB of a huge
+page, which makes the kernel split it. Every action is read back from the kernel (pagemap), and
+the budget counts the huge pages the kernel reports, its own THP included. The target is never
+stopped or signalled. Needs ptrace access to the target and CAP_SYS_NICE (root has both).
+How it works: docs/promotion.md.";
+
+pub(crate) const BENCH_HELP: &str = "Examples:
+  hugewise bench promote                           8 GiB, 5 rounds (about 15 minutes)
+  hugewise bench promote --size 2GiB --rounds 2 --reads 50M   a quicker look
+  hugewise bench promote --zipf 1.2 --budget 2% --markdown
+
+Arms: base (4 KiB pages), ideal (every chunk huge), plan (the chunks a sampled profile ranks
+highest, collapsed before the clock starts), daemon (the pcc policy on samples the workload
+publishes, promoting while the clock runs). The plan and the daemon get the same budget.
+Share of ideal is (speedup - 1) / (ideal speedup - 1) in the same round. Needs THP `madvise`
+so that the base arm faults 4 KiB pages.";

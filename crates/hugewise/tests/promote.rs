@@ -1,0 +1,170 @@
+//! `hugewise promote` on real processes, through the real binary.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+fn hugewise() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_hugewise"))
+}
+
+fn is_root() -> bool {
+    std::fs::File::open("/proc/kpageflags").is_ok()
+}
+
+/// A Python process holding `mib` MiB of touched anonymous memory until it is killed.
+fn holder(mib: usize) -> Option<Child> {
+    let script = format!(
+        "import mmap, sys, time\n\
+         m = mmap.mmap(-1, {mib} << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)\n\
+         m.write(b'x' * ({mib} << 20))\n\
+         print('ready', flush=True)\n\
+         time.sleep(60)\n"
+    );
+    let mut c = Command::new("python3")
+        .args(["-c", &script])
+        .stdout(Stdio::piped())
+        .spawn()
+        .ok()?;
+    let mut line = String::new();
+    BufReader::new(c.stdout.as_mut()?)
+        .read_line(&mut line)
+        .ok()?;
+    (line.trim() == "ready").then_some(c)
+}
+
+fn skip(why: &str) {
+    hugewise_sys::testing::skip(why);
+}
+
+#[test]
+fn the_daemon_promotes_a_running_process_within_its_budget() {
+    if !is_root() {
+        return skip("needs root for process_madvise on another process");
+    }
+    let Some(mut c) = holder(64) else {
+        return skip("python3 is not installed");
+    };
+    let out = hugewise()
+        .args(["promote", "--pid", &c.id().to_string()])
+        .args([
+            "--policy",
+            "mega",
+            "--budget",
+            "4MiB",
+            "--interval",
+            "0.2s",
+            "--for",
+            "1.5s",
+        ])
+        .arg("--json")
+        .output()
+        .expect("run hugewise");
+    let _ = c.kill();
+    let _ = c.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["schema"], "hugewise/promote");
+    assert_eq!(v["mode"], "daemon");
+    // 64 MiB fully mapped: MEGA promotes, and the budget holds two 2 MiB pages.
+    assert_eq!(v["totals"]["promoted"], 2, "{v}");
+    let huge = v["totals"]["huge_bytes_final"]
+        .as_u64()
+        .expect("huge bytes");
+    assert_eq!(huge, 4 << 20);
+    for iv in v["intervals"].as_array().expect("intervals") {
+        assert!(
+            iv["huge_bytes_after"].as_u64() <= iv["budget_bytes"].as_u64(),
+            "{iv}"
+        );
+    }
+}
+
+#[test]
+fn a_started_command_is_promoted_and_its_exit_code_passed_on() {
+    if !is_root() {
+        return skip("needs root for process_madvise");
+    }
+    if Command::new("python3").arg("-V").output().is_err() {
+        return skip("python3 is not installed");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_file = dir.path().join("p.json");
+    let out = hugewise()
+        .args([
+            "promote",
+            "--policy",
+            "linux",
+            "--budget",
+            "50%",
+            "--interval",
+            "0.2s",
+        ])
+        .arg("--out")
+        .arg(&out_file)
+        .args(["--", "python3", "-c"])
+        .arg(
+            "import mmap, sys, time\n\
+             m = mmap.mmap(-1, 32 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)\n\
+             m.write(b'x' * (32 << 20))\n\
+             time.sleep(1.5)\n\
+             sys.exit(3)\n",
+        )
+        .output()
+        .expect("run hugewise");
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out_file).expect("saved")).expect("JSON");
+    assert_eq!(v["command_exit"], 3);
+    assert_eq!(v["gone"].as_array().map(Vec::len), Some(1), "{v}");
+    // The saved session renders the same summary.
+    let r = hugewise()
+        .arg("report")
+        .arg(&out_file)
+        .output()
+        .expect("report");
+    assert!(String::from_utf8_lossy(&r.stdout).contains("promoted (read back huge)"));
+}
+
+#[test]
+fn bad_targets_and_plans_are_refused_with_the_reason() {
+    let run = |args: &[&str]| {
+        let o = hugewise().args(args).output().expect("run");
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).to_string(),
+        )
+    };
+    let (code, err) = run(&["promote", "--pid", "999999999"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("does not exist"), "{err}");
+    let (code, err) = run(&["promote"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("--pid"), "{err}");
+    // A file that is not a plan.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let f = dir.path().join("sys.json");
+    let o = hugewise()
+        .args(["sys", "--out"])
+        .arg(&f)
+        .output()
+        .expect("sys");
+    assert!(o.status.success());
+    let me = std::process::id().to_string();
+    let (code, err) = run(&["promote", "--pid", &me, "--plan", f.to_str().expect("path")]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("not a promotion plan"), "{err}");
+    // --plan and --policy do not go together.
+    let (code, _) = run(&[
+        "promote", "--pid", &me, "--plan", "x.json", "--policy", "mega",
+    ]);
+    assert_eq!(code, Some(2));
+}
