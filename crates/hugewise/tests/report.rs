@@ -35,6 +35,8 @@ fn every_saved_result_renders_as_its_command_printed_it() {
         "env-swap",
         "env-shaped",
         "env-restore",
+        "promote",
+        "bench-promote",
     ] {
         let json = fixtures().join(format!("{kind}.json"));
         let want = std::fs::read_to_string(fixtures().join(format!("{kind}.txt"))).expect("txt");

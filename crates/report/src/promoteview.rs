@@ -140,12 +140,13 @@ pub fn bench(r: &PromoteBenchReport) -> String {
     let _ = writeln!(
         o,
         "Zipf reads (s = {}) over {}: {} reads per run; plan and daemon within {} of the region \
-         ({} chunks); daemon every {} ms on one sample in {}\n",
+         ({} chunk{}); daemon every {} ms on one sample in {}\n",
         r.zipf_s,
         bytes(r.bytes),
         r.reads,
         pct(r.budget_share),
         r.plan_chunks,
+        if r.plan_chunks == 1 { "" } else { "s" },
         r.interval_ms,
         r.sample_every
     );

@@ -81,6 +81,16 @@ fn promotion_plan() {
 }
 
 #[test]
+fn promotion_session_and_benchmark() {
+    let AnyResult::Promote(s) = round_trip("promote.json", "hugewise/promote") else {
+        panic!("kind")
+    };
+    assert_eq!(s.result.mode, "daemon");
+    assert!(s.result.actions.iter().all(|a| a.succeeded()));
+    round_trip("bench-promote.json", "hugewise/bench-promote");
+}
+
+#[test]
 fn env_reports() {
     for (name, schema) in [
         ("env-show.json", "hugewise/env-show"),
