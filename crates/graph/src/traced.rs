@@ -304,6 +304,51 @@ impl Probe for Record {
 /// The recording tracer: one [`Record`] per worker thread.
 pub type Streams = PerThread<Record>;
 
+/// One thread's sampler: every `every`-th access goes to a shared sample ring, which a
+/// promotion daemon reads (`hugewise promote`); the rest cost one decrement.
+#[derive(Debug)]
+pub struct Sample<'a> {
+    ring: &'a hugewise_sys::shm::SampleRing,
+    every: u32,
+    left: u32,
+}
+
+impl<'a> Sample<'a> {
+    /// A sampler writing one access in `every` (at least 1) to `ring`; `phase` staggers the
+    /// threads so they do not all sample the same step of their loops.
+    pub fn new(ring: &'a hugewise_sys::shm::SampleRing, every: u32, phase: u32) -> Sample<'a> {
+        let every = every.max(1);
+        Sample {
+            ring,
+            every,
+            left: 1 + phase % every,
+        }
+    }
+}
+
+impl Probe for Sample<'_> {
+    #[inline(always)]
+    fn touch(&mut self, addr: usize, write: bool) {
+        self.left -= 1;
+        if self.left == 0 {
+            self.left = self.every;
+            self.ring.push(addr as u64 & !1 | u64::from(write));
+        }
+    }
+}
+
+/// The sampling tracer: one [`Sample`] per worker thread.
+pub type Sampled<'a> = PerThread<Sample<'a>>;
+
+/// A sampling tracer for `threads` worker threads.
+pub fn sampled(ring: &hugewise_sys::shm::SampleRing, every: u32, threads: usize) -> Sampled<'_> {
+    PerThread::new(
+        (0..threads.max(1))
+            .map(|i| Sample::new(ring, every, (i as u32).wrapping_mul(2_654_435_761)))
+            .collect(),
+    )
+}
+
 /// One array of the traced program.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Span {

@@ -181,6 +181,7 @@ fn run(command: Command, progress: Mode) -> anyhow::Result<u8> {
                 sources: a.settings.source.clone(),
                 verify: a.verify,
                 threads,
+                sample_every: a.sample_every,
             };
             let steps = Steps::new(progress, "loading", Unit::Items);
             let r = graphrun::run(&cfg, &mut counting(&steps, "trials"))

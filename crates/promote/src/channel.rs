@@ -10,7 +10,7 @@ use crate::Result;
 
 /// Where process `pid` publishes its samples.
 pub fn path(pid: i32) -> PathBuf {
-    PathBuf::from(format!("/dev/shm/hugewise-samples.{pid}"))
+    hugewise_sys::shm::ring_path(pid)
 }
 
 /// The writing end, owned by the program: it removes the file when dropped.

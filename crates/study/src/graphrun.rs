@@ -8,6 +8,7 @@ use std::time::Instant;
 use hugewise_graph::kernels::{pick_sources, Kernel, Spec, SpecExt};
 use hugewise_graph::load::{load, Input, LoadOptions, LoadStats};
 use hugewise_graph::reorder::{self, Method, Relabeling, ReorderStats};
+use hugewise_graph::traced::sampled;
 use hugewise_graph::{Csr, Layout};
 pub use hugewise_results::graph::{Degrees, GraphInfo, GraphWritten};
 pub use hugewise_results::run::{InfoReport, RunReport as Report, Trial};
@@ -37,6 +38,9 @@ pub struct Config {
     pub verify: bool,
     /// Worker threads.
     pub threads: usize,
+    /// Publish one access in this many to this process's sample ring
+    /// (`/dev/shm/hugewise-samples.<pid>`), for `hugewise promote --pid`.
+    pub sample_every: Option<u32>,
 }
 
 /// `wanted` sources from the given ones, in turn; each must be a vertex of the graph.
@@ -163,13 +167,24 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
     // One untimed warm-up run: the first touch of the kernel's arrays is slow in a VM, and
     // arrays sized by the edge count are made here.
     pool.install(|| kernel.run(&g, sources(0)))?;
+    let publisher = cfg
+        .sample_every
+        .map(|_| hugewise_promote::channel::Publisher::create(1 << 22))
+        .transpose()?;
+    let sampled = publisher
+        .as_ref()
+        .zip(cfg.sample_every)
+        .map(|(p, every)| sampled(p.ring(), every, cfg.threads));
     // Loading and warm-up are over: the count of trials starts.
     progress(0, cfg.trials as u64);
     for i in 0..cfg.trials as usize {
         let src = sources(i);
         let kernel_ns = pool.install(|| -> Result<_> {
             let t = Instant::now();
-            kernel.run(&g, src)?;
+            match &sampled {
+                Some(s) => kernel.sample(&g, src, s)?,
+                None => kernel.run(&g, src)?,
+            }
             Ok(t.elapsed().as_nanos() as u64)
         })?;
         let outcome = pool.install(|| kernel.outcome(&g));
@@ -215,6 +230,7 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
             huge as f64 / mapped as f64
         },
         peak_rss_bytes: hugewise_sys::rusage::peak_rss_bytes(),
+        sample_every: cfg.sample_every,
     })
 }
 
@@ -303,6 +319,7 @@ mod tests {
             sources: Vec::new(),
             verify: true,
             threads: 2,
+            sample_every: None,
         }
     }
 
@@ -316,6 +333,17 @@ mod tests {
         c.sources = vec![1 << 20];
         let e = run(&c, &mut |_, _| {}).expect_err("no such vertex");
         assert!(e.to_string().contains("not a vertex"), "{e}");
+    }
+
+    #[test]
+    fn sampled_trials_verify_and_say_they_were_sampled() {
+        let mut c = cfg("all=base", "natural");
+        c.sample_every = Some(64);
+        let r = run(&c, &mut |_, _| {}).expect("run");
+        assert_eq!(r.sample_every, Some(64));
+        assert!(r.trials.iter().all(|t| t.verified == Some(true)));
+        // The ring is the run's own and goes with it.
+        assert!(!hugewise_sys::shm::ring_path(std::process::id() as i32).exists());
     }
 
     #[test]

@@ -18,6 +18,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::{Error, Result};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"HWSAMP01");
+
+/// Where process `pid` publishes its sample ring, by convention, so that a daemon pointed at
+/// the pid finds it.
+pub fn ring_path(pid: i32) -> std::path::PathBuf {
+    std::path::PathBuf::from(format!("/dev/shm/hugewise-samples.{pid}"))
+}
 const VERSION: u32 = 1;
 const HEADER: usize = 64;
 

@@ -18,7 +18,7 @@ use rayon::prelude::*;
 
 use crate::csr::{RegionReport, RegionReportExt, Side};
 use crate::kernels::{add_f64, Kernel, Outcome};
-use crate::traced::{Off, Probe, Span, Streams, Tracer};
+use crate::traced::{Off, Probe, Sampled, Span, Streams, Tracer};
 use crate::{Csr, Layout, Result};
 
 const UNSEEN: u32 = u32::MAX;
@@ -206,6 +206,10 @@ impl Kernel for Bc {
 
     fn trace(&mut self, g: &Csr, sources: &[u32], t: &Streams) -> Result<()> {
         self.body(g, sources, t)
+    }
+
+    fn sample(&mut self, g: &Csr, sources: &[u32], s: &Sampled<'_>) -> Result<()> {
+        self.body(g, sources, s)
     }
 
     fn outcome(&self, _: &Csr) -> Outcome {

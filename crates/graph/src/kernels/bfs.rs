@@ -23,7 +23,7 @@ use rayon::prelude::*;
 
 use crate::csr::{RegionReport, RegionReportExt, Side};
 use crate::kernels::{Kernel, Outcome};
-use crate::traced::{Off, Probe, Span, Streams, Tracer};
+use crate::traced::{Off, Probe, Sampled, Span, Streams, Tracer};
 use crate::{Csr, Layout, Result};
 
 /// Parent value of an unreached vertex.
@@ -100,6 +100,10 @@ impl Kernel for Bfs {
 
     fn trace(&mut self, g: &Csr, sources: &[u32], t: &Streams) -> Result<()> {
         self.body(g, sources, t)
+    }
+
+    fn sample(&mut self, g: &Csr, sources: &[u32], s: &Sampled<'_>) -> Result<()> {
+        self.body(g, sources, s)
     }
 
     fn outcome(&self, _: &Csr) -> Outcome {

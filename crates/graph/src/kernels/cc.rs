@@ -26,7 +26,7 @@ use rayon::prelude::*;
 use crate::csr::{RegionReport, RegionReportExt};
 use crate::kernels::{Kernel, Outcome};
 use crate::rng::SplitMix64;
-use crate::traced::{Off, Probe, Span, Streams, Tracer};
+use crate::traced::{Off, Probe, Sampled, Span, Streams, Tracer};
 use crate::{Csr, Layout, Result};
 
 /// Neighbours linked in Afforest's first phase.
@@ -78,6 +78,10 @@ impl Kernel for Cc {
 
     fn trace(&mut self, g: &Csr, _: &[u32], t: &Streams) -> Result<()> {
         self.body(g, t)
+    }
+
+    fn sample(&mut self, g: &Csr, _: &[u32], s: &Sampled<'_>) -> Result<()> {
+        self.body(g, s)
     }
 
     fn outcome(&self, _: &Csr) -> Outcome {

@@ -25,7 +25,7 @@ pub use hugewise_results::kernel::{Outcome, Spec};
 
 use crate::csr::RegionReport;
 use crate::rng::SplitMix64;
-use crate::traced::{Probe, Span, Streams};
+use crate::traced::{Probe, Sampled, Span, Streams};
 use crate::{Csr, Error, Layout, Result};
 
 /// A kernel with its working arrays.
@@ -39,6 +39,9 @@ pub trait Kernel: Send + Sync {
     fn run(&mut self, g: &Csr, sources: &[u32]) -> Result<()>;
     /// Run once as [`Kernel::run`] does, telling `t` every access of every worker thread.
     fn trace(&mut self, g: &Csr, sources: &[u32], t: &Streams) -> Result<()>;
+    /// Run once as [`Kernel::run`] does, publishing one access in so many to a promotion
+    /// daemon through `s`.
+    fn sample(&mut self, g: &Csr, sources: &[u32], s: &Sampled<'_>) -> Result<()>;
     /// Where the kernel's arrays are, for a trace's header (arrays the first run creates are
     /// there after it).
     fn spans(&self) -> Vec<Span>;

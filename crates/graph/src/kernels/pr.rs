@@ -21,7 +21,7 @@ use rayon::prelude::*;
 
 use crate::csr::{RegionReport, RegionReportExt, Side};
 use crate::kernels::{add_f32, Kernel, Outcome};
-use crate::traced::{Off, Probe, Span, Streams, Tracer};
+use crate::traced::{Off, Probe, Sampled, Span, Streams, Tracer};
 use crate::{Csr, Layout, Result};
 
 /// Damping factor.
@@ -105,6 +105,10 @@ impl Kernel for Pr {
 
     fn trace(&mut self, g: &Csr, _: &[u32], t: &Streams) -> Result<()> {
         self.body(g, t)
+    }
+
+    fn sample(&mut self, g: &Csr, _: &[u32], s: &Sampled<'_>) -> Result<()> {
+        self.body(g, s)
     }
 
     fn outcome(&self, _: &Csr) -> Outcome {

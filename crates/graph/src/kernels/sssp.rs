@@ -19,7 +19,7 @@ use rayon::prelude::*;
 
 use crate::csr::{RegionReport, RegionReportExt, Side};
 use crate::kernels::{Kernel, Outcome};
-use crate::traced::{Off, Probe, Span, Streams, Tracer};
+use crate::traced::{Off, Probe, Sampled, Span, Streams, Tracer};
 use crate::{Csr, Layout, Result};
 
 /// Distance of an unreached vertex.
@@ -162,6 +162,10 @@ impl Kernel for Sssp {
 
     fn trace(&mut self, g: &Csr, sources: &[u32], t: &Streams) -> Result<()> {
         self.body(g, sources, t)
+    }
+
+    fn sample(&mut self, g: &Csr, sources: &[u32], s: &Sampled<'_>) -> Result<()> {
+        self.body(g, sources, s)
     }
 
     fn spans(&self) -> Vec<Span> {

@@ -23,7 +23,7 @@ use rayon::prelude::*;
 use crate::csr::{RegionReport, RegionReportExt, Side};
 use crate::kernels::{Kernel, Outcome};
 use crate::rng::SplitMix64;
-use crate::traced::{Off, Probe, Span, Streams, Tracer};
+use crate::traced::{Off, Probe, Sampled, Span, Streams, Tracer};
 use crate::{Csr, Layout, Result};
 
 /// Triangle counting with its oriented graph.
@@ -98,6 +98,10 @@ impl Kernel for Tc {
 
     fn trace(&mut self, g: &Csr, _: &[u32], t: &Streams) -> Result<()> {
         self.body(g, t)
+    }
+
+    fn sample(&mut self, g: &Csr, _: &[u32], s: &Sampled<'_>) -> Result<()> {
+        self.body(g, s)
     }
 
     fn outcome(&self, _: &Csr) -> Outcome {
