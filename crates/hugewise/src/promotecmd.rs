@@ -15,8 +15,8 @@ use hugewise_report::promoteview;
 use hugewise_study::promotebench;
 
 use crate::cli::parse_count;
-use crate::output::Output;
 use crate::envcli::parse_duration;
+use crate::output::Output;
 
 /// The daemon's policies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
