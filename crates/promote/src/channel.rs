@@ -78,13 +78,19 @@ impl Subscriber {
         })
     }
 
-    /// Append the addresses sampled since the last call to `out` (write bit cleared).
-    pub fn drain(&mut self, out: &mut Vec<usize>) -> u64 {
+    /// Append the addresses sampled since the last call to `out` (write bit cleared), at most
+    /// the newest `max` of them: a fast program can publish more samples than are worth
+    /// counting, and the newest are the ones that say what is hot now. Returns how many were
+    /// passed over (overwritten, or beyond `max`).
+    pub fn drain(&mut self, out: &mut Vec<usize>, max: usize) -> u64 {
+        let head = self.ring.head();
+        let skip_to = head.saturating_sub(max as u64).max(self.cursor);
         let mut raw = Vec::new();
-        let (c, lost) = self.ring.read_since(self.cursor, &mut raw);
+        let (c, lost) = self.ring.read_since(skip_to, &mut raw);
+        let passed = (skip_to - self.cursor) + lost;
         self.cursor = c;
-        self.lost += lost;
+        self.lost += passed;
         out.extend(raw.into_iter().map(|s| (s & !1) as usize));
-        lost
+        passed
     }
 }

@@ -32,6 +32,9 @@ pub struct Config {
     /// A candidate takes the place of a huge chunk only when its score is this many times the
     /// huge chunk's: hysteresis, so two chunks of equal heat do not swap back and forth.
     pub swap_factor: f64,
+    /// Most samples counted per target and interval (the newest): what bounds the daemon's
+    /// CPU time when a program publishes fast.
+    pub max_samples: usize,
 }
 
 impl Default for Config {
@@ -43,6 +46,7 @@ impl Default for Config {
             bias: HashMap::new(),
             max_promotions: 128,
             swap_factor: 2.0,
+            max_samples: 1 << 18,
         }
     }
 }
@@ -50,6 +54,9 @@ impl Default for Config {
 struct Managed {
     target: Target,
     samples: Option<Subscriber>,
+    /// Where to look for the target's samples while it publishes none yet (a program opens
+    /// its channel when its work starts, which may be after the daemon attached).
+    channel: Option<std::path::PathBuf>,
 }
 
 /// The daemon.
@@ -59,6 +66,10 @@ pub struct Daemon {
     targets: Vec<Managed>,
     t0: Instant,
     last: Option<Instant>,
+    ever_sampled: std::collections::BTreeSet<i32>,
+    /// Chunks the kernel refused to collapse with `EINVAL` (their mapping says no huge pages,
+    /// `MADV_NOHUGEPAGE`): asking again would only be refused again.
+    refused: std::collections::HashSet<(i32, usize)>,
 }
 
 impl Daemon {
@@ -70,18 +81,30 @@ impl Daemon {
             targets: Vec::new(),
             t0,
             last: None,
+            ever_sampled: Default::default(),
+            refused: Default::default(),
         }
     }
 
     /// Manage `target`; its access samples are read when it publishes them.
     pub fn add(&mut self, target: Target) {
-        let samples = Subscriber::open(target.pid());
-        self.add_with(target, samples);
+        let channel = crate::channel::path(target.pid());
+        let samples = Subscriber::open_at(&channel);
+        self.targets.push(Managed {
+            target,
+            samples,
+            channel: Some(channel),
+        });
+        self.targets.sort_by_key(|m| m.target.pid());
     }
 
-    /// Manage `target`, reading samples from `samples`.
+    /// Manage `target`, reading samples from `samples` only.
     pub fn add_with(&mut self, target: Target, samples: Option<Subscriber>) {
-        self.targets.push(Managed { target, samples });
+        self.targets.push(Managed {
+            target,
+            samples,
+            channel: None,
+        });
         self.targets.sort_by_key(|m| m.target.pid());
     }
 
@@ -90,13 +113,16 @@ impl Daemon {
         self.targets.iter().map(|m| m.target.pid()).collect()
     }
 
-    /// Which pids publish samples.
+    /// Which pids publish samples now or did at any interval so far.
     pub fn sampled(&self) -> Vec<i32> {
-        self.targets
-            .iter()
-            .filter(|m| m.samples.is_some())
-            .map(|m| m.target.pid())
-            .collect()
+        let mut v: std::collections::BTreeSet<i32> = self.ever_sampled.clone();
+        v.extend(
+            self.targets
+                .iter()
+                .filter(|m| m.samples.is_some())
+                .map(|m| m.target.pid()),
+        );
+        v.into_iter().collect()
     }
 
     /// The policy's name.
@@ -111,6 +137,9 @@ impl Daemon {
         let mut addrs = Vec::new();
         for mut m in std::mem::take(&mut self.targets) {
             let pid = m.target.pid();
+            if m.samples.is_none() {
+                m.samples = m.channel.as_deref().and_then(Subscriber::open_at);
+            }
             let first = chunks.len();
             let read = (|| -> Result<()> {
                 for r in m.target.huge_capable()? {
@@ -138,8 +167,9 @@ impl Daemon {
                 Err(e) => return Err(e),
             }
             if let Some(sub) = m.samples.as_mut() {
+                self.ever_sampled.insert(pid);
                 addrs.clear();
-                iv.samples_lost += sub.drain(&mut addrs);
+                iv.samples_lost += sub.drain(&mut addrs, self.cfg.max_samples);
                 iv.samples += addrs.len() as u64;
                 count_samples(&mut chunks[first..], &addrs);
             }
@@ -157,7 +187,7 @@ impl Daemon {
     }
 
     fn act(
-        &self,
+        &mut self,
         c: &ChunkInfo,
         kind: ActionKind,
         iv: &mut Interval,
@@ -191,6 +221,9 @@ impl Daemon {
         on_action(&a);
         if a.outcome == "gone" {
             return Ok(false);
+        }
+        if kind == ActionKind::Promote && a.outcome == "EINVAL" {
+            self.refused.insert((c.pid, c.addr));
         }
         let ok = a.succeeded();
         match (kind, ok) {
@@ -271,7 +304,13 @@ impl Daemon {
             )?;
         }
 
-        let order = budget::order(&d.promote, &chunks, self.cfg.share, &self.cfg.bias);
+        let wanted: Vec<(usize, f64)> = d
+            .promote
+            .iter()
+            .copied()
+            .filter(|&(i, _)| !self.refused.contains(&(chunks[i].pid, chunks[i].addr)))
+            .collect();
+        let order = budget::order(&wanted, &chunks, self.cfg.share, &self.cfg.bias);
         let score: HashMap<usize, f64> = d.promote.iter().copied().collect();
         for i in order.into_iter().take(self.cfg.max_promotions) {
             if huge + HUGE as u64 > iv.budget_bytes {

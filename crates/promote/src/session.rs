@@ -203,13 +203,14 @@ fn engine(
             for t in targets {
                 d.add(t);
             }
-            let sampled = d.sampled();
             let log = run_daemon(&mut d, t0, stop, &mut |iv, actions| {
                 for a in actions {
                     on_action(a);
                 }
                 on_interval(iv);
             })?;
+            // Targets may have opened their channel after the daemon attached.
+            let sampled = d.sampled();
             Ok((
                 log,
                 name.clone(),

@@ -171,3 +171,48 @@ fn a_target_that_exits_is_dropped_and_its_share_returns() {
     d.run(&cancel, &mut |_, _| panic!("no interval without targets"))
         .expect("run");
 }
+
+#[test]
+fn a_chunk_the_kernel_refuses_is_not_asked_again() {
+    let _one = serial();
+    let mut m = Mapping::anonymous(4 * HUGE, MapOptions::default()).expect("map");
+    m.advise(0..m.len(), Advice::NoHugePage).expect("no THP");
+    m.touch_pages(4096);
+    let t0 = Instant::now();
+    let me = std::process::id() as i32;
+    // khugepaged scanning everything at once, with room for everything.
+    let mut d = Daemon::new(
+        Box::new(Linux::with(1 << 30, 1.0, 511)),
+        cfg(Limit::Bytes(1 << 40)),
+        t0,
+    );
+    d.add(Target::attach(&ProcFs::default(), me, t0).expect("attach"));
+    let mine =
+        |a: &hugewise_promote::action::Action| a.start >= m.addr() && a.start < m.addr() + m.len();
+    let mut first = Vec::new();
+    d.step(&mut |a| first.push(a.clone())).expect("step");
+    let refused: Vec<_> = first.iter().filter(|a| mine(a)).collect();
+    assert_eq!(refused.len(), 4, "{refused:?}");
+    assert!(refused.iter().all(|a| a.outcome == "EINVAL"), "{refused:?}");
+    let mut second = Vec::new();
+    d.step(&mut |a| second.push(a.clone())).expect("step");
+    assert_eq!(second.iter().filter(|a| mine(a)).count(), 0);
+}
+
+#[test]
+fn the_daemon_counts_only_the_newest_samples() {
+    let ring = std::env::temp_dir().join(format!("hw-daemon-cap-{}", std::process::id()));
+    let p = Publisher::create_at(&ring, 1 << 12).expect("ring");
+    let mut sub = Subscriber::open_at(&ring).expect("open");
+    for i in 0..1000u64 {
+        p.sample(i as usize * 4096, false);
+    }
+    let mut got = Vec::new();
+    // 1000 published, 100 wanted: the newest 100, and 900 passed over.
+    assert_eq!(sub.drain(&mut got, 100), 900);
+    assert_eq!(got.len(), 100);
+    assert_eq!((got[0], got[99]), (900 * 4096, 999 * 4096));
+    got.clear();
+    assert_eq!(sub.drain(&mut got, 100), 0);
+    assert!(got.is_empty());
+}
