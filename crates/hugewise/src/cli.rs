@@ -371,7 +371,7 @@ pub struct RunArgs {
     /// Check every trial against an independent serial implementation.
     #[arg(long)]
     pub verify: bool,
-    /// Publish one access in N to /dev/shm/hugewise-samples.<pid>, where `hugewise promote
+    /// Publish one access in N to /dev/shm/hugewise-samples.PID, where `hugewise promote
     /// --pid` finds it (the timed trials include the sampling).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub sample_every: Option<u32>,
