@@ -13,6 +13,29 @@ pub fn path(pid: i32) -> PathBuf {
     hugewise_sys::shm::ring_path(pid)
 }
 
+/// Remove the sample rings in `dir` whose writer, named by the pid in the file name, is no
+/// longer `alive`. Returns how many were removed.
+pub fn remove_stale(dir: &Path, alive: &dyn Fn(i32) -> bool) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("hugewise-samples."))
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if !alive(pid) && std::fs::remove_file(e.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
 /// The writing end, owned by the program: it removes the file when dropped.
 #[derive(Debug)]
 pub struct Publisher {
@@ -21,8 +44,13 @@ pub struct Publisher {
 }
 
 impl Publisher {
-    /// Publish this process's samples in a ring of `slots` samples.
+    /// Publish this process's samples in a ring of `slots` samples. Rings left in `/dev/shm`
+    /// by programs that died without removing theirs (Ctrl-C, SIGKILL) are removed first, so
+    /// shared memory does not fill up with them.
     pub fn create(slots: usize) -> Result<Publisher> {
+        remove_stale(Path::new("/dev/shm"), &|pid| {
+            Path::new("/proc").join(pid.to_string()).exists()
+        });
         Publisher::create_at(&path(std::process::id() as i32), slots)
     }
 
@@ -92,5 +120,36 @@ impl Subscriber {
         self.lost += passed;
         out.extend(raw.into_iter().map(|s| (s & !1) as usize));
         passed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rings_of_dead_writers_are_removed_and_others_kept() {
+        let dir = std::env::temp_dir().join(format!("hw-stale-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        for name in [
+            "hugewise-samples.11",
+            "hugewise-samples.22",
+            "other.33",
+            "hugewise-samples.x",
+        ] {
+            std::fs::write(dir.join(name), b"").expect("write");
+        }
+        assert_eq!(remove_stale(&dir, &|pid| pid == 22), 1);
+        let mut left: Vec<String> = std::fs::read_dir(&dir)
+            .expect("read")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            ["hugewise-samples.22", "hugewise-samples.x", "other.33"]
+        );
+        std::fs::remove_dir_all(&dir).expect("clean");
     }
 }

@@ -65,11 +65,6 @@ impl Target {
         self.pid
     }
 
-    /// Whether frames are visible, so that huge pages can be told from base pages per chunk.
-    pub fn sees_frames(&self) -> bool {
-        self.kpf.is_some()
-    }
-
     /// The target's mappings now.
     pub fn maps(&self) -> Result<Vec<MapEntry>> {
         self.proc
@@ -218,12 +213,14 @@ impl Target {
                 None => return Err(Error::Sys(e)),
             }
         }
-        if self.kpf.is_some() {
-            match self.scan(&range) {
-                Ok(chunks) => action.huge_bytes_after = Some(chunk::huge_bytes(&chunks)),
-                Err(Error::Gone { .. }) => action.outcome = "gone".into(),
-                Err(e) => return Err(e),
+        // PAGEMAP_SCAN tells huge mappings apart without root; older kernels need kpageflags.
+        match self.scan(&range) {
+            Ok(chunks) if chunks.iter().all(|c| c.huge.is_some()) => {
+                action.huge_bytes_after = Some(chunk::huge_bytes(&chunks))
             }
+            Ok(_) => {}
+            Err(Error::Gone { .. }) => action.outcome = "gone".into(),
+            Err(e) => return Err(e),
         }
         Ok(action)
     }
