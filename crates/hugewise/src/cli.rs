@@ -5,13 +5,14 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 use hugewise_graph::fits::{Fit, KERNEL_VERTEX_BYTES};
 use hugewise_graph::kernels::Spec;
-use hugewise_graph::layout::{ALL_REGIONS, KERNEL_REGIONS};
+use hugewise_graph::layout::ALL_REGIONS;
 use hugewise_graph::load::{Input, LoadOptions};
 use hugewise_graph::reorder::Method;
 use hugewise_graph::Layout;
 use hugewise_mem::{AllocOrder, Bytes, PagePolicy, PolicyMap};
 use hugewise_sim::grammar::parse_calibration;
 use hugewise_sim::{Budgets, PolicyList};
+use hugewise_study::pagebench::Variant;
 use hugewise_trace::meta::Calibration;
 
 pub use crate::output::Output;
@@ -198,11 +199,16 @@ rounds of base/variant measured in the same round.")]
   hugewise bench pages bfs --graph kron:24            property=base vs property=thp
   hugewise bench pages pr --graph g.hwg --compare all=base --compare property=thp-prefix:5%
   hugewise bench pages bfs --graph kron:24 --rounds 7 --markdown
+  hugewise bench pages bfs --graph kron:22 --compare 'all=base;name:4 KiB' \
+      --compare 'all=thp;graph:all=thp;name:ideal' \
+      --compare 'property=thp-prefix:3%;reorder:dbg;name:DBG + hot 3%'
 
 The graph's arrays take --graph-pages (all=base by default) and are shared by every variant;
 each --compare sets the kernel's arrays (property, frontier) and gets its own copy of them.
-The first --compare is the baseline. Each round runs every variant once from the same
-sources, in alternating order, after checking the machine is quiet.")]
+A variant with graph:PAGES or reorder:METHOD runs on its own copy of the graph, built once
+from the loaded one before timing (sources are the same vertices, renamed). The first
+--compare is the baseline. Each round runs every variant once from the same sources, in
+alternating order, after checking the machine is quiet.")]
     Pages(PagesArgs),
 
     /// A skewed random-read workload with 4 KiB pages, all huge, a replayed plan and the
@@ -225,8 +231,10 @@ pub struct PagesArgs {
     pub graph_pages: PolicyMap,
     /// A layout of the kernel's arrays (property, frontier); give two or more, baseline
     /// first [default: all=base and all=base,property=thp].
-    #[arg(long = "compare", value_name = "PAGES", value_parser = parse_kernel_pages)]
-    pub compare: Vec<String>,
+    /// Also `PAGES;graph:PAGES;reorder:dbg;name:NAME` for a variant with its own copy of the
+    /// graph (other page policies for its arrays, or reordered vertices), built once.
+    #[arg(long = "compare", value_name = "PAGES", value_parser = parse_variant)]
+    pub compare: Vec<Variant>,
     /// Rounds; each runs every variant once.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub rounds: u32,
@@ -385,9 +393,12 @@ pub struct RunArgs {
 
 impl PagesArgs {
     /// The layouts to compare, baseline first, or a usage error.
-    pub fn variants(&self) -> Result<Vec<String>, String> {
+    pub fn variants(&self) -> Result<Vec<Variant>, String> {
         match self.compare.len() {
-            0 => Ok(vec!["all=base".into(), "all=base,property=thp".into()]),
+            0 => ["all=base", "all=base,property=thp"]
+                .iter()
+                .map(|s| parse_variant(s))
+                .collect(),
             1 => Err("give --compare twice or more: a baseline and what to compare with it".into()),
             _ => Ok(self.compare.clone()),
         }
@@ -665,15 +676,9 @@ fn parse_reorder(s: &str) -> Result<Method, String> {
     s.parse().map_err(|e: hugewise_graph::Error| e.to_string())
 }
 
-/// A layout of the kernel's arrays only: the graph's are shared by every variant.
-fn parse_kernel_pages(s: &str) -> Result<String, String> {
-    PolicyMap::parse(s, KERNEL_REGIONS)
-        .map(|p| p.to_string())
-        .map_err(|e| {
-            format!(
-                "{e} (--compare sets property and frontier; the graph's arrays take --graph-pages)"
-            )
-        })
+/// A layout to compare: the kernel's arrays, optionally on a copy of the graph of its own.
+fn parse_variant(s: &str) -> Result<Variant, String> {
+    Variant::parse(s).map_err(|e| e.to_string())
 }
 
 fn parse_pages(s: &str) -> Result<PolicyMap, String> {

@@ -8,6 +8,7 @@ pub mod envview;
 pub mod fmt;
 pub mod promoteview;
 pub mod simview;
+pub mod studyview;
 pub mod table;
 pub mod views;
 
@@ -55,5 +56,6 @@ pub fn render(r: &AnyResult, style: Style) -> Option<String> {
         AnyResult::EnvSwap(s) => envview::swap(&s.result),
         AnyResult::EnvShaped(s) => envview::shaped_run(&s.result),
         AnyResult::EnvRestore(s) => envview::restore(&s.result),
+        AnyResult::Study(s) => studyview::plan(&s.result),
     })
 }

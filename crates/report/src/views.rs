@@ -5,7 +5,7 @@ use std::fmt::Write;
 use hugewise_results::faultlat::{FaultlatReport, Latency};
 use hugewise_results::graph::{GraphInfo, GraphWritten, RegionReport};
 use hugewise_results::machine::{MachineReport, Probe, Selector};
-use hugewise_results::pagebench::PagesReport;
+use hugewise_results::pagebench::{PagesReport, PagesVariant};
 use hugewise_results::randread::RandreadReport;
 use hugewise_results::run::{InfoReport, RunReport};
 use hugewise_results::stats::{Quiet, BUSY_SHARE};
@@ -342,7 +342,7 @@ const SPREAD_NOTE: &str =
     "spread: median absolute deviation of the samples from their median, as a share of the median";
 
 /// How many of `samples` were taken on a busy machine, and how many there are.
-fn busy_of<'a>(samples: impl Iterator<Item = &'a Option<Quiet>>) -> (usize, usize) {
+pub(crate) fn busy_of<'a>(samples: impl Iterator<Item = &'a Option<Quiet>>) -> (usize, usize) {
     samples.fold((0, 0), |(busy, all), q| {
         (busy + usize::from(q.is_some_and(|q| q.busy())), all + 1)
     })
@@ -495,6 +495,21 @@ pub fn graph_written(r: &GraphWritten) -> String {
     o
 }
 
+/// A variant's name in tables: its own name, or its layout (and its graph copy's).
+pub fn variant_label(v: &PagesVariant) -> String {
+    if let Some(n) = &v.name {
+        return n.clone();
+    }
+    let mut s = v.pages.clone();
+    if let Some(g) = &v.graph_pages {
+        s.push_str(&format!("; graph {g}"));
+    }
+    if let Some(m) = &v.reorder {
+        s.push_str(&format!("; {m}"));
+    }
+    s
+}
+
 /// `hugewise bench pages`.
 pub fn pagebench(r: &PagesReport) -> String {
     let mut o = String::new();
@@ -524,7 +539,7 @@ pub fn pagebench(r: &PagesReport) -> String {
         );
         busy_total += busy;
         t.row([
-            marked(&s.pages, busy),
+            marked(&variant_label(s), busy),
             ns(k.median),
             ns(k.min),
             ns(k.max),
@@ -539,7 +554,7 @@ pub fn pagebench(r: &PagesReport) -> String {
     let (_, all) = busy_of(r.samples.iter().map(|s| &s.quiet));
     o.push_str(&sample_notes(busy_total, all));
     for s in &r.summary {
-        let _ = writeln!(o, "\nkernel arrays for {}:", s.pages);
+        let _ = writeln!(o, "\nkernel arrays for {}:", variant_label(s));
         o.push_str(&regions_table(&s.regions));
     }
     o
@@ -559,7 +574,7 @@ pub fn pagebench_markdown(r: &PagesReport) -> String {
         let _ = writeln!(
             o,
             "| {} | {} | {} | {} | {} | {} |",
-            s.pages,
+            variant_label(s),
             ns(k.median),
             ns(k.min),
             ns(k.max),

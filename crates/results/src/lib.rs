@@ -24,6 +24,7 @@ pub mod randread;
 pub mod run;
 pub mod sim;
 pub mod stats;
+pub mod study;
 
 use std::path::{Path, PathBuf};
 
@@ -261,6 +262,8 @@ kinds! {
     EnvShaped(env::ShapedRun) = "hugewise/env-shaped", 1;
     /// `hugewise env restore`.
     EnvRestore(env::RestoreReport) = "hugewise/env-restore", 1;
+    /// `hugewise study`: the plan of a study directory.
+    Study(study::StudyPlan) = "hugewise/study", 1;
 }
 
 /// Read any saved result from `path`.

@@ -23,4 +23,10 @@ pub struct Meta {
     pub thp_enabled: Option<String>,
     /// THP `defrag` at the start.
     pub thp_defrag: Option<String>,
+    /// The machine's host name (tells machines apart when studies are merged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The study and run this result belongs to, and the machine shape it ran in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub study: Option<Box<crate::study::StudyTag>>,
 }

@@ -24,10 +24,19 @@ pub struct PagesSample {
 /// One variant over all rounds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PagesVariant {
+    /// Its name, when the comparison named its layouts (studies do).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// Policies of the kernel's arrays, canonical.
     pub pages: String,
     /// Kernel time over rounds.
     pub kernel_ns: Summary,
+    /// Policies of the graph's arrays when this variant has its own copy of the graph.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph_pages: Option<String>,
+    /// Reordering of this variant's copy of the graph.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reorder: Option<String>,
     /// Median over rounds of baseline time / this variant's time; `null` for the baseline.
     pub speedup_vs_first: Option<f64>,
     /// The kernel's arrays with their backing after the last round.

@@ -32,6 +32,8 @@ pub fn collect_from(proc: &ProcFs, sys: &SysFs, tool_version: &str, command: Vec
         mem_total_bytes: proc.meminfo().ok().map(|m| m.total_bytes),
         thp_enabled: thp.as_ref().map(|t| t.enabled.current.clone()),
         thp_defrag: thp.and_then(|t| t.defrag.map(|d| d.current)),
+        host: proc.hostname().ok(),
+        study: None,
     }
 }
 

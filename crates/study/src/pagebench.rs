@@ -10,9 +10,10 @@
 use std::time::{Duration, Instant};
 
 use hugewise_graph::kernels::{pick_sources, Kernel, Spec, SpecExt};
-use hugewise_graph::layout::KERNEL_REGIONS;
+use hugewise_graph::layout::{ALL_REGIONS, KERNEL_REGIONS};
 use hugewise_graph::load::{load, Input, LoadOptions};
-use hugewise_graph::Layout;
+use hugewise_graph::reorder::{self, Method, Relabeling};
+use hugewise_graph::{Csr, Layout};
 use hugewise_mem::{AllocOrder, PolicyMap};
 pub use hugewise_results::pagebench::{
     PagesReport as Report, PagesSample as Sample, PagesVariant as VariantSummary,
@@ -22,6 +23,82 @@ use crate::quiet;
 use crate::stats::{median, summarize};
 use crate::{Error, Progress, Result};
 
+/// One layout to compare: the kernel's arrays, and optionally a copy of the graph of its own
+/// (other page policies for the graph's arrays, or reordered vertices).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Variant {
+    /// Its name in tables; `None` shows the layout itself.
+    pub name: Option<String>,
+    /// Policies of the kernel's arrays.
+    pub kernel_pages: PolicyMap,
+    /// Policies of this variant's own copy of the graph (`None`: the shared graph).
+    pub graph_pages: Option<PolicyMap>,
+    /// Reorder this variant's copy of the graph.
+    pub reorder: Option<Method>,
+}
+
+impl Variant {
+    /// The kernel's arrays only, on the shared graph.
+    pub fn kernel(pages: PolicyMap) -> Variant {
+        Variant {
+            name: None,
+            kernel_pages: pages,
+            graph_pages: None,
+            reorder: None,
+        }
+    }
+
+    /// Parse `KERNEL-PAGES[;graph:GRAPH-PAGES][;reorder:METHOD][;name:NAME]`, e.g.
+    /// `property=thp-prefix:5%;reorder:dbg` or `all=thp;graph:all=thp;name:ideal`.
+    pub fn parse(s: &str) -> Result<Variant> {
+        let mut v = Variant::kernel(PolicyMap::default());
+        let mut kernel = None;
+        for part in s.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+            if let Some(g) = part.strip_prefix("graph:") {
+                v.graph_pages = Some(
+                    PolicyMap::parse(g, ALL_REGIONS)
+                        .map_err(|e| Error::Config(format!("'{s}': graph: {e}")))?,
+                );
+            } else if let Some(m) = part.strip_prefix("reorder:") {
+                v.reorder =
+                    Some(m.parse().map_err(|e: hugewise_graph::Error| {
+                        Error::Config(format!("'{s}': {e}"))
+                    })?);
+            } else if let Some(n) = part.strip_prefix("name:") {
+                v.name = Some(n.to_string());
+            } else if kernel.is_none() {
+                kernel = Some(PolicyMap::parse(part, KERNEL_REGIONS).map_err(|e| {
+                    Error::Config(format!(
+                        "'{s}': {e} (the kernel's arrays are property and frontier; give the \
+                         graph's as graph:PAGES)"
+                    ))
+                })?);
+            } else {
+                return Err(Error::Config(format!(
+                    "'{s}': '{part}' is a second set of kernel pages; the parts are KERNEL-PAGES, \
+                     graph:PAGES, reorder:METHOD and name:NAME, separated by ';'"
+                )));
+            }
+        }
+        v.kernel_pages = kernel.unwrap_or_default();
+        Ok(v)
+    }
+
+    /// The graph copy this variant runs on: `None` for the shared graph.
+    fn graph_key(&self) -> Option<(String, Option<Method>)> {
+        if self.graph_pages.is_none() && self.reorder.is_none() {
+            return None;
+        }
+        Some((
+            self.graph_pages
+                .as_ref()
+                .map(|p| p.to_string())
+                .unwrap_or_default(),
+            self.reorder,
+        ))
+    }
+}
+
 /// What to compare.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -29,16 +106,30 @@ pub struct Config {
     pub input: Input,
     /// How to load it.
     pub load: LoadOptions,
-    /// Policies of the graph's arrays, shared by every variant.
+    /// Policies of the graph's arrays, shared by every variant without a copy of its own.
     pub graph_pages: PolicyMap,
     /// The kernel.
     pub kernel: Spec,
-    /// Policies of the kernel's arrays, one map per variant; the first is the baseline.
-    pub variants: Vec<String>,
+    /// The layouts; the first is the baseline.
+    pub variants: Vec<Variant>,
     /// Rounds; each runs every variant once.
     pub rounds: u32,
     /// Worker threads.
     pub threads: usize,
+}
+
+/// A copy of the graph that some variants run on, with the ids of its vertices.
+struct Copy {
+    graph: Csr,
+    relabeling: Option<Relabeling>,
+}
+
+impl Copy {
+    fn source(&self, original: u32) -> u32 {
+        self.relabeling
+            .as_ref()
+            .map_or(original, |r| r.new_id(original))
+    }
 }
 
 /// Run the comparison; `progress` counts samples (0 once loading and warm-up are over).
@@ -48,40 +139,78 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
             "compare at least two layouts over at least one round".into(),
         ));
     }
-    let layouts: Vec<Layout> = cfg
-        .variants
-        .iter()
-        .map(|v| {
-            PolicyMap::parse(v, KERNEL_REGIONS)
-                .map(|pages| Layout {
-                    pages,
-                    order: AllocOrder::Natural,
-                })
-                .map_err(|e| {
-                    Error::Config(format!(
-                        "variant '{v}': {e} (variants set the kernel's arrays only; the graph's \
-                         come from --graph-pages)"
-                    ))
-                })
-        })
-        .collect::<Result<_>>()?;
-    let pool = crate::thread_pool(cfg.threads)?;
-    let graph_layout = Layout {
-        pages: cfg.graph_pages.clone(),
+    let layout = |pages: &PolicyMap| Layout {
+        pages: pages.clone(),
         order: AllocOrder::Natural,
     };
+    let pool = crate::thread_pool(cfg.threads)?;
     let mut load_opts = cfg.load;
     load_opts.weighted |= cfg.kernel.needs_weights();
-    let (g, load_stats) =
-        pool.install(|| load(&cfg.input, load_opts, &graph_layout, &mut |_| Ok(())))?;
+    let (g, load_stats) = pool.install(|| {
+        load(
+            &cfg.input,
+            load_opts,
+            &layout(&cfg.graph_pages),
+            &mut |_| Ok(()),
+        )
+    })?;
     cfg.kernel.check(&g)?;
+    // Each distinct copy of the graph is built once, from the loaded one.
+    let mut keys: Vec<(String, Option<Method>)> = Vec::new();
+    let mut copy_of = Vec::new();
+    for v in &cfg.variants {
+        copy_of.push(v.graph_key().map(|k| {
+            keys.iter().position(|x| *x == k).unwrap_or_else(|| {
+                keys.push(k);
+                keys.len() - 1
+            })
+        }));
+    }
+    let mut copies = Vec::new();
+    for (pages, method) in &keys {
+        let pages = if pages.is_empty() {
+            cfg.graph_pages.clone()
+        } else {
+            PolicyMap::parse(pages, ALL_REGIONS).map_err(|e| Error::Config(e.to_string()))?
+        };
+        let copy = pool.install(|| -> Result<Copy> {
+            Ok(match method {
+                Some(m) => {
+                    let (h, r, _) = reorder::reorder(&g, *m, cfg.load.seed, &layout(&pages))?;
+                    Copy {
+                        graph: h,
+                        relabeling: Some(r),
+                    }
+                }
+                None => {
+                    let same = Relabeling::from_order((0..g.n() as u32).collect())?;
+                    Copy {
+                        graph: reorder::relabel(&g, &same, &layout(&pages))?,
+                        relabeling: None,
+                    }
+                }
+            })
+        })?;
+        copies.push(copy);
+    }
+    let shared = Copy {
+        graph: g,
+        relabeling: None,
+    };
+    let graph_of = |v: usize| copy_of[v].map_or(&shared, |c| &copies[c]);
     let per_trial = cfg.kernel.sources_per_trial();
-    let sources = pick_sources(&g, cfg.load.seed, per_trial * cfg.rounds as usize)?;
+    let sources = pick_sources(
+        &shared.graph,
+        cfg.load.seed,
+        per_trial * cfg.rounds as usize,
+    )?;
     let mut kernels: Vec<Box<dyn Kernel>> = Vec::new();
-    for layout in &layouts {
-        let mut k = pool.install(|| cfg.kernel.create(layout, g.n()))?;
+    for (i, v) in cfg.variants.iter().enumerate() {
+        let c = graph_of(i);
+        let mut k = pool.install(|| cfg.kernel.create(&layout(&v.kernel_pages), c.graph.n()))?;
+        let warm: Vec<u32> = sources[..per_trial].iter().map(|s| c.source(*s)).collect();
         // Warm-up: creates edge-sized arrays and takes first-touch costs out of the timing.
-        pool.install(|| k.run(&g, &sources[..per_trial]))?;
+        pool.install(|| k.run(&c.graph, &warm))?;
         kernels.push(k);
     }
     let total = cfg.rounds as u64 * kernels.len() as u64;
@@ -95,6 +224,8 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
             order.reverse();
         }
         for v in order {
+            let c = graph_of(v);
+            let mine: Vec<u32> = src.iter().map(|s| c.source(*s)).collect();
             let quiet = quiet::wait_quiet(
                 hugewise_results::stats::BUSY_SHARE,
                 Duration::from_millis(200),
@@ -103,7 +234,7 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
             let k = &mut kernels[v];
             let kernel_ns = pool.install(|| -> Result<u64> {
                 let t = Instant::now();
-                k.run(&g, src)?;
+                k.run(&c.graph, &mine)?;
                 Ok(t.elapsed().as_nanos() as u64)
             })?;
             samples.push(Sample {
@@ -116,15 +247,13 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
             progress(samples.len() as u64, total);
         }
     }
-    let graph_regions = g.regions()?;
-    let graph_mapped: u64 = graph_regions.iter().map(|r| r.backing.total_bytes).sum();
-    let graph_huge: u64 = graph_regions.iter().map(|r| r.backing.huge_bytes()).sum();
     let time = |v: usize, round: u32| {
         samples
             .iter()
             .find(|s| s.variant == v && s.round == round)
             .map(|s| s.kernel_ns as f64)
     };
+    let graph_regions = shared.graph.regions()?;
     let mut summary = Vec::new();
     for (v, k) in kernels.iter().enumerate() {
         let ns: Vec<f64> = (0..cfg.rounds).filter_map(|r| time(v, r)).collect();
@@ -132,10 +261,23 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
             .filter_map(|r| Some(time(0, r)? / time(v, r)?))
             .collect();
         let regions = k.regions()?;
-        let mapped: u64 = regions.iter().map(|r| r.backing.total_bytes).sum::<u64>() + graph_mapped;
-        let huge: u64 = regions.iter().map(|r| r.backing.huge_bytes()).sum::<u64>() + graph_huge;
+        let own_graph = graph_of(v).graph.regions()?;
+        let mapped: u64 = regions
+            .iter()
+            .chain(&own_graph)
+            .map(|r| r.backing.total_bytes)
+            .sum();
+        let huge: u64 = regions
+            .iter()
+            .chain(&own_graph)
+            .map(|r| r.backing.huge_bytes())
+            .sum();
+        let spec = &cfg.variants[v];
         summary.push(VariantSummary {
-            pages: layouts[v].pages.to_string(),
+            name: spec.name.clone(),
+            pages: spec.kernel_pages.to_string(),
+            graph_pages: spec.graph_pages.as_ref().map(|p| p.to_string()),
+            reorder: spec.reorder.map(|m| m.to_string()),
             kernel_ns: summarize(&ns).ok_or_else(|| Error::Config("no samples".into()))?,
             speedup_vs_first: if v == 0 { None } else { median(&ratios) },
             regions,
@@ -148,7 +290,7 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
     }
     Ok(Report {
         graph_spec: cfg.input.to_string(),
-        graph: g.info(),
+        graph: shared.graph.info(),
         graph_pages: cfg.graph_pages.to_string(),
         graph_regions,
         kernel: cfg.kernel,
@@ -163,7 +305,6 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hugewise_graph::layout::ALL_REGIONS;
 
     fn cfg(variants: &[&str]) -> Config {
         Config {
@@ -176,7 +317,10 @@ mod tests {
             },
             graph_pages: PolicyMap::parse("all=base", ALL_REGIONS).expect("pages"),
             kernel: Spec::default_for("bfs").expect("bfs"),
-            variants: variants.iter().map(|s| s.to_string()).collect(),
+            variants: variants
+                .iter()
+                .map(|s| Variant::parse(s).expect("variant"))
+                .collect(),
             rounds: 3,
             threads: 2,
         }
@@ -207,9 +351,41 @@ mod tests {
 
     #[test]
     fn variants_name_kernel_arrays_only() {
-        let e = run(&cfg(&["all=base", "edges=thp"]), &mut |_, _| {})
-            .expect_err("graph array in a variant");
-        assert!(e.to_string().contains("variant 'edges=thp'"), "{e}");
+        let e = Variant::parse("edges=thp").expect_err("graph array in kernel pages");
+        assert!(e.to_string().contains("'edges=thp'"), "{e}");
+        assert!(e.to_string().contains("graph:PAGES"), "{e}");
+        let e = Variant::parse("all=thp;property=base").expect_err("two kernel maps");
+        assert!(e.to_string().contains("second set"), "{e}");
+        assert!(Variant::parse("all=base;reorder:sideways").is_err());
+        let v = Variant::parse("property=thp-prefix:5%;reorder:dbg;name:hot").expect("parse");
+        assert_eq!(v.reorder, Some(Method::Dbg));
+        assert_eq!(v.name.as_deref(), Some("hot"));
         assert!(run(&cfg(&["all=base"]), &mut |_, _| {}).is_err());
+    }
+
+    #[test]
+    fn reordered_and_ideal_copies_run_from_the_same_sources() {
+        let r = run(
+            &cfg(&[
+                "all=base;name:base",
+                "all=base;reorder:dbg;name:dbg",
+                "all=thp;graph:all=thp;name:ideal",
+            ]),
+            &mut |_, _| {},
+        )
+        .expect("run");
+        assert_eq!(r.summary[1].reorder.as_deref(), Some("dbg"));
+        assert_eq!(r.summary[2].graph_pages.as_deref(), Some("all=thp"));
+        // The ideal's graph arrays are its own and huge; the baseline's are not.
+        assert_eq!(r.summary[0].huge_footprint_share, 0.0);
+        assert!(
+            r.summary[2].huge_footprint_share > 0.0,
+            "{:?}",
+            r.summary[2]
+        );
+        for round in 0..3 {
+            let s: Vec<_> = r.samples.iter().filter(|s| s.round == round).collect();
+            assert!(s.windows(2).all(|w| w[0].sources == w[1].sources));
+        }
     }
 }

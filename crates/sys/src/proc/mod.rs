@@ -251,6 +251,11 @@ impl ProcFs {
         self.read_knob("sys/kernel/osrelease")
     }
 
+    /// The host name (`sys/kernel/hostname`).
+    pub fn hostname(&self) -> Result<String> {
+        self.read_knob("sys/kernel/hostname")
+    }
+
     /// The first CPU's model name from `cpuinfo`; `None` where the file has none (some
     /// architectures name it otherwise).
     pub fn cpu_model(&self) -> Result<Option<String>> {

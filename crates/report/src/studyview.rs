@@ -1,0 +1,159 @@
+//! Views of a study: its plan (what `--dry-run` prints), the table of its `pages` runs, and its
+//! headlines set against the seeds' numbers.
+
+use std::fmt::Write;
+
+use hugewise_results::pagebench::PagesReport;
+use hugewise_results::study::{Headline, Metric, StudyPlan, Work};
+
+use crate::fmt::pct;
+use crate::table::Table;
+use crate::views::{busy_of, variant_label};
+
+fn duration(s: f64) -> String {
+    let s = s.round() as u64;
+    match s {
+        0..=59 => format!("{s} s"),
+        60..=3599 => format!("{} min {:02} s", s / 60, s % 60),
+        _ => format!("{} h {:02} min", s / 3600, (s % 3600) / 60),
+    }
+}
+
+/// One line saying what a run does.
+pub fn work_line(w: &Work) -> String {
+    match w {
+        Work::Pages {
+            graph,
+            kernel,
+            variants,
+            rounds,
+        } => format!(
+            "{kernel} on {graph}: {} ({rounds} rounds)",
+            variants
+                .iter()
+                .map(|v| v.name.as_str())
+                .collect::<Vec<_>>()
+                .join(" / ")
+        ),
+        Work::Curve {
+            graph,
+            kernel,
+            policies,
+            budgets,
+            reorder,
+        } => format!(
+            "{kernel} on {graph}{}: simulated {} at {} budgets",
+            reorder
+                .as_ref()
+                .map(|m| format!(" ({m})"))
+                .unwrap_or_default(),
+            policies.join(", "),
+            budgets.len()
+        ),
+        Work::Faultlat {
+            size_bytes,
+            policy,
+            then_collapse,
+        } => format!(
+            "fault latency, {} {policy}{}",
+            crate::fmt::bytes(*size_bytes),
+            if *then_collapse { " then collapse" } else { "" }
+        ),
+    }
+}
+
+/// The plan: every run with its machine shape and estimated time.
+pub fn plan(p: &StudyPlan) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "study   {}{}: {}",
+        p.preset,
+        if p.quick { " (quick)" } else { "" },
+        p.question
+    );
+    let _ = writeln!(o, "figures {}", p.reproduces);
+    let _ = writeln!(
+        o,
+        "runs    {}, {} threads, {} rounds each; about {} in all\n",
+        p.runs.len(),
+        p.threads,
+        p.repeat,
+        duration(p.estimate_s)
+    );
+    let mut t = Table::new(["#", "run", "machine", "work", "estimate"]);
+    for (i, r) in p.runs.iter().enumerate() {
+        t.row([
+            (i + 1).to_string(),
+            r.id.clone(),
+            r.shape.describe(),
+            work_line(&r.work),
+            duration(r.estimate_s),
+        ]);
+    }
+    o.push_str(&t.render());
+    o
+}
+
+fn metric_value(m: &Metric, v: f64) -> String {
+    match m {
+        Metric::Speedup { .. } => format!("{v:.2}x"),
+        Metric::ShareOfIdeal { .. } | Metric::HugeShare { .. } => pct(v),
+    }
+}
+
+/// The headlines: each claim, what was measured here, the paper's number.
+pub fn headlines(h: &[Headline]) -> String {
+    let mut t = Table::new(["headline", "here", "paper", "source", "runs"]);
+    for x in h {
+        t.row([
+            x.claim.what.clone(),
+            x.measured
+                .map(|v| metric_value(&x.claim.metric, v))
+                .unwrap_or_else(|| "not measured".into()),
+            metric_value(&x.claim.metric, x.claim.paper_value),
+            x.claim.source.clone(),
+            x.runs.to_string(),
+        ]);
+    }
+    t.render()
+}
+
+/// One row per `pages` run and variant: median time, speedup, huge share; a `*` marks a
+/// variant with a sample timed while the machine was busy.
+pub fn pages_table(runs: &[(&str, &PagesReport)]) -> String {
+    let mut t = Table::new(["run", "layout", "median", "speedup", "spread", "huge share"]);
+    let mut any_busy = 0;
+    for (id, r) in runs {
+        for (v, s) in r.summary.iter().enumerate() {
+            let (busy, _) = busy_of(
+                r.samples
+                    .iter()
+                    .filter(|x| x.variant == v)
+                    .map(|x| &x.quiet),
+            );
+            any_busy += busy;
+            t.row([
+                if v == 0 {
+                    id.to_string()
+                } else {
+                    String::new()
+                },
+                format!("{}{}", variant_label(s), if busy > 0 { " *" } else { "" }),
+                crate::fmt::ns(s.kernel_ns.median),
+                s.speedup_vs_first
+                    .map(|x| format!("{x:.2}x"))
+                    .unwrap_or_else(|| "baseline".into()),
+                pct(s.kernel_ns.mad_rel),
+                pct(s.huge_footprint_share),
+            ]);
+        }
+    }
+    let mut o = t.render();
+    if any_busy > 0 {
+        o.push_str(
+            "* a sample of this layout was timed while other processes kept the CPUs busy\n",
+        );
+    }
+    o
+}

@@ -1,0 +1,280 @@
+//! What `hugewise study` plans and records: a preset expanded into runs, each run saved as a
+//! result file of its own kind (`bench-pages`, `sim`, `faultlat`) whose `meta.study` names the
+//! study and run it belongs to and the machine shape it ran in.
+//!
+//! A study directory holds `study.json` (the plan, kind `hugewise/study`) and `runs/<id>.json`.
+//! The report reads these files only; the headlines are computed from them by
+//! [`headlines`], so that merged directories from many machines give the same answer as the
+//! study printed at its end.
+
+use serde::{Deserialize, Serialize};
+
+use crate::env::ShapeReport;
+use crate::pagebench::PagesReport;
+
+/// A preset expanded for this machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StudyPlan {
+    /// The preset's name (`quick`, `page-size`, ...).
+    pub preset: String,
+    /// The question the preset answers, in one line.
+    pub question: String,
+    /// The seed figures it reproduces.
+    pub reproduces: String,
+    /// Whether the shortened variant was asked for.
+    pub quick: bool,
+    /// Repetitions (rounds) per comparison.
+    pub repeat: u32,
+    /// Worker threads of each kernel.
+    pub threads: usize,
+    /// The runs, in the order they run.
+    pub runs: Vec<PlannedRun>,
+    /// Estimated wall time of all runs.
+    pub estimate_s: f64,
+    /// The seeds' numbers the headlines are set against.
+    pub claims: Vec<Claim>,
+}
+
+/// One run of a study: one result file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlannedRun {
+    /// File stem under `runs/`; unique within the study, stable across runs of the same plan.
+    pub id: String,
+    /// What the run shows, for tables and progress.
+    pub label: String,
+    /// The machine shape it runs in.
+    pub shape: Shape,
+    /// The work.
+    pub work: Work,
+    /// Estimated wall time, shaping included.
+    pub estimate_s: f64,
+}
+
+/// A machine shape, applied before a run and put back after it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Shape {
+    /// Share of the free memory left fragmented by unmovable pages (0 to 0.95).
+    pub fragment: Option<f64>,
+    /// Leave this much free beyond the run's own footprint (memory pressure).
+    pub free_beyond_footprint_bytes: Option<u64>,
+}
+
+impl Shape {
+    /// Whether the machine is left as it is.
+    pub fn is_none(&self) -> bool {
+        self.fragment.is_none() && self.free_beyond_footprint_bytes.is_none()
+    }
+
+    /// A short name (`as is`, `frag 50%`, `free +1.5 GiB`).
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(f) = self.fragment {
+            parts.push(format!("frag {:.0}%", f * 100.0));
+        }
+        if let Some(b) = self.free_beyond_footprint_bytes {
+            parts.push(format!("free +{:.1} GiB", b as f64 / (1u64 << 30) as f64));
+        }
+        if parts.is_empty() {
+            "as is".into()
+        } else {
+            parts.join(", ")
+        }
+    }
+}
+
+/// One layout compared in a `pages` run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Variant {
+    /// Its name in tables (`base`, `all THP`, `DBG + hot 5%`).
+    pub name: String,
+    /// Policies of the kernel's arrays.
+    pub kernel_pages: String,
+    /// Policies of the graph's arrays (its own copy of the graph when they differ from the
+    /// first variant's).
+    pub graph_pages: String,
+    /// Reordering of the graph's copy (`dbg`), or none.
+    pub reorder: Option<String>,
+}
+
+/// What a run does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Work {
+    /// One kernel on one graph, its layouts alternated round by round.
+    Pages {
+        /// Graph spec.
+        graph: String,
+        /// Kernel name.
+        kernel: String,
+        /// Layouts; the first is the baseline.
+        variants: Vec<Variant>,
+        /// Rounds.
+        rounds: u32,
+    },
+    /// A traced kernel run, simulated under promotion policies and budgets.
+    Curve {
+        /// Graph spec.
+        graph: String,
+        /// Kernel name.
+        kernel: String,
+        /// Policies (`pcc`, `hawkeye`, `linux`, ...).
+        policies: Vec<String>,
+        /// Budgets as shares of the footprint (0 to 1).
+        budgets: Vec<f64>,
+        /// Reorder before tracing.
+        reorder: Option<String>,
+    },
+    /// Page-fault latency of a fresh region.
+    Faultlat {
+        /// Region size.
+        size_bytes: u64,
+        /// `base`, `thp`, or `base` then collapsed.
+        policy: String,
+        /// Collapse after faulting as 4 KiB.
+        then_collapse: bool,
+    },
+}
+
+impl Work {
+    /// The graph a run loads, if any.
+    pub fn graph(&self) -> Option<&str> {
+        match self {
+            Work::Pages { graph, .. } | Work::Curve { graph, .. } => Some(graph),
+            Work::Faultlat { .. } => None,
+        }
+    }
+}
+
+/// What a run file's `meta.study` says.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StudyTag {
+    /// The preset.
+    pub preset: String,
+    /// The run's id.
+    pub run: String,
+    /// The run's label.
+    pub label: String,
+    /// The shape asked for.
+    pub shape: Shape,
+    /// What shaping did and measured; `null` when the machine was left as it was.
+    pub shaped: Option<ShapeReport>,
+}
+
+/// A number from a seed paper that a headline is set against.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Claim {
+    /// What is measured, in the study's terms (`speedup over 4 KiB, DBG + hot prefix`).
+    pub what: String,
+    /// Which metric of the runs answers it.
+    pub metric: Metric,
+    /// The paper's number.
+    pub paper_value: f64,
+    /// Where it is from (`IISWC'22 Fig. 10`).
+    pub source: String,
+}
+
+/// A headline metric, computed from `pages` runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "of", rename_all = "kebab-case")]
+pub enum Metric {
+    /// Median speedup over the baseline of the variant so named, geometric mean over runs.
+    Speedup {
+        /// Variant name.
+        variant: String,
+    },
+    /// Share of the ideal's gain that the variant reaches: (speedup − 1) / (ideal − 1),
+    /// geometric means over runs.
+    ShareOfIdeal {
+        /// Variant name.
+        variant: String,
+        /// The ideal's variant name.
+        ideal: String,
+    },
+    /// Share of the footprint in huge pages, read from the kernel, median over runs.
+    HugeShare {
+        /// Variant name.
+        variant: String,
+    },
+}
+
+/// A headline: a claim, what this machine measured, and how many runs it rests on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Headline {
+    /// The claim.
+    pub claim: Claim,
+    /// Measured here; `null` when no run measured it.
+    pub measured: Option<f64>,
+    /// Runs it is computed from.
+    pub runs: usize,
+}
+
+/// The value of `metric` over `runs` (each a `pages` result), or `None` when no run has the
+/// variants it needs.
+pub fn measure(metric: &Metric, runs: &[&PagesReport]) -> (Option<f64>, usize) {
+    let speedup = |r: &PagesReport, name: &str| -> Option<f64> {
+        let v = r.summary.iter().find(|v| v.name.as_deref() == Some(name))?;
+        if r.summary.first().map(|b| std::ptr::eq(b, v)) == Some(true) {
+            return Some(1.0);
+        }
+        v.speedup_vs_first
+    };
+    let geomean = |xs: &[f64]| -> Option<f64> {
+        if xs.is_empty() || xs.iter().any(|x| *x <= 0.0) {
+            return None;
+        }
+        Some((xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp())
+    };
+    match metric {
+        Metric::Speedup { variant } => {
+            let xs: Vec<f64> = runs.iter().filter_map(|r| speedup(r, variant)).collect();
+            (geomean(&xs), xs.len())
+        }
+        Metric::ShareOfIdeal { variant, ideal } => {
+            let pairs: Vec<(f64, f64)> = runs
+                .iter()
+                .filter_map(|r| Some((speedup(r, variant)?, speedup(r, ideal)?)))
+                .collect();
+            let v: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+            let i: Vec<f64> = pairs.iter().map(|p| p.1).collect();
+            let share = match (geomean(&v), geomean(&i)) {
+                (Some(v), Some(i)) if (i - 1.0).abs() > 1e-9 => Some((v - 1.0) / (i - 1.0)),
+                _ => None,
+            };
+            (share, pairs.len())
+        }
+        Metric::HugeShare { variant } => {
+            let mut xs: Vec<f64> = runs
+                .iter()
+                .filter_map(|r| {
+                    r.summary
+                        .iter()
+                        .find(|v| v.name.as_deref() == Some(variant))
+                        .map(|v| v.huge_footprint_share)
+                })
+                .collect();
+            xs.sort_by(f64::total_cmp);
+            let n = xs.len();
+            let med = match n {
+                0 => None,
+                _ if n % 2 == 1 => Some(xs[n / 2]),
+                _ => Some((xs[n / 2 - 1] + xs[n / 2]) / 2.0),
+            };
+            (med, n)
+        }
+    }
+}
+
+/// The headlines of `plan` over the `pages` runs given.
+pub fn headlines(plan: &StudyPlan, runs: &[&PagesReport]) -> Vec<Headline> {
+    plan.claims
+        .iter()
+        .map(|c| {
+            let (measured, n) = measure(&c.metric, runs);
+            Headline {
+                claim: c.clone(),
+                measured,
+                runs: n,
+            }
+        })
+        .collect()
+}
