@@ -95,28 +95,41 @@ pub fn plan(p: &StudyPlan) -> String {
     o
 }
 
-fn metric_value(m: &Metric, v: f64) -> String {
+/// A metric's value as its headline shows it.
+pub fn metric_value(m: &Metric, v: f64) -> String {
     match m {
         Metric::Speedup { .. } => format!("{v:.2}x"),
-        Metric::ShareOfIdeal { .. } | Metric::HugeShare { .. } => pct(v),
+        Metric::ShareOfIdeal { .. } | Metric::HugeShare { .. } | Metric::SimShareOfIdeal { .. } => {
+            pct(v)
+        }
     }
 }
 
-/// The headlines: each claim, what was measured here, the paper's number.
+/// The headlines: each claim, what was measured here, the paper's number, and why they may
+/// differ.
 pub fn headlines(h: &[Headline]) -> String {
     let mut t = Table::new(["headline", "here", "paper", "source", "runs"]);
-    for x in h {
+    let mut gaps = String::new();
+    for (i, x) in h.iter().enumerate() {
         t.row([
-            x.claim.what.clone(),
+            format!("{}. {}", i + 1, x.claim.what),
             x.measured
                 .map(|v| metric_value(&x.claim.metric, v))
                 .unwrap_or_else(|| "not measured".into()),
-            metric_value(&x.claim.metric, x.claim.paper_value),
+            x.claim.paper_text.clone(),
             x.claim.source.clone(),
             x.runs.to_string(),
         ]);
+        if !x.claim.gap.is_empty() {
+            let _ = writeln!(gaps, "{}. {}", i + 1, x.claim.gap);
+        }
     }
-    t.render()
+    let mut o = t.render();
+    if !gaps.is_empty() {
+        o.push_str("\nwhy here may differ from the paper:\n");
+        o.push_str(&gaps);
+    }
+    o
 }
 
 /// One row per `pages` run and variant: median time, speedup, huge share; a `*` marks a

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::env::ShapeReport;
 use crate::pagebench::PagesReport;
+use crate::sim::Curves;
 
 /// A preset expanded for this machine.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -167,10 +168,14 @@ pub struct Claim {
     pub what: String,
     /// Which metric of the runs answers it.
     pub metric: Metric,
-    /// The paper's number.
-    pub paper_value: f64,
+    /// The paper's number, when it gives one this metric can be set against.
+    pub paper_value: Option<f64>,
+    /// The paper's number as the paper states it (`1.26–1.57x`), or what it says instead.
+    pub paper_text: String,
     /// Where it is from (`IISWC'22 Fig. 10`).
     pub source: String,
+    /// Why this machine's number may differ, in one line (VM, other CPU, smaller graph).
+    pub gap: String,
 }
 
 /// A headline metric, computed from `pages` runs.
@@ -195,6 +200,14 @@ pub enum Metric {
         /// Variant name.
         variant: String,
     },
+    /// Simulated: share of the all-huge estimated gain that `policy` reaches within `budget`,
+    /// median over `sim` runs.
+    SimShareOfIdeal {
+        /// Policy name (`pcc`).
+        policy: String,
+        /// Budget as a share of the footprint.
+        budget: f64,
+    },
 }
 
 /// A headline: a claim, what this machine measured, and how many runs it rests on.
@@ -208,42 +221,71 @@ pub struct Headline {
     pub runs: usize,
 }
 
-/// The value of `metric` over `runs` (each a `pages` result), or `None` when no run has the
-/// variants it needs.
-pub fn measure(metric: &Metric, runs: &[&PagesReport]) -> (Option<f64>, usize) {
-    let speedup = |r: &PagesReport, name: &str| -> Option<f64> {
-        let v = r.summary.iter().find(|v| v.name.as_deref() == Some(name))?;
-        if r.summary.first().map(|b| std::ptr::eq(b, v)) == Some(true) {
-            return Some(1.0);
-        }
-        v.speedup_vs_first
-    };
-    let geomean = |xs: &[f64]| -> Option<f64> {
-        if xs.is_empty() || xs.iter().any(|x| *x <= 0.0) {
-            return None;
-        }
-        Some((xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp())
-    };
+fn median(mut xs: Vec<f64>) -> Option<f64> {
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(xs[n / 2]),
+        _ => Some((xs[n / 2 - 1] + xs[n / 2]) / 2.0),
+    }
+}
+
+fn geomean(xs: &[f64]) -> Option<f64> {
+    if xs.is_empty() || xs.iter().any(|x| *x <= 0.0) {
+        return None;
+    }
+    Some((xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp())
+}
+
+/// A variant's median speedup over the run's baseline (1 for the baseline itself).
+fn speedup(r: &PagesReport, name: &str) -> Option<f64> {
+    let i = r
+        .summary
+        .iter()
+        .position(|v| v.name.as_deref() == Some(name))?;
+    if i == 0 {
+        return Some(1.0);
+    }
+    r.summary[i].speedup_vs_first
+}
+
+/// The runs a study's metrics are computed from.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Evidence<'a> {
+    /// `pages` runs.
+    pub pages: &'a [&'a PagesReport],
+    /// `sim` runs.
+    pub curves: &'a [&'a Curves],
+}
+
+/// The value of `metric` over the runs, and how many runs it rests on (`None` when no run has
+/// what it needs).
+pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
     match metric {
         Metric::Speedup { variant } => {
-            let xs: Vec<f64> = runs.iter().filter_map(|r| speedup(r, variant)).collect();
+            let xs: Vec<f64> = ev
+                .pages
+                .iter()
+                .filter_map(|r| speedup(r, variant))
+                .collect();
             (geomean(&xs), xs.len())
         }
         Metric::ShareOfIdeal { variant, ideal } => {
-            let pairs: Vec<(f64, f64)> = runs
+            let (v, i): (Vec<f64>, Vec<f64>) = ev
+                .pages
                 .iter()
                 .filter_map(|r| Some((speedup(r, variant)?, speedup(r, ideal)?)))
-                .collect();
-            let v: Vec<f64> = pairs.iter().map(|p| p.0).collect();
-            let i: Vec<f64> = pairs.iter().map(|p| p.1).collect();
+                .unzip();
             let share = match (geomean(&v), geomean(&i)) {
                 (Some(v), Some(i)) if (i - 1.0).abs() > 1e-9 => Some((v - 1.0) / (i - 1.0)),
                 _ => None,
             };
-            (share, pairs.len())
+            (share, v.len())
         }
         Metric::HugeShare { variant } => {
-            let mut xs: Vec<f64> = runs
+            let xs: Vec<f64> = ev
+                .pages
                 .iter()
                 .filter_map(|r| {
                     r.summary
@@ -252,24 +294,35 @@ pub fn measure(metric: &Metric, runs: &[&PagesReport]) -> (Option<f64>, usize) {
                         .map(|v| v.huge_footprint_share)
                 })
                 .collect();
-            xs.sort_by(f64::total_cmp);
             let n = xs.len();
-            let med = match n {
-                0 => None,
-                _ if n % 2 == 1 => Some(xs[n / 2]),
-                _ => Some((xs[n / 2 - 1] + xs[n / 2]) / 2.0),
-            };
-            (med, n)
+            (median(xs), n)
+        }
+        Metric::SimShareOfIdeal { policy, budget } => {
+            let xs: Vec<f64> = ev
+                .curves
+                .iter()
+                .filter_map(|c| {
+                    let at = c.points.iter().find(|p| {
+                        p.policy == *policy
+                            && p.budget_share.is_some_and(|b| (b - budget).abs() < 1e-9)
+                    })?;
+                    let all = c.points.iter().find(|p| p.policy == "all")?;
+                    let gain = all.est_speedup - 1.0;
+                    (gain.abs() > 1e-9).then(|| (at.est_speedup - 1.0) / gain)
+                })
+                .collect();
+            let n = xs.len();
+            (median(xs), n)
         }
     }
 }
 
-/// The headlines of `plan` over the `pages` runs given.
-pub fn headlines(plan: &StudyPlan, runs: &[&PagesReport]) -> Vec<Headline> {
+/// The headlines of `plan` over the runs given.
+pub fn headlines(plan: &StudyPlan, ev: Evidence<'_>) -> Vec<Headline> {
     plan.claims
         .iter()
         .map(|c| {
-            let (measured, n) = measure(&c.metric, runs);
+            let (measured, n) = measure(&c.metric, ev);
             Headline {
                 claim: c.clone(),
                 measured,
