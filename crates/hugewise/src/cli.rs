@@ -137,6 +137,12 @@ The file names its kind (`schema`) and version; nothing is re-run.")]
     /// fragmentation, cgroup limits, swap), and always put it back.
     #[command(subcommand, after_help = crate::envcli::HELP)]
     Env(crate::envcli::EnvCommand),
+
+    /// Answer one question with one command: a preset expanded into runs (kernel × graph ×
+    /// page layout × machine shape), alternated, repeated, saved as they finish, summed up in
+    /// headlines against the seed papers' numbers and a report.
+    #[command(after_help = crate::studycmd::help())]
+    Study(crate::studycmd::StudyArgs),
 }
 
 /// `hugewise report`.
@@ -690,7 +696,7 @@ fn parse_order(s: &str) -> Result<AllocOrder, String> {
 }
 
 /// A thread count: 1 or more.
-fn parse_threads(s: &str) -> Result<usize, String> {
+pub(crate) fn parse_threads(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
         Ok(0) => Err("0 threads run nothing: give 1 or more (default: one per CPU)".into()),
         Ok(n) => Ok(n),

@@ -8,6 +8,7 @@ mod output;
 mod progress;
 mod promotecmd;
 mod simcmd;
+mod studycmd;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -116,6 +117,7 @@ fn run(command: Command, progress: Mode) -> anyhow::Result<u8> {
             return envcmd::run(cmd, progress).map(|code| code.clamp(0, 255) as u8)
         }
         Command::Promote(a) => return promotecmd::promote(a, &*cancel_flag()?),
+        Command::Study(a) => return studycmd::study(a, progress),
         Command::Trace(a) => simcmd::trace(a, progress),
         Command::Sim(a) => simcmd::sim(a, progress),
         Command::Report(a) => {

@@ -507,6 +507,9 @@ pub fn variant_label(v: &PagesVariant) -> String {
     if let Some(m) = &v.reorder {
         s.push_str(&format!("; {m}"));
     }
+    if v.kernel_first {
+        s.push_str("; kernel first");
+    }
     s
 }
 

@@ -37,6 +37,9 @@ pub struct PagesVariant {
     /// Reordering of this variant's copy of the graph.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reorder: Option<String>,
+    /// Its arrays were allocated before any copy of the graph.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kernel_first: bool,
     /// Median over rounds of baseline time / this variant's time; `null` for the baseline.
     pub speedup_vs_first: Option<f64>,
     /// The kernel's arrays with their backing after the last round.

@@ -49,6 +49,9 @@ pub struct PlannedRun {
     pub work: Work,
     /// Estimated wall time, shaping included.
     pub estimate_s: f64,
+    /// Estimated bytes the run holds at its peak (what memory pressure is set against);
+    /// `null` when the input's size is not known before loading it.
+    pub footprint_bytes: Option<u64>,
 }
 
 /// A machine shape, applied before a run and put back after it.
@@ -95,6 +98,10 @@ pub struct Variant {
     pub graph_pages: String,
     /// Reordering of the graph's copy (`dbg`), or none.
     pub reorder: Option<String>,
+    /// The kernel's arrays are allocated (and faulted in) before the graph's copy, so that
+    /// under pressure they get the huge pages first.
+    #[serde(default)]
+    pub kernel_first: bool,
 }
 
 /// What a run does.

@@ -32,6 +32,9 @@ pub enum Error {
     /// A configuration value is out of range.
     #[error("{0}")]
     Config(String),
+    /// Stopped by a signal; the machine was put back.
+    #[error("interrupted; the machine is put back")]
+    Interrupted,
 }
 
 impl Error {

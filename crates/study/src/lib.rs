@@ -9,6 +9,8 @@
 //! - [`randread`]: random reads over a large region, page policies alternated A B C A B C;
 //! - [`graphrun`]: graph kernels on page-policy arrays, verified, with every array's backing;
 //! - [`pagebench`]: one kernel under several layouts of its arrays, alternated round by round;
+//! - [`presets`]: studies named for the question they answer, expanded into plans of runs;
+//! - [`runner`]: a plan run in its machine shapes, each result saved as soon as it exists;
 //! - [`promotebench`]: a skewed workload with 4 KiB pages, all huge, a replayed plan and the
 //!   online daemon, alternated.
 #![deny(missing_docs)]
@@ -20,9 +22,11 @@ pub mod faultlat;
 pub mod graphrun;
 pub mod meta;
 pub mod pagebench;
+pub mod presets;
 pub mod promotebench;
 pub mod quiet;
 pub mod randread;
+pub mod runner;
 pub mod save;
 pub mod stats;
 

@@ -35,6 +35,9 @@ pub struct Variant {
     pub graph_pages: Option<PolicyMap>,
     /// Reorder this variant's copy of the graph.
     pub reorder: Option<Method>,
+    /// Allocate (and fault in) the kernel's arrays before any copy of the graph is built, so
+    /// that under memory pressure they get the huge pages first.
+    pub kernel_first: bool,
 }
 
 impl Variant {
@@ -45,11 +48,12 @@ impl Variant {
             kernel_pages: pages,
             graph_pages: None,
             reorder: None,
+            kernel_first: false,
         }
     }
 
-    /// Parse `KERNEL-PAGES[;graph:GRAPH-PAGES][;reorder:METHOD][;name:NAME]`, e.g.
-    /// `property=thp-prefix:5%;reorder:dbg` or `all=thp;graph:all=thp;name:ideal`.
+    /// Parse `KERNEL-PAGES[;graph:GRAPH-PAGES][;reorder:METHOD][;kernel-first][;name:NAME]`,
+    /// e.g. `property=thp-prefix:5%;reorder:dbg` or `all=thp;graph:all=thp;name:ideal`.
     pub fn parse(s: &str) -> Result<Variant> {
         let mut v = Variant::kernel(PolicyMap::default());
         let mut kernel = None;
@@ -64,6 +68,8 @@ impl Variant {
                     Some(m.parse().map_err(|e: hugewise_graph::Error| {
                         Error::Config(format!("'{s}': {e}"))
                     })?);
+            } else if part == "kernel-first" {
+                v.kernel_first = true;
             } else if let Some(n) = part.strip_prefix("name:") {
                 v.name = Some(n.to_string());
             } else if kernel.is_none() {
@@ -76,7 +82,7 @@ impl Variant {
             } else {
                 return Err(Error::Config(format!(
                     "'{s}': '{part}' is a second set of kernel pages; the parts are KERNEL-PAGES, \
-                     graph:PAGES, reorder:METHOD and name:NAME, separated by ';'"
+                     graph:PAGES, reorder:METHOD, kernel-first and name:NAME, separated by ';'"
                 )));
             }
         }
@@ -134,6 +140,11 @@ impl Copy {
 
 /// Run the comparison; `progress` counts samples (0 once loading and warm-up are over).
 pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
+    run_with(cfg, progress, &|| false)
+}
+
+/// [`run`], stopping with [`Error::Interrupted`] between samples once `cancel` says so.
+pub fn run_with(cfg: &Config, progress: Progress<'_>, cancel: &dyn Fn() -> bool) -> Result<Report> {
     if cfg.variants.len() < 2 || cfg.rounds == 0 {
         return Err(Error::Config(
             "compare at least two layouts over at least one round".into(),
@@ -165,6 +176,15 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
                 keys.len() - 1
             })
         }));
+    }
+    // Kernels that come first are created (and faulted in) before any copy of the graph.
+    let mut early: Vec<Option<Box<dyn Kernel>>> = Vec::new();
+    for v in &cfg.variants {
+        early.push(if v.kernel_first {
+            Some(pool.install(|| cfg.kernel.create(&layout(&v.kernel_pages), g.n()))?)
+        } else {
+            None
+        });
     }
     let mut copies = Vec::new();
     for (pages, method) in &keys {
@@ -205,9 +225,12 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
         per_trial * cfg.rounds as usize,
     )?;
     let mut kernels: Vec<Box<dyn Kernel>> = Vec::new();
-    for (i, v) in cfg.variants.iter().enumerate() {
+    for (i, (v, early)) in cfg.variants.iter().zip(early).enumerate() {
         let c = graph_of(i);
-        let mut k = pool.install(|| cfg.kernel.create(&layout(&v.kernel_pages), c.graph.n()))?;
+        let mut k = match early {
+            Some(k) => k,
+            None => pool.install(|| cfg.kernel.create(&layout(&v.kernel_pages), c.graph.n()))?,
+        };
         let warm: Vec<u32> = sources[..per_trial].iter().map(|s| c.source(*s)).collect();
         // Warm-up: creates edge-sized arrays and takes first-touch costs out of the timing.
         pool.install(|| k.run(&c.graph, &warm))?;
@@ -224,6 +247,9 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
             order.reverse();
         }
         for v in order {
+            if cancel() {
+                return Err(Error::Interrupted);
+            }
             let c = graph_of(v);
             let mine: Vec<u32> = src.iter().map(|s| c.source(*s)).collect();
             let quiet = quiet::wait_quiet(
@@ -278,6 +304,7 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
             pages: spec.kernel_pages.to_string(),
             graph_pages: spec.graph_pages.as_ref().map(|p| p.to_string()),
             reorder: spec.reorder.map(|m| m.to_string()),
+            kernel_first: spec.kernel_first,
             kernel_ns: summarize(&ns).ok_or_else(|| Error::Config("no samples".into()))?,
             speedup_vs_first: if v == 0 { None } else { median(&ratios) },
             regions,

@@ -1,0 +1,593 @@
+//! Running a study: its plan saved first (`study.json`), then each run in its machine shape
+//! (always put back, also on error or cancellation), its result written atomically to
+//! `runs/<id>.json` as soon as it exists. A resumed study skips the runs whose file reads back
+//! as a whole result of that run; a half-written file cannot exist (atomic rename), and a file
+//! that does not read back is run again.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use hugewise_env::scoped;
+use hugewise_env::Host;
+use hugewise_graph::kernels::Spec;
+use hugewise_graph::layout::{ALL_REGIONS, KERNEL_REGIONS};
+use hugewise_graph::load::{Input, LoadOptions};
+use hugewise_mem::{Bytes, PagePolicy, PolicyMap};
+use hugewise_results::env::{Plan as ShapePlan, PressureTarget};
+use hugewise_results::study::{PlannedRun, Shape, StudyPlan, StudyTag, Work};
+use hugewise_results::{AnyResult, Kind, Meta, Saved};
+use hugewise_sim::curve::{self, CurveSpec};
+use hugewise_sim::TlbConfig;
+
+use crate::{capture, faultlat, graphrun, pagebench, save, Error, Result};
+
+/// The plan's file in a study directory.
+pub const PLAN_FILE: &str = "study.json";
+/// The directory of run results in a study directory.
+pub const RUNS_DIR: &str = "runs";
+/// Generated graphs, built once per study and loaded by every run that uses them; removed
+/// when every run of the study has finished.
+pub const GRAPHS_DIR: &str = "graphs";
+/// The TLB the simulated curves use: the seeds' evaluation machine, so that curves compare
+/// across the machines a study runs on.
+pub const CURVE_TLB: &str = "haswell";
+
+/// Where a run's result goes.
+pub fn run_path(dir: &Path, id: &str) -> PathBuf {
+    dir.join(RUNS_DIR).join(format!("{id}.json"))
+}
+
+/// How to run a plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// The study directory.
+    pub dir: PathBuf,
+    /// Skip runs already finished; without it a directory holding results is refused.
+    pub resume: bool,
+    /// Run only these runs (by id); empty: all.
+    pub only: Vec<String>,
+    /// Seed of graphs and sources.
+    pub seed: u64,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Ran and saved.
+    Done {
+        /// The result file.
+        path: PathBuf,
+        /// Wall time, shaping included.
+        wall_s: f64,
+        /// Samples timed while other processes kept the CPUs busy.
+        busy_samples: usize,
+    },
+    /// Already finished in an earlier run of the study.
+    Kept(PathBuf),
+    /// Failed; the study went on with the next run.
+    Failed(String),
+}
+
+/// Hears how a study goes.
+pub trait Observer {
+    /// Run `index` of `total` starts.
+    fn started(&mut self, index: usize, total: usize, run: &PlannedRun);
+    /// The run reached a phase (`shaping`, `loading`, `timing`, `simulating`).
+    fn phase(&mut self, phase: &str);
+    /// Progress within the phase, in its own units.
+    fn progress(&mut self, done: u64, total: u64);
+    /// The run ended.
+    fn finished(&mut self, index: usize, run: &PlannedRun, outcome: &Outcome);
+}
+
+/// Write the plan into `dir`, or, when `resume` and `dir` already holds a plan, check that it
+/// is the same study and keep it (the ids of its runs name the files already there).
+pub fn prepare(dir: &Path, plan: &StudyPlan, meta: Meta, resume: bool) -> Result<StudyPlan> {
+    let path = dir.join(PLAN_FILE);
+    if path.exists() {
+        let old = match hugewise_results::read(&path) {
+            Ok(AnyResult::Study(s)) => s.result,
+            Ok(other) => {
+                return Err(Error::Config(format!(
+                    "{}: a {} result, not a study plan; choose another --out",
+                    path.display(),
+                    other.schema()
+                )))
+            }
+            Err(e) => return Err(Error::Config(format!("{e}; choose another --out"))),
+        };
+        if !resume {
+            return Err(Error::Config(format!(
+                "{} already holds a study ({}); give --resume to finish it, or another --out",
+                dir.display(),
+                old.preset
+            )));
+        }
+        if old.preset != plan.preset || old.quick != plan.quick || !same_runs(&old, plan) {
+            return Err(Error::Config(format!(
+                "{} holds another study ({}{}, {} runs) than the one asked for; resume it with \
+                 the same preset and options, or choose another --out",
+                dir.display(),
+                old.preset,
+                if old.quick { " --quick" } else { "" },
+                old.runs.len()
+            )));
+        }
+        return Ok(old);
+    }
+    std::fs::create_dir_all(dir.join(RUNS_DIR)).map_err(|source| Error::Write {
+        path: dir.join(RUNS_DIR),
+        source,
+    })?;
+    save::write_json(&path, &Saved::new(meta, plan.clone()))?;
+    Ok(plan.clone())
+}
+
+fn same_runs(a: &StudyPlan, b: &StudyPlan) -> bool {
+    a.runs.len() == b.runs.len()
+        && a.runs
+            .iter()
+            .zip(&b.runs)
+            .all(|(x, y)| x.id == y.id && x.work == y.work && x.shape == y.shape)
+}
+
+/// Where the generated graph `spec` is kept for the study in `dir`.
+pub fn graph_path(dir: &Path, spec: &str, seed: u64) -> PathBuf {
+    let name: String = spec
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    dir.join(GRAPHS_DIR).join(format!("{name}-seed{seed}.hwg"))
+}
+
+/// The input a run loads: a generated graph from the study's cache (generating it the first
+/// time: generation costs far more than loading), a file as it is. Weighted kernels hash
+/// weights in [1, 255] onto the cached graph.
+fn input_for(graph: &str, opts: &Options, threads: usize, obs: &mut dyn Observer) -> Result<Input> {
+    let input = Input::parse(graph)?;
+    if !matches!(input, Input::Gen(_)) {
+        return Ok(input);
+    }
+    let path = graph_path(&opts.dir, graph, opts.seed);
+    if !path.exists() {
+        obs.phase(&format!("generating {graph}"));
+        std::fs::create_dir_all(opts.dir.join(GRAPHS_DIR)).map_err(|source| Error::Write {
+            path: opts.dir.join(GRAPHS_DIR),
+            source,
+        })?;
+        let cfg = graphrun::WriteConfig {
+            input,
+            load: load_options(opts.seed),
+            reorder: None,
+            out: path.clone(),
+        };
+        crate::thread_pool(threads)?.install(|| graphrun::write(&cfg, &mut |_| {}))?;
+    }
+    Ok(Input::File(path))
+}
+
+fn load_options(seed: u64) -> LoadOptions {
+    LoadOptions {
+        seed,
+        weighted: false,
+        symmetrize: true,
+        fit: Default::default(),
+    }
+}
+
+/// Whether run `id` has a whole result in `dir`.
+pub fn finished(dir: &Path, id: &str) -> bool {
+    let Ok(r) = hugewise_results::read(&run_path(dir, id)) else {
+        return false;
+    };
+    let meta = match &r {
+        AnyResult::Pages(s) => &s.meta,
+        AnyResult::Curves(s) => &s.meta,
+        AnyResult::Faultlat(s) => &s.meta,
+        _ => return false,
+    };
+    meta.study.as_ref().is_some_and(|t| t.run == id)
+}
+
+/// Run `plan` (already [`prepare`]d in `opts.dir`). A run that fails is reported and the study
+/// goes on; cancellation stops it after putting the machine back, with
+/// [`Error::Interrupted`].
+pub fn execute(
+    plan: &StudyPlan,
+    opts: &Options,
+    meta: &dyn Fn() -> Meta,
+    obs: &mut dyn Observer,
+    cancel: &dyn Fn() -> bool,
+) -> Result<Vec<(String, Outcome)>> {
+    for id in &opts.only {
+        if !plan.runs.iter().any(|r| &r.id == id) {
+            return Err(Error::Config(format!(
+                "the study has no run '{id}' (its runs: {})",
+                plan.runs
+                    .iter()
+                    .map(|r| r.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+    }
+    let chosen: Vec<&PlannedRun> = plan
+        .runs
+        .iter()
+        .filter(|r| opts.only.is_empty() || opts.only.contains(&r.id))
+        .collect();
+    let mut outcomes = Vec::new();
+    for (i, run) in chosen.iter().enumerate() {
+        if cancel() {
+            return Err(Error::Interrupted);
+        }
+        obs.started(i, chosen.len(), run);
+        let outcome = if opts.resume && finished(&opts.dir, &run.id) {
+            Outcome::Kept(run_path(&opts.dir, &run.id))
+        } else {
+            match one(plan, run, opts, meta, obs, cancel) {
+                Ok(o) => o,
+                Err(Error::Interrupted) => return Err(Error::Interrupted),
+                Err(e) => Outcome::Failed(e.to_string()),
+            }
+        };
+        obs.finished(i, run, &outcome);
+        outcomes.push((run.id.clone(), outcome));
+    }
+    // Every run of the study is saved: the generated graphs are no longer needed (a single
+    // run, as a scheduler's task, leaves them to its siblings).
+    if opts.only.is_empty() && plan.runs.iter().all(|r| finished(&opts.dir, &r.id)) {
+        let _ = std::fs::remove_dir_all(opts.dir.join(GRAPHS_DIR));
+    }
+    Ok(outcomes)
+}
+
+/// The machine shape `shape` asks for, for a run holding `footprint` bytes.
+fn shape_plan(shape: &Shape, footprint: Option<u64>) -> Result<ShapePlan> {
+    let mut p = ShapePlan::new();
+    p.fragment = shape.fragment;
+    if let Some(extra) = shape.free_beyond_footprint_bytes {
+        let f = footprint.ok_or_else(|| {
+            Error::Config(
+                "memory pressure is set against the run's footprint, which is not known for \
+                 this input"
+                    .into(),
+            )
+        })?;
+        p.pressure = Some(PressureTarget::Leave(f.saturating_add(extra)));
+    }
+    Ok(p)
+}
+
+/// Run one planned run: shape, work, save, put back.
+fn one(
+    plan: &StudyPlan,
+    run: &PlannedRun,
+    opts: &Options,
+    meta: &dyn Fn() -> Meta,
+    obs: &mut dyn Observer,
+    cancel: &dyn Fn() -> bool,
+) -> Result<Outcome> {
+    let t0 = Instant::now();
+    let shaped = if run.shape.is_none() {
+        None
+    } else {
+        obs.phase("shaping");
+        let host = Host::real();
+        let sp = shape_plan(&run.shape, run.footprint_bytes)?;
+        Some(
+            scoped::shape(&host, &sp, cancel, &mut |_, d, t| obs.progress(d, t)).map_err(|e| {
+                match e {
+                    hugewise_env::Error::Interrupted => Error::Interrupted,
+                    e => Error::Config(format!(
+                        "shaping the machine ({}): {e}",
+                        run.shape.describe()
+                    )),
+                }
+            })?,
+        )
+    };
+    let mut m = meta();
+    m.study = Some(Box::new(StudyTag {
+        preset: plan.preset.clone(),
+        run: run.id.clone(),
+        label: run.label.clone(),
+        shape: run.shape.clone(),
+        shaped: shaped.as_ref().map(|s| s.report().clone()),
+    }));
+    let path = run_path(&opts.dir, &run.id);
+    let work = work(plan, run, opts, obs, cancel);
+    // The machine is put back before the result is judged or written.
+    if let Some(s) = shaped {
+        s.finish()
+            .map_err(|e| Error::Config(format!("putting the machine back: {e}")))?;
+    }
+    let busy_samples = match work? {
+        Done::Pages(r) => {
+            let busy = r
+                .samples
+                .iter()
+                .filter(|s| s.quiet.as_ref().is_some_and(|q| q.busy()))
+                .count();
+            write(&path, m, r)?;
+            busy
+        }
+        Done::Curves(r) => {
+            write(&path, m, *r)?;
+            0
+        }
+        Done::Faultlat(r) => {
+            write(&path, m, r)?;
+            0
+        }
+    };
+    Ok(Outcome::Done {
+        path,
+        wall_s: t0.elapsed().as_secs_f64(),
+        busy_samples,
+    })
+}
+
+fn write<T: Kind>(path: &Path, meta: Meta, r: T) -> Result<()> {
+    save::write_json(path, &Saved::new(meta, r))
+}
+
+enum Done {
+    Pages(pagebench::Report),
+    Curves(Box<hugewise_results::sim::Curves>),
+    Faultlat(faultlat::Report),
+}
+
+fn config(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::Config(format!("{what}: {e}"))
+}
+
+fn kernel_spec(name: &str) -> Result<Spec> {
+    Spec::default_for(name).ok_or_else(|| config("kernel", format!("unknown kernel '{name}'")))
+}
+
+fn work(
+    plan: &StudyPlan,
+    run: &PlannedRun,
+    opts: &Options,
+    obs: &mut dyn Observer,
+    cancel: &dyn Fn() -> bool,
+) -> Result<Done> {
+    let load = load_options(opts.seed);
+    match &run.work {
+        Work::Pages {
+            graph,
+            kernel,
+            variants,
+            rounds,
+        } => {
+            let first = variants.first().ok_or_else(|| config("variants", "none"))?;
+            let graph_pages = PolicyMap::parse(&first.graph_pages, ALL_REGIONS)
+                .map_err(|e| config(&first.name, e))?;
+            let vs = variants
+                .iter()
+                .map(|v| -> Result<pagebench::Variant> {
+                    let own = v.graph_pages != first.graph_pages;
+                    Ok(pagebench::Variant {
+                        name: Some(v.name.clone()),
+                        kernel_pages: PolicyMap::parse(&v.kernel_pages, KERNEL_REGIONS)
+                            .map_err(|e| config(&v.name, e))?,
+                        graph_pages: if own {
+                            Some(
+                                PolicyMap::parse(&v.graph_pages, ALL_REGIONS)
+                                    .map_err(|e| config(&v.name, e))?,
+                            )
+                        } else {
+                            None
+                        },
+                        reorder: match &v.reorder {
+                            Some(m) => Some(
+                                m.parse()
+                                    .map_err(|e: hugewise_graph::Error| config(&v.name, e))?,
+                            ),
+                            None => None,
+                        },
+                        kernel_first: v.kernel_first,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let cfg = pagebench::Config {
+                input: input_for(graph, opts, plan.threads, obs)?,
+                load,
+                graph_pages,
+                kernel: kernel_spec(kernel)?,
+                variants: vs,
+                rounds: *rounds,
+                threads: plan.threads,
+            };
+            obs.phase("loading");
+            let mut r = pagebench::run_with(
+                &cfg,
+                &mut |d, t| {
+                    if d == 0 {
+                        obs.phase("timing");
+                    }
+                    obs.progress(d, t)
+                },
+                cancel,
+            )?;
+            r.graph_spec = graph.clone();
+            Ok(Done::Pages(r))
+        }
+        Work::Curve {
+            graph,
+            kernel,
+            policies,
+            budgets,
+            reorder,
+        } => {
+            let tmp = opts.dir.join(RUNS_DIR).join(format!(".{}.hwt", run.id));
+            let cfg = capture::Config {
+                input: input_for(graph, opts, 1, obs)?,
+                load,
+                layout: Default::default(),
+                kernel: kernel_spec(kernel)?,
+                threads: 1,
+                reorder: match reorder {
+                    Some(m) => Some(m.parse()?),
+                    None => None,
+                },
+                sources: Vec::new(),
+                out: tmp.clone(),
+                rate_runs: 3,
+                calibrate_runs: 0,
+            };
+            obs.phase("tracing");
+            let traced = capture::capture(&cfg);
+            let curves = traced.and_then(|_| {
+                if cancel() {
+                    return Err(Error::Interrupted);
+                }
+                obs.phase("simulating");
+                let spec = CurveSpec {
+                    policies: policies
+                        .join(",")
+                        .parse::<hugewise_sim::PolicyList>()
+                        .map_err(|e| config("policies", e))?
+                        .0,
+                    budgets: budgets.clone(),
+                    tlb: TlbConfig::resolve(CURVE_TLB).map_err(|e| config("tlb", e))?,
+                    accesses_per_s: None,
+                    time_scale: None,
+                    calibration: None,
+                    reuse: false,
+                };
+                let stop = std::sync::atomic::AtomicBool::new(false);
+                let (c, _) =
+                    curve::run(&tmp, &spec, &(), &stop).map_err(|e| config("simulating", e))?;
+                Ok(c)
+            });
+            let _ = std::fs::remove_file(&tmp);
+            let _ = std::fs::remove_file(hugewise_trace::meta::sidecar(&tmp));
+            Ok(Done::Curves(Box::new(curves?)))
+        }
+        Work::Faultlat {
+            size_bytes,
+            policy,
+            then_collapse,
+        } => {
+            obs.phase("faulting");
+            let cfg = faultlat::Config {
+                bytes: Bytes(*size_bytes),
+                policy: policy
+                    .parse::<PagePolicy>()
+                    .map_err(|e| config("policy", e))?,
+                then_collapse: *then_collapse,
+                force: false,
+            };
+            Ok(Done::Faultlat(faultlat::run(&cfg, &mut |d, t| {
+                obs.progress(d, t)
+            })?))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::presets::{self, Options as PresetOptions};
+
+    struct Quiet;
+    impl Observer for Quiet {
+        fn started(&mut self, _: usize, _: usize, _: &PlannedRun) {}
+        fn phase(&mut self, _: &str) {}
+        fn progress(&mut self, _: u64, _: u64) {}
+        fn finished(&mut self, _: usize, _: &PlannedRun, _: &Outcome) {}
+    }
+
+    fn meta() -> Meta {
+        crate::meta::collect("0.0.0", vec!["test".into()])
+    }
+
+    fn smoke() -> StudyPlan {
+        presets::expand(
+            "smoke",
+            &PresetOptions {
+                quick: true,
+                repeat: Some(1),
+                threads: 2,
+            },
+        )
+        .expect("smoke")
+    }
+
+    fn opts(dir: &Path, resume: bool) -> Options {
+        Options {
+            dir: dir.to_path_buf(),
+            resume,
+            only: Vec::new(),
+            seed: 1,
+        }
+    }
+
+    #[test]
+    fn runs_save_tagged_results_and_a_resume_keeps_them() {
+        let d = tempfile::tempdir().expect("tmp");
+        let plan = prepare(d.path(), &smoke(), meta(), false).expect("prepare");
+        let out =
+            execute(&plan, &opts(d.path(), false), &meta, &mut Quiet, &|| false).expect("execute");
+        let id = &plan.runs[0].id;
+        assert!(matches!(out[0].1, Outcome::Done { .. }), "{out:?}");
+        assert!(finished(d.path(), id));
+        let Ok(AnyResult::Pages(s)) = hugewise_results::read(&run_path(d.path(), id)) else {
+            panic!("not a pages result");
+        };
+        let tag = s.meta.study.expect("tagged");
+        assert_eq!(
+            (tag.preset.as_str(), tag.run.as_str()),
+            ("smoke", id.as_str())
+        );
+        assert!(tag.shaped.is_none());
+
+        // Without --resume the directory is refused; with it the run is kept.
+        assert!(prepare(d.path(), &smoke(), meta(), false).is_err());
+        let plan = prepare(d.path(), &smoke(), meta(), true).expect("resume");
+        let out =
+            execute(&plan, &opts(d.path(), true), &meta, &mut Quiet, &|| false).expect("resume");
+        assert!(matches!(out[0].1, Outcome::Kept(_)), "{out:?}");
+    }
+
+    #[test]
+    fn a_result_that_does_not_read_back_is_run_again() {
+        let d = tempfile::tempdir().expect("tmp");
+        let plan = prepare(d.path(), &smoke(), meta(), false).expect("prepare");
+        let id = plan.runs[0].id.clone();
+        std::fs::write(run_path(d.path(), &id), b"{\"schema\": \"hugewise/bench-pa").expect("w");
+        assert!(!finished(d.path(), &id));
+        let out =
+            execute(&plan, &opts(d.path(), true), &meta, &mut Quiet, &|| false).expect("execute");
+        assert!(matches!(out[0].1, Outcome::Done { .. }), "{out:?}");
+        assert!(finished(d.path(), &id));
+    }
+
+    #[test]
+    fn cancellation_stops_before_the_next_run_and_unknown_runs_are_refused() {
+        let d = tempfile::tempdir().expect("tmp");
+        let plan = prepare(d.path(), &smoke(), meta(), false).expect("prepare");
+        let e = execute(&plan, &opts(d.path(), false), &meta, &mut Quiet, &|| true)
+            .expect_err("cancelled");
+        assert!(matches!(e, Error::Interrupted), "{e}");
+        assert!(!finished(d.path(), &plan.runs[0].id));
+        let mut o = opts(d.path(), false);
+        o.only = vec!["nope".into()];
+        let e = execute(&plan, &o, &meta, &mut Quiet, &|| false).expect_err("unknown");
+        assert!(e.to_string().contains("no run 'nope'"), "{e}");
+    }
+
+    #[test]
+    fn pressure_is_set_against_the_footprint() {
+        let s = Shape {
+            fragment: Some(0.5),
+            free_beyond_footprint_bytes: Some(1 << 30),
+        };
+        let p = shape_plan(&s, Some(2 << 30)).expect("plan");
+        assert_eq!(p.pressure, Some(PressureTarget::Leave(3 << 30)));
+        assert_eq!(p.fragment, Some(0.5));
+        assert!(shape_plan(&s, None).is_err());
+    }
+}
