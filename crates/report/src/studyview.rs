@@ -98,7 +98,7 @@ pub fn plan(p: &StudyPlan) -> String {
 /// A metric's value as its headline shows it.
 pub fn metric_value(m: &Metric, v: f64) -> String {
     match m {
-        Metric::Speedup { .. } => format!("{v:.2}x"),
+        Metric::Speedup { .. } | Metric::SpeedupOver { .. } => format!("{v:.2}x"),
         Metric::ShareOfIdeal { .. } | Metric::HugeShare { .. } | Metric::SimShareOfIdeal { .. } => {
             pct(v)
         }

@@ -194,6 +194,14 @@ pub enum Metric {
         /// Variant name.
         variant: String,
     },
+    /// Median speedup of `variant` over the variant `over` (both against the run's baseline),
+    /// geometric mean over runs: what huge pages add on top of a reordering, say.
+    SpeedupOver {
+        /// Variant name.
+        variant: String,
+        /// The variant it is set against.
+        over: String,
+    },
     /// Share of the ideal's gain that the variant reaches: (speedup − 1) / (ideal − 1),
     /// geometric means over runs.
     ShareOfIdeal {
@@ -275,6 +283,14 @@ pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
                 .pages
                 .iter()
                 .filter_map(|r| speedup(r, variant))
+                .collect();
+            (geomean(&xs), xs.len())
+        }
+        Metric::SpeedupOver { variant, over } => {
+            let xs: Vec<f64> = ev
+                .pages
+                .iter()
+                .filter_map(|r| Some(speedup(r, variant)? / speedup(r, over)?))
                 .collect();
             (geomean(&xs), xs.len())
         }
