@@ -85,6 +85,10 @@ pub struct PromoteArgs {
     /// Most promotions per interval.
     #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_promotions: u32,
+    /// Most 2 MiB chunks whose page tables are read per target and interval (0: all); a
+    /// larger target is swept over several intervals, which bounds the daemon's CPU time.
+    #[arg(long, default_value_t = 2048, value_name = "CHUNKS")]
+    pub scan_chunks: usize,
     /// Stop after this long (the targets keep running).
     #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<Duration>,
@@ -150,6 +154,7 @@ pub fn promote(a: PromoteArgs, cancel: &std::sync::atomic::AtomicBool) -> anyhow
                 },
                 bias: a.bias.iter().copied().collect::<HashMap<_, _>>(),
                 max_promotions: a.max_promotions as usize,
+                scan_chunks: a.scan_chunks,
                 ..daemon::Config::default()
             },
             budget_label: budget_label(a.budget),

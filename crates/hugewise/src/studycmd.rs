@@ -56,7 +56,7 @@ pub struct StudyArgs {
     /// The shortened variant: smaller graphs, fewer rounds and steps.
     #[arg(long)]
     pub quick: bool,
-    /// The study directory [default: study-<preset>].
+    /// The study directory [default: `study-PRESET`].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Rounds per comparison, each running every layout once [default: 5, --quick 3].

@@ -500,7 +500,7 @@ fn bench_pages_compares_layouts_and_refuses_bad_ones() {
                 "--compare",
                 "all=base",
             ],
-            "the graph's arrays take --graph-pages",
+            "give the graph's as graph:PAGES",
         ),
         (
             vec!["bench", "pages", "bfs", "--compare", "all=base"],

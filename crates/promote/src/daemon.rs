@@ -35,6 +35,11 @@ pub struct Config {
     /// Most samples counted per target and interval (the newest): what bounds the daemon's
     /// CPU time when a program publishes fast.
     pub max_samples: usize,
+    /// Most 2 MiB chunks whose page tables are read per target and interval (0: all). A
+    /// larger target is swept over several intervals, as khugepaged does; chunks new to the
+    /// daemon are read at once, and the daemon's own actions update what it knows. Reading
+    /// page tables is what the daemon's CPU time grows with.
+    pub scan_chunks: usize,
 }
 
 impl Default for Config {
@@ -47,6 +52,7 @@ impl Default for Config {
             max_promotions: 128,
             swap_factor: 2.0,
             max_samples: 1 << 18,
+            scan_chunks: 2048,
         }
     }
 }
@@ -57,6 +63,69 @@ struct Managed {
     /// Where to look for the target's samples while it publishes none yet (a program opens
     /// its channel when its work starts, which may be after the daemon attached).
     channel: Option<std::path::PathBuf>,
+    /// What the last read of each chunk said: (mapped pages, huge), by address.
+    known: std::collections::BTreeMap<usize, (u16, bool)>,
+    /// Where the next partial sweep starts.
+    cursor: usize,
+}
+
+impl Managed {
+    fn new(
+        target: Target,
+        samples: Option<Subscriber>,
+        channel: Option<std::path::PathBuf>,
+    ) -> Self {
+        Managed {
+            target,
+            samples,
+            channel,
+            known: Default::default(),
+            cursor: 0,
+        }
+    }
+
+    /// Read the chunks due this interval (all, or those new to the daemon and the next
+    /// `limit` from the cursor) and return every chunk of the target's huge-capable ranges as
+    /// last read, sorted by address.
+    fn sweep(&mut self, limit: usize, read: &mut u64) -> Result<Vec<(usize, u16, bool)>> {
+        let ranges = self.target.huge_capable()?;
+        let addrs: Vec<usize> = ranges
+            .iter()
+            .flat_map(|r| (r.start..r.end).step_by(HUGE))
+            .collect();
+        let mut due: Vec<bool> = addrs
+            .iter()
+            .map(|a| limit == 0 || addrs.len() <= limit || !self.known.contains_key(a))
+            .collect();
+        if limit > 0 && addrs.len() > limit {
+            let from = addrs.partition_point(|&a| a < self.cursor);
+            for k in 0..limit {
+                due[(from + k) % addrs.len()] = true;
+            }
+            self.cursor = addrs[(from + limit) % addrs.len()];
+        }
+        // Read the due chunks in runs of consecutive addresses: one page-table scan per run.
+        let mut i = 0;
+        while i < addrs.len() {
+            if !due[i] {
+                i += 1;
+                continue;
+            }
+            let mut j = i + 1;
+            while j < addrs.len() && due[j] && addrs[j] == addrs[j - 1] + HUGE {
+                j += 1;
+            }
+            *read += (j - i) as u64;
+            for c in self.target.scan(&(addrs[i]..addrs[j - 1] + HUGE))? {
+                self.known
+                    .insert(c.addr, (c.mapped_pages, c.huge == Some(true)));
+            }
+            i = j;
+        }
+        let live: std::collections::BTreeSet<usize> = addrs.iter().copied().collect();
+        self.known.retain(|a, _| live.contains(a));
+        Ok(self.known.iter().map(|(&a, &(m, h))| (a, m, h)).collect())
+    }
 }
 
 /// The daemon.
@@ -90,21 +159,14 @@ impl Daemon {
     pub fn add(&mut self, target: Target) {
         let channel = crate::channel::path(target.pid());
         let samples = Subscriber::open_at(&channel);
-        self.targets.push(Managed {
-            target,
-            samples,
-            channel: Some(channel),
-        });
+        self.targets
+            .push(Managed::new(target, samples, Some(channel)));
         self.targets.sort_by_key(|m| m.target.pid());
     }
 
     /// Manage `target`, reading samples from `samples` only.
     pub fn add_with(&mut self, target: Target, samples: Option<Subscriber>) {
-        self.targets.push(Managed {
-            target,
-            samples,
-            channel: None,
-        });
+        self.targets.push(Managed::new(target, samples, None));
         self.targets.sort_by_key(|m| m.target.pid());
     }
 
@@ -141,26 +203,17 @@ impl Daemon {
                 m.samples = m.channel.as_deref().and_then(Subscriber::open_at);
             }
             let first = chunks.len();
-            let read = (|| -> Result<()> {
-                for r in m.target.huge_capable()? {
-                    for c in m.target.scan(&r)? {
-                        chunks.push(ChunkInfo {
-                            pid,
-                            addr: c.addr,
-                            mapped_pages: c.mapped_pages,
-                            huge: c.huge == Some(true),
-                            samples: 0,
-                            sampled_pages: 0,
-                            sampled: m.samples.is_some(),
-                        });
-                    }
-                }
-                Ok(())
-            })();
-            match read {
-                Ok(()) => {}
+            match m.sweep(self.cfg.scan_chunks, &mut iv.chunks_read) {
+                Ok(read) => chunks.extend(read.into_iter().map(|(addr, mapped, huge)| ChunkInfo {
+                    pid,
+                    addr,
+                    mapped_pages: mapped,
+                    huge,
+                    samples: 0,
+                    sampled_pages: 0,
+                    sampled: m.samples.is_some(),
+                })),
                 Err(Error::Gone { .. }) => {
-                    chunks.truncate(first);
                     iv.gone.push(pid);
                     continue;
                 }
@@ -226,6 +279,17 @@ impl Daemon {
             self.refused.insert((c.pid, c.addr));
         }
         let ok = a.succeeded();
+        if ok {
+            // What the action read back is what the kernel holds now, until the next sweep.
+            if let Some(m) = self.targets.iter_mut().find(|m| m.target.pid() == c.pid) {
+                if let Some(k) = m.known.get_mut(&c.addr) {
+                    k.1 = kind == ActionKind::Promote;
+                    if k.1 {
+                        k.0 = BASE_PER_HUGE as u16;
+                    }
+                }
+            }
+        }
         match (kind, ok) {
             (ActionKind::Promote, true) => {
                 iv.promoted += 1;

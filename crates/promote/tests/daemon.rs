@@ -216,3 +216,45 @@ fn the_daemon_counts_only_the_newest_samples() {
     assert_eq!(sub.drain(&mut got, 100), 0);
     assert!(got.is_empty());
 }
+
+#[test]
+fn a_large_target_is_swept_over_several_intervals() {
+    let _one = serial();
+    let mut m = Mapping::anonymous(16 * HUGE, MapOptions::default()).expect("map");
+    m.advise(0..m.len(), Advice::NoHugePage)
+        .expect("no THP at fault");
+    let t0 = Instant::now();
+    let me = std::process::id() as i32;
+    let target = Target::attach(&ProcFs::default(), me, t0).expect("attach");
+    let limit = 4;
+    let mut d = Daemon::new(
+        by_name("mega").expect("mega"),
+        Config {
+            scan_chunks: limit,
+            // Nothing may be promoted: only the reading is under test.
+            limit: Limit::Bytes(0),
+            ..cfg(Limit::Bytes(0))
+        },
+        t0,
+    );
+    d.add(target);
+    // The first interval reads every chunk: all are new to the daemon.
+    let first = d.step(&mut |_| {}).expect("step");
+    assert!(first.chunks_read >= 16, "{first:?}");
+    // Memory appears in chunks the daemon already knows: it sees it only as its sweep passes,
+    // never reading more than `limit` known chunks an interval.
+    m.touch_pages(4096);
+    let mut seen = first.mapped_bytes;
+    let mut steps = 0;
+    while seen < first.mapped_bytes + m.len() as u64 - 4096 && steps < 10_000 {
+        let iv = d.step(&mut |_| {}).expect("step");
+        assert!(iv.chunks_read <= limit as u64 + 8, "{iv:?}");
+        seen = iv.mapped_bytes;
+        steps += 1;
+    }
+    assert!(steps > 1, "saw all new memory in one interval: {steps}");
+    assert!(
+        seen >= first.mapped_bytes + m.len() as u64 - 4096,
+        "the sweep never came round: {seen} after {steps} intervals"
+    );
+}
