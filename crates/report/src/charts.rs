@@ -93,6 +93,22 @@ pub struct Lines {
     pub y_format: fn(f64) -> String,
 }
 
+impl Lines {
+    /// Lines on linear axes, tick labels as plain numbers, no reference line.
+    pub fn linear(x_title: &str, y_title: &str, series: Vec<Series>) -> Lines {
+        Lines {
+            x_title: x_title.into(),
+            y_title: y_title.into(),
+            series,
+            references: Vec::new(),
+            x_log: false,
+            y_from_zero: false,
+            x_format: plain,
+            y_format: plain,
+        }
+    }
+}
+
 /// A tick label with few digits.
 pub fn plain(v: f64) -> String {
     let a = v.abs();
@@ -155,6 +171,18 @@ fn span(lo: f64, hi: f64, from_zero: bool) -> (f64, f64) {
     (lo, hi + pad)
 }
 
+/// Margins and label areas every chart shares.
+fn frame<'a, 'b, DB: DrawingBackend>(
+    root: &'a DrawingArea<DB, plotters::coord::Shift>,
+) -> ChartBuilder<'a, 'b, DB> {
+    let mut b = ChartBuilder::on(root);
+    b.margin(16)
+        .margin_right(24)
+        .x_label_area_size(52)
+        .y_label_area_size(72);
+    b
+}
+
 /// Bars with whiskers, as SVG.
 pub fn bars(spec: &Bars) -> String {
     let mut svg = String::new();
@@ -179,11 +207,7 @@ fn draw_bars(svg: &mut String, spec: &Bars) -> Res {
     let y1 = y1 + (y1 - y0) * 0.06;
     let root = SVGBackend::with_string(svg, (W, H)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
-    let mut chart = ChartBuilder::on(&root)
-        .margin(16)
-        .margin_right(24)
-        .x_label_area_size(52)
-        .y_label_area_size(72)
+    let mut chart = frame(&root)
         .build_cartesian_2d((0..n - 1).into_segmented(), y0..y1)
         .map_err(err)?;
     let labels: Vec<String> = spec.bars.iter().map(|b| b.label.clone()).collect();
@@ -384,13 +408,7 @@ where
     let (y0, y1) = span(y_lo, y_hi, spec.y_from_zero);
     let root = SVGBackend::with_string(svg, (W, H)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
-    let mut chart = ChartBuilder::on(&root)
-        .margin(16)
-        .margin_right(24)
-        .x_label_area_size(52)
-        .y_label_area_size(72)
-        .build_cartesian_2d(x, y0..y1)
-        .map_err(err)?;
+    let mut chart = frame(&root).build_cartesian_2d(x, y0..y1).map_err(err)?;
     let (xf, yf) = (spec.x_format, spec.y_format);
     chart
         .configure_mesh()

@@ -86,22 +86,33 @@ fn machines_text(c: &Collection) -> String {
     let mut t = Table::new([
         "machine", "cpu", "cpus", "memory", "kernel", "thp", "results",
     ]);
-    for (i, m) in c.machines.iter().enumerate() {
-        t.row([
-            m.name(),
-            m.cpu_model.clone().unwrap_or_default(),
-            m.meta.cpus.to_string(),
-            m.meta.mem_total_bytes.map(bytes).unwrap_or_default(),
-            m.kernels.join(", "),
-            m.thp.join("; "),
-            c.results
-                .iter()
-                .filter(|e| e.machine == i)
-                .count()
-                .to_string(),
-        ]);
+    for i in 0..c.machines.len() {
+        t.row(machine_row(c, i));
     }
     t.render()
+}
+
+/// Machine `i`: name, CPU, CPUs, memory, kernels, THP settings, results.
+fn machine_row(c: &Collection, i: usize) -> Vec<String> {
+    let m = &c.machines[i];
+    vec![
+        m.name(),
+        m.cpu_model.clone().unwrap_or_default(),
+        m.meta.cpus.to_string(),
+        m.meta.mem_total_bytes.map(bytes).unwrap_or_default(),
+        m.kernels.join(", "),
+        m.thp.join("; "),
+        c.results
+            .iter()
+            .filter(|e| e.machine == i)
+            .count()
+            .to_string(),
+    ]
+}
+
+/// A latency distribution's percentiles as table cells: p50, p90, p99, p99.9, max.
+pub(crate) fn percentiles(l: &hugewise_results::faultlat::Latency) -> [String; 5] {
+    [l.p50_ns, l.p90_ns, l.p99_ns, l.p999_ns, l.max_ns].map(|x| ns(x as f64))
 }
 
 /// A Markdown table cell: pipes escaped, line breaks folded.
@@ -243,18 +254,15 @@ fn faultlat_md(runs: &[&Entry]) -> String {
         };
         let r = &s.result;
         let l = &r.fault_latency;
-        rows.push(vec![
+        let mut row = vec![
             e.run_id(),
             r.policy.clone(),
             bytes(r.bytes),
             l.count.to_string(),
-            ns(l.p50_ns as f64),
-            ns(l.p90_ns as f64),
-            ns(l.p99_ns as f64),
-            ns(l.p999_ns as f64),
-            ns(l.max_ns as f64),
-            pct(r.backing.huge_share()),
-        ]);
+        ];
+        row.extend(percentiles(l));
+        row.push(pct(r.backing.huge_share()));
+        rows.push(row);
     }
     if rows.is_empty() {
         return String::new();
@@ -338,30 +346,11 @@ pub fn markdown(c: &Collection) -> String {
                     crate::render(&e.result, crate::Style::Text).map(|t| format!("```\n{t}```\n"))
                 })
                 .unwrap_or_default();
-            let _ = write!(o, "{}:\n\n{body}\n", e.path.display());
+            let _ = writeln!(o, "{}:\n\n{body}", e.path.display());
         }
     }
     o.push_str("## Machines\n\n");
-    let rows: Vec<Vec<String>> = c
-        .machines
-        .iter()
-        .enumerate()
-        .map(|(i, m)| {
-            vec![
-                m.name(),
-                m.cpu_model.clone().unwrap_or_default(),
-                m.meta.cpus.to_string(),
-                m.meta.mem_total_bytes.map(bytes).unwrap_or_default(),
-                m.kernels.join(", "),
-                m.thp.join("; "),
-                c.results
-                    .iter()
-                    .filter(|e| e.machine == i)
-                    .count()
-                    .to_string(),
-            ]
-        })
-        .collect();
+    let rows: Vec<Vec<String>> = (0..c.machines.len()).map(|i| machine_row(c, i)).collect();
     o.push_str(&md_table(
         &[
             "machine",
@@ -382,16 +371,16 @@ fn results_md(runs: &[&Entry]) -> String {
     let mut o = String::new();
     let pages = pages_md(runs);
     if !pages.is_empty() {
-        let _ = write!(o, "{pages}\n");
+        let _ = writeln!(o, "{pages}");
     }
     for e in runs {
         if let AnyResult::Curves(s) = &e.result {
-            let _ = write!(o, "{}\n", curves_md(e, &s.result));
+            let _ = writeln!(o, "{}", curves_md(e, &s.result));
         }
     }
     let f = faultlat_md(runs);
     if !f.is_empty() {
-        let _ = write!(o, "Page-fault latency:\n\n{f}\n");
+        let _ = writeln!(o, "Page-fault latency:\n\n{f}");
     }
     o
 }

@@ -61,107 +61,98 @@ fn range(xs: &[f64]) -> Option<(f64, f64)> {
     Some((lo, hi))
 }
 
-fn busy_count<'a>(qs: impl Iterator<Item = &'a Option<Quiet>>) -> (usize, usize) {
-    crate::views::busy_of(qs)
-}
+/// One timed sample of a comparison: round, index of its layout, time, quiet check.
+type Timed<'a> = (u32, usize, f64, &'a Option<Quiet>);
 
-/// The bars of a `bench pages` result, baseline first.
-pub fn pages_bars(r: &PagesReport) -> Vec<Bar> {
-    let samples: Vec<(u32, usize, f64)> = r
-        .samples
-        .iter()
-        .map(|s| (s.round, s.variant, s.kernel_ns as f64))
-        .collect();
-    let ratios = round_ratios(&samples, r.summary.len());
-    r.summary
-        .iter()
+/// One layout's summary as its result saved it: label, times, median speedup, huge share.
+type Saved = (String, Summary, Option<f64>, f64);
+
+/// Bars from a comparison's samples and summaries (the first summary is the baseline).
+fn bars(samples: &[Timed<'_>], summaries: Vec<Saved>) -> Vec<Bar> {
+    let timed: Vec<(u32, usize, f64)> = samples.iter().map(|s| (s.0, s.1, s.2)).collect();
+    let ratios = round_ratios(&timed, summaries.len());
+    summaries
+        .into_iter()
         .enumerate()
-        .map(|(i, v)| {
-            let (busy, n) = busy_count(
-                r.samples
-                    .iter()
-                    .filter(|s| s.variant == i)
-                    .map(|s| &s.quiet),
-            );
+        .map(|(i, (label, time, speedup, huge_share))| {
+            let (busy, n) = crate::views::busy_of(samples.iter().filter(|s| s.1 == i).map(|s| s.3));
             Bar {
-                label: variant_label(v),
-                time: v.kernel_ns,
-                speedup: if i == 0 {
-                    Some(1.0)
-                } else {
-                    v.speedup_vs_first
-                },
+                label,
+                time,
+                speedup: if i == 0 { Some(1.0) } else { speedup },
                 ratio_range: if i == 0 { None } else { range(&ratios[i]) },
-                huge_share: v.huge_footprint_share,
+                huge_share,
                 busy,
                 samples: n,
             }
         })
         .collect()
+}
+
+/// The bars of a `bench pages` result, baseline first.
+pub fn pages_bars(r: &PagesReport) -> Vec<Bar> {
+    let samples: Vec<Timed<'_>> = r
+        .samples
+        .iter()
+        .map(|s| (s.round, s.variant, s.kernel_ns as f64, &s.quiet))
+        .collect();
+    let summaries = r
+        .summary
+        .iter()
+        .map(|v| {
+            let label = variant_label(v);
+            (
+                label,
+                v.kernel_ns,
+                v.speedup_vs_first,
+                v.huge_footprint_share,
+            )
+        })
+        .collect();
+    bars(&samples, summaries)
 }
 
 /// The bars of a `bench randread` result, base first.
 pub fn randread_bars(r: &RandreadReport) -> Vec<Bar> {
     let index = |v| r.summary.iter().position(|s| s.variant == v).unwrap_or(0);
-    let samples: Vec<(u32, usize, f64)> = r
+    let samples: Vec<Timed<'_>> = r
         .samples
         .iter()
-        .map(|s| (s.round, index(s.variant), s.ns_per_read))
+        .map(|s| (s.round, index(s.variant), s.ns_per_read, &s.quiet))
         .collect();
-    let ratios = round_ratios(&samples, r.summary.len());
-    r.summary
+    let summaries = r
+        .summary
         .iter()
-        .enumerate()
-        .map(|(i, v)| {
-            let (busy, n) = busy_count(
-                r.samples
-                    .iter()
-                    .filter(|s| s.variant == v.variant)
-                    .map(|s| &s.quiet),
-            );
-            Bar {
-                label: v.variant.name().to_string(),
-                time: v.ns_per_read,
-                speedup: if i == 0 { Some(1.0) } else { v.speedup_vs_base },
-                ratio_range: if i == 0 { None } else { range(&ratios[i]) },
-                huge_share: v.huge_share,
-                busy,
-                samples: n,
-            }
+        .map(|v| {
+            let label = v.variant.name().to_string();
+            (label, v.ns_per_read, v.speedup_vs_base, v.huge_share)
         })
-        .collect()
+        .collect();
+    bars(&samples, summaries)
 }
 
 /// The bars of a `bench promote` result, base first.
 pub fn promote_bench_bars(r: &PromoteBenchReport) -> Vec<Bar> {
     let index = |a| r.summary.iter().position(|s| s.arm == a).unwrap_or(0);
-    let samples: Vec<(u32, usize, f64)> = r
+    let samples: Vec<Timed<'_>> = r
         .samples
         .iter()
-        .map(|s| (s.round, index(s.arm), s.ns_per_read))
+        .map(|s| (s.round, index(s.arm), s.ns_per_read, &s.quiet))
         .collect();
-    let ratios = round_ratios(&samples, r.summary.len());
-    r.summary
+    let summaries = r
+        .summary
         .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            let (busy, n) = busy_count(
-                r.samples
-                    .iter()
-                    .filter(|s| s.arm == a.arm)
-                    .map(|s| &s.quiet),
-            );
-            Bar {
-                label: a.arm.name().to_string(),
-                time: a.ns_per_read,
-                speedup: if i == 0 { Some(1.0) } else { a.speedup_vs_base },
-                ratio_range: if i == 0 { None } else { range(&ratios[i]) },
-                huge_share: a.huge_footprint_share,
-                busy,
-                samples: n,
-            }
+        .map(|a| {
+            let label = a.arm.name().to_string();
+            (
+                label,
+                a.ns_per_read,
+                a.speedup_vs_base,
+                a.huge_footprint_share,
+            )
         })
-        .collect()
+        .collect();
+    bars(&samples, summaries)
 }
 
 /// Which side of the machine shape a sensitivity series varies.

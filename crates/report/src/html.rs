@@ -14,6 +14,7 @@ use hugewise_results::study::Headline;
 use hugewise_results::AnyResult;
 
 use crate::charts::{self, BarSpec, Bars, Lines};
+use crate::collectionview::percentiles;
 use crate::digest::{self, Bar, Series};
 use crate::fmt::{bytes, ns, pct};
 use crate::studyview::{gap, metric_value, work_line};
@@ -344,14 +345,13 @@ fn sensitivity_cards(page: &mut Page, runs: &[&Entry]) {
         };
         if !s.speedup.is_empty() {
             let svg = charts::lines(&Lines {
-                x_title: s.axis.title().into(),
-                y_title: "median speedup over the baseline (×)".into(),
-                series: s.speedup.clone(),
                 references: vec![("baseline = 1×".into(), 1.0)],
-                x_log: false,
-                y_from_zero: false,
-                x_format: charts::plain,
                 y_format: charts::times,
+                ..Lines::linear(
+                    s.axis.title(),
+                    "median speedup over the baseline (×)",
+                    s.speedup.clone(),
+                )
             });
             let side = ratio_table(x_short, &s.speedup, |v| format!("{v:.2}×"));
             page.card(
@@ -362,14 +362,12 @@ fn sensitivity_cards(page: &mut Page, runs: &[&Entry]) {
             );
         }
         let svg = charts::lines(&Lines {
-            x_title: s.axis.title().into(),
-            y_title: "footprint in huge pages (%)".into(),
-            series: s.huge_share.clone(),
-            references: Vec::new(),
-            x_log: false,
             y_from_zero: true,
-            x_format: charts::plain,
-            y_format: charts::plain,
+            ..Lines::linear(
+                s.axis.title(),
+                "footprint in huge pages (%)",
+                s.huge_share.clone(),
+            )
         });
         let side = ratio_table(x_short, &s.huge_share, |v| format!("{v:.1}%"));
         page.card(
@@ -433,14 +431,10 @@ fn curves_cards(page: &mut Page, e: &Entry, c: &Curves) {
         refs.push(("all huge (ideal)".to_string(), s));
     }
     let svg = charts::lines(&Lines {
-        x_title: x_title.into(),
-        y_title: "estimated speedup over 4 KiB pages (×)".into(),
-        series: speed,
         references: refs,
         x_log: log,
-        y_from_zero: false,
-        x_format: charts::plain,
         y_format: charts::times,
+        ..Lines::linear(x_title, "estimated speedup over 4 KiB pages (×)", speed)
     });
     let mut side = ratio_table("budget %", &u.speedup, |v| format!("{v:.3}×"));
     if let Some((s, w)) = u.ideal {
@@ -461,14 +455,10 @@ fn curves_cards(page: &mut Page, e: &Entry, c: &Curves) {
         refs.push(("all huge".to_string(), w));
     }
     let svg = charts::lines(&Lines {
-        x_title: x_title.into(),
-        y_title: "page walks per 1 000 accesses".into(),
-        series: walks,
         references: refs,
         x_log: log,
         y_from_zero: true,
-        x_format: charts::plain,
-        y_format: charts::plain,
+        ..Lines::linear(x_title, "page walks per 1 000 accesses", walks)
     });
     let side = ratio_table("budget %", &u.walks, |v| format!("{v:.2}"));
     page.card(
@@ -507,17 +497,13 @@ fn faultlat_card(page: &mut Page, title: &str, runs: &[(&Entry, &FaultlatReport)
             points: digest::cdf(l),
             colour: i,
         });
-        t.row(vec![
+        let mut row = vec![
             format!("{}{}", swatch(i), escape(&name)),
             l.count.to_string(),
-            ns(l.p50_ns as f64),
-            ns(l.p90_ns as f64),
-            ns(l.p99_ns as f64),
-            ns(l.p999_ns as f64),
-            ns(l.max_ns as f64),
-            ns(r.touch_wall_ns as f64),
-            pct(r.backing.huge_share()),
-        ]);
+        ];
+        row.extend(percentiles(l));
+        row.extend([ns(r.touch_wall_ns as f64), pct(r.backing.huge_share())]);
+        t.row(row);
         if let Some(c) = &r.collapse {
             let i = series.len();
             series.push(Series {
@@ -526,7 +512,7 @@ fn faultlat_card(page: &mut Page, title: &str, runs: &[(&Entry, &FaultlatReport)
                 colour: i,
             });
             let l = &c.latency;
-            t.row(vec![
+            let mut row = vec![
                 format!(
                     "{}{} collapse ({} of {} pieces)",
                     swatch(i),
@@ -535,26 +521,21 @@ fn faultlat_card(page: &mut Page, title: &str, runs: &[(&Entry, &FaultlatReport)
                     c.pieces
                 ),
                 l.count.to_string(),
-                ns(l.p50_ns as f64),
-                ns(l.p90_ns as f64),
-                ns(l.p99_ns as f64),
-                ns(l.p999_ns as f64),
-                ns(l.max_ns as f64),
-                "—".into(),
-                pct(c.backing.huge_share()),
-            ]);
+            ];
+            row.extend(percentiles(l));
+            row.extend(["—".into(), pct(c.backing.huge_share())]);
+            t.row(row);
         }
     }
     series.retain(|s| !s.points.is_empty());
     let svg = charts::lines(&Lines {
-        x_title: "latency of one fault or collapse (log scale)".into(),
-        y_title: "events at or below (%)".into(),
-        series,
-        references: Vec::new(),
         x_log: true,
-        y_from_zero: false,
         x_format: charts::latency,
-        y_format: charts::plain,
+        ..Lines::linear(
+            "latency of one fault or collapse (log scale)",
+            "events at or below (%)",
+            series,
+        )
     });
     let side = format!(
         "{}<p class=\"note\">Drawn through the saved percentiles (50, 90, 99, 99.9, max). A THP \
@@ -577,18 +558,17 @@ fn promote_card(page: &mut Page, e: &Entry, r: &PromoteReport) {
         refs.push(("budget".to_string(), b as f64 / (1u64 << 20) as f64));
     }
     let svg = charts::lines(&Lines {
-        x_title: "time since the start (s)".into(),
-        y_title: "target memory in 2 MiB pages (MiB)".into(),
-        series: vec![Series {
-            name: format!("{} {}", r.mode, r.policy),
-            points: pts,
-            colour: 0,
-        }],
         references: refs,
-        x_log: false,
         y_from_zero: true,
-        x_format: charts::plain,
-        y_format: charts::plain,
+        ..Lines::linear(
+            "time since the start (s)",
+            "target memory in 2 MiB pages (MiB)",
+            vec![Series {
+                name: format!("{} {}", r.mode, r.policy),
+                points: pts,
+                colour: 0,
+            }],
+        )
     });
     let t = &r.totals;
     let mut tab = Table::new(&["", "value"]);
@@ -987,10 +967,10 @@ pub fn render(c: &Collection) -> String {
     }
     let mut inputs = String::new();
     for p in &c.plans {
-        let _ = write!(inputs, "{}\n", escape(&p.path.display().to_string()));
+        let _ = writeln!(inputs, "{}", escape(&p.path.display().to_string()));
     }
     for e in &c.results {
-        let _ = write!(inputs, "{}\n", escape(&e.path.display().to_string()));
+        let _ = writeln!(inputs, "{}", escape(&e.path.display().to_string()));
     }
 
     let studies = c.plans.len();
@@ -1026,10 +1006,10 @@ pub fn render(c: &Collection) -> String {
     o.push_str("</nav></header><main>");
     o.push_str(&page.body);
     let _ =
-        write!(
+        writeln!(
         o,
         "<details><summary>Files read</summary><pre>{inputs}</pre></details></main><footer>Made \
-         by hugewise {} report.</footer></body></html>\n",
+         by hugewise {} report.</footer></body></html>",
         escape(&c.machines.first().map(|m| m.meta.tool_version.clone()).unwrap_or_default())
     );
     o
