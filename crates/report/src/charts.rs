@@ -183,6 +183,20 @@ fn frame<'a, 'b, DB: DrawingBackend>(
     b
 }
 
+/// Most bars one chart draws (more would not be readable).
+const MAX_BARS: usize = 48;
+
+/// The bars' slots on the x axis.
+static SLOTS: [usize; MAX_BARS] = {
+    let mut a = [0; MAX_BARS];
+    let mut i = 0;
+    while i < MAX_BARS {
+        a[i] = i;
+        i += 1;
+    }
+    a
+};
+
 /// Bars with whiskers, as SVG.
 pub fn bars(spec: &Bars) -> String {
     let mut svg = String::new();
@@ -191,7 +205,7 @@ pub fn bars(spec: &Bars) -> String {
 }
 
 fn draw_bars(svg: &mut String, spec: &Bars) -> Res {
-    let n = spec.bars.len().max(1);
+    let n = spec.bars.len().clamp(1, MAX_BARS);
     let values = spec
         .bars
         .iter()
@@ -205,15 +219,17 @@ fn draw_bars(svg: &mut String, spec: &Bars) -> Res {
     let (y0, y1) = span(lo, hi, false);
     // Room above the highest whisker for the value labels.
     let y1 = y1 + (y1 - y0) * 0.06;
+    // One slot per bar, as a slice: a range of indices would add an empty slot at its end.
+    let slots = &SLOTS[..n];
     let root = SVGBackend::with_string(svg, (W, H)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let mut chart = frame(&root)
-        .build_cartesian_2d((0..n - 1).into_segmented(), y0..y1)
+        .build_cartesian_2d(slots.into_segmented(), y0..y1)
         .map_err(err)?;
     let labels: Vec<String> = spec.bars.iter().map(|b| b.label.clone()).collect();
-    let label_of = |v: &SegmentValue<usize>| match v {
+    let label_of = |v: &SegmentValue<&usize>| match v {
         SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {
-            labels.get(*i).cloned().unwrap_or_default()
+            labels.get(**i).cloned().unwrap_or_default()
         }
         SegmentValue::Last => String::new(),
     };
@@ -233,11 +249,14 @@ fn draw_bars(svg: &mut String, spec: &Bars) -> Res {
         .draw()
         .map_err(err)?;
     chart
-        .draw_series(spec.bars.iter().enumerate().map(|(i, b)| {
+        .draw_series(spec.bars.iter().take(n).enumerate().map(|(i, b)| {
+            let right = slots
+                .get(i + 1)
+                .map_or(SegmentValue::Last, SegmentValue::Exact);
             let mut r = Rectangle::new(
                 [
-                    (SegmentValue::Exact(i), spec.reference),
-                    (SegmentValue::Exact(i + 1), b.value),
+                    (SegmentValue::Exact(&slots[i]), spec.reference),
+                    (right, b.value),
                 ],
                 colour(b.colour).mix(0.85).filled(),
             );
@@ -248,9 +267,9 @@ fn draw_bars(svg: &mut String, spec: &Bars) -> Res {
         .map_err(err)?;
     // Whiskers: a line from the lowest to the highest per-round ratio, with caps.
     let whisker = AXIS.stroke_width(2);
-    for (i, b) in spec.bars.iter().enumerate() {
+    for (i, b) in spec.bars.iter().take(n).enumerate() {
         let Some((l, h)) = b.whisker else { continue };
-        let x = SegmentValue::CenterOf(i);
+        let x = SegmentValue::CenterOf(&slots[i]);
         chart
             .draw_series([PathElement::new([(x.clone(), l), (x.clone(), h)], whisker)])
             .map_err(err)?;
@@ -266,12 +285,12 @@ fn draw_bars(svg: &mut String, spec: &Bars) -> Res {
         .color(&BLACK)
         .pos(Pos::new(HPos::Center, VPos::Bottom));
     chart
-        .draw_series(spec.bars.iter().enumerate().map(|(i, b)| {
+        .draw_series(spec.bars.iter().take(n).enumerate().map(|(i, b)| {
             let top = b.whisker.map_or(b.value, |w| w.1).max(b.value);
             let above = top.max(spec.reference) + (y1 - y0) * 0.015;
             Text::new(
                 format!("{:.2}×", b.value),
-                (SegmentValue::CenterOf(i), above),
+                (SegmentValue::CenterOf(&slots[i]), above),
                 label_style.clone(),
             )
         }))
@@ -279,7 +298,7 @@ fn draw_bars(svg: &mut String, spec: &Bars) -> Res {
     chart
         .draw_series(DashedLineSeries::new(
             [
-                (SegmentValue::Exact(0), spec.reference),
+                (SegmentValue::Exact(&slots[0]), spec.reference),
                 (SegmentValue::Last, spec.reference),
             ],
             6,

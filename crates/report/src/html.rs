@@ -55,9 +55,10 @@ p.lead { color: var(--muted); margin: 6px 0 14px; }
 .card h3 { margin: 0; font-size: 17px; }
 .card p.sub { margin: 2px 0 12px; color: var(--muted); font-size: 14px; }
 .body { display: flex; flex-wrap: wrap; gap: 20px 28px; align-items: flex-start; }
-.chart { flex: 0 1 660px; min-width: 300px; }
+.chart { flex: 0 1 620px; min-width: 300px; }
 .chart svg { width: 100%; height: auto; display: block; }
-.side { flex: 1 1 420px; min-width: min(100%, min-content); overflow-x: auto; }
+.side { flex: 1 1 440px; min-width: min-content; max-width: 100%; overflow-x: auto; }
+.rng { display: block; color: var(--muted); font-size: 12px; }
 table { border-collapse: collapse; font-size: 13.5px; width: 100%; }
 th, td { padding: 5px 8px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
 th { font-weight: 600; color: var(--muted); font-size: 12.5px; text-transform: uppercase; letter-spacing: .3px; }
@@ -224,12 +225,10 @@ fn bars_card(page: &mut Page, title: &str, sub: &str, time_title: &str, bars: &[
         .collect();
     let mut t = Table::new(&[
         "layout",
-        time_title,
-        "min – max",
+        &format!("{time_title} (min – max)"),
         "spread",
-        "speedup",
-        "per round",
-        "huge",
+        "speedup (per round)",
+        "huge share",
     ]);
     let (mut busy, mut all) = (0, 0);
     for (i, b) in bars.iter().enumerate() {
@@ -246,17 +245,22 @@ fn bars_card(page: &mut Page, title: &str, sub: &str, time_title: &str, bars: &[
                     ""
                 }
             ),
-            ns(b.time.median),
-            ns_range(b.time.min, b.time.max),
+            format!(
+                "{}<span class=\"rng\">{}</span>",
+                ns(b.time.median),
+                ns_range(b.time.min, b.time.max)
+            ),
             pct(b.time.mad_rel),
             match (i, b.speedup) {
                 (0, _) => "baseline".into(),
-                (_, Some(s)) => format!("{s:.2}×"),
+                (_, Some(s)) => format!(
+                    "{s:.2}×<span class=\"rng\">{}</span>",
+                    b.ratio_range
+                        .map(|(l, h)| format!("{l:.2} – {h:.2}×"))
+                        .unwrap_or_default()
+                ),
                 (_, None) => "—".into(),
             },
-            b.ratio_range
-                .map(|(l, h)| format!("{l:.2} – {h:.2}×"))
-                .unwrap_or_else(|| "—".into()),
             pct(b.huge_share),
         ]);
     }
@@ -645,7 +649,7 @@ fn results(page: &mut Page, entries: &[&Entry], c: &Collection) {
                     bytes(s.result.bytes),
                     s.result.rounds
                 ),
-                "ns / read",
+                "per read",
                 &digest::randread_bars(&s.result),
             ),
             AnyResult::BenchPromote(s) => bars_card(
@@ -657,7 +661,7 @@ fn results(page: &mut Page, entries: &[&Entry], c: &Collection) {
                     s.result.zipf_s,
                     pct(s.result.budget_share)
                 ),
-                "ns / read",
+                "per read",
                 &digest::promote_bench_bars(&s.result),
             ),
             _ => {}
