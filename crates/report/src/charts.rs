@@ -88,9 +88,9 @@ pub struct Lines {
     /// Start the y axis at 0 (else at the data with a margin).
     pub y_from_zero: bool,
     /// How x tick labels print.
-    pub x_format: fn(f64) -> String,
+    pub x_format: Ticks,
     /// How y tick labels print.
-    pub y_format: fn(f64) -> String,
+    pub y_format: Ticks,
 }
 
 impl Lines {
@@ -103,9 +103,48 @@ impl Lines {
             references: Vec::new(),
             x_log: false,
             y_from_zero: false,
-            x_format: plain,
-            y_format: plain,
+            x_format: Ticks::Plain,
+            y_format: Ticks::Plain,
         }
+    }
+}
+
+/// How an axis' tick labels print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ticks {
+    /// A number with as many decimals as the axis' span needs.
+    Plain,
+    /// A speedup (`1.25×`).
+    Times,
+    /// Nanoseconds in the unit that fits (`120 µs`).
+    Latency,
+}
+
+impl Ticks {
+    fn label(self, v: f64, decimals: usize) -> String {
+        let number = || {
+            let s = format!("{v:.decimals$}");
+            if s.contains('.') {
+                s.trim_end_matches('0').trim_end_matches('.').to_string()
+            } else {
+                s
+            }
+        };
+        match self {
+            Ticks::Plain => number(),
+            Ticks::Times => format!("{}×", number()),
+            Ticks::Latency => latency(v),
+        }
+    }
+}
+
+/// Decimals that tell ticks about an eighth of `lo..hi` apart.
+fn decimals(lo: f64, hi: f64) -> usize {
+    let step = (hi - lo).abs() / 8.0;
+    if step > 0.0 && step.is_finite() {
+        (-step.log10().floor()).clamp(0.0, 6.0) as usize
+    } else {
+        2
     }
 }
 
@@ -122,11 +161,6 @@ pub fn plain(v: f64) -> String {
         let s = format!("{v:.2}");
         s.trim_end_matches('0').trim_end_matches('.').to_string()
     }
-}
-
-/// A speedup tick label (`1.25×`).
-pub fn times(v: f64) -> String {
-    format!("{}×", plain(v))
 }
 
 /// Nanoseconds as a tick label in the unit that fits.
@@ -217,8 +251,14 @@ fn draw_bars(svg: &mut String, spec: &Bars) -> Res {
     let lo = values.clone().fold(f64::INFINITY, f64::min);
     let hi = values.fold(f64::NEG_INFINITY, f64::max);
     let (y0, y1) = span(lo, hi, false);
-    // Room above the highest whisker for the value labels.
-    let y1 = y1 + (y1 - y0) * 0.06;
+    // Room for the value labels: above gains, below losses.
+    let room = (y1 - y0) * 0.07;
+    let y1 = y1 + room;
+    let y0 = if spec.bars.iter().any(|b| b.value < spec.reference) {
+        y0 - room
+    } else {
+        y0
+    };
     // One slot per bar, as a slice: a range of indices would add an empty slot at its end.
     let slots = &SLOTS[..n];
     let root = SVGBackend::with_string(svg, (W, H)).into_drawing_area();
@@ -241,7 +281,7 @@ fn draw_bars(svg: &mut String, spec: &Bars) -> Res {
         .axis_style(AXIS)
         .x_labels(n)
         .x_label_formatter(&label_of)
-        .y_label_formatter(&|v| times(*v))
+        .y_label_formatter(&|v| Ticks::Times.label(*v, decimals(y0, y1)))
         .x_label_style((FONT, 15))
         .y_label_style((FONT, 15))
         .y_desc(spec.y_title.as_str())
@@ -268,7 +308,9 @@ fn draw_bars(svg: &mut String, spec: &Bars) -> Res {
     // Whiskers: a line from the lowest to the highest per-round ratio, with caps.
     let whisker = AXIS.stroke_width(2);
     for (i, b) in spec.bars.iter().take(n).enumerate() {
-        let Some((l, h)) = b.whisker else { continue };
+        let Some((l, h)) = b.whisker.filter(|(l, h)| h > l) else {
+            continue;
+        };
         let x = SegmentValue::CenterOf(&slots[i]);
         chart
             .draw_series([PathElement::new([(x.clone(), l), (x.clone(), h)], whisker)])
@@ -281,17 +323,20 @@ fn draw_bars(svg: &mut String, spec: &Bars) -> Res {
                 .map_err(err)?;
         }
     }
-    let label_style = TextStyle::from((FONT, 15).into_font())
-        .color(&BLACK)
-        .pos(Pos::new(HPos::Center, VPos::Bottom));
+    let style = TextStyle::from((FONT, 15).into_font()).color(&BLACK);
+    let gap = (y1 - y0) * 0.015;
     chart
         .draw_series(spec.bars.iter().take(n).enumerate().map(|(i, b)| {
-            let top = b.whisker.map_or(b.value, |w| w.1).max(b.value);
-            let above = top.max(spec.reference) + (y1 - y0) * 0.015;
+            let (lo, hi) = b.whisker.unwrap_or((b.value, b.value));
+            let (y, v) = if b.value >= spec.reference {
+                (hi.max(b.value) + gap, VPos::Bottom)
+            } else {
+                (lo.min(b.value) - gap, VPos::Top)
+            };
             Text::new(
                 format!("{:.2}×", b.value),
-                (SegmentValue::CenterOf(&slots[i]), above),
-                label_style.clone(),
+                (SegmentValue::CenterOf(&slots[i]), y),
+                style.pos(Pos::new(HPos::Center, v)),
             )
         }))
         .map_err(err)?;
@@ -338,14 +383,17 @@ pub fn lines(spec: &Lines) -> String {
     let legend = legend_corner(spec, (x_lo, x_hi), (y_lo, y_hi));
     let drawn = if !x_lo.is_finite() || !y_lo.is_finite() {
         Err("no points".to_string())
-    } else if spec.x_log {
-        let (lo, hi) = (x_lo.max(1e-9), x_hi.max(x_lo * 1.01));
+    } else if spec.x_log && x_lo > 0.0 && x_hi >= x_lo * 10.0 {
+        // Log ticks need a decade at least; a narrower span stays linear.
+        let digits = if x_lo < 1.0 { 2 } else { 0 };
         draw_lines(
             &mut svg,
             spec,
-            (lo / 1.25..hi * 1.25).log_scale(),
+            (x_lo / 1.25..x_hi * 1.25).log_scale(),
             (y_lo, y_hi),
             legend,
+            digits,
+            true,
         )
     } else {
         let (lo, hi) = if x_hi > x_lo {
@@ -354,7 +402,16 @@ pub fn lines(spec: &Lines) -> String {
             (x_lo - 1.0, x_hi + 1.0)
         };
         let pad = (hi - lo) * 0.03;
-        draw_lines(&mut svg, spec, lo - pad..hi + pad, (y_lo, y_hi), legend)
+        let digits = decimals(lo, hi);
+        draw_lines(
+            &mut svg,
+            spec,
+            lo - pad..hi + pad,
+            (y_lo, y_hi),
+            legend,
+            digits,
+            true,
+        )
     };
     finish(svg, drawn)
 }
@@ -419,6 +476,8 @@ fn draw_lines<X>(
     x: X,
     (y_lo, y_hi): (f64, f64),
     legend: SeriesLabelPosition,
+    x_decimals: usize,
+    log: bool,
 ) -> Res
 where
     X: AsRangedCoord<Value = f64>,
@@ -429,6 +488,12 @@ where
     root.fill(&WHITE).map_err(err)?;
     let mut chart = frame(&root).build_cartesian_2d(x, y0..y1).map_err(err)?;
     let (xf, yf) = (spec.x_format, spec.y_format);
+    let yd = decimals(y0, y1);
+    let x_title = match (log, spec.x_title.strip_suffix(')')) {
+        (false, _) => spec.x_title.clone(),
+        (true, Some(open)) => format!("{open}, log scale)"),
+        (true, None) => format!("{} (log scale)", spec.x_title),
+    };
     chart
         .configure_mesh()
         .light_line_style(WHITE)
@@ -436,11 +501,11 @@ where
         .axis_style(AXIS)
         .x_labels(8)
         .y_labels(8)
-        .x_label_formatter(&|v| xf(*v))
-        .y_label_formatter(&|v| yf(*v))
+        .x_label_formatter(&|v| xf.label(*v, x_decimals))
+        .y_label_formatter(&|v| yf.label(*v, yd))
         .x_label_style((FONT, 15))
         .y_label_style((FONT, 15))
-        .x_desc(spec.x_title.as_str())
+        .x_desc(x_title.as_str())
         .y_desc(spec.y_title.as_str())
         .axis_desc_style((FONT, 16))
         .draw()
@@ -499,7 +564,10 @@ mod tests {
         assert_eq!(plain(1.25), "1.25");
         assert_eq!(plain(12.0), "12");
         assert_eq!(plain(250.0), "250");
-        assert_eq!(times(1.5), "1.5×");
+        assert_eq!(Ticks::Times.label(1.5, 2), "1.5×");
+        assert_eq!(Ticks::Plain.label(1.0004, 3), "1");
+        assert_eq!(decimals(1.0, 1.001), 4);
+        assert_eq!(decimals(0.0, 100.0), 0);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use hugewise_results::stats::BUSY_SHARE;
 use hugewise_results::study::Headline;
 use hugewise_results::AnyResult;
 
-use crate::charts::{self, BarSpec, Bars, Lines};
+use crate::charts::{self, BarSpec, Bars, Lines, Ticks};
 use crate::collectionview::percentiles;
 use crate::digest::{self, Bar, Series};
 use crate::fmt::{bytes, ns, pct};
@@ -350,7 +350,7 @@ fn sensitivity_cards(page: &mut Page, runs: &[&Entry]) {
         if !s.speedup.is_empty() {
             let svg = charts::lines(&Lines {
                 references: vec![("baseline = 1×".into(), 1.0)],
-                y_format: charts::times,
+                y_format: Ticks::Times,
                 ..Lines::linear(
                     s.axis.title(),
                     "median speedup over the baseline (×)",
@@ -425,11 +425,7 @@ fn curves_cards(page: &mut Page, e: &Entry, c: &Curves) {
     } else {
         (u.speedup.clone(), u.walks.clone())
     };
-    let x_title = if log {
-        "share of the footprint promoted (%, log scale)"
-    } else {
-        "share of the footprint promoted (%)"
-    };
+    let x_title = "share of the footprint promoted (%)";
     let mut refs = vec![("4 KiB only = 1×".to_string(), 1.0)];
     if let Some((s, _)) = u.ideal {
         refs.push(("all huge (ideal)".to_string(), s));
@@ -437,7 +433,7 @@ fn curves_cards(page: &mut Page, e: &Entry, c: &Curves) {
     let svg = charts::lines(&Lines {
         references: refs,
         x_log: log,
-        y_format: charts::times,
+        y_format: Ticks::Times,
         ..Lines::linear(x_title, "estimated speedup over 4 KiB pages (×)", speed)
     });
     let mut side = ratio_table("budget %", &u.speedup, |v| format!("{v:.3}×"));
@@ -534,9 +530,9 @@ fn faultlat_card(page: &mut Page, title: &str, runs: &[(&Entry, &FaultlatReport)
     series.retain(|s| !s.points.is_empty());
     let svg = charts::lines(&Lines {
         x_log: true,
-        x_format: charts::latency,
+        x_format: Ticks::Latency,
         ..Lines::linear(
-            "latency of one fault or collapse (log scale)",
+            "latency of one fault or collapse",
             "events at or below (%)",
             series,
         )
