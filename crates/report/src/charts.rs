@@ -300,7 +300,9 @@ fn draw_bars(svg: &mut String, spec: &Bars) -> Res {
                 ],
                 colour(b.colour).mix(0.85).filled(),
             );
-            let gap = (W as usize / n / 5).clamp(8, 60) as u32;
+            // Bars at most 160 px wide, with room between them.
+            let slot = (W - 110) / n as u32;
+            let gap = (slot - (slot * 3 / 5).min(160)) / 2;
             r.set_margin(0, 0, gap, gap);
             r
         }))

@@ -293,6 +293,7 @@ fn shape_of(e: &Entry) -> Option<String> {
 
 fn pages_card(page: &mut Page, e: &Entry, r: &PagesReport) {
     let title = match &e.meta().study {
+        Some(t) if t.label.contains(&r.graph_spec) => t.label.clone(),
         Some(t) => format!("{}: {} on {}", t.label, r.kernel.name(), r.graph_spec),
         None => format!("{} on {}", r.kernel.name(), r.graph_spec),
     };
@@ -988,10 +989,11 @@ pub fn render(c: &Collection) -> String {
     );
     let _ = write!(
         o,
-        "<header class=\"top\"><h1>{}</h1><p>{} result files{} from {} machine{}, rendered from \
+        "<header class=\"top\"><h1>{}</h1><p>{} result file{}{} from {} machine{}, rendered from \
          the saved files (nothing was re-run).</p><nav class=\"toc\">",
         escape(&title),
         c.results.len(),
+        if c.results.len() == 1 { "" } else { "s" },
         match studies {
             0 => String::new(),
             1 => " of 1 study".into(),
