@@ -111,13 +111,9 @@ runs of the same code give the simulator its clock; they are saved beside the tr
     #[command(args_conflicts_with_subcommands = true, after_help = crate::cli::SIM_HELP)]
     Sim(SimArgs),
 
-    /// Render a saved result (any command's --out FILE) as the command printed it.
-    #[command(after_help = "Examples:
-  hugewise run bfs --graph kron:20 --out bfs.json && hugewise report bfs.json
-  hugewise report pages.json --markdown      (bench pages and bench randread)
-  hugewise report plan.json                  (a summary of sim --plan's plans)
-
-The file names its kind (`schema`) and version; nothing is re-run.")]
+    /// Render saved results: one file as the command printed it, or files and study
+    /// directories (merged across machines) as one report: HTML with charts, Markdown, CSV.
+    #[command(after_help = crate::reportcmd::HELP)]
     Report(ReportArgs),
 
     /// Make, convert and describe graphs.
@@ -148,12 +144,33 @@ The file names its kind (`schema`) and version; nothing is re-run.")]
 /// `hugewise report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A result saved with --out (or `sim --plan`, `env with --out`).
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
-    /// Print the Markdown table instead (bench pages, bench randread).
-    #[arg(long)]
+    /// Saved results (any command's --out FILE) or directories of them (a study's --out DIR,
+    /// with its runs/ folder).
+    #[arg(value_name = "PATH", required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Write the report to FILE (atomically) instead of printing it.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// text, md, csv or html [default: html when --out ends in .html, else text].
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<ReportFormat>,
+    /// One file's Markdown table (bench pages, bench randread, bench promote), as before
+    /// --format existed; with several paths, the same as --format md.
+    #[arg(long, conflicts_with = "format")]
     pub markdown: bool,
+}
+
+/// What `hugewise report` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    /// Terminal tables, as the commands print them.
+    Text,
+    /// Markdown: headlines and tables.
+    Md,
+    /// CSV: one row per bench pages layout per run.
+    Csv,
+    /// One self-contained HTML page with charts.
+    Html,
 }
 
 /// `hugewise sys`.

@@ -7,10 +7,10 @@ mod envcmd;
 mod output;
 mod progress;
 mod promotecmd;
+mod reportcmd;
 mod simcmd;
 mod studycmd;
 
-use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -120,25 +120,7 @@ fn run(command: Command, progress: Mode) -> anyhow::Result<u8> {
         Command::Study(a) => return studycmd::study(a, progress),
         Command::Trace(a) => simcmd::trace(a, progress),
         Command::Sim(a) => simcmd::sim(a, progress),
-        Command::Report(a) => {
-            let r = hugewise_results::read(&a.file)?;
-            let style = if a.markdown {
-                hugewise_report::Style::Markdown
-            } else {
-                hugewise_report::Style::Text
-            };
-            let Some(text) = hugewise_report::render(&r, style) else {
-                usage_error(format!(
-                    "--markdown: a {} result has no Markdown table (bench pages and bench \
-                     randread have)",
-                    r.schema()
-                ))
-            };
-            let mut stdout = std::io::stdout().lock();
-            stdout.write_all(text.as_bytes())?;
-            stdout.flush()?;
-            Ok(())
-        }
+        Command::Report(a) => reportcmd::report(&a),
         Command::Sys(a) => {
             let r = machine::gather(&ProcFs::default(), &SysFs::default())
                 .context("reading the machine's huge-page state")?;

@@ -121,3 +121,89 @@ fn busy_samples_are_marked_and_spread_is_defined() {
         );
     }
 }
+
+/// Study directories as `hugewise study` leaves them, assembled from the fixtures.
+#[path = "../../report/tests/common/mod.rs"]
+mod studies;
+
+#[test]
+fn study_directories_from_two_machines_make_one_html_page() {
+    let root = tempfile::tempdir().expect("tmp");
+    let a = studies::study_dir(root.path(), "alpha", 1.0);
+    let b = studies::study_dir(root.path(), "beta", 1.3);
+    let out = root.path().join("report.html");
+    let run = report(&[
+        a.to_str().expect("path"),
+        b.to_str().expect("path"),
+        "--out",
+        out.to_str().expect("path"),
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(run.stdout.is_empty(), "written to the file, not printed");
+    let html = std::fs::read_to_string(&out).expect("report");
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(
+        html.contains("Study fragmentation on alpha")
+            && html.contains("Study fragmentation on beta")
+    );
+    assert!(!html.contains("http://") && !html.contains("https://"));
+    // Written atomically: nothing is left beside it.
+    let left: Vec<_> = std::fs::read_dir(root.path())
+        .expect("ls")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(left.len(), 3, "{left:?}");
+}
+
+#[test]
+fn formats_are_views_of_the_same_results() {
+    let root = tempfile::tempdir().expect("tmp");
+    let a = studies::study_dir(root.path(), "alpha", 1.0);
+    let dir = a.to_str().expect("path");
+    let csv = report(&[dir, "--format", "csv"]);
+    assert!(csv.status.success());
+    let csv = String::from_utf8_lossy(&csv.stdout).into_owned();
+    assert!(csv.starts_with("study,run,label,shape,machine,"));
+    assert_eq!(csv.lines().count(), 1 + 4 * 4);
+    let md = report(&[dir, "--format", "md"]);
+    assert!(String::from_utf8_lossy(&md.stdout).contains("### Headlines"));
+    let text = report(&[dir]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("headline"));
+    // --format html to stdout, and html chosen by the output's name.
+    let html = report(&[dir, "--format", "html"]);
+    assert!(String::from_utf8_lossy(&html.stdout).contains("<svg"));
+    let out = root.path().join("r.md");
+    let md = report(&[dir, "--out", out.to_str().expect("path")]);
+    assert!(md.status.success());
+    assert!(!std::fs::read_to_string(&out)
+        .expect("written")
+        .contains("<svg"));
+}
+
+#[test]
+fn a_directory_with_a_stray_file_names_it() {
+    let root = tempfile::tempdir().expect("tmp");
+    let a = studies::study_dir(root.path(), "alpha", 1.0);
+    std::fs::write(a.join("runs/notes.json"), "[1, 2]").expect("write");
+    let out = report(&[a.to_str().expect("path"), "--format", "html"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("notes.json"), "{err}");
+}
+
+#[test]
+fn help_shows_examples() {
+    let out = Command::new(env!("CARGO_BIN_EXE_hugewise"))
+        .args(["report", "--help"])
+        .output()
+        .expect("run hugewise");
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        help.contains("--out report.html") && help.contains("--format"),
+        "{help}"
+    );
+}

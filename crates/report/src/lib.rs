@@ -4,8 +4,12 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod charts;
+pub mod collectionview;
+pub mod digest;
 pub mod envview;
 pub mod fmt;
+pub mod html;
 pub mod promoteview;
 pub mod simview;
 pub mod studyview;

@@ -105,6 +105,18 @@ pub fn metric_value(m: &Metric, v: f64) -> String {
     }
 }
 
+/// How far this machine's number is from the paper's (`+0.12×`, `−8.5 pp`), and whether it
+/// is at or above it; `None` when either is missing.
+pub fn gap(h: &Headline) -> Option<(String, bool)> {
+    let d = h.measured? - h.claim.paper_value?;
+    let sign = if d >= 0.0 { "+" } else { "−" };
+    let text = match h.claim.metric {
+        Metric::Speedup { .. } => format!("{sign}{:.2}×", d.abs()),
+        _ => format!("{sign}{:.1} pp", d.abs() * 100.0),
+    };
+    Some((text, d >= 0.0))
+}
+
 /// The headlines: each claim, what was measured here, the paper's number, and why they may
 /// differ.
 pub fn headlines(h: &[Headline]) -> String {

@@ -10,6 +10,7 @@
 
 pub mod backing;
 pub mod capture;
+pub mod collection;
 pub mod env;
 pub mod faultlat;
 pub mod graph;
@@ -181,6 +182,13 @@ macro_rules! kinds {
             pub fn schema(&self) -> &'static str {
                 match self {
                     $(AnyResult::$variant(_) => $schema,)*
+                }
+            }
+
+            /// The meta block: how and where the result was made.
+            pub fn meta(&self) -> &Meta {
+                match self {
+                    $(AnyResult::$variant(s) => &s.meta,)*
                 }
             }
 
