@@ -62,7 +62,8 @@ impl KernelSettings {
                 match self.mode.as_deref() {
                     None | Some("pull") => {}
                     Some("push") => *mode = PrMode::Push,
-                    Some(m) => return bad_mode(m, "pull or push"),
+                    Some("pull-gs") => *mode = PrMode::PullGs,
+                    Some(m) => return bad_mode(m, "pull, pull-gs or push"),
                 }
                 *tolerance = self.tolerance.unwrap_or(*tolerance);
                 *max_iters = self.max_iters.unwrap_or(*max_iters);

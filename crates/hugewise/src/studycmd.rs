@@ -230,24 +230,13 @@ fn evidence(dir: &Path, plan: &StudyPlan) -> (Vec<(String, PagesReport)>, Vec<Cu
     (pages, curves)
 }
 
-/// Write the study's report beside its results.
-fn write_report(
-    dir: &Path,
-    plan: &StudyPlan,
-    pages: &[(String, PagesReport)],
-    heads: &[hugewise_results::study::Headline],
-) -> anyhow::Result<PathBuf> {
-    let rows: Vec<(&str, &PagesReport)> = pages.iter().map(|(i, r)| (i.as_str(), r)).collect();
-    let text = format!(
-        "# Study {}\n\n{}\n\n```\n{}\n{}\n{}```\n",
-        plan.preset,
-        plan.question,
-        studyview::plan(plan),
-        studyview::pages_table(&rows),
-        studyview::headlines(heads)
-    );
-    let path = dir.join("report.md");
-    hugewise_study::save::write_atomic(&path, text.as_bytes())?;
+/// Write the study's report beside its results: the HTML page `hugewise report DIR` makes,
+/// from the saved files alone.
+fn write_report(dir: &Path) -> anyhow::Result<PathBuf> {
+    let c = hugewise_results::collection::load(&[dir.to_path_buf()])
+        .with_context(|| format!("reading the results in {}", dir.display()))?;
+    let path = dir.join("report.html");
+    hugewise_study::save::write_atomic(&path, hugewise_report::html::render(&c).as_bytes())?;
     Ok(path)
 }
 
@@ -340,7 +329,7 @@ pub fn study(a: StudyArgs, mode: Mode) -> anyhow::Result<u8> {
         }
         println!("{}", studyview::headlines(&heads));
     }
-    let report = write_report(&dir, &plan, &pages, &heads)?;
+    let report = write_report(&dir)?;
     if mode != Mode::Off {
         eprintln!("report: {}", report.display());
     }

@@ -203,7 +203,7 @@ impl Daemon {
                 m.samples = m.channel.as_deref().and_then(Subscriber::open_at);
             }
             let first = chunks.len();
-            match m.sweep(self.cfg.scan_chunks, &mut iv.chunks_read) {
+            match m.sweep(self.cfg.scan_chunks, iv.chunks_read.get_or_insert(0)) {
                 Ok(read) => chunks.extend(read.into_iter().map(|(addr, mapped, huge)| ChunkInfo {
                     pid,
                     addr,

@@ -115,6 +115,7 @@ impl std::fmt::Display for Spec {
                 "pr ({}, tolerance {tolerance:e}, at most {max_iters} iterations)",
                 match mode {
                     PrMode::Pull => "pull",
+                    PrMode::PullGs => "pull, Gauss-Seidel",
                     PrMode::Push => "push",
                 }
             ),
@@ -146,8 +147,14 @@ pub enum BfsMode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PrMode {
-    /// Each vertex gathers from its in-neighbours.
+    /// Each vertex gathers from its in-neighbours the contributions of the last iteration
+    /// (Jacobi): how many iterations it takes does not depend on how the vertices are
+    /// numbered, so a reordering changes only the time per iteration.
     Pull,
+    /// Each vertex gathers from its in-neighbours, and its own contribution is refreshed as
+    /// soon as its score is (Gauss–Seidel, as the GAP suite's `pr`): fewer iterations in some
+    /// vertex orders, more in others (DBG's, hubs first, for one).
+    PullGs,
     /// Each vertex scatters to its out-neighbours (atomic adds).
     Push,
 }

@@ -78,9 +78,10 @@ pub struct Interval {
     pub samples_lost: u64,
     /// Time spent reading the targets' chunks and samples.
     pub scan_ns: u64,
-    /// Chunks whose page tables were read this interval (the others are as last read).
-    #[serde(default)]
-    pub chunks_read: u64,
+    /// Chunks whose page tables were read this interval (the others are as last read);
+    /// `null` in results from before it was counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunks_read: Option<u64>,
     /// CPU time of the daemon's thread over the whole interval's work.
     pub cpu_ns: u64,
 }

@@ -451,11 +451,12 @@ pub fn expand(name: &str, o: &Options) -> Result<StudyPlan> {
                     ),
                 ));
             }
+            let tg = if q { "kron:18" } else { "kron:20" };
             runs.push(pages_run(
-                "curve-bfs-kron18".into(),
-                "bfs on kron:18 (DBG), simulated utility curve".into(),
+                format!("curve-bfs-{}", slug(tg)),
+                format!("bfs on {tg} (DBG), simulated utility curve"),
                 none.clone(),
-                curve("kron:18", "bfs", Some("dbg")),
+                curve(tg, "bfs", Some("dbg")),
             ));
             claims.push(ideal_claim());
             claims.extend(selective_claims());
