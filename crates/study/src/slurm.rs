@@ -46,7 +46,7 @@ samples timed beside other work.";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mem {
     /// The largest run's estimate; `fallback_bytes` for runs with none (graphs read from
-    /// files, traced runs). Plans with shaped runs ask for the whole node.
+    /// files). Plans with shaped runs ask for the whole node.
     Estimate {
         /// Asked for when a run has no estimate.
         fallback_bytes: u64,
@@ -176,6 +176,9 @@ pub fn emit(plan: &StudyPlan, job: &SlurmJob, dir: &Path) -> Result<Emitted> {
     check_ids(&plan.runs)?;
     let dir = absolute(dir)?;
     check_dir(&dir)?;
+    if let Some(a) = job.sbatch_args.iter().find(|a| a.contains('\n')) {
+        return Err(Error::Config(format!("sbatch option {a:?} has a newline")));
+    }
     let hugewise = absolute(&job.hugewise)?;
     let meta = crate::meta::collect(env!("CARGO_PKG_VERSION"), std::env::args().collect());
     let plan = &runner::prepare(&dir, plan, meta, true)?;
@@ -192,7 +195,7 @@ pub fn emit(plan: &StudyPlan, job: &SlurmJob, dir: &Path) -> Result<Emitted> {
 
     let resources = Resources::of(plan, job);
     let script_path = slurm_dir.join("study.sbatch");
-    let script = script(plan, job, &resources, &dir, &hugewise)?;
+    let script = script(plan, job, &resources, &dir, &hugewise);
     write_atomic(&script_path, script.trim_end().as_bytes())?;
 
     let mut notes = resources.notes;
@@ -330,7 +333,7 @@ fn script(
     res: &Resources,
     dir: &Path,
     hugewise: &Path,
-) -> Result<String> {
+) -> String {
     let dir_s = dir.to_string_lossy();
     let name = job
         .job_name
@@ -380,9 +383,6 @@ fn script(
         line("#SBATCH --exclusive");
     }
     for a in &job.sbatch_args {
-        if a.contains('\n') {
-            return Err(Error::Config(format!("sbatch option {a:?} has a newline")));
-        }
         line(&format!("#SBATCH {a}"));
     }
     line("set -euo pipefail");
@@ -412,7 +412,7 @@ fn script(
         "exec \"$hugewise\" study {} --out \"$dir\" --run \"$id\"",
         study.join(" ")
     ));
-    Ok(s)
+    s
 }
 
 /// `D-HH:MM:SS`, one of the forms sbatch's `--time` takes.
@@ -647,7 +647,7 @@ mod tests {
         let r = Resources::of(&p, &job);
         assert_eq!(r.mem_bytes, None);
         assert!(r.notes.iter().any(|n| n.contains("root")));
-        let text = script(&p, &job, &r, Path::new("/s"), Path::new("/h")).expect("script");
+        let text = script(&p, &job, &r, Path::new("/s"), Path::new("/h"));
         assert_eq!(sbatch_value(&text, "--mem"), Some("0"));
 
         let job = SlurmJob {
@@ -657,7 +657,7 @@ mod tests {
             ..job
         };
         let r = Resources::of(&p, &job);
-        let text = script(&p, &job, &r, Path::new("/s"), Path::new("/h")).expect("script");
+        let text = script(&p, &job, &r, Path::new("/s"), Path::new("/h"));
         assert_eq!(sbatch_value(&text, "--mem"), Some("3072M"));
         assert_eq!(sbatch_value(&text, "--time"), Some("1-01:01:01"));
         assert_eq!(sbatch_value(&text, "--array"), Some("0-2%2"));
