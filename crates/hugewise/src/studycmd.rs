@@ -374,9 +374,14 @@ pub fn study(a: StudyArgs, mode: Mode) -> anyhow::Result<u8> {
         }
         println!("{}", studyview::headlines(&heads));
     }
-    let report = write_report(&dir, &plan, &pages, &heads)?;
-    if mode != Mode::Off {
-        eprintln!("report: {}", report.display());
+    // Runs picked with --run are a scheduler's tasks, running at once beside each other: each
+    // writes its own result file only, and the report is left to whoever reads the whole
+    // directory.
+    if a.runs.is_empty() {
+        let report = write_report(&dir, &plan, &pages, &heads)?;
+        if mode != Mode::Off {
+            eprintln!("report: {}", report.display());
+        }
     }
     if !failed.is_empty() {
         for (id, o) in &failed {
