@@ -176,6 +176,55 @@ fn task_outputs(dir: &std::path::Path) -> String {
     s
 }
 
+/// Without a cluster: what `--emit slurm` writes and prints, and what it cannot go with.
+#[test]
+fn emit_slurm_writes_the_job_and_says_how_to_submit_it() {
+    use std::process::Command;
+
+    let tmp = tempfile::tempdir().expect("tmp");
+    let dir = tmp.path().join("s");
+    let hugewise = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_hugewise"))
+            .args(args)
+            .output()
+            .expect("hugewise")
+    };
+    let dir_s = dir.to_str().expect("utf-8");
+    let o = hugewise(&[
+        "study", "smoke", "--quick", "--out", dir_s, "--emit", "slurm",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let script = dir.join("slurm/study.sbatch");
+    for want in [
+        "array job of 1 task,",
+        "submit: sbatch ",
+        "hugewise report ",
+    ] {
+        assert!(out.contains(want), "{want}: {out}");
+    }
+    assert!(out.contains(script.to_str().expect("utf-8")), "{out}");
+    let text = std::fs::read_to_string(&script).expect("script");
+    assert!(text.contains("#SBATCH --array=0-0"), "{text}");
+    assert!(
+        text.contains("study smoke --quick --repeat 3 --threads "),
+        "{text}"
+    );
+    assert!(!dir.join("runs/bfs-kron10.json").exists(), "nothing ran");
+    // The same plan again is fine; another one in the same directory is refused.
+    let o = hugewise(&[
+        "study", "smoke", "--quick", "--out", dir_s, "--emit", "slurm",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = hugewise(&["study", "smoke", "--out", dir_s, "--emit", "slurm"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("another study"));
+    for other in ["--dry-run", "--resume"] {
+        let o = hugewise(&["study", "smoke", "--out", dir_s, "--emit", "slurm", other]);
+        assert_eq!(o.status.code(), Some(2), "{other}");
+    }
+}
+
 /// `hugewise study smoke --emit slurm`, submitted twice as two sweeps: every run of each plan
 /// leaves a result that reads back as that run's.
 #[test]
@@ -207,6 +256,8 @@ fn a_study_emitted_for_slurm_runs_there_and_its_results_read_back() {
             other => panic!("study.json: {other:?}"),
         };
         assert!(!plan.runs.is_empty());
+        // Tasks write their own result files only.
+        assert!(!dir.join("report.md").exists());
         for run in &plan.runs {
             let path = dir.join("runs").join(format!("{}.json", run.id));
             let meta = match hugewise_results::read(&path) {
@@ -234,4 +285,27 @@ fn a_study_emitted_for_slurm_runs_there_and_its_results_read_back() {
             assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         }
     }
+    // The two sweeps merge into one report: every layout of every run of both.
+    let dirs = ["sweep one", "sweep two"].map(|d| tmp.path().join(d));
+    let merged = tmp.path().join("merged.html");
+    let o = Command::new(env!("CARGO_BIN_EXE_hugewise"))
+        .arg("report")
+        .args(&dirs)
+        .arg("--out")
+        .arg(&merged)
+        .output()
+        .expect("report");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(&merged).expect("merged report");
+    assert!(html.contains("<svg"), "no chart in the merged report");
+    let o = Command::new(env!("CARGO_BIN_EXE_hugewise"))
+        .arg("report")
+        .args(&dirs)
+        .args(["--format", "csv"])
+        .output()
+        .expect("report");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let csv = String::from_utf8_lossy(&o.stdout);
+    // smoke: one run of two layouts per sweep.
+    assert_eq!(csv.lines().count(), 1 + 2 * 2, "{csv}");
 }
