@@ -14,6 +14,7 @@ use hugewise_results::study::{headlines, Evidence, PlannedRun, StudyPlan};
 use hugewise_results::{AnyResult, Saved};
 use hugewise_study::presets::{self, PRESETS};
 use hugewise_study::runner::{self, Observer, Outcome};
+use hugewise_study::slurm;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::progress::Mode;
@@ -42,8 +43,11 @@ exists, atomically) into --out, then prints its headlines against the seed paper
 writes report.html. Each run compares its layouts alternated round by round in one process,
 so every ratio is measured in the same run; a sample timed while other processes kept the CPUs
 busy is marked `*`. Runs in a machine shape (pressure, fragmentation) need root; the machine
-is put back after each run, also on error or Ctrl-C.",
+is put back after each run, also on error or Ctrl-C.
+
+",
     );
+    s.push_str(slurm::HELP);
     s
 }
 
@@ -80,6 +84,16 @@ pub struct StudyArgs {
     /// Print the plan (with --dry-run) or the headlines as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Write a batch job of one task per run into --out instead of running (see below).
+    #[arg(long, value_enum, value_name = "SCHEDULER", conflicts_with_all = ["dry_run", "resume", "runs"])]
+    pub emit: Option<Emit>,
+}
+
+/// Schedulers a study can be handed to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Emit {
+    /// A Slurm array job.
+    Slurm,
 }
 
 fn parse_preset(s: &str) -> Result<String, String> {
@@ -240,6 +254,23 @@ fn write_report(dir: &Path) -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
+/// `--emit slurm`: the plan and its array job in `dir`; nothing runs here.
+fn emit_slurm(plan: &StudyPlan, dir: &Path, seed: u64, json: bool) -> anyhow::Result<u8> {
+    let exe = std::env::current_exe().context("finding the hugewise binary the tasks run")?;
+    let job = slurm::SlurmJob {
+        seed: Some(seed),
+        ..slurm::SlurmJob::new(exe)
+    };
+    let e = slurm::emit(plan, &job, dir)
+        .with_context(|| format!("writing a Slurm job into {}", dir.display()))?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&e)?);
+    } else {
+        print!("{}", e.describe());
+    }
+    Ok(0)
+}
+
 /// `hugewise study`.
 pub fn study(a: StudyArgs, mode: Mode) -> anyhow::Result<u8> {
     let opts = presets::Options {
@@ -263,6 +294,9 @@ pub fn study(a: StudyArgs, mode: Mode) -> anyhow::Result<u8> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("study-{}", a.preset)));
+    if let Some(Emit::Slurm) = a.emit {
+        return emit_slurm(&plan, &dir, a.seed, a.json);
+    }
     // A single run of a plan (a scheduler's task) shares the directory with its siblings.
     let resume = a.resume || !a.runs.is_empty();
     let plan = runner::prepare(&dir, &plan, meta(), resume)
@@ -329,9 +363,14 @@ pub fn study(a: StudyArgs, mode: Mode) -> anyhow::Result<u8> {
         }
         println!("{}", studyview::headlines(&heads));
     }
-    let report = write_report(&dir)?;
-    if mode != Mode::Off {
-        eprintln!("report: {}", report.display());
+    // Runs picked with --run are a scheduler's tasks, running at once beside each other: each
+    // writes its own result file only, and the report is left to whoever reads the whole
+    // directory.
+    if a.runs.is_empty() {
+        let report = write_report(&dir)?;
+        if mode != Mode::Off {
+            eprintln!("report: {}", report.display());
+        }
     }
     if !failed.is_empty() {
         for (id, o) in &failed {

@@ -5,6 +5,7 @@
 //! - [`stats`]: medians and spreads over raw samples (all samples are kept);
 //! - [`quiet`]: other processes' CPU use, checked before each timed run;
 //! - [`save`]: atomic result files;
+//! - [`slurm`]: a study as a Slurm array job, one task per run;
 //! - [`faultlat`]: page-fault latency of a fresh region under a page policy;
 //! - [`randread`]: random reads over a large region, page policies alternated A B C A B C;
 //! - [`graphrun`]: graph kernels on page-policy arrays, verified, with every array's backing;
@@ -28,6 +29,7 @@ pub mod quiet;
 pub mod randread;
 pub mod runner;
 pub mod save;
+pub mod slurm;
 pub mod stats;
 
 pub use error::{Error, Result};
