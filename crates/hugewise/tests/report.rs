@@ -37,6 +37,7 @@ fn every_saved_result_renders_as_its_command_printed_it() {
         "env-restore",
         "promote",
         "bench-promote",
+        "study",
     ] {
         let json = fixtures().join(format!("{kind}.json"));
         let want = std::fs::read_to_string(fixtures().join(format!("{kind}.txt"))).expect("txt");

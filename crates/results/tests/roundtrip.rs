@@ -91,6 +91,55 @@ fn promotion_session_and_benchmark() {
 }
 
 #[test]
+fn study_plan_and_its_headlines() {
+    use hugewise_results::study::{headlines, Evidence, Metric};
+    let AnyResult::Study(s) = round_trip("study.json", "hugewise/study") else {
+        panic!("kind")
+    };
+    let plan = &s.result;
+    assert_eq!(plan.preset, "quick");
+    assert!(!plan.claims.is_empty());
+    // No runs: every headline is unmeasured, never 0.
+    let h = headlines(plan, Evidence::default());
+    assert!(h.iter().all(|x| x.measured.is_none() && x.runs == 0));
+    // The bench-pages fixture's second layout, named as a claim would name it.
+    let AnyResult::Pages(p) = round_trip("bench-pages.json", "hugewise/bench-pages") else {
+        panic!("kind")
+    };
+    let mut r = p.result.clone();
+    r.summary[0].name = Some("base".into());
+    r.summary[1].name = Some("huge".into());
+    let want = r.summary[1].speedup_vs_first.expect("ratio");
+    let ev = Evidence {
+        pages: &[&r],
+        curves: &[],
+    };
+    let (got, n) = hugewise_results::study::measure(
+        &Metric::Speedup {
+            variant: "huge".into(),
+        },
+        ev,
+    );
+    assert_eq!((got, n), (Some(want), 1));
+    let (over, _) = hugewise_results::study::measure(
+        &Metric::SpeedupOver {
+            variant: "huge".into(),
+            over: "base".into(),
+        },
+        ev,
+    );
+    assert_eq!(over, Some(want));
+    let (share, _) = hugewise_results::study::measure(
+        &Metric::ShareOfIdeal {
+            variant: "huge".into(),
+            ideal: "huge".into(),
+        },
+        ev,
+    );
+    assert!(share.is_some_and(|s| (s - 1.0).abs() < 1e-12), "{share:?}");
+}
+
+#[test]
 fn env_reports() {
     for (name, schema) in [
         ("env-show.json", "hugewise/env-show"),
