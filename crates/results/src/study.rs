@@ -203,12 +203,17 @@ pub enum Metric {
         over: String,
     },
     /// Share of the ideal's gain that the variant reaches: (speedup − 1) / (ideal − 1),
-    /// geometric means over runs.
+    /// geometric means over runs; with `over`, the variant's speedup is taken over that
+    /// variant's (what huge pages add to a reordering, set against what every array huge
+    /// gives), so that the reordering's own gain is not counted as the huge pages'.
     ShareOfIdeal {
         /// Variant name.
         variant: String,
         /// The ideal's variant name.
         ideal: String,
+        /// The variant the speedup is taken over (default: the baseline).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        over: Option<String>,
     },
     /// Share of the footprint in huge pages, read from the kernel, median over runs.
     HugeShare {
@@ -294,11 +299,21 @@ pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
                 .collect();
             (geomean(&xs), xs.len())
         }
-        Metric::ShareOfIdeal { variant, ideal } => {
+        Metric::ShareOfIdeal {
+            variant,
+            ideal,
+            over,
+        } => {
             let (v, i): (Vec<f64>, Vec<f64>) = ev
                 .pages
                 .iter()
-                .filter_map(|r| Some((speedup(r, variant)?, speedup(r, ideal)?)))
+                .filter_map(|r| {
+                    let under = match over {
+                        Some(o) => speedup(r, o)?,
+                        None => 1.0,
+                    };
+                    Some((speedup(r, variant)? / under, speedup(r, ideal)?))
+                })
                 .unzip();
             let share = match (geomean(&v), geomean(&i)) {
                 (Some(v), Some(i)) if (i - 1.0).abs() > 1e-9 => Some((v - 1.0) / (i - 1.0)),

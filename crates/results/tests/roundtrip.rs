@@ -133,6 +133,7 @@ fn study_plan_and_its_headlines() {
         &Metric::ShareOfIdeal {
             variant: "huge".into(),
             ideal: "huge".into(),
+            over: None,
         },
         ev,
     );

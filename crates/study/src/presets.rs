@@ -326,14 +326,16 @@ fn selective_claims() -> Vec<Claim> {
         ),
         sourced(
             claim(
-                "share of the all-THP gain reached, DBG + hot prefix",
+                "share of the all-THP gain reached by the hot prefix's huge pages (over DBG alone)",
                 Metric::ShareOfIdeal {
                     variant: HOT.into(),
                     ideal: IDEAL.into(),
+                    over: Some(DBG.into()),
                 },
                 None,
                 "most of it, with a few % of memory huge",
-                VM_GAP,
+                "taken over DBG alone, so that the reordering's own gain is not counted; on a \
+                 2-core VM with smaller graphs than the paper's",
             ),
             "IISWC'22 Sec. 6",
         ),
@@ -494,6 +496,7 @@ pub fn expand(name: &str, o: &Options) -> Result<StudyPlan> {
                     Metric::ShareOfIdeal {
                         variant: PROPERTY.into(),
                         ideal: IDEAL.into(),
+                        over: None,
                     },
                     None,
                     "the property array holds most of the gain",
@@ -719,8 +722,14 @@ mod tests {
                         Metric::Speedup { variant } | Metric::HugeShare { variant } => {
                             vec![variant.as_str()]
                         }
-                        Metric::ShareOfIdeal { variant, ideal } => {
-                            vec![variant.as_str(), ideal.as_str()]
+                        Metric::ShareOfIdeal {
+                            variant,
+                            ideal,
+                            over,
+                        } => {
+                            let mut v = vec![variant.as_str(), ideal.as_str()];
+                            v.extend(over.as_deref());
+                            v
                         }
                         Metric::SpeedupOver { variant, over } => {
                             vec![variant.as_str(), over.as_str()]
