@@ -406,6 +406,17 @@ pub struct RunArgs {
     /// --pid` finds it (the timed trials include the sampling).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub sample_every: Option<u32>,
+    /// Replay this promotion plan (`hugewise sim --plan`, from a trace of the same kernel on
+    /// the same graph) on the run's own arrays while its trials run: its regions are found
+    /// here by name, its steps start with the first trial.
+    #[arg(long, value_name = "PLAN")]
+    pub promote: Option<PathBuf>,
+    /// With --promote: the policy whose plan to replay, when the file holds several.
+    #[arg(long, value_name = "NAME", requires = "promote")]
+    pub plan_policy: Option<String>,
+    /// With --promote: the budget whose plan to replay (4%), when the file holds several.
+    #[arg(long, value_name = "SHARE", requires = "promote", value_parser = parse_plan_share)]
+    pub plan_budget: Option<f64>,
     /// Kernel settings.
     #[command(flatten)]
     pub settings: KernelSettings,
@@ -710,6 +721,17 @@ fn parse_pages(s: &str) -> Result<PolicyMap, String> {
 
 fn parse_order(s: &str) -> Result<AllocOrder, String> {
     AllocOrder::parse(s, ALL_REGIONS).map_err(|e| e.to_string())
+}
+
+/// A plan's budget: a share of the footprint such as `4%`, as 0..=1.
+fn parse_plan_share(s: &str) -> Result<f64, String> {
+    let v = s.trim().strip_suffix('%').unwrap_or(s.trim());
+    match v.parse::<f64>() {
+        Ok(p) if (0.0..=100.0).contains(&p) => Ok(p / 100.0),
+        _ => Err(format!(
+            "'{s}': a share of the footprint from 0% to 100%, such as 4%"
+        )),
+    }
 }
 
 /// A thread count: 1 or more.

@@ -166,6 +166,11 @@ fn run(command: Command, progress: Mode) -> anyhow::Result<u8> {
                 verify: a.verify,
                 threads,
                 sample_every: a.sample_every,
+                replay: a.promote.clone().map(|plan| graphrun::Replay {
+                    plan,
+                    policy: a.plan_policy.clone(),
+                    budget_share: a.plan_budget,
+                }),
             };
             let steps = Steps::new(progress, "loading", Unit::Items);
             let r = graphrun::run(&cfg, &mut counting(&steps, "trials"))

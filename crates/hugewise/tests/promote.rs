@@ -168,3 +168,99 @@ fn bad_targets_and_plans_are_refused_with_the_reason() {
     ]);
     assert_eq!(code, Some(2));
 }
+
+/// `hugewise run --promote`: a plan made from a trace of the same kernel on the same graph is
+/// found on the run's own arrays by name and applied while the trials run; a plan for another
+/// graph is refused with the region and both sizes.
+#[test]
+fn a_plan_is_replayed_on_a_run_of_the_same_kernel_and_refused_on_another_graph() {
+    let thp =
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    if thp.contains("[never]") {
+        skip("THP is never here: MADV_COLLAPSE refuses");
+        return;
+    }
+    let d = tempfile::tempdir().expect("tmp");
+    let trace = d.path().join("t.hwt");
+    let plan = d.path().join("plan.json");
+    let run = |args: &[&str]| {
+        let o = hugewise()
+            .args(args)
+            .arg("--no-progress")
+            .output()
+            .expect("run hugewise");
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let t = trace.to_str().expect("utf-8");
+    let p = plan.to_str().expect("utf-8");
+    let (code, _, err) = run(&[
+        "trace",
+        "bfs",
+        "--graph",
+        "kron:16",
+        "--pages",
+        "all=system",
+        "--threads",
+        "1",
+        "--out",
+        t,
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, _, err) = run(&[
+        "sim", "--trace", t, "--policy", "pcc", "--budget", "50", "--plan", p,
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, out, err) = run(&[
+        "run",
+        "bfs",
+        "--graph",
+        "kron:16",
+        "--pages",
+        "all=system",
+        "--trials",
+        "3",
+        "--promote",
+        p,
+        "--plan-policy",
+        "pcc",
+        "--json",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let replay = &v["replay"];
+    let steps = replay["steps"].as_u64().expect("steps");
+    assert!(steps > 0, "{replay}");
+    let actions = replay["actions"].as_array().expect("actions");
+    assert!(!actions.is_empty(), "{replay}");
+    // Every action succeeded, and the run's arrays hold huge pages afterwards.
+    assert!(actions.iter().all(|a| a["outcome"] == "ok"), "{replay}");
+    assert!(
+        v["huge_footprint_share"].as_f64().expect("share") > 0.0,
+        "{v}"
+    );
+    assert!(
+        replay["totals"]["promoted"].as_u64().expect("promoted") > 0,
+        "{replay}"
+    );
+
+    let (code, _, err) = run(&[
+        "run",
+        "bfs",
+        "--graph",
+        "kron:15",
+        "--pages",
+        "all=system",
+        "--trials",
+        "1",
+        "--promote",
+        p,
+        "--plan-policy",
+        "pcc",
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("this run's holds"), "{err}");
+}

@@ -448,6 +448,26 @@ pub fn run(r: &RunReport) -> String {
         pct(r.huge_footprint_share),
         bytes(r.peak_rss_bytes)
     );
+    if let Some(p) = &r.replay {
+        let t = &p.totals;
+        let _ = writeln!(
+            o,
+            "plan    {} from {}: {} steps, {} promoted, {} failed, {} demoted; collapse p50 {}, \
+             p99 {}",
+            p.label,
+            p.plan.display(),
+            p.steps,
+            t.promoted,
+            t.promote_failed,
+            t.demoted,
+            t.collapse_p50_ns
+                .map(|v| ns(v as f64))
+                .unwrap_or_else(|| "-".into()),
+            t.collapse_p99_ns
+                .map(|v| ns(v as f64))
+                .unwrap_or_else(|| "-".into()),
+        );
+    }
     o
 }
 

@@ -58,6 +58,24 @@ pub struct RunReport {
     /// include that cost); absent when they did not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample_every: Option<u32>,
+    /// A promotion plan replayed on the run's own arrays while its trials ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<RunReplay>,
+}
+
+/// A promotion plan replayed in the run's own process (`run --promote`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunReplay {
+    /// The plan file.
+    pub plan: std::path::PathBuf,
+    /// Which configuration's plan (policy and budget).
+    pub label: String,
+    /// Steps in the plan.
+    pub steps: usize,
+    /// Every action, as read back from the kernel.
+    pub actions: Vec<crate::promote::Action>,
+    /// Totals over the actions.
+    pub totals: crate::promote::Totals,
 }
 
 impl RunReport {

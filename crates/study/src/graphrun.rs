@@ -11,7 +11,7 @@ use hugewise_graph::reorder::{self, Method, Relabeling, ReorderStats};
 use hugewise_graph::traced::sampled;
 use hugewise_graph::{Csr, Layout};
 pub use hugewise_results::graph::{Degrees, GraphInfo, GraphWritten};
-pub use hugewise_results::run::{InfoReport, RunReport as Report, Trial};
+pub use hugewise_results::run::{InfoReport, RunReplay, RunReport as Report, Trial};
 
 use crate::stats::summarize;
 use crate::{Error, Progress, Result};
@@ -41,6 +41,53 @@ pub struct Config {
     /// Publish one access in this many to this process's sample ring
     /// (`/dev/shm/hugewise-samples.<pid>`), for `hugewise promote --pid`.
     pub sample_every: Option<u32>,
+    /// Replay a promotion plan on this run's own arrays while its trials run.
+    pub replay: Option<Replay>,
+}
+
+/// A plan to replay in-process: one configuration of a `hugewise sim --plan` file, made from a
+/// trace of the same kernel on the same graph. Its regions are found here by name (the
+/// allocator places them elsewhere in every run), and its steps start with the first timed
+/// trial, at the times the traced run reached them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Replay {
+    /// The plan file.
+    pub plan: PathBuf,
+    /// Which policy's plan, when the file holds several.
+    pub policy: Option<String>,
+    /// Which budget's plan (a share, 0..=1), when the file holds several.
+    pub budget_share: Option<f64>,
+}
+
+/// The steps of `r` moved onto this run's arrays, and the chosen plan's label.
+fn replay_steps(
+    r: &Replay,
+    g: &Csr,
+    kernel: &dyn Kernel,
+) -> Result<(Vec<hugewise_promote::replay::Step>, String)> {
+    use hugewise_promote::plan::{select, steps, Relocation};
+    let plans = match hugewise_results::read(&r.plan) {
+        Ok(hugewise_results::AnyResult::Plans(p)) => p.result,
+        Ok(other) => {
+            return Err(Error::Config(format!(
+                "{}: a {} result, not a promotion plan (make one with hugewise sim --plan)",
+                r.plan.display(),
+                other.schema()
+            )))
+        }
+        Err(e) => return Err(Error::Config(e.to_string())),
+    };
+    let plan_err =
+        |e: hugewise_promote::plan::PlanError| Error::Config(format!("{}: {e}", r.plan.display()));
+    let (i, p) = select(&plans, r.policy.as_deref(), r.budget_share).map_err(plan_err)?;
+    let here: Vec<(String, u64, u64)> = hugewise_graph::traced::graph_spans(g)
+        .into_iter()
+        .chain(kernel.spans())
+        .map(|s| (s.name, s.base, s.bytes))
+        .collect();
+    let moved = Relocation::by_name(&plans, &here).map_err(plan_err)?;
+    let steps = steps(i, p, &|a| moved.apply(a)).map_err(plan_err)?;
+    Ok((steps, p.policy_label.clone()))
 }
 
 /// `wanted` sources from the given ones, in turn; each must be a vertex of the graph.
@@ -177,36 +224,71 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
         .map(|(p, every)| sampled(p.ring(), every, cfg.threads));
     // Loading and warm-up are over: the count of trials starts.
     progress(0, cfg.trials as u64);
-    for i in 0..cfg.trials as usize {
-        let src = sources(i);
-        let kernel_ns = pool.install(|| -> Result<_> {
-            let t = Instant::now();
-            match &sampled {
-                Some(s) => kernel.sample(&g, src, s)?,
-                None => kernel.run(&g, src)?,
-            }
-            Ok(t.elapsed().as_nanos() as u64)
-        })?;
-        let outcome = pool.install(|| kernel.outcome(&g));
-        let (verified, verify_ns, verify_error) = if cfg.verify {
-            let t = Instant::now();
-            let outcome = pool.install(|| kernel.verify(&g, src));
-            let ns = Some(t.elapsed().as_nanos() as u64);
-            (Some(outcome.is_ok()), ns, outcome.err())
-        } else {
-            (None, None, None)
-        };
-        trials.push(Trial {
-            sources: original_sources[i * per_trial..(i + 1) * per_trial].to_vec(),
-            kernel_ns,
-            edges_per_s: g.edges() as f64 / (kernel_ns.max(1) as f64 / 1e9),
-            outcome,
-            verified,
-            verify_ns,
-            verify_error,
+    let replay = cfg
+        .replay
+        .as_ref()
+        .map(|r| replay_steps(r, &g, kernel.as_ref()))
+        .transpose()?;
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let replayed = std::thread::scope(|s| -> Result<_> {
+        // The plan's steps are applied beside the trials, from the first one's start, through
+        // the same path a plan for another process takes (pidfd, process_madvise, read-back).
+        let replayer = replay.map(|(steps, label)| {
+            let stop = &stop;
+            s.spawn(move || -> Result<_> {
+                let t0 = Instant::now();
+                let proc = hugewise_sys::proc::ProcFs::default();
+                let me =
+                    hugewise_promote::target::Target::attach(&proc, std::process::id() as i32, t0)?;
+                let log = hugewise_promote::session::run_plan(&me, &steps, t0, stop, &mut |_| {})?;
+                Ok((label, steps.len(), log))
+            })
         });
-        progress(i as u64 + 1, cfg.trials as u64);
-    }
+        let mut timed = || -> Result<()> {
+            for i in 0..cfg.trials as usize {
+                let src = sources(i);
+                let kernel_ns = pool.install(|| -> Result<_> {
+                    let t = Instant::now();
+                    match &sampled {
+                        Some(s) => kernel.sample(&g, src, s)?,
+                        None => kernel.run(&g, src)?,
+                    }
+                    Ok(t.elapsed().as_nanos() as u64)
+                })?;
+                let outcome = pool.install(|| kernel.outcome(&g));
+                let (verified, verify_ns, verify_error) = if cfg.verify {
+                    let t = Instant::now();
+                    let outcome = pool.install(|| kernel.verify(&g, src));
+                    let ns = Some(t.elapsed().as_nanos() as u64);
+                    (Some(outcome.is_ok()), ns, outcome.err())
+                } else {
+                    (None, None, None)
+                };
+                trials.push(Trial {
+                    sources: original_sources[i * per_trial..(i + 1) * per_trial].to_vec(),
+                    kernel_ns,
+                    edges_per_s: g.edges() as f64 / (kernel_ns.max(1) as f64 / 1e9),
+                    outcome,
+                    verified,
+                    verify_ns,
+                    verify_error,
+                });
+                progress(i as u64 + 1, cfg.trials as u64);
+            }
+            Ok(())
+        };
+        let done = timed();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let replayed = match replayer {
+            Some(h) => Some(
+                h.join()
+                    .map_err(|_| Error::Config("the plan's replay thread panicked".into()))??,
+            ),
+            None => None,
+        };
+        done?;
+        Ok(replayed)
+    })?;
     let mut regions = g.regions().map_err(Error::from_graph)?;
     regions.extend(kernel.regions().map_err(Error::from_graph)?);
     let mapped: u64 = regions.iter().map(|r| r.backing.total_bytes).sum();
@@ -231,6 +313,17 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
         },
         peak_rss_bytes: hugewise_sys::rusage::peak_rss_bytes(),
         sample_every: cfg.sample_every,
+        replay: replayed.map(|(label, steps, log)| RunReplay {
+            plan: cfg
+                .replay
+                .as_ref()
+                .map(|r| r.plan.clone())
+                .unwrap_or_default(),
+            label,
+            steps,
+            totals: log.totals(),
+            actions: log.actions,
+        }),
     })
 }
 
@@ -320,6 +413,7 @@ mod tests {
             verify: true,
             threads: 2,
             sample_every: None,
+            replay: None,
         }
     }
 
