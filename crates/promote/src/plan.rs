@@ -222,8 +222,7 @@ mod tests {
         assert!(e.to_string().contains("'property'"), "{e}");
         let e = Relocation::by_name(&p, &[("edges".into(), 0, 4 * M2)]).expect_err("name");
         assert!(e.to_string().contains("not in this run"), "{e}");
-        let e =
-            Relocation::by_name(&p, &[("property".into(), 4096, 4 * M2)]).expect_err("offset");
+        let e = Relocation::by_name(&p, &[("property".into(), 4096, 4 * M2)]).expect_err("offset");
         assert!(e.to_string().contains("offset"), "{e}");
     }
 }

@@ -32,6 +32,9 @@ pub const GRAPHS_DIR: &str = "graphs";
 /// across the machines a study runs on.
 pub const CURVE_TLB: &str = "haswell";
 
+/// How long a shaped run waits for another hugewise run to give the machine back.
+pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+
 /// Where a run's result goes.
 pub fn run_path(dir: &Path, id: &str) -> PathBuf {
     dir.join(RUNS_DIR).join(format!("{id}.json"))
@@ -275,17 +278,32 @@ fn one(
         obs.phase("shaping");
         let host = Host::real();
         let sp = shape_plan(&run.shape, run.footprint_bytes)?;
-        Some(
-            scoped::shape(&host, &sp, cancel, &mut |_, d, t| obs.progress(d, t)).map_err(|e| {
-                match e {
-                    hugewise_env::Error::Interrupted => Error::Interrupted,
-                    e => Error::Config(format!(
+        // Another hugewise run shaping the machine holds the env lock: wait for it (a shaped
+        // run must have the machine to itself), up to LOCK_WAIT, then give up on this run.
+        let waited = Instant::now();
+        let shaped = loop {
+            match scoped::shape(&host, &sp, cancel, &mut |_, d, t| obs.progress(d, t)) {
+                Err(hugewise_env::Error::Busy { pid, .. }) if waited.elapsed() < LOCK_WAIT => {
+                    obs.phase(&format!(
+                        "waiting for another hugewise run (pid {pid}) to put the machine back"
+                    ));
+                    if cancel() {
+                        return Err(Error::Interrupted);
+                    }
+                    std::thread::sleep(std::time::Duration::from_secs(1));
+                }
+                Err(hugewise_env::Error::Interrupted) => return Err(Error::Interrupted),
+                Err(e) => {
+                    return Err(Error::Config(format!(
                         "shaping the machine ({}): {e}",
                         run.shape.describe()
-                    )),
+                    )))
                 }
-            })?,
-        )
+                Ok(s) => break s,
+            }
+        };
+        obs.phase("shaped");
+        Some(shaped)
     };
     let mut m = meta();
     m.study = Some(Box::new(StudyTag {
