@@ -17,7 +17,7 @@ use crate::charts::{self, BarSpec, Bars, Lines, Ticks};
 use crate::collectionview::percentiles;
 use crate::digest::{self, Bar, Series};
 use crate::fmt::{bytes, ns, pct};
-use crate::studyview::{gap, metric_value, work_line};
+use crate::studyview::{gap, headline_value, work_line};
 
 /// Text made safe inside HTML elements and attribute values.
 pub fn escape(s: &str) -> String {
@@ -738,9 +738,10 @@ fn headlines_html(h: &[Headline]) -> String {
         t.row(vec![
             (i + 1).to_string(),
             escape(&x.claim.what),
-            x.measured
-                .map(|v| format!("<strong>{}</strong>", metric_value(&x.claim.metric, v)))
-                .unwrap_or_else(|| "not measured".into()),
+            match x.measured {
+                Some(_) => format!("<strong>{}</strong>", escape(&headline_value(x))),
+                None => escape(&headline_value(x)),
+            },
             escape(&x.claim.paper_text),
             gap_cell(x),
             escape(&x.claim.source),

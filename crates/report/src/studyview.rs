@@ -117,6 +117,18 @@ pub fn gap(h: &Headline) -> Option<(String, bool)> {
     Some((text, d >= 0.0))
 }
 
+/// What a headline measured here, or why it has no value.
+pub fn headline_value(x: &Headline) -> String {
+    match (x.measured, &x.claim.metric) {
+        (Some(v), m) => metric_value(m, v),
+        (None, Metric::ShareOfIdeal { .. }) if x.runs > 0 => format!(
+            "none: the ideal gains < {:.0} %",
+            hugewise_results::study::MIN_IDEAL_GAIN * 100.0
+        ),
+        (None, _) => "not measured".into(),
+    }
+}
+
 /// The headlines: each claim, what was measured here, the paper's number, and why they may
 /// differ.
 pub fn headlines(h: &[Headline]) -> String {
@@ -125,9 +137,7 @@ pub fn headlines(h: &[Headline]) -> String {
     for (i, x) in h.iter().enumerate() {
         t.row([
             format!("{}. {}", i + 1, x.claim.what),
-            x.measured
-                .map(|v| metric_value(&x.claim.metric, v))
-                .unwrap_or_else(|| "not measured".into()),
+            headline_value(x),
             x.claim.paper_text.clone(),
             x.claim.source.clone(),
             x.runs.to_string(),

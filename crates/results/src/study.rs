@@ -241,6 +241,10 @@ pub struct Headline {
     pub runs: usize,
 }
 
+/// The least gain of the ideal layout that a share of it is computed from: below it, the
+/// ratio divides noise by noise.
+pub const MIN_IDEAL_GAIN: f64 = 0.05;
+
 fn median(mut xs: Vec<f64>) -> Option<f64> {
     xs.sort_by(f64::total_cmp);
     let n = xs.len();
@@ -315,8 +319,9 @@ pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
                     Some((speedup(r, variant)? / under, speedup(r, ideal)?))
                 })
                 .unzip();
+            // A share of a gain within the noise of the measurement says nothing.
             let share = match (geomean(&v), geomean(&i)) {
-                (Some(v), Some(i)) if (i - 1.0).abs() > 1e-9 => Some((v - 1.0) / (i - 1.0)),
+                (Some(v), Some(i)) if i >= 1.0 + MIN_IDEAL_GAIN => Some((v - 1.0) / (i - 1.0)),
                 _ => None,
             };
             (share, v.len())
