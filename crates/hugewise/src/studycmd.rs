@@ -231,17 +231,24 @@ impl Observer for Progress {
 }
 
 /// Every result of this study's runs found in `dir`.
-fn evidence(dir: &Path, plan: &StudyPlan) -> (Vec<(String, PagesReport)>, Vec<Curves>) {
-    let mut pages = Vec::new();
-    let mut curves = Vec::new();
+#[derive(Default)]
+struct Found {
+    pages: Vec<(String, PagesReport)>,
+    curves: Vec<Curves>,
+    faults: Vec<(String, hugewise_results::faultlat::FaultlatReport)>,
+}
+
+fn evidence(dir: &Path, plan: &StudyPlan) -> Found {
+    let mut f = Found::default();
     for r in &plan.runs {
         match hugewise_results::read(&runner::run_path(dir, &r.id)) {
-            Ok(AnyResult::Pages(s)) => pages.push((r.id.clone(), s.result)),
-            Ok(AnyResult::Curves(s)) => curves.push(s.result),
+            Ok(AnyResult::Pages(s)) => f.pages.push((r.id.clone(), s.result)),
+            Ok(AnyResult::Curves(s)) => f.curves.push(s.result),
+            Ok(AnyResult::Faultlat(s)) => f.faults.push((r.id.clone(), s.result)),
             _ => {}
         }
     }
-    (pages, curves)
+    f
 }
 
 /// Write the study's report beside its results: the HTML page `hugewise report DIR` makes,
@@ -344,7 +351,11 @@ pub fn study(a: StudyArgs, mode: Mode) -> anyhow::Result<u8> {
         .iter()
         .filter(|(_, o)| matches!(o, Outcome::Failed(_)))
         .collect();
-    let (pages, curves) = evidence(&dir, &plan);
+    let Found {
+        pages,
+        curves,
+        faults,
+    } = evidence(&dir, &plan);
     let page_refs: Vec<&PagesReport> = pages.iter().map(|(_, r)| r).collect();
     let curve_refs: Vec<&Curves> = curves.iter().collect();
     let heads = headlines(
@@ -360,6 +371,10 @@ pub fn study(a: StudyArgs, mode: Mode) -> anyhow::Result<u8> {
         let rows: Vec<(&str, &PagesReport)> = pages.iter().map(|(i, r)| (i.as_str(), r)).collect();
         if !rows.is_empty() {
             println!("{}", studyview::pages_table(&rows));
+        }
+        if !faults.is_empty() {
+            let rows: Vec<_> = faults.iter().map(|(i, r)| (i.as_str(), r)).collect();
+            println!("{}", studyview::faultlat_table(&rows));
         }
         println!("{}", studyview::headlines(&heads));
     }

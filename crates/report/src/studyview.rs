@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use hugewise_results::faultlat::FaultlatReport;
 use hugewise_results::pagebench::PagesReport;
 use hugewise_results::study::{Headline, Metric, StudyPlan, Work};
 
@@ -191,4 +192,40 @@ pub fn pages_table(runs: &[(&str, &PagesReport)]) -> String {
         );
     }
     o
+}
+
+/// One row per fault-latency run: faults, percentiles, what collapsing cost, the huge share.
+pub fn faultlat_table(runs: &[(&str, &FaultlatReport)]) -> String {
+    let mut t = Table::new([
+        "run",
+        "faults",
+        "p50",
+        "p99",
+        "p99.9",
+        "max",
+        "collapse p50",
+        "huge share",
+    ]);
+    for (id, r) in runs {
+        let l = &r.fault_latency;
+        let ns = |v: u64| crate::fmt::ns(v as f64);
+        t.row([
+            id.to_string(),
+            r.faults.to_string(),
+            ns(l.p50_ns),
+            ns(l.p99_ns),
+            ns(l.p999_ns),
+            ns(l.max_ns),
+            r.collapse
+                .as_ref()
+                .map(|c| ns(c.latency.p50_ns))
+                .unwrap_or_else(|| "-".into()),
+            pct(r
+                .collapse
+                .as_ref()
+                .map_or(&r.backing, |c| &c.backing)
+                .huge_share()),
+        ]);
+    }
+    t.render()
 }

@@ -606,7 +606,7 @@ pub fn expand(name: &str, o: &Options) -> Result<StudyPlan> {
             claims.push(over_dbg_claim());
         }
         "utility" => {
-            let g = if q { "kron:20" } else { "kron:22" };
+            let g = if q { "kron:22" } else { "kron:24" };
             let tg = if q { "kron:18" } else { "kron:20" };
             for k in ["bfs", "pr"] {
                 runs.push(pages_run(
