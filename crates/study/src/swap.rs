@@ -106,25 +106,33 @@ pub fn limit_for(share: f64, fp: &Footprint) -> Result<u64> {
     let limit = ((fp.total_bytes() as f64 * share).ceil() as u64).div_ceil(4096) * 4096;
     let need = fp.vertex_bytes + PROGRESS_SLACK;
     if limit < need {
+        let at_least = (need as f64 / fp.total_bytes().max(1) as f64 * 100.0).ceil();
         return Err(Error::Config(format!(
             "--memory {:.0}% is {} MiB of the {} MiB footprint, below the {} MiB the kernel needs \
              to make progress (its per-vertex arrays, {} MiB, which every step touches, and {} \
-             MiB besides): give at least {:.0}%",
+             MiB besides): {}",
             share * 100.0,
             limit >> 20,
             fp.total_bytes() >> 20,
             need >> 20,
             fp.vertex_bytes >> 20,
             PROGRESS_SLACK >> 20,
-            (need as f64 / fp.total_bytes().max(1) as f64 * 100.0).ceil()
+            if at_least <= 100.0 {
+                format!("give at least {at_least:.0}%")
+            } else {
+                "the graph is too small to run short of memory: take a larger one".into()
+            }
         )));
     }
     Ok(limit)
 }
 
-/// Swap the run needs: what the limit leaves out, and some.
+/// Swap for the run: twice what the limit leaves out, and some. Once swap is more than half
+/// full the kernel frees a page's swap slot when it reads the page back (`vm_swap_full`), so
+/// even a page that was never written must be written out again when it is next evicted; with
+/// swap at most half full, read-only arrays such as the edges are written once.
 pub fn swap_bytes_for(limit: u64, fp: &Footprint) -> u64 {
-    (fp.total_bytes().saturating_sub(limit) + SWAP_SLACK).div_ceil(1 << 20) << 20
+    (2 * fp.total_bytes().saturating_sub(limit) + SWAP_SLACK).div_ceil(1 << 20) << 20
 }
 
 fn read_line(r: &mut dyn BufRead) -> Result<Option<String>> {
@@ -219,12 +227,12 @@ pub fn supervise(
                     .iter()
                     .map(|a| a.size_bytes.saturating_sub(a.used_bytes))
                     .sum();
-                if free < swap - SWAP_SLACK {
+                if free < (swap - SWAP_SLACK) / 2 {
                     return Err(Error::Config(format!(
                         "the swap on has {} MiB free, the run needs about {} MiB: it would be \
                          OOM-killed (use --swap auto)",
                         free >> 20,
-                        (swap - SWAP_SLACK) >> 20
+                        ((swap - SWAP_SLACK) / 2) >> 20
                     )));
                 }
             }
@@ -402,7 +410,7 @@ mod tests {
         assert_eq!(limit_for(0.5, &f).expect("half"), 500 << 20);
         let e = limit_for(0.1, &f).expect_err("too small");
         assert!(e.to_string().contains("give at least 17%"), "{e}");
-        assert_eq!(swap_bytes_for(500 << 20, &f), 756 << 20);
+        assert_eq!(swap_bytes_for(500 << 20, &f), 1256 << 20);
     }
 
     #[test]

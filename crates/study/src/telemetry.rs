@@ -223,18 +223,16 @@ impl Sampler {
         let (c, s) = (cfg.clone(), Arc::clone(&shared));
         let thread = std::thread::Builder::new()
             .name("hugewise-telemetry".into())
-            .spawn(move || loop {
-                match stopped.recv_timeout(c.interval) {
-                    Err(RecvTimeoutError::Timeout) => {}
-                    Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
-                }
-                let began = Instant::now();
-                let raw = read_raw(&c, dev);
-                if let Ok(mut sh) = s.lock() {
-                    let smp = sample(&sh.last, &raw, t0);
-                    sh.samples.push(smp);
-                    sh.last = raw;
-                    sh.busy += began.elapsed();
+            .spawn(move || {
+                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(c.interval) {
+                    let began = Instant::now();
+                    let raw = read_raw(&c, dev);
+                    if let Ok(mut sh) = s.lock() {
+                        let smp = sample(&sh.last, &raw, t0);
+                        sh.samples.push(smp);
+                        sh.last = raw;
+                        sh.busy += began.elapsed();
+                    }
                 }
             })
             .map_err(|e| Error::Config(format!("starting the telemetry thread: {e}")))?;
