@@ -84,6 +84,64 @@ pub fn create(path: &Path, bytes: u64) -> Result<()> {
     Ok(())
 }
 
+/// File systems the kernel cannot swap to a file on.
+const NO_SWAP_FILES: &[&str] = &[
+    "tmpfs", "ramfs", "overlay", "nfs", "nfs4", "cifs", "fuse", "squashfs", "proc", "sysfs",
+];
+
+/// Check, before anything is made, that a swap file of `bytes` can go at `path`: its
+/// directory exists, its file system can hold a swap file (not tmpfs or overlay; on btrfs only
+/// in a directory marked no-copy-on-write, `chattr +C`), and it has room for the file with
+/// `spare` bytes left over.
+pub fn check_location(host: &crate::Host, path: &Path, bytes: u64, spare: u64) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let dir = dir.canonicalize().map_err(|e| {
+        Error::Invalid(format!(
+            "the swap file's directory {} cannot be used: {e}",
+            dir.display()
+        ))
+    })?;
+    let mounts = host.proc.mounts()?;
+    let m = mounts
+        .iter()
+        .filter(|m| dir.starts_with(&m.target))
+        .max_by_key(|m| m.target.as_os_str().len());
+    if let Some(m) = m {
+        let fs = m.fstype.as_str();
+        if NO_SWAP_FILES.contains(&fs) || fs.starts_with("fuse.") {
+            return Err(Error::Invalid(format!(
+                "{} is on {fs} ({}), which cannot hold a swap file: give a path on a local disk                  (ext4, xfs, or btrfs with chattr +C)",
+                path.display(),
+                m.target.display()
+            )));
+        }
+        if fs == "btrfs" {
+            let nocow = hugewise_sys::swap::inode_flags(&dir)?
+                .is_some_and(|f| f & hugewise_sys::swap::NOCOW_FLAG != 0);
+            if !nocow {
+                return Err(Error::Invalid(format!(
+                    "{} is on btrfs in a directory without no-copy-on-write: the kernel refuses                      such a swap file (make a directory with `chattr +C DIR` and put it there)",
+                    path.display()
+                )));
+            }
+        }
+    }
+    let free = hugewise_sys::swap::free_bytes(&dir)?;
+    if free < bytes.saturating_add(spare) {
+        return Err(Error::Invalid(format!(
+            "{} has {} MiB free: a swap file of {} MiB would leave less than {} MiB",
+            dir.display(),
+            free >> 20,
+            bytes >> 20,
+            spare >> 20
+        )));
+    }
+    Ok(())
+}
+
 /// Whether `path` is a swap file that hugewise made (its header carries the label).
 pub fn is_ours(path: &Path) -> bool {
     let mut page = vec![0u8; PAGE];
@@ -101,6 +159,26 @@ pub fn is_active(host: &crate::Host, path: &Path) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn locations_that_cannot_hold_a_swap_file() {
+        let host = crate::Host::real();
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = dir.path().join("swap");
+        let huge = u64::MAX / 4;
+        let e = check_location(&host, &p, huge, 0).expect_err("no room");
+        assert!(e.to_string().contains("MiB free"), "{e}");
+        let e =
+            check_location(&host, Path::new("/no/such/dir/swap"), 1 << 20, 0).expect_err("no dir");
+        assert!(e.to_string().contains("cannot be used"), "{e}");
+        if let Ok(m) = host.proc.mounts() {
+            if let Some(t) = m.iter().find(|m| m.fstype == "tmpfs" && m.target.is_dir()) {
+                let e =
+                    check_location(&host, &t.target.join("swap"), 1 << 20, 0).expect_err("tmpfs");
+                assert!(e.to_string().contains("cannot hold a swap file"), "{e}");
+            }
+        }
+    }
 
     #[test]
     fn header_fields() {

@@ -393,9 +393,37 @@ pub struct RunArgs {
     /// Worker threads, 1 or more (default: one per CPU).
     #[arg(long, conflicts_with = "overcommit", value_parser = parse_threads)]
     pub threads: Option<usize>,
-    /// Threads as a multiple of the CPUs, 1 or more (e.g. 4 runs 4 threads per CPU).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    pub overcommit: Option<u32>,
+    /// Threads as a multiple of the CPUs, 1 or more (e.g. 4 runs 4 threads per CPU), or
+    /// `auto`: chosen trial by trial (doubled from 1 while it pays), recorded with its reasons.
+    #[arg(long, value_name = "N|auto", value_parser = parse_overcommit)]
+    pub overcommit: Option<Overcommit>,
+    /// Sample telemetry over the trials (CPU split, faults, swap traffic, the swap device's
+    /// queue, the memory cgroup) every INTERVAL (default 100ms) into the result.
+    #[arg(long, value_name = "INTERVAL", num_args = 0..=1, default_missing_value = "100ms",
+          value_parser = parse_interval)]
+    pub telemetry: Option<std::time::Duration>,
+    /// Hold the trials to this share of the run's footprint (graph and kernel arrays) in a
+    /// memory cgroup, with swap; the graph is loaded outside the limit first (e.g. 30%).
+    #[arg(long, value_name = "SHARE", value_parser = parse_share)]
+    pub memory: Option<f64>,
+    /// With --memory: `auto` makes a swap file for the run (at --swap-file) and removes it;
+    /// `none` uses the swap already on.
+    #[arg(long, value_name = "auto|none", default_value = "auto", requires = "memory",
+          value_parser = ["auto", "none"])]
+    pub swap: String,
+    /// Where --swap auto puts its swap file (must not exist; a local disk, not tmpfs).
+    #[arg(
+        long,
+        default_value = "/var/tmp/hugewise-run.swap",
+        requires = "memory"
+    )]
+    pub swap_file: std::path::PathBuf,
+    /// Swap readahead for the run, 2^N pages (`vm.page-cluster`, put back afterwards).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=31))]
+    pub page_cluster: Option<u32>,
+    /// Internal: the run's supervisor holds the machine's changes and talks on stdin/stdout.
+    #[arg(long, hide = true)]
+    pub contained: bool,
     /// Timed trials, one source each.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub trials: u32,
@@ -735,6 +763,56 @@ fn parse_plan_share(s: &str) -> Result<f64, String> {
 }
 
 /// A thread count: 1 or more.
+/// `--overcommit`: a factor or `auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overcommit {
+    /// Threads = CPUs × this.
+    Factor(u32),
+    /// Chosen while running.
+    Auto,
+}
+
+pub(crate) fn parse_overcommit(s: &str) -> Result<Overcommit, String> {
+    match s.trim() {
+        "auto" => Ok(Overcommit::Auto),
+        t => match t.parse::<u32>() {
+            Ok(n) if n >= 1 => Ok(Overcommit::Factor(n)),
+            _ => Err(format!("'{s}': a factor of 1 or more, or auto")),
+        },
+    }
+}
+
+/// `100ms`, `0.5s`, `2s`.
+pub(crate) fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
+    let d = match s.trim().strip_suffix("ms") {
+        Some(ms) => ms
+            .parse::<f64>()
+            .ok()
+            .filter(|v| *v > 0.0 && v.is_finite())
+            .map(|v| std::time::Duration::from_secs_f64(v / 1e3))
+            .ok_or_else(|| format!("'{s}': an interval such as 100ms or 0.5s"))?,
+        None => crate::envcli::parse_duration(s)?,
+    };
+    if d < std::time::Duration::from_millis(1) {
+        return Err(format!("'{s}': at least 1ms"));
+    }
+    Ok(d)
+}
+
+/// `30%` or `0.3`: a share in (0, 100 %].
+pub(crate) fn parse_share(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| format!("'{s}': a share such as 30% or 0.3"))?;
+    if !(v > 0.0 && v <= 1.0) {
+        return Err(format!("'{s}': a share above 0 and at most 100%"));
+    }
+    Ok(v)
+}
+
 pub(crate) fn parse_threads(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
         Ok(0) => Err("0 threads run nothing: give 1 or more (default: one per CPU)".into()),

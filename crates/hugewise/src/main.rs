@@ -21,7 +21,7 @@ use clap::Parser;
 use cli::{BenchCommand, Cli, Command, ConvertArgs, GraphCommand};
 use hugewise_report::views;
 use hugewise_study::graphrun;
-use hugewise_study::{faultlat, pagebench, randread};
+use hugewise_study::{faultlat, pagebench, randread, swap};
 use hugewise_sys::machine;
 use hugewise_sys::proc::ProcFs;
 use hugewise_sys::sysfs::SysFs;
@@ -109,6 +109,110 @@ fn write_graph(a: ConvertArgs, progress: Mode) -> anyhow::Result<()> {
     )
 }
 
+/// `hugewise run`: in this process, or under `--memory` as a supervisor of a worker that runs
+/// inside the memory cgroup (`--contained`).
+fn run_kernel(a: cli::RunArgs, progress: Mode) -> anyhow::Result<()> {
+    let kernel = a
+        .settings
+        .to_settings()
+        .spec(a.kernel.name())
+        .unwrap_or_else(|e| usage_error(e.to_string()));
+    let threads = match (a.threads, a.overcommit) {
+        (Some(t), _) => t,
+        (None, Some(cli::Overcommit::Factor(f))) => cpus() * f as usize,
+        (None, _) => cpus(),
+    };
+    let r = if let (Some(share), false) = (a.memory, a.contained) {
+        let plan = swap::Plan {
+            share,
+            swap: match a.swap.as_str() {
+                "none" => swap::SwapSource::Existing,
+                _ => swap::SwapSource::File(a.swap_file.clone()),
+            },
+            page_cluster: a.page_cluster,
+        };
+        let exe = std::env::current_exe().context("finding this program to run the worker")?;
+        let mut worker = vec![exe.display().to_string()];
+        worker.extend(std::env::args().skip(1));
+        worker.push("--contained".into());
+        let cancel = cancel_flag()?;
+        swap::supervise(&hugewise_env::Host::real(), &plan, &worker, &|| {
+            cancel.load(std::sync::atomic::Ordering::Relaxed)
+        })
+        .with_context(|| {
+            format!(
+                "running {} on {} under --memory",
+                kernel.name(),
+                a.input.graph
+            )
+        })?
+    } else {
+        let cfg = graphrun::Config {
+            input: a.input.graph.clone(),
+            load: a.input.kernel_load_options(),
+            layout: a.place.layout(),
+            kernel,
+            reorder: a.place.reorder,
+            trials: a.trials,
+            sources: a.settings.source.clone(),
+            verify: a.verify,
+            threads,
+            sample_every: a.sample_every,
+            replay: a.promote.clone().map(|plan| graphrun::Replay {
+                plan,
+                policy: a.plan_policy.clone(),
+                budget_share: a.plan_budget,
+            }),
+        };
+        let mut contain = |fp: &graphrun::Footprint| {
+            swap::contain_worker(
+                fp,
+                &mut std::io::stdin().lock(),
+                &mut std::io::stdout().lock(),
+            )
+        };
+        let extras = graphrun::Extras {
+            telemetry: a.telemetry,
+            contain: a.contained.then_some(&mut contain as graphrun::Contain<'_>),
+            auto_overcommit: a.overcommit == Some(cli::Overcommit::Auto),
+        };
+        // A page cluster without --memory is set here, in a session of its own.
+        let mut session = match (a.page_cluster, a.memory) {
+            (Some(n), None) => {
+                let mut s = hugewise_env::Session::open(
+                    &hugewise_env::Host::real(),
+                    hugewise_env::Lifetime::Run,
+                )?;
+                s.set(hugewise_env::Knob::PageCluster, &n.to_string())?;
+                Some(s)
+            }
+            _ => None,
+        };
+        let steps = Steps::new(progress, "loading", Unit::Items);
+        let r = graphrun::run_with(&cfg, extras, &mut counting(&steps, "trials"))
+            .with_context(|| format!("running {} on {}", kernel.name(), a.input.graph));
+        steps.finish();
+        if let Some(s) = session.as_mut() {
+            s.restore();
+        }
+        let r = r?;
+        if a.contained {
+            // The supervisor reads the result and reports it.
+            serde_json::to_writer(std::io::stdout().lock(), &r)?;
+            return Ok(());
+        }
+        r
+    };
+    let (failed, trials) = (r.failed_verification(), r.trials.len());
+    emit(&a.output, r, views::run)?;
+    match failed {
+        0 => Ok(()),
+        n => anyhow::bail!(
+            "{n} of {trials} trials failed verification (each trial's verify_error says why)"
+        ),
+    }
+}
+
 /// Run one command; returns the exit code.
 fn run(command: Command, progress: Mode) -> anyhow::Result<u8> {
     let done: anyhow::Result<()> = match command {
@@ -144,47 +248,7 @@ fn run(command: Command, progress: Mode) -> anyhow::Result<u8> {
             steps.finish();
             emit(&a.output, r, views::faultlat)
         }
-        Command::Run(a) => {
-            let kernel = a
-                .settings
-                .to_settings()
-                .spec(a.kernel.name())
-                .unwrap_or_else(|e| usage_error(e.to_string()));
-            let threads = match (a.threads, a.overcommit) {
-                (Some(t), _) => t,
-                (None, Some(f)) => cpus() * f as usize,
-                (None, None) => cpus(),
-            };
-            let cfg = graphrun::Config {
-                input: a.input.graph.clone(),
-                load: a.input.kernel_load_options(),
-                layout: a.place.layout(),
-                kernel,
-                reorder: a.place.reorder,
-                trials: a.trials,
-                sources: a.settings.source.clone(),
-                verify: a.verify,
-                threads,
-                sample_every: a.sample_every,
-                replay: a.promote.clone().map(|plan| graphrun::Replay {
-                    plan,
-                    policy: a.plan_policy.clone(),
-                    budget_share: a.plan_budget,
-                }),
-            };
-            let steps = Steps::new(progress, "loading", Unit::Items);
-            let r = graphrun::run(&cfg, &mut counting(&steps, "trials"))
-                .with_context(|| format!("running {} on {}", kernel.name(), a.input.graph))?;
-            steps.finish();
-            let (failed, trials) = (r.failed_verification(), r.trials.len());
-            emit(&a.output, r, views::run)?;
-            match failed {
-                0 => Ok(()),
-                n => anyhow::bail!(
-                    "{n} of {trials} trials failed verification (each trial's verify_error says why)"
-                ),
-            }
-        }
+        Command::Run(a) => run_kernel(a, progress),
         Command::Graph(GraphCommand::Info(a)) => {
             let steps = Steps::new(progress, "loading", Unit::Items);
             let r = graphrun::info(&a.input.graph, a.input.load_options())

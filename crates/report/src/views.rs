@@ -468,6 +468,98 @@ pub fn run(r: &RunReport) -> String {
                 .unwrap_or_else(|| "-".into()),
         );
     }
+    o.push_str(&swapping(r));
+    o
+}
+
+fn opt(x: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    x.map_or_else(|| "-".into(), f)
+}
+
+/// What `--memory`, `--overcommit auto` and `--telemetry` recorded, when they did.
+fn swapping(r: &RunReport) -> String {
+    let mut o = String::new();
+    if let Some(m) = &r.memory {
+        let _ = writeln!(
+            o,
+            "\nmemory  {} of the {} footprint: limit {} ({}); swap {}; page-cluster {}; \
+             graph copied under the limit in {}; peak {}, {} limit hits, {} OOM kills",
+            pct(m.share),
+            bytes(m.footprint_bytes),
+            bytes(m.limit_bytes),
+            m.cgroup.display(),
+            match (&m.swap_file, m.swap_bytes) {
+                (Some(f), Some(b)) => format!("file {} ({})", f.display(), bytes(b)),
+                _ => "already on".into(),
+            },
+            m.page_cluster.map_or("as it was".into(), |n| n.to_string()),
+            ns(m.settle_ns as f64),
+            m.peak_bytes.map_or("-".into(), bytes),
+            m.limit_hits.map_or("-".into(), |n| n.to_string()),
+            m.oom_kills.map_or("-".into(), |n| n.to_string()),
+        );
+    }
+    if let Some(c) = &r.overcommit {
+        let tried: Vec<String> = c.factors.iter().map(|f| format!("×{f}")).collect();
+        let _ = writeln!(
+            o,
+            "\novercommit auto: ×{} (trials ran at {})",
+            c.chosen,
+            tried.join(" ")
+        );
+        for why in &c.reasons {
+            let _ = writeln!(o, "  {why}");
+        }
+    }
+    if let Some(t) = &r.telemetry {
+        let s = &t.summary;
+        let _ = writeln!(
+            o,
+            "\ntelemetry every {:.0} ms, {} samples, sampler busy {} of the time; swap device {}",
+            t.interval_ms,
+            s.samples,
+            pct(t.sampler_busy_share),
+            t.swap_device.as_deref().unwrap_or("none")
+        );
+        let mut tb = Table::new([
+            "",
+            "user",
+            "system",
+            "idle",
+            "iowait",
+            "page-ins/s",
+            "page-outs/s",
+            "queue depth",
+            "disk reads/s",
+        ]);
+        let row = |name: String, s: &hugewise_results::telemetry::Summary| {
+            let c = |f: fn(&hugewise_results::telemetry::CpuSplit) -> f64| {
+                s.cpu.as_ref().map_or("-".into(), |x| pct(f(x)))
+            };
+            [
+                name,
+                c(|x| x.user_share),
+                c(|x| x.system_share),
+                c(|x| x.idle_share),
+                c(|x| x.iowait_share),
+                opt(s.page_ins_per_s, |v| format!("{v:.0}")),
+                opt(s.page_outs_per_s, |v| format!("{v:.0}")),
+                opt(s.mean_queue_depth, |v| format!("{v:.2}")),
+                opt(s.disk_reads_per_s, |v| format!("{v:.0}")),
+            ]
+        };
+        for (i, x) in r.trials.iter().enumerate() {
+            if let Some(s) = &x.telemetry {
+                let who = match x.threads {
+                    Some(n) => format!("trial {} ({n} thr)", i + 1),
+                    None => format!("trial {}", i + 1),
+                };
+                tb.row(row(who, s));
+            }
+        }
+        tb.row(row("all".into(), s));
+        o.push_str(&tb.render());
+    }
     o
 }
 

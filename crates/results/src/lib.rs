@@ -26,6 +26,7 @@ pub mod run;
 pub mod sim;
 pub mod stats;
 pub mod study;
+pub mod telemetry;
 
 use std::path::{Path, PathBuf};
 

@@ -23,6 +23,12 @@ pub struct Trial {
     pub verify_ns: Option<u64>,
     /// What the verifier found wrong, when it did.
     pub verify_error: Option<String>,
+    /// Worker threads of this trial, when they vary by trial (`--overcommit auto`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<usize>,
+    /// Telemetry over this trial, when sampled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<crate::telemetry::Summary>,
 }
 
 /// The result of `hugewise run`.
@@ -61,6 +67,15 @@ pub struct RunReport {
     /// A promotion plan replayed on the run's own arrays while its trials ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<RunReplay>,
+    /// Telemetry sampled over the trials; absent when not asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<crate::telemetry::Telemetry>,
+    /// The memory limit the trials ran under; absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<crate::telemetry::MemoryLimit>,
+    /// How the overcommit factor was chosen, with `--overcommit auto`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overcommit: Option<crate::telemetry::OvercommitChoice>,
 }
 
 /// A promotion plan replayed in the run's own process (`run --promote`).

@@ -35,6 +35,9 @@ pub enum Error {
     /// Stopped by a signal; the machine was put back.
     #[error("interrupted; the machine is put back")]
     Interrupted,
+    /// Shaping the machine failed.
+    #[error(transparent)]
+    Env(#[from] hugewise_env::Error),
 }
 
 impl Error {

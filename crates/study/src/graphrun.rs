@@ -3,7 +3,7 @@
 //! graph commands that load without running (`graph info`, `graph gen|convert`).
 
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use hugewise_graph::kernels::{pick_sources, Kernel, Spec, SpecExt};
 use hugewise_graph::load::{load, Input, LoadOptions, LoadStats};
@@ -12,6 +12,10 @@ use hugewise_graph::traced::sampled;
 use hugewise_graph::{Csr, Layout};
 pub use hugewise_results::graph::{Degrees, GraphInfo, GraphWritten};
 pub use hugewise_results::run::{InfoReport, RunReplay, RunReport as Report, Trial};
+use hugewise_results::telemetry::{MemoryLimit, OvercommitChoice};
+
+use crate::overcommit::Controller;
+use crate::telemetry::{Sampler, Summary};
 
 use crate::stats::summarize;
 use crate::{Error, Progress, Result};
@@ -165,6 +169,54 @@ fn given_sources(given: &[u32], n: usize, wanted: usize) -> Result<Vec<u32>> {
 /// Run. `progress` counts trials done (0 once loading and warm-up are over). A trial that fails verification is recorded as such and
 /// the run goes on; check [`Report::failed_verification`].
 pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
+    run_with(cfg, Extras::default(), progress)
+}
+
+/// The arrays a run holds once loaded, for a memory limit set as a share of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Footprint {
+    /// The graph's arrays.
+    pub graph_bytes: u64,
+    /// The kernel's arrays (those made before its first run).
+    pub kernel_bytes: u64,
+    /// Arrays with one entry per vertex (offsets and the kernel's): every step of a kernel
+    /// touches them, so a limit below them cannot make progress at a useful pace.
+    pub vertex_bytes: u64,
+}
+
+impl Footprint {
+    /// Everything.
+    pub fn total_bytes(&self) -> u64 {
+        self.graph_bytes + self.kernel_bytes
+    }
+}
+
+/// Puts the process under a memory limit once the graph is loaded (see [`run_with`]).
+pub type Contain<'a> = &'a mut dyn FnMut(&Footprint) -> Result<Contained>;
+
+/// What [`Contain`] did.
+#[derive(Debug, Clone)]
+pub struct Contained {
+    /// The cgroup the process is in now, for telemetry.
+    pub cgroup: PathBuf,
+    /// What to record of the limit (`settle_ns` is filled in by the run).
+    pub limit: MemoryLimit,
+}
+
+/// What a run does beyond [`run`].
+#[derive(Default)]
+pub struct Extras<'a> {
+    /// Sample telemetry at this interval over the trials.
+    pub telemetry: Option<Duration>,
+    /// Called once the graph is loaded, before the kernel's arrays are made: moves this
+    /// process under a memory limit. The graph is then copied into memory charged there.
+    pub contain: Option<Contain<'a>>,
+    /// Choose the overcommit factor trial by trial (`cfg.threads` is the CPU count then).
+    pub auto_overcommit: bool,
+}
+
+/// [`run`] with telemetry, a memory limit and an automatic overcommit factor.
+pub fn run_with(cfg: &Config, mut extras: Extras<'_>, progress: Progress<'_>) -> Result<Report> {
     if cfg.trials == 0 {
         return Err(Error::Config("trials must be at least 1".into()));
     }
@@ -203,7 +255,7 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
     })?;
     let all_sources = prepared.run_sources();
     let Prepared {
-        g,
+        mut g,
         load: load_stats,
         reordered,
         sources: original_sources,
@@ -211,6 +263,33 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
     let reorder_stats = reordered.map(|(_, stats)| stats);
     let sources = |i: usize| &all_sources[i * per_trial..(i + 1) * per_trial];
     let mut trials = Vec::new();
+    let mut memory = None;
+    let mut cgroup = None;
+    if let Some(contain) = extras.contain.as_mut() {
+        let kernel_regions = kernel.regions().map_err(Error::from_graph)?;
+        let kernel_bytes: u64 = kernel_regions.iter().map(|r| r.data_bytes).sum();
+        let offsets: u64 = g
+            .regions()
+            .map_err(Error::from_graph)?
+            .iter()
+            .filter(|r| r.name.contains("offsets"))
+            .map(|r| r.data_bytes)
+            .sum();
+        let fp = Footprint {
+            graph_bytes: g.data_bytes(),
+            kernel_bytes,
+            vertex_bytes: offsets + kernel_bytes,
+        };
+        // The kernel's arrays were faulted in before the move: make them again inside.
+        drop(kernel);
+        let mut c = contain(&fp)?;
+        let t = Instant::now();
+        g = pool.install(|| g.rehome()).map_err(Error::from_graph)?;
+        kernel = cfg.kernel.create(layout, g.n())?;
+        c.limit.settle_ns = t.elapsed().as_nanos() as u64;
+        cgroup = Some(c.cgroup);
+        memory = Some(c.limit);
+    }
     // One untimed warm-up run: the first touch of the kernel's arrays is slow in a VM, and
     // arrays sized by the edge count are made here.
     pool.install(|| kernel.run(&g, sources(0)))?;
@@ -222,6 +301,16 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
         .as_ref()
         .zip(cfg.sample_every)
         .map(|(p, every)| sampled(p.ring(), every, cfg.threads));
+    let sampler = match extras.telemetry {
+        Some(interval) => {
+            let mut c = crate::telemetry::Config::new(interval);
+            c.cgroup = cgroup.clone();
+            Some(Sampler::start(c)?)
+        }
+        None => None,
+    };
+    let mut controller = extras.auto_overcommit.then(|| Controller::new(cfg.threads));
+    let mut pools = std::collections::BTreeMap::new();
     // Loading and warm-up are over: the count of trials starts.
     progress(0, cfg.trials as u64);
     let replay = cfg
@@ -247,7 +336,18 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
         let mut timed = || -> Result<()> {
             for i in 0..cfg.trials as usize {
                 let src = sources(i);
-                let kernel_ns = pool.install(|| -> Result<_> {
+                let mark = sampler.as_ref().map(|s| s.mark());
+                let threads = controller.as_ref().map(|c| c.threads());
+                let trial_pool = match threads {
+                    Some(t) if t != cfg.threads => match pools.entry(t) {
+                        std::collections::btree_map::Entry::Occupied(e) => &*e.into_mut(),
+                        std::collections::btree_map::Entry::Vacant(e) => {
+                            &*e.insert(crate::thread_pool(t)?)
+                        }
+                    },
+                    _ => &pool,
+                };
+                let kernel_ns = trial_pool.install(|| -> Result<_> {
                     let t = Instant::now();
                     match &sampled {
                         Some(s) => kernel.sample(&g, src, s)?,
@@ -255,6 +355,11 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
                     }
                     Ok(t.elapsed().as_nanos() as u64)
                 })?;
+                let telemetry: Option<Summary> =
+                    sampler.as_ref().zip(mark).map(|(s, m)| s.summary_since(m));
+                if let Some(c) = controller.as_mut() {
+                    c.observe(kernel_ns, telemetry.as_ref());
+                }
                 let outcome = pool.install(|| kernel.outcome(&g));
                 let (verified, verify_ns, verify_error) = if cfg.verify {
                     let t = Instant::now();
@@ -272,6 +377,8 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
                     verified,
                     verify_ns,
                     verify_error,
+                    threads,
+                    telemetry,
                 });
                 progress(i as u64 + 1, cfg.trials as u64);
             }
@@ -289,6 +396,8 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
         done?;
         Ok(replayed)
     })?;
+    let telemetry = sampler.map(Sampler::finish);
+    let overcommit: Option<OvercommitChoice> = controller.map(Controller::finish);
     let mut regions = g.regions().map_err(Error::from_graph)?;
     regions.extend(kernel.regions().map_err(Error::from_graph)?);
     let mapped: u64 = regions.iter().map(|r| r.backing.total_bytes).sum();
@@ -324,6 +433,9 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
             totals: log.totals(),
             actions: log.actions,
         }),
+        telemetry,
+        memory,
+        overcommit,
     })
 }
 

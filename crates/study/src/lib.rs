@@ -22,6 +22,7 @@ mod error;
 pub mod faultlat;
 pub mod graphrun;
 pub mod meta;
+pub mod overcommit;
 pub mod pagebench;
 pub mod presets;
 pub mod promotebench;
@@ -31,6 +32,8 @@ pub mod runner;
 pub mod save;
 pub mod slurm;
 pub mod stats;
+pub mod swap;
+pub mod telemetry;
 
 pub use error::{Error, Result};
 

@@ -32,6 +32,46 @@ pub fn preallocate(file: &File, path: &Path, len: u64) -> Result<()> {
     Ok(())
 }
 
+/// Bytes free for an unprivileged user of the file system holding `path` (`statvfs`).
+pub fn free_bytes(path: &Path) -> Result<u64> {
+    let c = c_path(path)?;
+    // SAFETY: an all-zero statvfs is a valid value of this plain C struct.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path and `st` a struct the call fills; both live across
+    // the call.
+    let rc = unsafe { libc::statvfs(c.as_ptr(), &mut st) };
+    if rc != 0 {
+        return Err(Error::io(path, std::io::Error::last_os_error()));
+    }
+    Ok(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+/// `FS_NOCOW_FL`: the file (or, on a directory, files made in it) is not copy-on-write.
+pub const NOCOW_FLAG: u32 = 0x0080_0000;
+
+/// The inode flags of `path` (`FS_IOC_GETFLAGS`, what `lsattr` shows); `None` where the file
+/// system has none.
+pub fn inode_flags(path: &Path) -> Result<Option<u32>> {
+    let f = File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut flags: libc::c_long = 0;
+    // SAFETY: FS_IOC_GETFLAGS writes one long through the pointer, which points at `flags`
+    // and lives across the call; the descriptor is ours.
+    let rc = unsafe { libc::ioctl(f.as_raw_fd(), FS_IOC_GETFLAGS, &mut flags) };
+    if rc != 0 {
+        let e = std::io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::ENOTTY | libc::EOPNOTSUPP | libc::EINVAL) => Ok(None),
+            _ => Err(Error::io(path, e)),
+        };
+    }
+    Ok(Some(flags as u32))
+}
+
+/// `_IOR('f', 1, long)`.
+const FS_IOC_GETFLAGS: libc::Ioctl =
+    (2 << 30 | (std::mem::size_of::<libc::c_long>() << 16) | (b'f' as usize) << 8 | 1)
+        as libc::Ioctl;
+
 /// Enable the swap area at `path` (`swapon(2)`), optionally with a priority.
 pub fn swapon(path: &Path, priority: Option<u16>) -> Result<()> {
     let c = c_path(path)?;
@@ -61,6 +101,15 @@ pub fn swapoff(path: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn free_room_and_flags_of_a_directory() {
+        let dir = tempfile::tempdir().expect("tmp");
+        assert!(free_bytes(dir.path()).expect("statvfs") > 0);
+        assert!(free_bytes(&dir.path().join("absent")).is_err());
+        let flags = inode_flags(dir.path()).expect("flags");
+        assert!(flags.is_none_or(|f| f & NOCOW_FLAG == 0));
+    }
 
     #[test]
     fn preallocate_gives_blocks() {

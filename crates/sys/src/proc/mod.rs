@@ -85,6 +85,53 @@ impl ProcStat {
     }
 }
 
+/// All CPUs' time by kind, in clock ticks since boot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CpuTimes {
+    /// User and nice.
+    pub user: u64,
+    /// System, irq and softirq.
+    pub system: u64,
+    /// Idle.
+    pub idle: u64,
+    /// Idle with I/O outstanding.
+    pub iowait: u64,
+    /// Taken by the hypervisor.
+    pub steal: u64,
+}
+
+impl CpuTimes {
+    /// Every kind together.
+    pub fn total(&self) -> u64 {
+        self.user + self.system + self.idle + self.iowait + self.steal
+    }
+}
+
+/// A process's page faults since it started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Faults {
+    /// Served without I/O.
+    pub minor: u64,
+    /// Served by reading (swap or file).
+    pub major: u64,
+}
+
+/// The fields of a `stat` file after the command name (field 3 is index 0).
+struct StatFields {
+    path: PathBuf,
+    after: String,
+}
+
+impl StatFields {
+    fn field(&self, i: usize) -> Result<u64> {
+        self.after
+            .split_whitespace()
+            .nth(i)
+            .and_then(|x| x.parse::<u64>().ok())
+            .ok_or_else(|| Error::parse(&self.path, 1, format!("no number in field {}", i + 3)))
+    }
+}
+
 /// A `/proc` tree: the real one or a recorded copy.
 #[derive(Debug, Clone)]
 pub struct ProcFs {
@@ -269,6 +316,13 @@ impl ProcFs {
     /// All CPUs' time from the `cpu` line of `stat`, in clock ticks: (busy, total), where busy
     /// is everything but idle and iowait.
     pub fn cpu_ticks(&self) -> Result<(u64, u64)> {
+        let t = self.cpu_times()?;
+        let total = t.total();
+        Ok((total.saturating_sub(t.idle + t.iowait), total))
+    }
+
+    /// All CPUs' time from the `cpu` line of `stat`, field by field, in clock ticks.
+    pub fn cpu_times(&self) -> Result<CpuTimes> {
         let (p, s) = self.read("stat")?;
         let cpu = s
             .lines()
@@ -280,31 +334,43 @@ impl ProcFs {
             .map(|x| x.parse())
             .collect::<std::result::Result<_, _>>()
             .map_err(|e| Error::parse(&p, 1, format!("cpu line: {e}")))?;
+        if v.len() < 4 {
+            return Err(Error::parse(&p, 1, "cpu line has no idle field"));
+        }
+        let at = |i: usize| v.get(i).copied().unwrap_or(0);
         // user nice system idle iowait irq softirq steal
-        let idle = v
-            .get(3)
-            .ok_or_else(|| Error::parse(&p, 1, "cpu line has no idle field"))?
-            + v.get(4).copied().unwrap_or(0);
-        let total: u64 = v.iter().take(8).sum();
-        Ok((total.saturating_sub(idle), total))
+        Ok(CpuTimes {
+            user: at(0) + at(1),
+            system: at(2) + at(5) + at(6),
+            idle: at(3),
+            iowait: at(4),
+            steal: at(7),
+        })
+    }
+
+    /// Minor and major faults of process `pid` (fields 10 and 12 of `stat`).
+    pub fn process_faults(&self, pid: Pid) -> Result<Faults> {
+        let f = self.stat_fields(pid)?;
+        Ok(Faults {
+            minor: f.field(7)?,
+            major: f.field(9)?,
+        })
+    }
+
+    fn stat_fields(&self, pid: Pid) -> Result<StatFields> {
+        let (p, s) = self.read(&format!("{}/stat", pid.dir()))?;
+        let after = s
+            .rfind(')')
+            .map(|i| s[i + 1..].to_string())
+            .ok_or_else(|| Error::parse(&p, 1, "no ')' after the command name"))?;
+        Ok(StatFields { path: p, after })
     }
 
     /// CPU time process `pid` used, user + system, in clock ticks (fields 14 and 15 of
     /// `stat`).
     pub fn process_cpu_ticks(&self, pid: Pid) -> Result<u64> {
-        let (p, s) = self.read(&format!("{}/stat", pid.dir()))?;
-        let after = s
-            .rfind(')')
-            .map(|i| &s[i + 1..])
-            .ok_or_else(|| Error::parse(&p, 1, "no ')' after the command name"))?;
-        let f: Vec<&str> = after.split_whitespace().collect();
-        // Fields after the command name start at 3: utime (14) and stime (15) are at 11 and 12.
-        let field = |i: usize| {
-            f.get(i)
-                .and_then(|x| x.parse::<u64>().ok())
-                .ok_or_else(|| Error::parse(&p, 1, format!("no CPU time in field {}", i + 3)))
-        };
-        Ok(field(11)? + field(12)?)
+        let f = self.stat_fields(pid)?;
+        Ok(f.field(11)? + f.field(12)?)
     }
 
     /// Read a knob under this root (such as `sys/vm/page-cluster`), trimmed.

@@ -1,10 +1,14 @@
 //! Readers and writers of `/sys`, rooted at an injectable directory: THP and mTHP settings,
-//! khugepaged, hugetlb pools.
+//! khugepaged, hugetlb pools, block devices' counters, memory cgroups' counters.
 
+mod block;
 mod hugetlb;
+mod memcg;
 mod thp;
 
+pub use block::{BlockStat, DevNum};
 pub use hugetlb::HugetlbPool;
+pub use memcg::{memcg_counters, MemcgCounters};
 pub use thp::{Khugepaged, MthpSize, Selector, ThpSettings};
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,246 @@
+//! `--overcommit auto`: the number of threads per CPU chosen trial by trial.
+//!
+//! More threads than cores pay when cores sit idle waiting for page-ins: another thread's work
+//! fills the wait, and more requests are in flight on the swap device at once. They cost
+//! system time (more faults in flight contend on page-table and LRU locks) and, where nothing
+//! waits, only scheduling overhead. So the controller starts at factor 1, doubles the factor
+//! while each doubling makes the trial at least [`GAIN`] faster and system time stays under
+//! [`SYSTEM_BOUND`], and settles on the fastest factor seen as soon as a doubling does not pay.
+//! When the first trial shows the cores busy and nothing paged in, it never leaves factor 1.
+
+pub use hugewise_results::telemetry::OvercommitChoice;
+
+use crate::telemetry::Summary;
+
+/// The factors tried, in order.
+pub const FACTORS: [u32; 5] = [1, 2, 4, 8, 16];
+/// A doubling must make the trial at least this much faster to be kept.
+pub const GAIN: f64 = 0.05;
+/// Above this share of CPU time in the kernel, more threads only contend.
+pub const SYSTEM_BOUND: f64 = 0.5;
+/// Below this share of idle and iowait time, with fewer page-ins per second than
+/// [`PAGE_INS_QUIET`], nothing waits and factor 1 stays.
+pub const WAIT_QUIET: f64 = 0.10;
+/// See [`WAIT_QUIET`].
+pub const PAGE_INS_QUIET: f64 = 100.0;
+
+/// Chooses the factor of the next trial from the last ones.
+#[derive(Debug, Clone)]
+pub struct Controller {
+    cpus: usize,
+    at: usize,
+    settled: bool,
+    /// Fastest trial per factor index.
+    best: Vec<Option<u64>>,
+    factors: Vec<u32>,
+    reasons: Vec<String>,
+}
+
+fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+impl Controller {
+    /// A controller for a machine of `cpus` CPUs, starting at factor 1.
+    pub fn new(cpus: usize) -> Controller {
+        Controller {
+            cpus: cpus.max(1),
+            at: 0,
+            settled: false,
+            best: vec![None; FACTORS.len()],
+            factors: Vec::new(),
+            reasons: Vec::new(),
+        }
+    }
+
+    /// The factor of the next trial.
+    pub fn factor(&self) -> u32 {
+        FACTORS[self.at]
+    }
+
+    /// Worker threads of the next trial.
+    pub fn threads(&self) -> usize {
+        self.cpus * self.factor() as usize
+    }
+
+    fn settle(&mut self, why: String) {
+        let (i, _) = self
+            .best
+            .iter()
+            .enumerate()
+            .filter_map(|(i, b)| b.map(|b| (i, b)))
+            .min_by_key(|&(_, b)| b)
+            .unwrap_or((0, 0));
+        self.at = i;
+        self.settled = true;
+        self.reasons
+            .push(format!("{why}: settled on ×{}", FACTORS[i]));
+    }
+
+    /// The trial just run at [`Controller::factor`] took `kernel_ns`, with this telemetry.
+    pub fn observe(&mut self, kernel_ns: u64, telemetry: Option<&Summary>) {
+        let f = self.factor();
+        self.factors.push(f);
+        let prev_best = self.best[..self.at].iter().flatten().min().copied();
+        let slot = &mut self.best[self.at];
+        *slot = Some(slot.map_or(kernel_ns, |b| b.min(kernel_ns)));
+        if self.settled {
+            return;
+        }
+        let cpu = telemetry.and_then(|t| t.cpu);
+        let wait = cpu.map(|c| c.idle_share + c.iowait_share);
+        let system = cpu.map(|c| c.system_share);
+        let page_ins = telemetry.and_then(|t| t.page_ins_per_s);
+        let t = secs(kernel_ns);
+        let said =
+            |x: Option<f64>| x.map_or("not measured".to_string(), |v| format!("{:.0}%", v * 100.0));
+        if self.at == 0 {
+            if wait.is_some_and(|w| w < WAIT_QUIET) && page_ins.is_some_and(|p| p < PAGE_INS_QUIET)
+            {
+                self.settle(format!(
+                    "×1: {t:.3} s with the cores busy (idle+iowait {}) and {:.0} page-ins/s, \
+                     nothing for more threads to hide",
+                    said(wait),
+                    page_ins.unwrap_or(0.0)
+                ));
+                return;
+            }
+            self.reasons.push(format!(
+                "×1: {t:.3} s, idle+iowait {}, system {}, {} page-ins/s: try ×2",
+                said(wait),
+                said(system),
+                page_ins.map_or("unmeasured".into(), |p| format!("{p:.0}"))
+            ));
+            self.at = 1;
+            return;
+        }
+        let Some(before) = prev_best else {
+            self.at += 1;
+            return;
+        };
+        let gain = 1.0 - kernel_ns as f64 / before as f64;
+        if gain < GAIN {
+            self.settle(format!(
+                "×{f}: {t:.3} s, {:+.0}% against the best before ({:.3} s), below the {:.0}% a \
+                 doubling must gain",
+                gain * 100.0,
+                secs(before),
+                GAIN * 100.0
+            ));
+        } else if system.is_some_and(|s| s > SYSTEM_BOUND) {
+            self.settle(format!(
+                "×{f}: {t:.3} s ({:.0}% faster) but system time {} is above {:.0}%",
+                gain * 100.0,
+                said(system),
+                SYSTEM_BOUND * 100.0
+            ));
+        } else if self.at + 1 == FACTORS.len() {
+            self.settle(format!(
+                "×{f}: {t:.3} s ({:.0}% faster), the largest factor",
+                gain * 100.0
+            ));
+        } else {
+            self.reasons.push(format!(
+                "×{f}: {t:.3} s, {:.0}% faster, idle+iowait {}, system {}: try ×{}",
+                gain * 100.0,
+                said(wait),
+                said(system),
+                FACTORS[self.at + 1]
+            ));
+            self.at += 1;
+        }
+    }
+
+    /// What was chosen and why.
+    pub fn finish(self) -> OvercommitChoice {
+        let chosen = if self.settled {
+            self.factor()
+        } else {
+            // Trials ran out while exploring: the fastest so far.
+            let mut c = self.clone();
+            c.settle("trials ran out".into());
+            c.factor()
+        };
+        let mut reasons = self.reasons;
+        if !self.settled {
+            reasons.push(format!(
+                "trials ran out while exploring: the fastest was ×{chosen}"
+            ));
+        }
+        OvercommitChoice {
+            factors: self.factors,
+            chosen,
+            reasons,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::telemetry::CpuSplit;
+
+    fn tel(wait: f64, system: f64, page_ins: f64) -> Summary {
+        Summary {
+            wall_ms: 100.0,
+            samples: 1,
+            cpu: Some(CpuSplit {
+                user_share: 1.0 - wait - system,
+                system_share: system,
+                idle_share: wait / 2.0,
+                iowait_share: wait / 2.0,
+            }),
+            page_ins_per_s: Some(page_ins),
+            page_outs_per_s: None,
+            major_faults_per_s: None,
+            readahead_hit_share: None,
+            mean_queue_depth: None,
+            disk_reads_per_s: None,
+            disk_read_bytes_per_s: None,
+        }
+    }
+
+    #[test]
+    fn doubles_while_it_pays_then_keeps_the_fastest() {
+        let mut c = Controller::new(2);
+        let waiting = tel(0.6, 0.1, 5000.0);
+        for (ns, want_next) in [(100, 2), (70, 4), (50, 8), (55, 4), (52, 4), (49, 4)] {
+            c.observe(ns, Some(&waiting));
+            assert_eq!(c.factor(), want_next, "{:?}", c.reasons);
+        }
+        assert_eq!(c.threads(), 8);
+        let r = c.finish();
+        assert_eq!(r.factors, [1, 2, 4, 8, 4, 4]);
+        assert_eq!(r.chosen, 4);
+        assert!(
+            r.reasons
+                .last()
+                .is_some_and(|s| s.contains("settled on ×4")),
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn busy_cores_without_page_ins_stay_at_one() {
+        let mut c = Controller::new(2);
+        c.observe(100, Some(&tel(0.02, 0.05, 0.0)));
+        assert_eq!(c.factor(), 1);
+        assert_eq!(c.finish().chosen, 1);
+    }
+
+    #[test]
+    fn system_time_stops_the_climb_and_a_loss_goes_back() {
+        let mut c = Controller::new(1);
+        c.observe(100, Some(&tel(0.5, 0.1, 900.0)));
+        c.observe(80, Some(&tel(0.3, 0.6, 900.0)));
+        assert_eq!(c.factor(), 2);
+        let mut d = Controller::new(1);
+        d.observe(100, None);
+        d.observe(120, None);
+        assert_eq!(d.factor(), 1);
+        let mut e = Controller::new(1);
+        e.observe(100, None);
+        let r = e.finish();
+        assert_eq!((r.chosen, r.factors.len()), (1, 1));
+    }
+}
