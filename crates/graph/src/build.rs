@@ -2,9 +2,11 @@
 //!
 //! Pass 1 counts degrees; the arrays are then created (in the layout's allocation order) at
 //! their final size bound; pass 2 places every arc; each adjacency list is then sorted and
-//! cleared of duplicates in parallel, compacted, and the arrays truncated. The edge list itself
-//! is never held in memory: the source is read twice, so peak memory stays near the final CSR
-//! (plus a degree counter of 4 bytes and a cursor of 8 bytes per vertex).
+//! cleared of duplicates in parallel, compacted, and the arrays truncated. When the edge list
+//! fits beside the graph with room to spare (8 bytes an edge, 12 with weights), the first pass
+//! holds it and the second replays it, so a generator or parser does its work once; otherwise
+//! the source is read twice and peak memory stays near the final CSR (plus a degree counter of
+//! 4 bytes and a cursor of 8 bytes per vertex).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
@@ -44,6 +46,11 @@ pub trait EdgeSource {
     /// A declared edge count, if the source has one (a Matrix Market size line).
     fn declared_edges(&self) -> Option<u64> {
         None
+    }
+    /// How many edges the source will yield, when known before reading (a generator's count,
+    /// a declared count): lets the builder judge at once whether it can hold the edge list.
+    fn edges_hint(&self) -> Option<u64> {
+        self.declared_edges()
     }
     /// The input's name in errors: a path or a generator spec.
     fn name(&self) -> String {
@@ -121,6 +128,10 @@ fn check(
 /// Below this many vertices the per-vertex arrays are too small to be worth a look at /proc.
 const CHECK_FROM: u64 = 1 << 20;
 
+/// The share of the room (in quarters) that the graph, the builder's arrays and a held edge
+/// list may take together; the rest is left to whatever else runs on the machine.
+const HOLD_QUARTERS: u64 = 3;
+
 /// Build a CSR from `src`. `before_alloc(n)` runs once the vertex count is known and before any
 /// graph array exists, so a kernel can fault its own arrays in first when the layout says so.
 pub fn build(
@@ -161,6 +172,29 @@ pub fn build(
     let mut self_loops = 0u64;
     let mut edges = 0u64;
     let mut max_id: Option<u32> = None;
+    // Hold the edges while the graph, the builder's arrays and the held list, at the larger of
+    // the edges read so far and the count the source announces, fit in the budget.
+    let hint = src.edges_hint().unwrap_or(0);
+    let budget = opts.fit.room_bytes().map(|r| r / 4 * HOLD_QUARTERS);
+    let mut held = budget.map(|_| Held::new(weighted));
+    let holds = |n: u64, edges: u64| {
+        let edges = edges.max(hint);
+        let shape = Shape {
+            vertices: n,
+            arcs: if opts.symmetrize {
+                edges.saturating_mul(2)
+            } else {
+                edges
+            },
+            directed: !opts.symmetrize,
+            weighted,
+        };
+        let need = opts
+            .fit
+            .need(shape, shape.builder_bytes())
+            .saturating_add(edges.saturating_mul(Held::bytes_per_edge(weighted)));
+        budget.is_some_and(|b| need <= b)
+    };
     let grow = |v: u32, edges: u64| -> Result<()> {
         if let Some(d) = declared {
             return Err(Error::Invalid(format!(
@@ -211,6 +245,13 @@ pub fn build(
                 loops
             })
             .sum::<u64>();
+        if held.is_some() && holds(out_deg.len() as u64, edges) {
+            if let Some(h) = held.as_mut() {
+                h.record(chunk);
+            }
+        } else {
+            held = None;
+        }
         Ok(())
     })?;
     // A vertex gains at most one arc per edge, so counters can wrap only past 2^32 edges;
@@ -265,7 +306,7 @@ pub fn build(
         .unwrap_or_default();
     let changed = AtomicBool::new(false);
     let (oc, ic) = (atomic::u64s(&mut out_cur), atomic::u64s(&mut in_cur));
-    src.each_chunk(&mut |chunk| {
+    let mut place = |chunk: &[Edge]| {
         let out = Slots::of(&mut side.out, oc);
         let inc = side.inc.as_mut().map(|a| Slots::of(a, ic));
         let back = inc.as_ref().unwrap_or(&out);
@@ -278,7 +319,12 @@ pub fn build(
             }
         });
         Ok(())
-    })?;
+    };
+    match &held {
+        Some(h) => h.replay(&mut place)?,
+        None => src.each_chunk(&mut place)?,
+    }
+    drop(held);
     if changed.load(Relaxed) {
         return Err(Error::Invalid(format!(
             "{name}: the input changed between the builder's two readings"
@@ -322,6 +368,68 @@ pub fn build_default(src: &mut dyn EdgeSource, symmetrize: bool) -> Result<Csr> 
         &mut |_| Ok(()),
     )
     .map(|(g, _)| g)
+}
+
+/// The edge list held in memory by the builder's first pass, so that the second replays it
+/// instead of reading (or generating) the input again: 8 bytes an edge without weights, 12
+/// with. Held only while it fits beside the graph with room to spare (see [`build`]).
+enum Held {
+    Pairs(Vec<Vec<[u32; 2]>>),
+    Edges(Vec<Vec<Edge>>),
+}
+
+impl Held {
+    fn new(weighted: bool) -> Held {
+        if weighted {
+            Held::Edges(Vec::new())
+        } else {
+            Held::Pairs(Vec::new())
+        }
+    }
+
+    fn bytes_per_edge(weighted: bool) -> u64 {
+        if weighted {
+            12
+        } else {
+            8
+        }
+    }
+
+    fn record(&mut self, chunk: &[Edge]) {
+        match self {
+            Held::Pairs(all) => all.push(
+                chunk
+                    .par_iter()
+                    .with_min_len(PAR)
+                    .map(|e| [e.u, e.v])
+                    .collect(),
+            ),
+            Held::Edges(all) => all.push(chunk.to_vec()),
+        }
+    }
+
+    fn replay(&self, f: &mut dyn FnMut(&[Edge]) -> Result<()>) -> Result<()> {
+        match self {
+            Held::Pairs(all) => {
+                let mut buf = Vec::new();
+                for c in all {
+                    buf.clear();
+                    buf.par_extend(c.par_iter().with_min_len(PAR).map(|&[u, v]| Edge {
+                        u,
+                        v,
+                        w: 1,
+                    }));
+                    f(&buf)?;
+                }
+            }
+            Held::Edges(all) => {
+                for c in all {
+                    f(c)?;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 struct Sides {

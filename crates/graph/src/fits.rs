@@ -119,6 +119,14 @@ impl Fit {
             .saturating_add(SLACK)
     }
 
+    /// The bytes this process may take now (`MemAvailable` and the cgroup's headroom, within
+    /// `cap_bytes`), forced or not; `None` when they cannot be read. For optional buffers.
+    pub fn room_bytes(&self) -> Option<u64> {
+        let room = memlimit::room(&ProcFs::default(), &SysFs::default()).ok()?;
+        let available = room.available_bytes();
+        Some(self.cap_bytes.map_or(available, |c| c.min(available)))
+    }
+
     /// Compare `need` bytes (see [`Fit::need`]) with a given room.
     pub fn check_in(&self, room: &Room, input: &str, implies: &str, need: u64) -> Result<()> {
         if self.force {

@@ -207,6 +207,10 @@ impl EdgeSource for Generator {
         Some(self.vertices())
     }
 
+    fn edges_hint(&self) -> Option<u64> {
+        Some(self.edges())
+    }
+
     fn name(&self) -> String {
         self.spec.to_string()
     }
