@@ -20,6 +20,11 @@ pub const KRON_B: f64 = 0.19;
 /// See [`KRON_A`].
 pub const KRON_C: f64 = 0.19;
 
+/// The initiator as thresholds on a 16-bit draw: A, A + B, A + B + C times 2^16, rounded.
+const KRON_A_16: u32 = (KRON_A * 65536.0 + 0.5) as u32;
+const KRON_AB_16: u32 = ((KRON_A + KRON_B) * 65536.0 + 0.5) as u32;
+const KRON_ABC_16: u32 = ((KRON_A + KRON_B + KRON_C) * 65536.0 + 0.5) as u32;
+
 const BLOCK: u64 = 1 << 16;
 const CHUNK_BLOCKS: u64 = 64;
 
@@ -135,20 +140,23 @@ impl Generator {
                 Kind::Urand => (rng.below(n) as u32, rng.below(n) as u32),
                 Kind::Kron => {
                     let (mut u, mut v) = (0u32, 0u32);
-                    for _ in 0..self.spec.scale {
-                        let r = rng.next_f64();
-                        u <<= 1;
-                        v <<= 1;
-                        if r < KRON_A + KRON_B {
-                            if r >= KRON_A {
-                                v |= 1;
-                            }
-                        } else {
-                            u |= 1;
-                            if r >= KRON_A + KRON_B + KRON_C {
-                                v |= 1;
-                            }
+                    let mut bits = 0u64;
+                    for level in 0..self.spec.scale {
+                        // Four levels per 64-bit draw: a 16-bit field each, against integer
+                        // thresholds (the initiator rounded to 1/65536).
+                        if level % 4 == 0 {
+                            bits = rng.next_u64();
                         }
+                        let r = (bits & 0xffff) as u32;
+                        bits >>= 16;
+                        let down = r >= KRON_AB_16;
+                        let right = if down {
+                            r >= KRON_ABC_16
+                        } else {
+                            r >= KRON_A_16
+                        };
+                        u = u << 1 | down as u32;
+                        v = v << 1 | right as u32;
                     }
                     match &self.permutation {
                         Some(p) => (p[u as usize], p[v as usize]),
