@@ -137,7 +137,12 @@ fn study_plan_and_its_headlines() {
         },
         ev,
     );
-    assert!(share.is_some_and(|s| (s - 1.0).abs() < 1e-12), "{share:?}");
+    // The ideal's own share of its gain is 1, once the gain is past the noise floor.
+    if want >= 1.0 + hugewise_results::study::MIN_IDEAL_GAIN {
+        assert!(share.is_some_and(|s| (s - 1.0).abs() < 1e-12), "{share:?}");
+    } else {
+        assert_eq!(share, None, "a gain of {want} is within the noise");
+    }
 }
 
 #[test]
