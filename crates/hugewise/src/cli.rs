@@ -305,15 +305,16 @@ impl KernelArg {
 /// How a graph is read or generated.
 #[derive(Debug, Args)]
 pub struct GraphInputArgs {
-    /// kron:SCALE or kron:SCALE:EDGE_FACTOR (likewise urand), or a file: .el, .wel, .mtx
-    /// (optionally .gz/.zst), .sg, .wsg, .hwg.
+    /// kron:SCALE or kron:SCALE:EDGE_FACTOR (likewise urand); a shape: grid:WxH, road:WxH,
+    /// chain:N, star:LEAVES; or a file: .el, .wel, .mtx (optionally .gz/.zst), .sg, .wsg, .hwg.
     #[arg(long, default_value = "kron:16", value_parser = parse_input)]
     pub graph: Input,
     /// Seed for generators and source picking.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Give the graph weights in [1, 255]: generators draw them, unweighted files get a hash
-    /// of each edge's ends (sssp does this by itself).
+    /// Give the graph weights: generators draw them (in [1, 255]; grid and road in metres,
+    /// [1, 100000]), unweighted files get a hash of each edge's ends in [1, 255] (sssp does
+    /// this by itself).
     #[arg(long)]
     pub weighted: bool,
     /// Make a text edge list undirected (generators are; GAP files say themselves).
@@ -601,11 +602,13 @@ pub enum SimCommand {
 /// `hugewise graph ...`.
 #[derive(Debug, Subcommand)]
 pub enum GraphCommand {
-    /// Generate a graph (kron:SCALE, urand:SCALE) and save it: hugewise's binary CSR (.hwg,
-    /// the fastest to load) or the GAP suite's format (.sg, or .wsg when weighted).
+    /// Generate a graph (kron:SCALE, urand:SCALE, grid:WxH, road:WxH, chain:N, star:N) and
+    /// save it: hugewise's binary CSR (.hwg, the fastest to load) or the GAP suite's format
+    /// (.sg, or .wsg when weighted).
     #[command(after_help = "Examples:
   hugewise graph gen --graph kron:24 --out kron24.hwg
   hugewise graph gen --graph urand:20 --weighted --out urand20.wsg     (GAP's sssp reads it)
+  hugewise graph gen --graph road:1000x1000 --weighted --out road.wsg  (weights in metres)
   hugewise graph gen --graph kron:20 --reorder dbg --out kron20-dbg.hwg --json
 
 Any input `graph convert` takes works here too; the two differ in name only.")]
