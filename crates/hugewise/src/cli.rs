@@ -65,6 +65,7 @@ one fault per huge page. Latencies include the timer overhead, which is reported
   hugewise run bfs --graph kron:24 --reorder dbg --pages all=base,property=thp-prefix:5%
   hugewise run bfs --graph data/cnr-2000.el.zst --mode top-down --trials 10
   hugewise run sssp --graph kron:20 --delta 2 --verify     (generators draw weights 1..255)
+  hugewise run sssp --graph road:1000x1000 --verify        (weights in metres, delta chosen)
   hugewise run pr --graph g.sg --mode push --tolerance 1e-6
   hugewise run cc --graph urand:20 --mode sv
   hugewise run bc --graph kron:18 --sources 4 --trials 3
@@ -72,8 +73,10 @@ one fault per huge page. Latencies include the timer overhead, which is reported
   hugewise run tc --graph g.el --symmetrize
   hugewise run bfs --graph g.sg --pages all=thp --threads 2 --json
 
-Defaults are the GAP suite's benchmark settings: bfs direction-optimizing, sssp delta 2,
-pr pull with tolerance 1e-4 and at most 1000 iterations, cc Afforest, bc 4 sources a trial.
+Defaults are the GAP suite's benchmark settings: bfs direction-optimizing, pr pull with
+tolerance 1e-4 and at most 1000 iterations, cc Afforest, bc 4 sources a trial; sssp chooses its
+bucket width from the graph (mean weight / mean degree, doubled while rounds do little work;
+the result says which and why), where GAP takes one per graph (--delta 2 on kron and urand).
 
 Arrays: offsets, edges, weights, in-offsets, in-edges (the graph), property, frontier (the
 kernel's). --pages takes <array>=<policy> pairs; all=<policy> sets the rest. Policies: system,
@@ -427,7 +430,8 @@ pub struct KernelSettings {
     /// (default afforest).
     #[arg(long)]
     pub mode: Option<String>,
-    /// sssp: bucket width of delta-stepping [default: 2].
+    /// sssp: bucket width of delta-stepping [default: chosen from the graph's weights and
+    /// degrees, and widened while rounds do little work].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub delta: Option<u32>,
     /// pr: stop when the scores' total change in an iteration is below this [default: 1e-4].

@@ -66,7 +66,9 @@ impl SpecExt for Spec {
     /// Check the settings and that `g` suits the kernel.
     fn check(&self, g: &Csr) -> Result<()> {
         match *self {
-            Spec::Sssp { delta: 0 } => Err(Error::Invalid("sssp: delta must be at least 1".into())),
+            Spec::Sssp { delta: Some(0) } => {
+                Err(Error::Invalid("sssp: delta must be at least 1".into()))
+            }
             Spec::Pr {
                 tolerance,
                 max_iters,
