@@ -9,8 +9,8 @@
 //! road network take 351 325 rounds:
 //!
 //! - Without a given width, [`choose_delta`] takes one from the graph's weights and degrees,
-//!   and a run doubles it while its rounds keep doing little work ([`Widen`]); `--delta N`
-//!   stays fixed, for runs comparable with the GAP suite.
+//!   and a run doubles it while its rounds keep doing little work; `--delta N` stays fixed,
+//!   for runs comparable with the GAP suite.
 //! - A thread's buckets are a ring of slots for the buckets near the current one and a heap
 //!   for the few that are further ahead; the filled slots' numbers are kept in a heap, so the
 //!   next bucket is a min over threads, never a scan over empty buckets, however large the
@@ -119,8 +119,8 @@ fn spread(len: usize, picks: usize) -> impl Iterator<Item = usize> {
     (0..picks).map(move |i| (i as u64 * len as u64 / picks as u64) as usize)
 }
 
-/// Choose the bucket width from the graph: the weights of [`SAMPLE`] arcs at evenly spaced
-/// places, and the share of [`SAMPLE`] seeded random vertices that have arcs (so the choice
+/// Choose the bucket width from the graph: the weights of 4096 arcs at evenly spaced places,
+/// and the share of 4096 seeded random vertices that have arcs (so the choice
 /// is the same on every run, and costs microseconds).
 ///
 /// A bucket should hold about as much work as a round can share, and few of its vertices should
