@@ -185,26 +185,33 @@ fn permutation(n: usize, seed: u64) -> Vec<u32> {
     p
 }
 
+/// Make `blocks` blocks of edges with `make`, [`CHUNK_BLOCKS`] at a time on every thread, and
+/// hand them to `f` in block order (so the stream is the same whatever the thread count).
+pub(crate) fn blocks_in_order(
+    blocks: u64,
+    make: impl Fn(u64) -> Vec<Edge> + Sync,
+    f: &mut dyn FnMut(&[Edge]) -> Result<()>,
+) -> Result<()> {
+    let mut first = 0;
+    while first < blocks {
+        let last = (first + CHUNK_BLOCKS).min(blocks);
+        let parts: Vec<Vec<Edge>> = (first..last).into_par_iter().map(&make).collect();
+        for p in &parts {
+            f(p)?;
+        }
+        first = last;
+    }
+    Ok(())
+}
+
 impl EdgeSource for Generator {
     fn each_chunk(&mut self, f: &mut dyn FnMut(&[Edge]) -> Result<()>) -> Result<()> {
-        let blocks = self.edges().div_ceil(BLOCK);
-        let mut first = 0;
-        while first < blocks {
-            let last = (first + CHUNK_BLOCKS).min(blocks);
-            let parts: Vec<Vec<Edge>> = (first..last)
-                .into_par_iter()
-                .map(|b| {
-                    let mut v = Vec::with_capacity(BLOCK as usize);
-                    self.block(b, &mut v);
-                    v
-                })
-                .collect();
-            for p in &parts {
-                f(p)?;
-            }
-            first = last;
-        }
-        Ok(())
+        let make = |b| {
+            let mut v = Vec::with_capacity(BLOCK as usize);
+            self.block(b, &mut v);
+            v
+        };
+        blocks_in_order(self.edges().div_ceil(BLOCK), make, f)
     }
 
     fn weighted(&self) -> bool {
@@ -227,16 +234,7 @@ impl EdgeSource for Generator {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn collect(g: &mut Generator) -> Vec<Edge> {
-        let mut all = Vec::new();
-        g.each_chunk(&mut |c| {
-            all.extend_from_slice(c);
-            Ok(())
-        })
-        .expect("generate");
-        all
-    }
+    use crate::kernels::testing::edges_of as collect;
 
     #[test]
     fn specs_parse_and_bad_ones_say_why() {

@@ -20,6 +20,7 @@ pub mod reorder;
 pub mod rng;
 pub mod save;
 pub mod settings;
+pub mod shapes;
 pub mod traced;
 
 pub use csr::Csr;

@@ -1,4 +1,5 @@
-//! One entry point from a graph spec (`kron:22`, `urand:20:8`, or a file) to a CSR.
+//! One entry point from a graph spec (`kron:22`, `urand:20:8`, `grid:1000x1000`, or a file) to
+//! a CSR.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -9,6 +10,7 @@ use crate::build::{build, BuildOptions};
 use crate::fits::{count, Fit, Shape};
 use crate::gen::{Generator, Spec};
 use crate::io::{edgelist::EdgeList, gap, hwg, mtx::MatrixMarket};
+use crate::shapes::{self, Shaped};
 use crate::{Csr, Error, Layout, Result};
 
 /// Where a graph comes from.
@@ -16,6 +18,8 @@ use crate::{Csr, Error, Layout, Result};
 pub enum Input {
     /// A generator (always symmetric, as the GAP suite's).
     Gen(Spec),
+    /// A shaped graph: grid, road, chain or star (symmetric).
+    Shape(shapes::Spec),
     /// A file; its kind comes from its name (`.el`, `.wel`, `.mtx`, optionally with `.gz` or
     /// `.zst`; `.sg`, `.wsg`, `.hwg`).
     File(PathBuf),
@@ -39,11 +43,13 @@ pub enum FileKind {
 }
 
 impl Input {
-    /// `kron:…` and `urand:…` are generators; anything else is a path whose name must say a
-    /// kind hugewise reads.
+    /// `kron:…` and `urand:…` are generators, `grid:…`, `road:…`, `chain:…` and `star:…`
+    /// shapes; anything else is a path whose name must say a kind hugewise reads.
     pub fn parse(s: &str) -> Result<Input> {
         if s.starts_with("kron:") || s.starts_with("urand:") {
             Ok(Input::Gen(s.parse()?))
+        } else if shapes::is_shape(s) {
+            Ok(Input::Shape(s.parse()?))
         } else {
             let p = PathBuf::from(s);
             file_kind(&p)?;
@@ -56,6 +62,7 @@ impl std::fmt::Display for Input {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Input::Gen(s) => s.fmt(f),
+            Input::Shape(s) => s.fmt(f),
             Input::File(p) => p.display().fmt(f),
         }
     }
@@ -78,7 +85,8 @@ pub fn file_kind(p: &Path) -> Result<FileKind> {
         _ => {
             return Err(Error::Invalid(format!(
                 "{}: unknown graph file kind; use .el, .wel, .mtx (text, optionally .gz or \
-                 .zst), .sg or .wsg (GAP), .hwg (hugewise), or a generator such as kron:22",
+                 .zst), .sg or .wsg (GAP), .hwg (hugewise), or a generator such as kron:22 \
+                 or grid:1000x1000",
                 p.display()
             )))
         }
@@ -90,8 +98,9 @@ pub fn file_kind(p: &Path) -> Result<FileKind> {
 pub struct LoadOptions {
     /// Seed for generators.
     pub seed: u64,
-    /// Make a weighted graph: generators draw weights, unweighted files get hashed weights in
-    /// [1, 255] (see [`Csr::add_weights`]); `.wel` and `.wsg` carry their own.
+    /// Make a weighted graph: generators draw weights (see [`crate::shapes`] for the shapes'),
+    /// unweighted files get hashed weights in [1, 255] (see [`Csr::add_weights`]); `.wel` and
+    /// `.wsg` carry their own.
     pub weighted: bool,
     /// Symmetrize a text edge list (generators always are; GAP files say themselves).
     pub symmetrize: bool,
@@ -118,6 +127,11 @@ pub fn load(
         Input::Gen(spec) => {
             check_generator(spec, opts)?;
             let mut g = Generator::new(*spec, opts.seed, opts.weighted);
+            build(&mut g, build_opts(true), layout, before_alloc)?
+        }
+        // The builder checks the declared vertex and edge counts before it allocates.
+        Input::Shape(spec) => {
+            let mut g = Shaped::new(*spec, opts.seed, opts.weighted);
             build(&mut g, build_opts(true), layout, before_alloc)?
         }
         Input::File(p) => match file_kind(p)? {
@@ -330,6 +344,11 @@ mod tests {
             Input::Gen(_)
         ));
         assert!(Input::parse("kron:x").is_err());
+        assert_eq!(
+            Input::parse("grid:3×4").expect("grid").to_string(),
+            "grid:3x4"
+        );
+        assert!(Input::parse("grid:3").is_err());
         assert!(Input::parse("graph.txt").is_err());
     }
 }

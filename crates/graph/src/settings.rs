@@ -53,7 +53,7 @@ impl KernelSettings {
                 Some("top-down") => *mode = BfsMode::TopDown,
                 Some(m) => return bad_mode(m, "do or top-down"),
             },
-            Spec::Sssp { delta } => *delta = self.delta.unwrap_or(*delta),
+            Spec::Sssp { delta } => *delta = self.delta.or(*delta),
             Spec::Pr {
                 mode,
                 tolerance,

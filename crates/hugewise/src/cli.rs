@@ -66,6 +66,7 @@ one fault per huge page. Latencies include the timer overhead, which is reported
   hugewise run bfs --graph kron:24 --reorder dbg --pages all=base,property=thp-prefix:5%
   hugewise run bfs --graph data/cnr-2000.el.zst --mode top-down --trials 10
   hugewise run sssp --graph kron:20 --delta 2 --verify     (generators draw weights 1..255)
+  hugewise run sssp --graph road:1000x1000 --verify        (weights in metres, delta chosen)
   hugewise run pr --graph g.sg --mode push --tolerance 1e-6
   hugewise run cc --graph urand:20 --mode sv
   hugewise run bc --graph kron:18 --sources 4 --trials 3
@@ -73,8 +74,10 @@ one fault per huge page. Latencies include the timer overhead, which is reported
   hugewise run tc --graph g.el --symmetrize
   hugewise run bfs --graph g.sg --pages all=thp --threads 2 --json
 
-Defaults are the GAP suite's benchmark settings: bfs direction-optimizing, sssp delta 2,
-pr pull with tolerance 1e-4 and at most 1000 iterations, cc Afforest, bc 4 sources a trial.
+Defaults are the GAP suite's benchmark settings: bfs direction-optimizing, pr pull with
+tolerance 1e-4 and at most 1000 iterations, cc Afforest, bc 4 sources a trial; sssp chooses its
+bucket width from the graph (mean weight / mean degree, doubled while rounds do little work;
+the result says which and why), where GAP takes one per graph (--delta 2 on kron and urand).
 
 Arrays: offsets, edges, weights, in-offsets, in-edges (the graph), property, frontier (the
 kernel's). --pages takes <array>=<policy> pairs; all=<policy> sets the rest. Policies: system,
@@ -336,15 +339,16 @@ impl KernelArg {
 /// How a graph is read or generated.
 #[derive(Debug, Args)]
 pub struct GraphInputArgs {
-    /// kron:SCALE or kron:SCALE:EDGE_FACTOR (likewise urand), or a file: .el, .wel, .mtx
-    /// (optionally .gz/.zst), .sg, .wsg, .hwg.
+    /// kron:SCALE or kron:SCALE:EDGE_FACTOR (likewise urand); a shape: grid:WxH, road:WxH,
+    /// chain:N, star:LEAVES; or a file: .el, .wel, .mtx (optionally .gz/.zst), .sg, .wsg, .hwg.
     #[arg(long, default_value = "kron:16", value_parser = parse_input)]
     pub graph: Input,
     /// Seed for generators and source picking.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Give the graph weights in [1, 255]: generators draw them, unweighted files get a hash
-    /// of each edge's ends (sssp does this by itself).
+    /// Give the graph weights: generators draw them (in [1, 255]; grid and road in metres,
+    /// [1, 100000]), unweighted files get a hash of each edge's ends in [1, 255] (sssp does
+    /// this by itself).
     #[arg(long)]
     pub weighted: bool,
     /// Make a text edge list undirected (generators are; GAP files say themselves).
@@ -499,7 +503,8 @@ pub struct KernelSettings {
     /// (default afforest).
     #[arg(long)]
     pub mode: Option<String>,
-    /// sssp: bucket width of delta-stepping [default: 2].
+    /// sssp: bucket width of delta-stepping [default: chosen from the graph's weights and
+    /// degrees, and widened while rounds do little work].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub delta: Option<u32>,
     /// pr: stop when the scores' total change in an iteration is below this [default: 1e-4].
@@ -674,11 +679,13 @@ pub enum SimCommand {
 /// `hugewise graph ...`.
 #[derive(Debug, Subcommand)]
 pub enum GraphCommand {
-    /// Generate a graph (kron:SCALE, urand:SCALE) and save it: hugewise's binary CSR (.hwg,
-    /// the fastest to load) or the GAP suite's format (.sg, or .wsg when weighted).
+    /// Generate a graph (kron:SCALE, urand:SCALE, grid:WxH, road:WxH, chain:N, star:N) and
+    /// save it: hugewise's binary CSR (.hwg, the fastest to load) or the GAP suite's format
+    /// (.sg, or .wsg when weighted).
     #[command(after_help = "Examples:
   hugewise graph gen --graph kron:24 --out kron24.hwg
   hugewise graph gen --graph urand:20 --weighted --out urand20.wsg     (GAP's sssp reads it)
+  hugewise graph gen --graph road:1000x1000 --weighted --out road.wsg  (weights in metres)
   hugewise graph gen --graph kron:20 --reorder dbg --out kron20-dbg.hwg --json
 
 Any input `graph convert` takes works here too; the two differ in name only.")]

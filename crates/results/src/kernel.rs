@@ -14,8 +14,9 @@ pub enum Spec {
     },
     /// Single-source shortest paths by delta-stepping.
     Sssp {
-        /// Bucket width.
-        delta: u32,
+        /// Bucket width as given (`--delta`, the GAP suite's `-d`); `null`: chosen from the
+        /// graph by each run (the outcome says which and why).
+        delta: Option<u32>,
     },
     /// PageRank.
     Pr {
@@ -53,13 +54,14 @@ impl Spec {
         }
     }
 
-    /// The kernel with the GAP suite's benchmark settings.
+    /// The kernel with the GAP suite's benchmark settings (sssp: its bucket width chosen from
+    /// the graph, where the GAP suite takes one per graph from the command line).
     pub fn default_for(name: &str) -> Option<Spec> {
         Some(match name {
             "bfs" => Spec::Bfs {
                 mode: BfsMode::DirectionOptimizing,
             },
-            "sssp" => Spec::Sssp { delta: 2 },
+            "sssp" => Spec::Sssp { delta: None },
             "pr" => Spec::Pr {
                 mode: PrMode::Pull,
                 tolerance: 1e-4,
@@ -105,7 +107,8 @@ impl std::fmt::Display for Spec {
                     BfsMode::DirectionOptimizing => "direction-optimizing",
                 }
             ),
-            Spec::Sssp { delta } => write!(f, "sssp (delta {delta})"),
+            Spec::Sssp { delta: Some(d) } => write!(f, "sssp (delta {d})"),
+            Spec::Sssp { delta: None } => write!(f, "sssp (delta from the graph)"),
             Spec::Pr {
                 mode,
                 tolerance,
@@ -183,6 +186,13 @@ pub enum Outcome {
         max_dist: u64,
         /// Buckets processed (rounds of the shared frontier).
         rounds: u32,
+        /// Bucket width used; `null` in results written before it was recorded.
+        #[serde(default)]
+        delta: Option<u32>,
+        /// How that width was set: `given`, or the rule and the graph's figures it was chosen
+        /// from; `null` in results written before it was recorded.
+        #[serde(default)]
+        delta_rule: Option<String>,
     },
     /// PageRank.
     Pr {
@@ -221,8 +231,14 @@ impl Outcome {
         match self {
             Outcome::Bfs(s) => format!("{} reached, {} levels", s.reached, s.levels),
             Outcome::Sssp {
-                reached, max_dist, ..
-            } => format!("{reached} reached, max dist {max_dist}"),
+                reached,
+                max_dist,
+                delta,
+                ..
+            } => match delta {
+                Some(d) => format!("{reached} reached, max dist {max_dist}, delta {d}"),
+                None => format!("{reached} reached, max dist {max_dist}"),
+            },
             Outcome::Pr {
                 iterations,
                 last_change,
@@ -255,4 +271,34 @@ pub struct BfsStats {
     pub top_down_steps: u32,
     /// Steps done bottom-up.
     pub bottom_up_steps: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sssp_results_saved_before_delta_was_chosen_still_read() {
+        let spec: Spec = serde_json::from_str(r#"{"kernel":"sssp","delta":2}"#).expect("spec");
+        assert_eq!(spec, Spec::Sssp { delta: Some(2) });
+        let old = r#"{"kernel":"sssp","reached":5,"max_dist":9,"rounds":3}"#;
+        let o: Outcome = serde_json::from_str(old).expect("outcome");
+        assert_eq!(
+            o,
+            Outcome::Sssp {
+                reached: 5,
+                max_dist: 9,
+                rounds: 3,
+                delta: None,
+                delta_rule: None
+            }
+        );
+        assert_eq!(o.summary(), "5 reached, max dist 9");
+        let chosen = Spec::default_for("sssp").expect("sssp");
+        assert_eq!(
+            serde_json::to_string(&chosen).expect("json"),
+            r#"{"kernel":"sssp","delta":null}"#
+        );
+        assert_eq!(chosen.to_string(), "sssp (delta from the graph)");
+    }
 }

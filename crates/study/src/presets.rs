@@ -181,7 +181,7 @@ fn size_of(graph: &str) -> Option<(u64, u64)> {
             let n = 1u64 << scale;
             Some((n, n * edge_factor as u64 * 2))
         }
-        Input::File(_) => None,
+        Input::File(_) | Input::Shape(_) => None,
     }
 }
 

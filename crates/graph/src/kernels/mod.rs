@@ -66,7 +66,9 @@ impl SpecExt for Spec {
     /// Check the settings and that `g` suits the kernel.
     fn check(&self, g: &Csr) -> Result<()> {
         match *self {
-            Spec::Sssp { delta: 0 } => Err(Error::Invalid("sssp: delta must be at least 1".into())),
+            Spec::Sssp { delta: Some(0) } => {
+                Err(Error::Invalid("sssp: delta must be at least 1".into()))
+            }
             Spec::Pr {
                 tolerance,
                 max_iters,
@@ -158,9 +160,20 @@ pub(crate) fn add_f64<P: Probe>(a: &AtomicU64, x: f64, p: &mut P) {
 pub(crate) mod testing {
     //! Graphs shared by the kernels' tests.
 
-    use crate::build::{build_default, Edge, VecSource};
+    use crate::build::{build_default, Edge, EdgeSource, VecSource};
     use crate::gen::{Generator, Spec};
     use crate::Csr;
+
+    /// Every edge of a source, in order.
+    pub fn edges_of(src: &mut dyn EdgeSource) -> Vec<Edge> {
+        let mut all = Vec::new();
+        src.each_chunk(&mut |c| {
+            all.extend_from_slice(c);
+            Ok(())
+        })
+        .expect("edges");
+        all
+    }
 
     /// A generated graph.
     pub fn generated(spec: &str, symmetrize: bool, weighted: bool) -> Csr {

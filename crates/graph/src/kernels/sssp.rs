@@ -4,13 +4,25 @@
 //! its own current bucket while it stays small, saving a round of synchronisation; then the
 //! lowest non-empty bucket of any thread becomes the next shared frontier.
 //!
+//! Two things keep it fast on graphs unlike the GAP suite's (road networks, meshes, chains:
+//! weights in metres, diameters of thousands of hops), where a fixed `delta` of 2 made a real
+//! road network take 351 325 rounds:
+//!
+//! - Without a given width, [`choose_delta`] takes one from the graph's weights and degrees,
+//!   and a run doubles it while its rounds keep doing little work; `--delta N` stays fixed,
+//!   for runs comparable with the GAP suite.
+//! - A thread's buckets are a ring of slots for the buckets near the current one and a heap
+//!   for the few that are further ahead; the filled slots' numbers are kept in a heap, so the
+//!   next bucket is a min over threads, never a scan over empty buckets, however large the
+//!   distances.
+//!
 //! The distance array is the "property" region; the shared frontier is a "frontier" region
 //! faulted in by first touch, grown if a round ever needs more. The per-thread buckets are
-//! short-lived heap vectors. [`verify`] compares with a serial Dijkstra.
+//! heap vectors kept across runs. [`verify`] compares with a serial Dijkstra.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Mutex;
 
 use hugewise_mem::Region;
@@ -19,6 +31,7 @@ use rayon::prelude::*;
 
 use crate::csr::{RegionReport, RegionReportExt, Side};
 use crate::kernels::{Kernel, Outcome};
+use crate::rng::SplitMix64;
 use crate::traced::{Off, Probe, Sampled, Span, Streams, Tracer};
 use crate::{Csr, Layout, Result};
 
@@ -31,28 +44,54 @@ const LOCAL_LIMIT: usize = 1000;
 /// Vertices a thread takes from the shared frontier at a time.
 const GRAIN: usize = 64;
 
+/// Arcs (and vertices) sampled to choose delta.
+const SAMPLE: usize = 4096;
+
+/// The most buckets a thread keeps in its ring; pushes further ahead wait in a heap.
+const MAX_SLOTS: usize = 1 << 14;
+
+/// Rounds in a row with little work after which a width chosen from the graph is doubled.
+const LITTLE_ROUNDS: u32 = 8;
+
+/// Vertices and arcs relaxed per thread below which a round counts as little: about what a
+/// round's synchronisation costs.
+const LITTLE_WORK: u64 = 1024;
+
 /// Delta-stepping with its arrays.
 #[derive(Debug)]
 pub struct Sssp {
-    delta: u32,
+    given: Option<u32>,
+    used: Option<Delta>,
     layout: Layout,
     dist: Region<u32>,
     frontier: Region<u32>,
-    buckets: Vec<Mutex<Vec<Vec<u32>>>>,
+    bins: Vec<Mutex<Bins>>,
     rounds: u32,
 }
 
+/// A bucket width and how it was set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delta {
+    /// The width the run started with.
+    pub delta: u32,
+    /// `given`, or the rule and the graph's figures it was chosen from (and how often the run
+    /// doubled it).
+    pub rule: String,
+}
+
 impl Sssp {
-    /// Arrays for `n` vertices; `delta` ≥ 1.
-    pub fn new(layout: &Layout, n: usize, delta: u32) -> Result<Sssp> {
+    /// Arrays for `n` vertices; `delta` ≥ 1, or `None` to choose it from the graph on each
+    /// run (see [`choose_delta`]).
+    pub fn new(layout: &Layout, n: usize, delta: Option<u32>) -> Result<Sssp> {
         Ok(Sssp {
-            delta: delta.max(1),
+            given: delta.map(|d| d.max(1)),
+            used: None,
             layout: layout.clone(),
             dist: layout.region("property", "property", n)?,
             // Sized by a guess and grown when a round needs more; faulted in by first touch,
             // so the part never used costs no memory.
             frontier: layout.lazy_region("frontier", "frontier", (n / 4).max(GRAIN) + 1)?,
-            buckets: Vec::new(),
+            bins: Vec::new(),
             rounds: 0,
         })
     }
@@ -60,6 +99,11 @@ impl Sssp {
     /// Distances of the last run.
     pub fn dist(&self) -> &[u32] {
         &self.dist
+    }
+
+    /// The bucket width of the last run and how it was set.
+    pub fn delta(&self) -> Option<&Delta> {
+        self.used.as_ref()
     }
 
     fn frontier_at_least(&mut self, len: usize) -> Result<()> {
@@ -70,15 +114,103 @@ impl Sssp {
     }
 }
 
+/// `picks` places spread evenly over `0..len`, the same on every call.
+fn spread(len: usize, picks: usize) -> impl Iterator<Item = usize> {
+    (0..picks).map(move |i| (i as u64 * len as u64 / picks as u64) as usize)
+}
+
+/// Choose the bucket width from the graph: the weights of 4096 arcs at evenly spaced places,
+/// and the share of 4096 seeded random vertices that have arcs (so the choice
+/// is the same on every run, and costs microseconds).
+///
+/// A bucket should hold about as much work as a round can share, and few of its vertices should
+/// be relaxed twice: with `d` arcs per vertex, about one arc per vertex lighter than delta.
+/// Delta = mean weight / mean degree of the vertices with arcs does that for uniform weights.
+/// On the GAP suite's Kronecker and uniform graphs (weights in [1, 255]) it gives 2 and 4,
+/// beside the suite's own 2; on a mesh with weights in metres, thousands.
+pub fn choose_delta(g: &Csr) -> Delta {
+    let weights = g.out_side().weights;
+    let (arcs, n) = (weights.len(), g.n());
+    if arcs == 0 {
+        return Delta {
+            delta: 1,
+            rule: "1: the graph has no weighted arcs".into(),
+        };
+    }
+    let picks = SAMPLE.min(arcs);
+    let total: u64 = spread(arcs, picks).map(|i| weights[i] as u64).sum();
+    let mean_weight = total as f64 / picks as f64;
+    let mut rng = SplitMix64::new(0xde17a, 0);
+    let probes = SAMPLE.min(n);
+    let with_arcs = (0..probes)
+        .filter(|_| g.out_degree(rng.below(n as u64) as u32) > 0)
+        .count()
+        .max(1);
+    let mean_degree = arcs as f64 / (n as f64 * with_arcs as f64 / probes as f64);
+    let delta = (mean_weight / mean_degree)
+        .round()
+        .clamp(1.0, u32::MAX as f64) as u32;
+    Delta {
+        delta,
+        rule: format!(
+            "mean weight {mean_weight:.0} / mean degree {mean_degree:.1} of the vertices with \
+             arcs (from {picks} arcs and {probes} vertices)"
+        ),
+    }
+}
+
+/// The largest of the sampled weights: a guess at the largest weight, for the ring's size
+/// (heavier arcs only land in the far heap).
+fn sampled_max_weight(g: &Csr) -> u32 {
+    let w = g.out_side().weights;
+    spread(w.len(), SAMPLE.min(w.len()))
+        .map(|i| w[i])
+        .max()
+        .unwrap_or(1)
+}
+
+/// Ring slots for `delta` when weights reach about `max_weight`: a relaxation lands at most
+/// `max_weight / delta + 1` buckets ahead of the current one.
+fn slots_for(delta: u64, max_weight: u32) -> usize {
+    ((max_weight as u64 / delta + 2) as usize)
+        .next_power_of_two()
+        .clamp(64, MAX_SLOTS)
+}
+
+/// What every relaxation in a round shares.
+#[derive(Clone, Copy)]
+struct Round<'a> {
+    out: Side<'a>,
+    dist: &'a [AtomicU32],
+    delta: u64,
+    /// The bucket being processed.
+    bucket: u64,
+}
+
 impl Sssp {
     fn body<T: Tracer>(&mut self, g: &Csr, sources: &[u32], t: &T) -> Result<()> {
         let src = sources[0];
+        let chosen = match self.given {
+            Some(delta) => Delta {
+                delta,
+                rule: "given".into(),
+            },
+            None => choose_delta(g),
+        };
+        let mut delta = chosen.delta as u64;
+        let heaviest = sampled_max_weight(g);
+        let mut slots = slots_for(delta, heaviest);
+        let mut widen = Widen {
+            on: self.given.is_none(),
+            little: 0,
+            times: 0,
+        };
         let threads = rayon::current_num_threads();
-        if self.buckets.len() != threads {
-            self.buckets = (0..threads).map(|_| Mutex::new(Vec::new())).collect();
+        if self.bins.len() != threads {
+            self.bins = (0..threads).map(|_| Mutex::new(Bins::default())).collect();
         }
-        for b in &self.buckets {
-            lock(b).iter_mut().for_each(Vec::clear);
+        for b in &self.bins {
+            lock(b).reset(slots);
         }
         self.dist
             .par_iter_mut()
@@ -88,20 +220,26 @@ impl Sssp {
             p.write(&mut self.dist[src as usize], 0);
             p.write(&mut self.frontier[0], src);
         }
-        let delta = self.delta as u64;
         let mut frontier_len = 1usize;
-        let mut bucket = 0usize;
+        let mut bucket = 0u64;
         let mut rounds = 0u32;
         loop {
             rounds += 1;
             let dist = atomic::u32s(&mut self.dist);
+            let r = Round {
+                out: g.out_side(),
+                dist,
+                delta,
+                bucket,
+            };
             let frontier = &self.frontier[..frontier_len];
-            let out = g.out_side();
             let cursor = AtomicUsize::new(0);
-            let buckets = &self.buckets;
+            let lowest = AtomicU64::new(u64::MAX);
+            let work = AtomicU64::new(0);
+            let bins = &self.bins;
             rayon::broadcast(|ctx| {
                 let mut p = t.probe();
-                let mut mine = lock(&buckets[ctx.index()]);
+                let mut mine = lock(&bins[ctx.index()]);
                 loop {
                     let start = cursor.fetch_add(GRAIN, Relaxed);
                     if start >= frontier.len() {
@@ -109,48 +247,64 @@ impl Sssp {
                     }
                     let chunk = &frontier[start..(start + GRAIN).min(frontier.len())];
                     for (k, u) in chunk.iter().enumerate() {
-                        prefetch_ahead(out, chunk, k);
+                        prefetch_ahead(r.out, chunk, k);
                         let u = p.read(u);
-                        relax(out, dist, delta, bucket, u, &mut mine, &mut p);
+                        relax(r, u, &mut mine, &mut p);
                     }
                 }
-                while mine
-                    .get(bucket)
-                    .is_some_and(|b| !b.is_empty() && b.len() < LOCAL_LIMIT)
-                {
-                    let work = std::mem::take(&mut mine[bucket]);
-                    for (k, &u) in work.iter().enumerate() {
-                        prefetch_ahead(out, &work, k);
-                        relax(out, dist, delta, bucket, u, &mut mine, &mut p);
-                    }
+                mine.local(r, &mut p);
+                mine.pull_near(bucket, dist, &mut p);
+                if let Some(b) = mine.lowest() {
+                    lowest.fetch_min(b, Relaxed);
                 }
+                work.fetch_add(std::mem::take(&mut mine.work), Relaxed);
             });
-            let Some(next) = lowest_bucket(buckets, bucket) else {
+            let mut next = lowest.load(Relaxed);
+            if next == u64::MAX {
                 break;
-            };
-            let total: usize = buckets
-                .iter()
-                .map(|b| lock(b).get(next).map_or(0, Vec::len))
-                .sum();
+            }
+            if widen.after(work.load(Relaxed), threads) {
+                let wider = (delta * 2).min(u32::MAX as u64);
+                let base = bucket * delta / wider;
+                slots = slots_for(wider, heaviest);
+                rayon::broadcast(|ctx| {
+                    let mut mine = lock(&bins[ctx.index()]);
+                    mine.regroup(delta, wider, base, slots, dist, &mut t.probe());
+                });
+                (delta, bucket) = (wider, base);
+                next = bins
+                    .iter()
+                    .filter_map(|b| lock(b).lowest())
+                    .min()
+                    .unwrap_or(base);
+            }
+            if next - bucket >= slots as u64 {
+                // Every ring is empty: the next bucket waits in a heap of far entries.
+                rayon::broadcast(|ctx| {
+                    lock(&bins[ctx.index()]).pull_near(next, dist, &mut t.probe())
+                });
+            }
+            let total: usize = bins.iter().map(|b| lock(b).len_of(next)).sum();
             self.frontier_at_least(total)?;
             let frontier = atomic::u32s(&mut self.frontier);
             let end = AtomicUsize::new(0);
-            let buckets = &self.buckets;
+            let bins = &self.bins;
             rayon::broadcast(|ctx| {
                 let mut p = t.probe();
-                let mut mine = lock(&buckets[ctx.index()]);
-                if let Some(b) = mine.get_mut(next) {
+                let mut mine = lock(&bins[ctx.index()]);
+                if let Some(b) = mine.take(next) {
                     let at = end.fetch_add(b.len(), Relaxed);
                     for (i, &v) in b.iter().enumerate() {
                         p.store(&frontier[at + i], v);
                     }
-                    b.clear();
+                    mine.give_back(b);
                 }
             });
             frontier_len = total;
             bucket = next;
         }
         self.rounds = rounds;
+        self.used = Some(widen.explain(chosen, delta));
         Ok(())
     }
 }
@@ -183,6 +337,8 @@ impl Kernel for Sssp {
             reached,
             max_dist,
             rounds: self.rounds,
+            delta: self.used.as_ref().map(|d| d.delta),
+            delta_rule: self.used.as_ref().map(|d| d.rule.clone()),
         }
     }
 
@@ -197,55 +353,223 @@ impl Kernel for Sssp {
     }
 }
 
-/// The next shared frontier: the lowest non-empty bucket from `from` on that any thread holds.
-pub(crate) fn lowest_bucket(buckets: &[Mutex<Vec<Vec<u32>>>], from: usize) -> Option<usize> {
-    buckets
-        .iter()
-        .filter_map(|b| {
-            let b = lock(b);
-            (from..b.len()).find(|&i| !b[i].is_empty())
-        })
-        .min()
+/// Whether to widen the buckets. A width chosen from weights and degrees can be far too narrow
+/// for a graph of high diameter (a long chain; a mesh near the source, where the wavefront is
+/// short), where every bucket holds a vertex or two and the run becomes a long series of
+/// synchronised rounds. Doubling after [`LITTLE_ROUNDS`] little rounds in a row reaches a
+/// useful width within a few dozen rounds; a graph whose rounds are large from the start
+/// (Kronecker, uniform) keeps its width until its last few remote vertices.
+#[derive(Debug)]
+struct Widen {
+    on: bool,
+    little: u32,
+    times: u32,
 }
 
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+impl Widen {
+    /// After a round that relaxed `work` vertices and arcs on `threads` threads: double now?
+    fn after(&mut self, work: u64, threads: usize) -> bool {
+        if !self.on || work >= LITTLE_WORK * threads as u64 {
+            self.little = 0;
+            return false;
+        }
+        self.little += 1;
+        if self.little < LITTLE_ROUNDS {
+            return false;
+        }
+        self.little = 0;
+        self.times += 1;
+        true
+    }
+
+    /// The choice as the result records it.
+    fn explain(&self, mut chosen: Delta, last: u64) -> Delta {
+        if self.times > 0 {
+            chosen.rule = format!(
+                "{}; doubled {} times to {last} after runs of {LITTLE_ROUNDS} rounds with \
+                 fewer than {LITTLE_WORK} relaxations a thread",
+                chosen.rule, self.times
+            );
+        }
+        chosen
+    }
+}
+
+/// One thread's buckets. Bucket `b` lives in ring slot `b mod slots` while it is fewer than
+/// `slots` buckets ahead of the current one (all buckets below the current one are empty, so
+/// no two live buckets share a slot); pushes further ahead wait in a heap. The numbers of the
+/// filled slots are kept in a heap too, so finding the next bucket costs nothing per empty
+/// bucket, however far apart the distances are.
+#[derive(Debug, Default)]
+struct Bins {
+    ring: Vec<Vec<u32>>,
+    filled: BinaryHeap<Reverse<u64>>,
+    /// (bucket, vertex, distance when pushed): the entry is stale once the vertex's distance
+    /// has dropped below that.
+    far: BinaryHeap<Reverse<(u64, u32, u32)>>,
+    /// A vector to swap in for a bucket taken out, keeping its room.
+    spare: Vec<u32>,
+    /// Vertices and arcs relaxed this round.
+    work: u64,
+}
+
+impl Bins {
+    /// Empty, with `slots` (a power of two) ring slots.
+    fn reset(&mut self, slots: usize) {
+        self.ring.resize_with(slots, Vec::new);
+        self.ring.truncate(slots);
+        self.ring.iter_mut().for_each(Vec::clear);
+        self.filled.clear();
+        self.far.clear();
+        self.work = 0;
+    }
+
+    fn slot(&self, b: u64) -> usize {
+        (b & (self.ring.len() as u64 - 1)) as usize
+    }
+
+    /// File `v`, at distance `d`, in bucket `b` while the current bucket is `current`.
+    #[inline]
+    fn push(&mut self, current: u64, b: u64, v: u32, d: u32) {
+        if b - current < self.ring.len() as u64 {
+            let i = self.slot(b);
+            let slot = &mut self.ring[i];
+            if slot.is_empty() {
+                self.filled.push(Reverse(b));
+            }
+            slot.push(v);
+        } else {
+            self.far.push(Reverse((b, v, d)));
+        }
+    }
+
+    /// The lowest bucket held.
+    fn lowest(&self) -> Option<u64> {
+        let near = self.filled.peek().map(|r| r.0);
+        let far = self.far.peek().map(|r| r.0 .0);
+        match (near, far) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Move far entries within the ring's reach of `current` into the ring, dropping stale
+    /// ones.
+    fn pull_near<P: Probe>(&mut self, current: u64, dist: &[AtomicU32], p: &mut P) {
+        let reach = current + self.ring.len() as u64;
+        while let Some(&Reverse((b, v, d))) = self.far.peek() {
+            if b >= reach {
+                break;
+            }
+            self.far.pop();
+            if p.load(&dist[v as usize]) == d {
+                self.push(current, b, v, d);
+            }
+        }
+    }
+
+    /// File every entry again for buckets `new` wide instead of `old`, in a ring of `slots`
+    /// from bucket `base` (every live entry's distance is at least `base · new`), dropping
+    /// stale entries.
+    fn regroup<P: Probe>(
+        &mut self,
+        old: u64,
+        new: u64,
+        base: u64,
+        slots: usize,
+        dist: &[AtomicU32],
+        p: &mut P,
+    ) {
+        let mut live = Vec::new();
+        for Reverse(b) in std::mem::take(&mut self.filled) {
+            for &v in &self.ring[self.slot(b)] {
+                let d = p.load(&dist[v as usize]);
+                if d as u64 >= b * old {
+                    live.push((v, d));
+                }
+            }
+        }
+        for Reverse((_, v, d)) in std::mem::take(&mut self.far) {
+            if p.load(&dist[v as usize]) == d {
+                live.push((v, d));
+            }
+        }
+        self.reset(slots);
+        for (v, d) in live {
+            self.push(base, d as u64 / new, v, d);
+        }
+    }
+
+    /// Vertices held in bucket `b`, when it is this thread's lowest.
+    fn len_of(&self, b: u64) -> usize {
+        match self.filled.peek() {
+            Some(&Reverse(x)) if x == b => self.ring[self.slot(b)].len(),
+            _ => 0,
+        }
+    }
+
+    /// Take bucket `b` if it is this thread's lowest; hand the vector back with
+    /// [`Bins::give_back`] to keep its room.
+    fn take(&mut self, b: u64) -> Option<Vec<u32>> {
+        match self.filled.peek() {
+            Some(&Reverse(x)) if x == b => {
+                self.filled.pop();
+                let spare = std::mem::take(&mut self.spare);
+                let i = self.slot(b);
+                Some(std::mem::replace(&mut self.ring[i], spare))
+            }
+            _ => None,
+        }
+    }
+
+    fn give_back(&mut self, mut v: Vec<u32>) {
+        v.clear();
+        self.spare = v;
+    }
+
+    /// Go on with this thread's part of the round's bucket while it stays small, saving a
+    /// round.
+    fn local<P: Probe>(&mut self, r: Round<'_>, p: &mut P) {
+        while (1..LOCAL_LIMIT).contains(&self.len_of(r.bucket)) {
+            let Some(work) = self.take(r.bucket) else {
+                break;
+            };
+            for (k, &u) in work.iter().enumerate() {
+                prefetch_ahead(r.out, &work, k);
+                relax(r, u, self, p);
+            }
+            self.give_back(work);
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A panic inside a round propagates out of broadcast; the buckets are cleared on the next
     // run, so a poisoned lock holds nothing worth refusing.
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Relax `u`'s arcs if `u` still belongs to `bucket` or later (an entry left behind when its
-/// distance later dropped into an earlier bucket is stale and skipped).
-#[allow(clippy::too_many_arguments)]
-fn relax<P: Probe>(
-    out: Side,
-    dist: &[AtomicU32],
-    delta: u64,
-    bucket: usize,
-    u: u32,
-    mine: &mut Vec<Vec<u32>>,
-    p: &mut P,
-) {
-    let du = p.load(&dist[u as usize]);
-    if (du as u64) < delta * bucket as u64 {
+/// Relax `u`'s arcs if `u` still belongs to the round's bucket or later (an entry left behind
+/// when its distance later dropped into an earlier bucket is stale and skipped).
+#[inline]
+fn relax<P: Probe>(r: Round<'_>, u: u32, mine: &mut Bins, p: &mut P) {
+    let du = p.load(&r.dist[u as usize]);
+    if (du as u64) < r.delta * r.bucket {
         return;
     }
-    let r = p.range(out, u);
+    let range = p.range(r.out, u);
+    mine.work += range.len() as u64 + 1;
     // Unweighted graphs are refused before a run; an empty weight list relaxes nothing.
-    let weights = out.weights.get(r.clone()).unwrap_or(&[]);
-    for (v, w) in out.edges[r].iter().zip(weights) {
+    let weights = r.out.weights.get(range.clone()).unwrap_or(&[]);
+    for (v, w) in r.out.edges[range].iter().zip(weights) {
         let (v, w) = (p.read(v), p.read(w));
         let nd = du.saturating_add(w).min(INF - 1);
-        let d = &dist[v as usize];
+        let d = &r.dist[v as usize];
         let mut old = p.load(d);
         while nd < old {
             match p.cas_weak(d, old, nd) {
                 Ok(_) => {
-                    let b = (nd as u64 / delta) as usize;
-                    if b >= mine.len() {
-                        mine.resize_with(b + 1, Vec::new);
-                    }
-                    mine[b].push(v);
+                    mine.push(r.bucket, nd as u64 / r.delta, v, nd);
                     break;
                 }
                 Err(cur) => old = cur,
@@ -306,10 +630,12 @@ fn show(d: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::build::build_default;
     use crate::kernels::pick_sources;
     use crate::kernels::testing::{from_edges, generated};
+    use crate::shapes::Shaped;
 
-    fn sssp(g: &Csr, src: u32, delta: u32) -> Sssp {
+    fn sssp(g: &Csr, src: u32, delta: Option<u32>) -> Sssp {
         let mut k = Sssp::new(&Layout::default(), g.n(), delta).expect("arrays");
         k.run(g, &[src]).expect("run");
         k
@@ -320,7 +646,7 @@ mod tests {
         // 0 -1-> 1 -1-> 2, and a long direct arc 0 -5-> 2; 3 unreachable.
         let g = from_edges(4, &[(0, 1, 1), (1, 2, 1), (0, 2, 5)], false);
         for delta in [1, 2, 100] {
-            let k = sssp(&g, 0, delta);
+            let k = sssp(&g, 0, Some(delta));
             assert_eq!(k.dist(), [0, 1, 2, INF], "delta {delta}");
             verify(&g, 0, k.dist()).expect("verifies");
         }
@@ -331,9 +657,9 @@ mod tests {
         for (spec, sym) in [("kron:13", true), ("urand:13", true), ("kron:11", false)] {
             let g = generated(spec, sym, true);
             for src in pick_sources(&g, 4, 2).expect("sources") {
-                for delta in [1, 2, 32] {
+                for delta in [Some(1), Some(2), Some(32), None] {
                     let k = sssp(&g, src, delta);
-                    verify(&g, src, k.dist()).unwrap_or_else(|e| panic!("{spec} d={delta}: {e}"));
+                    verify(&g, src, k.dist()).unwrap_or_else(|e| panic!("{spec} d={delta:?}: {e}"));
                 }
             }
         }
@@ -343,7 +669,7 @@ mod tests {
     fn verifier_catches_a_wrong_distance() {
         let g = generated("kron:10", true, true);
         let src = pick_sources(&g, 1, 1).expect("src")[0];
-        let k = sssp(&g, src, 2);
+        let k = sssp(&g, src, Some(2));
         let mut bad = k.dist().to_vec();
         let v = (0..g.n())
             .find(|&v| bad[v] > 0 && bad[v] != INF)
@@ -351,5 +677,75 @@ mod tests {
         bad[v] -= 1;
         let e = verify(&g, src, &bad).expect_err("wrong");
         assert!(e.contains(&format!("vertex {v}")), "{e}");
+    }
+
+    fn mesh(spec: &str) -> Csr {
+        let mut s = Shaped::new(spec.parse().expect("spec"), 3, true);
+        build_default(&mut s, true).expect("mesh")
+    }
+
+    #[test]
+    fn delta_comes_from_weights_and_degrees() {
+        // Weights in metres (mean about 50 000) over 4 arcs a vertex.
+        let d = choose_delta(&mesh("grid:200x200"));
+        assert!((11_000..14_000).contains(&d.delta), "{d:?}");
+        assert!(d.rule.contains("mean weight"), "{d:?}");
+        // Kronecker: weights in [1, 255], many isolated vertices left out of the degree.
+        let d = choose_delta(&generated("kron:16", true, true));
+        assert!((1..=3).contains(&d.delta), "{d:?}");
+        let d = choose_delta(&generated("urand:16", true, true));
+        assert!((3..=5).contains(&d.delta), "{d:?}");
+    }
+
+    #[test]
+    fn runs_say_which_delta_and_why() {
+        let g = mesh("chain:5000");
+        let given = sssp(&g, 0, Some(7));
+        assert_eq!(
+            given.delta(),
+            Some(&Delta {
+                delta: 7,
+                rule: "given".into()
+            })
+        );
+        // A given width stays: each vertex of the chain is a bucket of its own, and a round.
+        let Outcome::Sssp { rounds, .. } = given.outcome(&g) else {
+            panic!("sssp")
+        };
+        assert!(rounds > 4900, "{rounds}");
+        let chosen = sssp(&g, 0, None);
+        let d = chosen.delta().expect("delta");
+        assert!(
+            d.rule.contains("mean weight") && d.rule.contains("doubled"),
+            "{d:?}"
+        );
+        let Outcome::Sssp { rounds, delta, .. } = chosen.outcome(&g) else {
+            panic!("sssp")
+        };
+        assert_eq!(delta, Some(d.delta));
+        assert!(rounds < 300, "{rounds} rounds on a chain of 5000");
+        verify(&g, 0, chosen.dist()).expect("verifies");
+    }
+
+    #[test]
+    fn far_buckets_wait_in_a_heap_and_come_back_in_order() {
+        // Delta 1 with weights in metres: most pushes land beyond the ring.
+        let g = mesh("road:40x30");
+        for src in pick_sources(&g, 2, 3).expect("sources") {
+            let k = sssp(&g, src, Some(1));
+            verify(&g, src, k.dist()).expect("delta 1");
+        }
+        // Gaps of billions between distances, and arcs that saturate at INF - 1.
+        let big = 3_000_000_000;
+        let g = from_edges(
+            5,
+            &[(0, 1, big), (1, 2, big), (2, 3, big), (0, 4, 3), (4, 1, 5)],
+            false,
+        );
+        for delta in [Some(1), Some(1000), None] {
+            let k = sssp(&g, 0, delta);
+            assert_eq!(k.dist(), [0, 8, big + 8, INF - 1, 3], "{delta:?}");
+            verify(&g, 0, k.dist()).expect("verifies");
+        }
     }
 }
