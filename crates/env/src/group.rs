@@ -99,3 +99,35 @@ fn gone(host: &Host, pgid: i32, wait: Duration) -> Result<bool> {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// How long a command's group has between SIGTERM and SIGKILL once it is asked to stop.
+pub const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Wait for `child` (the leader of process group `pgid`) to exit. Once `stop` says so, the
+/// group gets SIGTERM, and SIGKILL after [`STOP_GRACE`]. Returns the exit status, or the error of
+/// `try_wait`.
+pub fn wait_or_end(
+    child: &mut std::process::Child,
+    pgid: i32,
+    stop: &dyn Fn() -> bool,
+) -> std::io::Result<std::process::ExitStatus> {
+    let mut term_sent: Option<Instant> = None;
+    loop {
+        if let Some(s) = child.try_wait()? {
+            return Ok(s);
+        }
+        if stop() {
+            match term_sent {
+                None => {
+                    let _ = signal_group(pgid, Signal::Term);
+                    term_sent = Some(Instant::now());
+                }
+                Some(t) if t.elapsed() > STOP_GRACE => {
+                    let _ = signal_group(pgid, Signal::Kill);
+                }
+                Some(_) => {}
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

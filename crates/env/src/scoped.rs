@@ -361,28 +361,9 @@ pub fn run_command(
             return Err(e);
         }
     };
-    let mut term_sent: Option<Instant> = None;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break s,
-            Ok(None) => {}
-            // The session's restore ends the group.
-            Err(e) => return Err(Error::io(program, e)),
-        }
-        if cancel() {
-            match term_sent {
-                None => {
-                    let _ = hugewise_sys::process::signal_group(pid, Signal::Term);
-                    term_sent = Some(Instant::now());
-                }
-                Some(t) if t.elapsed() > Duration::from_secs(5) => {
-                    let _ = hugewise_sys::process::signal_group(pid, Signal::Kill);
-                }
-                Some(_) => {}
-            }
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    // The session's restore ends the group if waiting fails.
+    let status =
+        crate::group::wait_or_end(&mut child, pid, cancel).map_err(|e| Error::io(program, e))?;
     let wall_seconds = t0.elapsed().as_secs_f64();
     let (exit_code, signal) = outcome_of(status);
     // Whatever the command left running in its group ends with it.

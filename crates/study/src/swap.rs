@@ -24,7 +24,6 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use hugewise_env::cgroup;
 use hugewise_env::journal::Lifetime;
@@ -267,27 +266,8 @@ pub fn supervise(
         let _ = out.read_to_string(&mut s);
         s
     });
-    let mut term_sent: Option<Instant> = None;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break Some(s),
-            Ok(None) => {}
-            Err(_) => break None,
-        }
-        if cancel() || answer.is_err() {
-            match term_sent {
-                None => {
-                    let _ = hugewise_sys::process::signal_group(pid, Signal::Term);
-                    term_sent = Some(Instant::now());
-                }
-                Some(t) if t.elapsed() > Duration::from_secs(5) => {
-                    let _ = hugewise_sys::process::signal_group(pid, Signal::Kill);
-                }
-                Some(_) => {}
-            }
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let stop_worker = || cancel() || answer.is_err();
+    let status = hugewise_env::group::wait_or_end(&mut child, pid, &stop_worker).ok();
     let text = reader.join().unwrap_or_default();
     let _ = session.end_command(seq);
     let usage = limit.as_ref().map(|(cg, _)| cg.usage());
