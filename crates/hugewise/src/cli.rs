@@ -646,6 +646,10 @@ pub struct SimArgs {
     /// Divide policy intervals by this (default: the slowest fits 16 times in the trace).
     #[arg(long)]
     pub time_scale: Option<f64>,
+    /// Run the trace's first ACCESSES of stream 0 as warm-up, not counted (default: the
+    /// first-touch prologue `hugewise trace` records in the sidecar; 0 counts everything).
+    #[arg(long, value_name = "ACCESSES")]
+    pub warmup: Option<u64>,
     /// Measured untraced seconds to calibrate the cost model: base=S,huge=S.
     #[arg(long, value_name = "base=S,huge=S", value_parser = parse_calibration)]
     pub calibrate: Option<Calibration>,

@@ -114,6 +114,7 @@ pub fn sim(a: SimArgs, progress: Mode) -> anyhow::Result<()> {
         time_scale: a.time_scale,
         calibration: a.calibrate,
         reuse: a.with_reuse,
+        warmup_accesses: a.warmup,
     };
     let steps = Steps::new(progress, "simulating", Unit::Items);
     let (curves, plans) = curve::run(&trace, &spec, &steps, &cancel)

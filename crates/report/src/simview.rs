@@ -15,11 +15,19 @@ pub fn curves(c: &Curves) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "trace   {}: {} accesses, {} streams, footprint {}",
+        "trace   {}: {} accesses counted, {} streams, footprint {}{}",
         c.trace.display(),
         c.accesses,
         c.streams,
-        bytes(c.footprint_bytes)
+        bytes(c.footprint_bytes),
+        if c.warmup_accesses > 0 {
+            format!(
+                "; the first {} (first touch) run as warm-up, not counted",
+                c.warmup_accesses
+            )
+        } else {
+            String::new()
+        }
     );
     let _ = writeln!(
         o,

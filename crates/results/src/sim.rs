@@ -12,8 +12,12 @@ pub struct Curves {
     pub trace: PathBuf,
     /// Its regions.
     pub regions: Vec<RegionInfo>,
-    /// Accesses in it.
+    /// Accesses counted (the trace's, its warm-up left out).
     pub accesses: u64,
+    /// Leading accesses of stream 0 simulated as warm-up and not counted (the trace's
+    /// first-touch prologue).
+    #[serde(default)]
+    pub warmup_accesses: u64,
     /// Streams (cores).
     pub streams: u16,
     /// Bytes the budgets are shares of.

@@ -118,6 +118,7 @@ fn main() {
         time_scale: None,
         calibration: None,
         reuse: false,
+        warmup_accesses: None,
     };
     let cancel = AtomicBool::new(false);
     let mut walks = 0;

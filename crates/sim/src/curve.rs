@@ -43,6 +43,9 @@ pub struct CurveSpec {
     pub calibration: Option<hugewise_trace::meta::Calibration>,
     /// Also measure reuse distance (4 KiB and 2 MiB) over the same decode.
     pub reuse: bool,
+    /// Leading accesses of stream 0 run as warm-up and not counted (`None`: the trace
+    /// sidecar's, else 0).
+    pub warmup_accesses: Option<u64>,
 }
 
 /// Simulate `spec` over the trace at `path`; returns the curves and every configuration's promotion
@@ -78,6 +81,10 @@ pub fn run(
         .calibration
         .or(meta.as_ref().and_then(|m| m.calibration));
     let streams = header.streams.max(1);
+    let warmup = spec
+        .warmup_accesses
+        .or(meta.as_ref().map(|m| m.warmup_accesses))
+        .unwrap_or(0);
 
     // Policies built once at real time to learn their intervals, then at the chosen scale.
     let names: Vec<&PolicySpec> = spec.policies.iter().filter(|p| !p.is_end()).collect();
@@ -104,12 +111,14 @@ pub fn run(
 
     let mut machines: Vec<(String, Option<f64>, Machine)> = Vec::new();
     for end in [PolicySpec::None, PolicySpec::All] {
-        let m = Machine::new(&spec.tlb, &header, end.build(&timing, streams)?, None)?;
+        let m = Machine::new(&spec.tlb, &header, end.build(&timing, streams)?, None)?
+            .with_warmup(warmup);
         machines.push((end.name().to_string(), None, m));
     }
     for p in &names {
         for &b in &spec.budgets {
-            let m = Machine::new(&spec.tlb, &header, p.build(&timing, streams)?, Some(b))?;
+            let m = Machine::new(&spec.tlb, &header, p.build(&timing, streams)?, Some(b))?
+                .with_warmup(warmup);
             machines.push((p.name().to_string(), Some(b), m));
         }
     }
@@ -184,6 +193,7 @@ pub fn run(
             trace: path.to_path_buf(),
             regions,
             accesses,
+            warmup_accesses: warmup,
             streams,
             footprint_bytes: footprint,
             tlb: spec.tlb.record(),

@@ -30,6 +30,10 @@ pub struct Machine {
     interval: u64,
     precise: bool,
     started: bool,
+    /// Accesses of stream 0 still to run as warm-up.
+    warmup_left: u64,
+    /// Stream 0's counts when its warm-up ended, left out of the totals.
+    warm: Counts,
 }
 
 /// What a configuration did over the whole trace.
@@ -75,7 +79,18 @@ impl Machine {
             next_tick: if interval > 0 { interval } else { u64::MAX },
             interval,
             started: false,
+            warmup_left: 0,
+            warm: Counts::default(),
         })
+    }
+
+    /// Run the first `accesses` of stream 0 as warm-up: they fill the TLBs, map pages and let
+    /// the policy act (a trace's first-touch prologue, as the program's loading did) but are
+    /// left out of [`Machine::totals`], which then count the kernel alone. Call before the
+    /// first [`Machine::feed`].
+    pub fn with_warmup(mut self, accesses: u64) -> Machine {
+        self.warmup_left = accesses;
+        self
     }
 
     /// The policy's label.
@@ -90,6 +105,17 @@ impl Machine {
             self.with_policy(true, |p, cx| p.start(cx));
         }
         let s = (stream as usize).min(self.tlbs.len() - 1) as u16;
+        if s == 0 && self.warmup_left > 0 {
+            let k = self.warmup_left.min(accesses.len() as u64) as usize;
+            self.run(0, &accesses[..k]);
+            self.warmup_left -= k as u64;
+            if self.warmup_left > 0 {
+                return;
+            }
+            self.warm = self.tlbs[0].counts;
+            self.run(0, &accesses[k..]);
+            return;
+        }
         self.run(s, accesses);
     }
 
@@ -211,11 +237,17 @@ impl Machine {
         act(self.policy.as_mut(), &mut cx);
     }
 
-    /// Counts so far.
+    /// Counts so far, the warm-up's left out.
     pub fn totals(&self) -> Totals {
         let mut counts = Counts::default();
         for t in &self.tlbs {
             counts.add(&t.counts);
+        }
+        if self.warmup_left == 0 {
+            counts.sub(&self.warm);
+        } else {
+            // Still warming up: nothing counted yet.
+            counts.sub(&self.tlbs[0].counts);
         }
         Totals {
             counts,

@@ -231,6 +231,17 @@ impl Counts {
         }
         self.walk_reads += o.walk_reads;
     }
+
+    /// Take away counts made earlier (a warm-up's), which `self` includes.
+    pub fn sub(&mut self, o: &Counts) {
+        self.accesses -= o.accesses;
+        self.l1_misses -= o.l1_misses;
+        self.walks -= o.walks;
+        for i in 0..3 {
+            self.walks_by_size[i] -= o.walks_by_size[i];
+        }
+        self.walk_reads -= o.walk_reads;
+    }
 }
 
 /// Look `k` up in one LRU-ordered set; a hit makes it most recent.

@@ -190,6 +190,32 @@ mod linux {
     }
 
     #[test]
+    fn a_warm_up_acts_but_is_not_counted() {
+        // Budget of 1 of 2 frames; the first 3 accesses are warm-up (a first-touch prologue).
+        let mut m = machine("linux", &data(2), 1.0, Some(0.5)).with_warmup(3);
+        let mut t = Trace::default();
+        t.touch(1, [0]) // #1 warm-up: 4 KiB walk; frame 1 promoted at 1
+            .touch(0, [0]) // #2 warm-up: 4 KiB walk; frame 0 refused
+            .touch(1, [9]) // #3 warm-up: 2 MiB walk
+            .touch(1, [10]) // #4: the 2 MiB entry kept from the warm-up: hit
+            .touch(0, [1]); // #5: 4 KiB walk
+                            // Fed in two pieces, the boundary inside the first.
+        m.feed(0, &t.packed[..2]);
+        assert_eq!(
+            m.totals().counts.accesses,
+            0,
+            "nothing counted while warming up"
+        );
+        m.feed(0, &t.packed[2..]);
+        assert_eq!(m.plan(), &[promote(1, 1)]);
+        let n = m.totals();
+        assert_eq!((n.budget.promotions, n.budget.refused), (1, 1));
+        // Only #4 and #5 count: one hit, one 4 KiB walk of 4 reads.
+        assert_eq!(walks(&m), (1, [1, 0, 0], 4));
+        assert_eq!((n.counts.accesses, n.counts.l1_misses), (2, 1));
+    }
+
+    #[test]
     fn the_promoting_walk_flushes_its_own_4k_entry() {
         // Unlimited budget: page 0 of frame 0 walks at 4 KiB (#1) and the frame becomes
         // huge; the shootdown drops the 4 KiB entry just filled, so touching page 0 again

@@ -225,6 +225,7 @@ pub fn capture(cfg: &Config) -> Result<Report> {
         accesses: summary.accesses,
         accesses_per_s,
         calibration,
+        warmup_accesses: prologue,
         details: serde_json::to_value(&report).unwrap_or_default(),
     };
     crate::save::write_json(&meta::sidecar(&cfg.out), &side)?;

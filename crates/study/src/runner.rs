@@ -474,6 +474,7 @@ fn work(
                     time_scale: None,
                     calibration: None,
                     reuse: false,
+                    warmup_accesses: None,
                 };
                 let stop = std::sync::atomic::AtomicBool::new(false);
                 let (c, _) =

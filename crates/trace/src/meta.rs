@@ -25,6 +25,10 @@ pub struct TraceMeta {
     pub accesses_per_s: Option<f64>,
     /// Untraced runs, if measured.
     pub calibration: Option<Calibration>,
+    /// Leading accesses of stream 0 that set the program up rather than run it (hugewise's
+    /// first-touch prologue): the simulator runs them as warm-up and counts what follows.
+    #[serde(default)]
+    pub warmup_accesses: u64,
     /// Anything else worth keeping (settings, seeds), as given by the producer.
     #[serde(default)]
     pub details: serde_json::Value,
