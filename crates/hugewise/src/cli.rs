@@ -76,8 +76,8 @@ one fault per huge page. Latencies include the timer overhead, which is reported
 
 Defaults are the GAP suite's benchmark settings: bfs direction-optimizing, pr pull with
 tolerance 1e-4 and at most 1000 iterations, cc Afforest, bc 4 sources a trial; sssp chooses its
-bucket width from the graph (mean weight / mean degree, doubled while rounds do little work;
-the result says which and why), where GAP takes one per graph (--delta 2 on kron and urand).
+bucket width from the graph (mean weight / (2 x mean degree), doubled while rounds do little
+work; the result says which and why), where GAP takes one per graph (2 on kron and urand).
 
 Arrays: offsets, edges, weights, in-offsets, in-edges (the graph), property, frontier (the
 kernel's). --pages takes <array>=<policy> pairs; all=<policy> sets the rest. Policies: system,
