@@ -34,10 +34,12 @@ pub fn open(path: &Path) -> Result<Box<dyn Read + Send>> {
     let buf = BufReader::with_capacity(1 << 20, f);
     Ok(match &magic[..got] {
         [0x1f, 0x8b, ..] => Box::new(flate2::read::MultiGzDecoder::new(buf)),
+        // libzstd's decoder (every frame of the file, in turn): the pure-Rust one decoded
+        // k20.el.zst at a third of plain text's read speed.
         [0x28, 0xb5, 0x2f, 0xfd] => Box::new(
-            ruzstd::decoding::StreamingDecoder::new(buf).map_err(|e| Error::Format {
+            zstd::stream::read::Decoder::with_buffer(buf).map_err(|e| Error::Format {
                 path: path.to_path_buf(),
-                message: format!("zstd header: {e}"),
+                message: format!("zstd: {e}"),
             })?,
         ),
         _ => Box::new(buf),
