@@ -236,6 +236,7 @@ struct Found {
     pages: Vec<(String, PagesReport)>,
     curves: Vec<Curves>,
     faults: Vec<(String, hugewise_results::faultlat::FaultlatReport)>,
+    swaps: Vec<(String, hugewise_results::swapstudy::SwapStudy)>,
 }
 
 fn evidence(dir: &Path, plan: &StudyPlan) -> Found {
@@ -245,6 +246,7 @@ fn evidence(dir: &Path, plan: &StudyPlan) -> Found {
             Ok(AnyResult::Pages(s)) => f.pages.push((r.id.clone(), s.result)),
             Ok(AnyResult::Curves(s)) => f.curves.push(s.result),
             Ok(AnyResult::Faultlat(s)) => f.faults.push((r.id.clone(), s.result)),
+            Ok(AnyResult::Swap(s)) => f.swaps.push((r.id.clone(), s.result)),
             _ => {}
         }
     }
@@ -335,6 +337,7 @@ pub fn study(a: StudyArgs, mode: Mode) -> anyhow::Result<u8> {
         resume,
         only: a.runs.clone(),
         seed: a.seed,
+        exe: std::env::current_exe().ok(),
     };
     let outcomes = runner::execute(&plan, &ropts, &meta, &mut progress, &|| {
         cancel.load(Ordering::Relaxed)
@@ -355,14 +358,18 @@ pub fn study(a: StudyArgs, mode: Mode) -> anyhow::Result<u8> {
         pages,
         curves,
         faults,
+        swaps,
     } = evidence(&dir, &plan);
     let page_refs: Vec<&PagesReport> = pages.iter().map(|(_, r)| r).collect();
     let curve_refs: Vec<&Curves> = curves.iter().collect();
+    let swap_refs: Vec<&hugewise_results::swapstudy::SwapStudy> =
+        swaps.iter().map(|(_, r)| r).collect();
     let heads = headlines(
         &plan,
         Evidence {
             pages: &page_refs,
             curves: &curve_refs,
+            swaps: &swap_refs,
         },
     );
     if a.json {
@@ -375,6 +382,10 @@ pub fn study(a: StudyArgs, mode: Mode) -> anyhow::Result<u8> {
         if !faults.is_empty() {
             let rows: Vec<_> = faults.iter().map(|(i, r)| (i.as_str(), r)).collect();
             println!("{}", studyview::faultlat_table(&rows));
+        }
+        if !swaps.is_empty() {
+            let rows: Vec<_> = swaps.iter().map(|(i, r)| (i.as_str(), r)).collect();
+            println!("{}", studyview::swap_table(&rows));
         }
         println!("{}", studyview::headlines(&heads));
     }

@@ -13,16 +13,7 @@ const PAGE_CLUSTER: &str = "/proc/sys/vm/page-cluster";
 const THP: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
 
 fn root() -> bool {
-    let ok = std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-        })
-        .unwrap_or(false);
-    if !ok {
-        hugewise_sys::testing::skip("not root");
-    }
-    ok
+    hugewise_sys::testing::root_or_skip()
 }
 
 fn hw(state: &Path) -> Command {

@@ -441,3 +441,56 @@ mod tests {
         assert_eq!(c.last(), Some(&(12.0, 100.0)));
     }
 }
+
+/// A `swap` run as lines against the memory share (in %), one per overcommit factor: the
+/// slowdown over all of the footprint in memory at factor 1, the share of CPU time idle or
+/// waiting for I/O, and the swap device's mean queue depth.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SwapLines {
+    /// Time over the baseline's (×).
+    pub slowdown: Vec<Series>,
+    /// Idle + iowait share of the CPUs (%).
+    pub idle: Vec<Series>,
+    /// Mean requests in flight on the swap device.
+    pub queue: Vec<Series>,
+}
+
+/// [`SwapLines`] of one `swap` run.
+pub fn swap_lines(r: &hugewise_results::swapstudy::SwapStudy) -> SwapLines {
+    let mut factors: Vec<&str> = Vec::new();
+    for p in &r.points {
+        if !factors.contains(&p.factor.as_str()) {
+            factors.push(&p.factor);
+        }
+    }
+    let base = r.baseline_s();
+    let mut out = SwapLines::default();
+    for (i, f) in factors.iter().enumerate() {
+        let mut pts: Vec<&hugewise_results::swapstudy::SwapPoint> =
+            r.points.iter().filter(|p| p.factor == *f).collect();
+        pts.sort_by(|a, b| a.share.total_cmp(&b.share));
+        let name = format!("x{f}");
+        let series =
+            |get: &dyn Fn(&hugewise_results::swapstudy::SwapPoint) -> Option<f64>| Series {
+                name: name.clone(),
+                points: pts
+                    .iter()
+                    .filter_map(|p| Some((p.share * 100.0, get(p)?)))
+                    .collect(),
+                colour: i,
+            };
+        let summary = |p: &hugewise_results::swapstudy::SwapPoint| {
+            p.run
+                .as_ref()
+                .and_then(|r| r.telemetry.as_ref())
+                .map(|t| t.summary.clone())
+        };
+        out.slowdown.push(series(&|p| Some(p.median_s()? / base?)));
+        out.idle.push(series(&|p| {
+            let c = summary(p)?.cpu?;
+            Some((c.idle_share + c.iowait_share) * 100.0)
+        }));
+        out.queue.push(series(&|p| summary(p)?.mean_queue_depth));
+    }
+    out
+}

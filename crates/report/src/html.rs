@@ -11,6 +11,7 @@ use hugewise_results::promote::PromoteReport;
 use hugewise_results::sim::Curves;
 use hugewise_results::stats::BUSY_SHARE;
 use hugewise_results::study::Headline;
+use hugewise_results::swapstudy::SwapStudy;
 use hugewise_results::AnyResult;
 
 use crate::charts::{self, BarSpec, Bars, Lines, Ticks};
@@ -470,6 +471,64 @@ fn curves_cards(page: &mut Page, e: &Entry, c: &Curves) {
     );
 }
 
+fn swap_cards(page: &mut Page, e: &Entry, r: &SwapStudy) {
+    let u = digest::swap_lines(r);
+    let name = match &e.meta().study {
+        Some(t) => t.label.clone(),
+        None => file_name(e),
+    };
+    let x_title = "memory: share of the footprint (%)";
+    let failed = r.points.iter().filter(|p| p.run.is_none()).count();
+    let sub = format!(
+        "{} on {} ({}): each point a run in a memory cgroup with swap, {} of {} points finished; \
+         x<i>n</i> runs <i>n</i> threads per CPU, x<i>auto</i> picks the factor trial by trial.",
+        escape(&r.kernel),
+        escape(&r.graph_spec),
+        escape(&r.pages),
+        r.points.len() - failed,
+        r.points.len()
+    );
+    let svg = charts::lines(&Lines {
+        references: vec![("all in memory, x1".to_string(), 1.0)],
+        y_format: Ticks::Times,
+        ..Lines::linear(
+            x_title,
+            "time over all in memory at x1 (×)",
+            u.slowdown.clone(),
+        )
+    });
+    let side = ratio_table("memory %", &u.slowdown, |v| format!("{v:.2}×"));
+    page.card(&format!("Swapping: {name}"), &sub, &svg, &side);
+    let svg = charts::lines(&Lines {
+        y_from_zero: true,
+        ..Lines::linear(x_title, "CPU idle or waiting for I/O (%)", u.idle.clone())
+    });
+    let side = ratio_table("memory %", &u.idle, |v| format!("{v:.0} %"));
+    page.card(
+        &format!("Where the time goes: {name}"),
+        "Both CPUs' time idle or in iowait while the trials ran (from /proc/stat): what \
+         more threads can put to work.",
+        &svg,
+        &side,
+    );
+    let svg = charts::lines(&Lines {
+        y_from_zero: true,
+        ..Lines::linear(
+            x_title,
+            "swap device: mean requests in flight",
+            u.queue.clone(),
+        )
+    });
+    let side = ratio_table("memory %", &u.queue, |v| format!("{v:.1}"));
+    page.card(
+        &format!("Swap device queue depth: {name}"),
+        "Mean requests in flight on the swap device (from /proc/diskstats): a deeper queue \
+         is what overcommit buys from the disk.",
+        &svg,
+        &side,
+    );
+}
+
 fn faultlat_card(page: &mut Page, title: &str, runs: &[(&Entry, &FaultlatReport)]) {
     if runs.is_empty() {
         return;
@@ -669,6 +728,7 @@ fn results(page: &mut Page, entries: &[&Entry], c: &Collection) {
         match &e.result {
             AnyResult::Curves(s) => curves_cards(page, e, &s.result),
             AnyResult::Promote(s) => promote_card(page, e, &s.result),
+            AnyResult::Swap(s) => swap_cards(page, e, &s.result),
             _ => {}
         }
     }
@@ -697,6 +757,7 @@ fn results(page: &mut Page, entries: &[&Entry], c: &Collection) {
                 | AnyResult::Curves(_)
                 | AnyResult::Promote(_)
                 | AnyResult::Faultlat(_)
+                | AnyResult::Swap(_)
                 | AnyResult::Machine(_)
         );
         if charted {

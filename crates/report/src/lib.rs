@@ -61,5 +61,6 @@ pub fn render(r: &AnyResult, style: Style) -> Option<String> {
         AnyResult::EnvShaped(s) => envview::shaped_run(&s.result),
         AnyResult::EnvRestore(s) => envview::restore(&s.result),
         AnyResult::Study(s) => studyview::plan(&s.result),
+        AnyResult::Swap(s) => studyview::swap_table(&[("swap", &s.result)]),
     })
 }

@@ -6,6 +6,7 @@ use std::fmt::Write;
 use hugewise_results::faultlat::FaultlatReport;
 use hugewise_results::pagebench::PagesReport;
 use hugewise_results::study::{Headline, Metric, StudyPlan, Work};
+use hugewise_results::swapstudy::SwapStudy;
 
 use crate::fmt::pct;
 use crate::table::Table;
@@ -50,6 +51,26 @@ pub fn work_line(w: &Work) -> String {
                 .unwrap_or_default(),
             policies.join(", "),
             budgets.len()
+        ),
+        Work::Swap {
+            graph,
+            kernel,
+            pages,
+            shares,
+            factors,
+            page_cluster,
+            trials,
+        } => format!(
+            "{kernel} on {graph} ({pages}{}): memory {} x overcommit {} ({trials} trials each)",
+            page_cluster
+                .map(|n| format!(", page-cluster {n}"))
+                .unwrap_or_default(),
+            shares
+                .iter()
+                .map(|s| pct(*s))
+                .collect::<Vec<_>>()
+                .join(" / "),
+            factors.join(" / ")
         ),
         Work::Faultlat {
             size_bytes,
@@ -99,7 +120,10 @@ pub fn plan(p: &StudyPlan) -> String {
 /// A metric's value as its headline shows it.
 pub fn metric_value(m: &Metric, v: f64) -> String {
     match m {
-        Metric::Speedup { .. } | Metric::SpeedupOver { .. } => format!("{v:.2}x"),
+        Metric::Speedup { .. }
+        | Metric::SpeedupOver { .. }
+        | Metric::OvercommitGain { .. }
+        | Metric::Slowdown { .. } => format!("{v:.2}x"),
         Metric::ShareOfIdeal { .. } | Metric::HugeShare { .. } | Metric::SimShareOfIdeal { .. } => {
             pct(v)
         }
@@ -112,7 +136,10 @@ pub fn gap(h: &Headline) -> Option<(String, bool)> {
     let d = h.measured? - h.claim.paper_value?;
     let sign = if d >= 0.0 { "+" } else { "−" };
     let text = match h.claim.metric {
-        Metric::Speedup { .. } => format!("{sign}{:.2}×", d.abs()),
+        Metric::Speedup { .. }
+        | Metric::SpeedupOver { .. }
+        | Metric::OvercommitGain { .. }
+        | Metric::Slowdown { .. } => format!("{sign}{:.2}×", d.abs()),
         _ => format!("{sign}{:.1} pp", d.abs() * 100.0),
     };
     Some((text, d >= 0.0))
@@ -226,6 +253,73 @@ pub fn faultlat_table(runs: &[(&str, &FaultlatReport)]) -> String {
                 .map_or(&r.backing, |c| &c.backing)
                 .huge_share()),
         ]);
+    }
+    t.render()
+}
+
+/// `swap` runs: each memory share at each overcommit factor, its time against all of the
+/// footprint in memory and against factor 1 at the same share, and where the time went.
+pub fn swap_table(runs: &[(&str, &SwapStudy)]) -> String {
+    let mut t = Table::new([
+        "run",
+        "memory",
+        "factor",
+        "median",
+        "vs all in memory",
+        "vs x1",
+        "page-ins/s",
+        "queue",
+        "idle+iowait",
+        "huge share",
+    ]);
+    let x = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| format!("{v:.2}x"));
+    for (id, r) in runs {
+        let base = r.baseline_s();
+        for (i, p) in r.points.iter().enumerate() {
+            let run_id = if i == 0 {
+                id.to_string()
+            } else {
+                String::new()
+            };
+            let Some(run) = &p.run else {
+                t.row([
+                    run_id,
+                    pct(p.share),
+                    p.factor.clone(),
+                    format!("failed: {}", p.error.as_deref().unwrap_or("?")),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                ]);
+                continue;
+            };
+            let factor = match &run.overcommit {
+                Some(c) => format!("{} (chose {})", p.factor, c.chosen),
+                None => p.factor.clone(),
+            };
+            let med = p.median_s();
+            let x1 = r.point(p.share, "1").and_then(|q| q.median_s());
+            let sum = run.telemetry.as_ref().map(|t| &t.summary);
+            t.row([
+                run_id,
+                pct(p.share),
+                factor,
+                crate::fmt::ns(run.kernel_ns.median),
+                // Slower than all in memory: the time's multiple.
+                x(med.zip(base).map(|(m, b)| m / b)),
+                x(med.zip(x1).map(|(m, b)| b / m)),
+                sum.and_then(|s| s.page_ins_per_s)
+                    .map_or_else(|| "-".into(), |v| format!("{v:.0}")),
+                sum.and_then(|s| s.mean_queue_depth)
+                    .map_or_else(|| "-".into(), |v| format!("{v:.1}")),
+                sum.and_then(|s| s.cpu.as_ref())
+                    .map_or_else(|| "-".into(), |c| pct(c.idle_share + c.iowait_share)),
+                pct(run.huge_footprint_share),
+            ]);
+        }
     }
     t.render()
 }

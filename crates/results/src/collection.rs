@@ -145,11 +145,19 @@ impl Collection {
                 _ => None,
             })
             .collect();
+        let swaps: Vec<_> = runs
+            .iter()
+            .filter_map(|e| match &e.result {
+                AnyResult::Swap(s) => Some(&s.result),
+                _ => None,
+            })
+            .collect();
         crate::study::headlines(
             &p.plan,
             Evidence {
                 pages: &pages,
                 curves: &curves,
+                swaps: &swaps,
             },
         )
     }

@@ -26,6 +26,7 @@ pub mod run;
 pub mod sim;
 pub mod stats;
 pub mod study;
+pub mod swapstudy;
 pub mod telemetry;
 
 use std::path::{Path, PathBuf};
@@ -273,6 +274,8 @@ kinds! {
     EnvRestore(env::RestoreReport) = "hugewise/env-restore", 1;
     /// `hugewise study`: the plan of a study directory.
     Study(study::StudyPlan) = "hugewise/study", 1;
+    /// `hugewise study swap`: one kernel under memory limits and overcommit factors.
+    Swap(swapstudy::SwapStudy) = "hugewise/study-swap", 1;
 }
 
 /// Read any saved result from `path`.

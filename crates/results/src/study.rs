@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::env::ShapeReport;
 use crate::pagebench::PagesReport;
 use crate::sim::Curves;
+use crate::swapstudy::SwapStudy;
 
 /// A preset expanded for this machine.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -141,13 +142,33 @@ pub enum Work {
         /// Collapse after faulting as 4 KiB.
         then_collapse: bool,
     },
+    /// One kernel held to shares of its footprint in memory (the rest swapped), at several
+    /// thread overcommit factors: each point a `hugewise run --memory` of its own.
+    Swap {
+        /// Graph spec.
+        graph: String,
+        /// Kernel name.
+        kernel: String,
+        /// Page policies of every array (`all=base`, `all=thp`).
+        pages: String,
+        /// Shares of the footprint allowed in memory (1 = all of it), largest first.
+        shares: Vec<f64>,
+        /// Overcommit factors (`1`, `4`, `auto`).
+        factors: Vec<String>,
+        /// `vm.page-cluster` for the runs (`null`: the machine's).
+        page_cluster: Option<u32>,
+        /// Timed trials of each point.
+        trials: u32,
+    },
 }
 
 impl Work {
     /// The graph a run loads, if any.
     pub fn graph(&self) -> Option<&str> {
         match self {
-            Work::Pages { graph, .. } | Work::Curve { graph, .. } => Some(graph),
+            Work::Pages { graph, .. } | Work::Curve { graph, .. } | Work::Swap { graph, .. } => {
+                Some(graph)
+            }
             Work::Faultlat { .. } => None,
         }
     }
@@ -228,6 +249,22 @@ pub enum Metric {
         /// Budget as a share of the footprint.
         budget: f64,
     },
+    /// Under swapping: median time at factor 1 over median time at `factor`, each at a share
+    /// of memory in `shares` (all the runs' shares below 1 when empty), geometric mean over
+    /// the points of every `swap` run.
+    OvercommitGain {
+        /// Factor (`4`, `auto`).
+        factor: String,
+        /// Memory shares taken.
+        #[serde(default)]
+        shares: Vec<f64>,
+    },
+    /// Under swapping: median time at `share` over the time with all of the footprint in
+    /// memory, both at factor 1, geometric mean over `swap` runs.
+    Slowdown {
+        /// Memory share.
+        share: f64,
+    },
 }
 
 /// A headline: a claim, what this machine measured, and how many runs it rests on.
@@ -281,6 +318,8 @@ pub struct Evidence<'a> {
     pub pages: &'a [&'a PagesReport],
     /// `sim` runs.
     pub curves: &'a [&'a Curves],
+    /// `swap` runs.
+    pub swaps: &'a [&'a SwapStudy],
 }
 
 /// The value of `metric` over the runs, and how many runs it rests on (`None` when no run has
@@ -356,6 +395,34 @@ pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
                 .collect();
             let n = xs.len();
             (median(xs), n)
+        }
+        Metric::OvercommitGain { factor, shares } => {
+            let xs: Vec<f64> = ev
+                .swaps
+                .iter()
+                .flat_map(|r| {
+                    r.points
+                        .iter()
+                        .filter(|p| p.factor == *factor)
+                        .filter(|p| {
+                            if shares.is_empty() {
+                                p.share < 1.0
+                            } else {
+                                shares.iter().any(|s| (s - p.share).abs() < 1e-9)
+                            }
+                        })
+                        .filter_map(|p| Some(r.point(p.share, "1")?.median_s()? / p.median_s()?))
+                })
+                .collect();
+            (geomean(&xs), xs.len())
+        }
+        Metric::Slowdown { share } => {
+            let xs: Vec<f64> = ev
+                .swaps
+                .iter()
+                .filter_map(|r| Some(r.point(*share, "1")?.median_s()? / r.baseline_s()?))
+                .collect();
+            (geomean(&xs), xs.len())
         }
     }
 }

@@ -113,6 +113,7 @@ fn study_plan_and_its_headlines() {
     let ev = Evidence {
         pages: &[&r],
         curves: &[],
+        swaps: &[],
     };
     let (got, n) = hugewise_results::study::measure(
         &Metric::Speedup {

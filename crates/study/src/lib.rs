@@ -12,6 +12,7 @@
 //! - [`pagebench`]: one kernel under several layouts of its arrays, alternated round by round;
 //! - [`presets`]: studies named for the question they answer, expanded into plans of runs;
 //! - [`runner`]: a plan run in its machine shapes, each result saved as soon as it exists;
+//! - [`swapstudy`]: one kernel under memory limits and overcommit factors, point by point;
 //! - [`promotebench`]: a skewed workload with 4 KiB pages, all huge, a replayed plan and the
 //!   online daemon, alternated.
 #![deny(missing_docs)]
@@ -33,6 +34,7 @@ pub mod save;
 pub mod slurm;
 pub mod stats;
 pub mod swap;
+pub mod swapstudy;
 pub mod telemetry;
 
 pub use error::{Error, Result};

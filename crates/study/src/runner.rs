@@ -19,7 +19,7 @@ use hugewise_results::{AnyResult, Kind, Meta, Saved};
 use hugewise_sim::curve::{self, CurveSpec};
 use hugewise_sim::TlbConfig;
 
-use crate::{capture, faultlat, graphrun, pagebench, save, Error, Result};
+use crate::{capture, faultlat, graphrun, pagebench, save, swapstudy, Error, Result};
 
 /// The plan's file in a study directory.
 pub const PLAN_FILE: &str = "study.json";
@@ -51,6 +51,9 @@ pub struct Options {
     pub only: Vec<String>,
     /// Seed of graphs and sources.
     pub seed: u64,
+    /// This program, whose `run` command is the worker of `swap` runs (`None`: such runs
+    /// fail with a clear error).
+    pub exe: Option<PathBuf>,
 }
 
 /// How a run ended.
@@ -187,6 +190,7 @@ pub fn finished(dir: &Path, id: &str) -> bool {
         AnyResult::Pages(s) => &s.meta,
         AnyResult::Curves(s) => &s.meta,
         AnyResult::Faultlat(s) => &s.meta,
+        AnyResult::Swap(s) => &s.meta,
         _ => return false,
     };
     meta.study.as_ref().is_some_and(|t| t.run == id)
@@ -338,6 +342,10 @@ fn one(
             write(&path, m, r)?;
             0
         }
+        Done::Swap(r) => {
+            write(&path, m, r)?;
+            0
+        }
     };
     Ok(Outcome::Done {
         path,
@@ -354,6 +362,7 @@ enum Done {
     Pages(pagebench::Report),
     Curves(Box<hugewise_results::sim::Curves>),
     Faultlat(faultlat::Report),
+    Swap(swapstudy::SwapStudy),
 }
 
 fn config(what: &str, e: impl std::fmt::Display) -> Error {
@@ -503,6 +512,44 @@ fn work(
                 obs.progress(d, t)
             })?))
         }
+        Work::Swap {
+            graph,
+            kernel,
+            pages,
+            shares,
+            factors,
+            page_cluster,
+            trials,
+        } => {
+            let exe = opts.exe.clone().ok_or_else(|| {
+                config(
+                    "swap",
+                    "a swap run needs the hugewise program to run its points",
+                )
+            })?;
+            let Input::File(file) = input_for(graph, opts, plan.threads, obs)? else {
+                return Err(config("swap", "the graph must be a file or a generator"));
+            };
+            let cfg = swapstudy::Config {
+                exe,
+                graph_spec: graph.clone(),
+                graph: file,
+                seed: opts.seed,
+                kernel: kernel.clone(),
+                pages: pages.clone(),
+                shares: shares.clone(),
+                factors: factors.clone(),
+                page_cluster: *page_cluster,
+                trials: *trials,
+            };
+            obs.phase("swapping");
+            obs.progress(0, (shares.len() * factors.len()) as u64);
+            Ok(Done::Swap(swapstudy::run(
+                &cfg,
+                &mut |d, t| obs.progress(d as u64, t as u64),
+                cancel,
+            )?))
+        }
     }
 }
 
@@ -537,6 +584,7 @@ mod tests {
 
     fn opts(dir: &Path, resume: bool) -> Options {
         Options {
+            exe: None,
             dir: dir.to_path_buf(),
             resume,
             only: Vec::new(),

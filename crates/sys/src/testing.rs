@@ -15,3 +15,18 @@ pub fn skip(reason: impl std::fmt::Display) {
     // One write, so that parallel tests' lines do not interleave.
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
+
+/// Whether this process runs as root; when not, the calling test is reported skipped (it
+/// then returns without checking anything).
+pub fn root_or_skip() -> bool {
+    let root = std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+        })
+        .unwrap_or(false);
+    if !root {
+        skip("not root");
+    }
+    root
+}

@@ -1,0 +1,269 @@
+//! Graphs bigger than memory, as root on this machine: `hugewise run --memory` holds a real
+//! kernel to a share of its footprint in a memory cgroup with a swap file it makes, records
+//! telemetry, and leaves no cgroup, swap or setting behind; a study's `swap` run does the same
+//! point by point through the same program.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+use hugewise_results::study::{PlannedRun, Shape, StudyPlan, Work};
+use hugewise_study::runner;
+
+const PAGE_CLUSTER: &str = "/proc/sys/vm/page-cluster";
+
+/// These tests change machine-wide state and compare it before and after: one at a time.
+static MACHINE: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    MACHINE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn root() -> bool {
+    hugewise_sys::testing::root_or_skip()
+}
+
+fn hw(state: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hugewise"))
+        .env("HUGEWISE_STATE_DIR", state)
+        .arg("--no-progress")
+        .args(args)
+        .output()
+        .expect("run hugewise")
+}
+
+/// What a run may change and must put back.
+fn machine() -> (String, String, Vec<String>) {
+    let swaps = std::fs::read_to_string("/proc/swaps").expect("swaps");
+    let groups = std::fs::read_dir("/sys/fs/cgroup/memory")
+        .map(|d| {
+            let mut v: Vec<String> = d
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.contains("hugewise"))
+                .collect();
+            v.sort();
+            v
+        })
+        .unwrap_or_default();
+    (
+        swaps,
+        std::fs::read_to_string(PAGE_CLUSTER).expect("page-cluster"),
+        groups,
+    )
+}
+
+fn generate(dir: &Path, state: &Path) -> String {
+    let g = dir.join("k20.hwg");
+    let o = hw(
+        state,
+        &[
+            "graph",
+            "gen",
+            "--graph",
+            "kron:20",
+            "--out",
+            g.to_str().expect("path"),
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    g.display().to_string()
+}
+
+/// One test's machine and files: the machine to itself, a state directory, kron:20 on disk,
+/// and the machine's state before the test (`None`: not root, skipped).
+struct Setup {
+    _machine: std::sync::MutexGuard<'static, ()>,
+    dir: tempfile::TempDir,
+    state: std::path::PathBuf,
+    graph: String,
+    before: (String, String, Vec<String>),
+}
+
+fn setup() -> Option<Setup> {
+    if !root() {
+        return None;
+    }
+    let machine_lock = one_at_a_time();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = dir.path().join("state");
+    let graph = generate(dir.path(), &state);
+    Some(Setup {
+        _machine: machine_lock,
+        before: machine(),
+        dir,
+        state,
+        graph,
+    })
+}
+
+#[test]
+fn a_run_held_to_a_share_of_its_footprint_swaps_and_puts_everything_back() {
+    let Some(Setup {
+        _machine,
+        dir,
+        state,
+        graph: g,
+        before,
+    }) = setup()
+    else {
+        return;
+    };
+    let swap_file = dir.path().join("run.swap");
+    let o = hw(
+        &state,
+        &[
+            "run",
+            "bfs",
+            "--graph",
+            &g,
+            "--trials",
+            "2",
+            "--memory",
+            "70%",
+            "--page-cluster",
+            "0",
+            "--swap-file",
+            swap_file.to_str().expect("path"),
+            "--telemetry",
+            "50ms",
+            "--json",
+        ],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    if err.contains("memory cgroup") && !o.status.success() {
+        hugewise_sys::testing::skip(format!("no memory cgroup here: {err}"));
+        return;
+    }
+    assert!(o.status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let m = &v["memory"];
+    let fp = m["footprint_bytes"].as_u64().expect("footprint");
+    let limit = m["limit_bytes"].as_u64().expect("limit");
+    assert!(
+        (limit as f64 / fp as f64 - 0.7).abs() < 0.01,
+        "limit {limit} of {fp}"
+    );
+    assert_eq!(m["page_cluster"], 0);
+    // The cgroup held the run to its limit, so part of the graph went to swap and came back.
+    assert!(m["peak_bytes"].as_u64().expect("peak") <= limit + (4 << 20));
+    let t = &v["telemetry"];
+    assert!(t["samples"].as_array().expect("samples").len() >= 2);
+    assert!(t["summary"]["page_ins_per_s"].as_f64().expect("page-ins") > 0.0);
+    assert!(v["trials"]
+        .as_array()
+        .expect("trials")
+        .iter()
+        .all(|t| t["kernel_ns"].as_u64() > Some(0)));
+    assert!(!swap_file.exists(), "the swap file is removed");
+    assert_eq!(
+        machine(),
+        before,
+        "swap, page-cluster and cgroups as they were"
+    );
+}
+
+#[test]
+fn a_share_too_small_to_make_progress_is_refused_before_anything_changes() {
+    let Some(Setup {
+        _machine,
+        dir: _dir,
+        state,
+        graph: g,
+        before,
+    }) = setup()
+    else {
+        return;
+    };
+    let o = hw(&state, &["run", "bfs", "--graph", &g, "--memory", "5%"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(err.contains("needs to make progress"), "{err}");
+    assert!(err.contains("give at least"), "{err}");
+    assert_eq!(machine(), before);
+}
+
+#[test]
+fn a_study_swap_run_measures_every_share_at_every_factor() {
+    if !root() {
+        return;
+    }
+    let _machine = one_at_a_time();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let study = dir.path().join("study");
+    let before = machine();
+    let plan = StudyPlan {
+        preset: "swap".into(),
+        question: "test".into(),
+        reproduces: "test".into(),
+        quick: true,
+        repeat: 1,
+        threads: 2,
+        runs: vec![PlannedRun {
+            id: "swap-bfs-kron20".into(),
+            label: "bfs on kron:20".into(),
+            shape: Shape::default(),
+            work: Work::Swap {
+                graph: "kron:20".into(),
+                kernel: "bfs".into(),
+                pages: "all=base".into(),
+                shares: vec![1.0, 0.7],
+                factors: vec!["1".into(), "2".into()],
+                page_cluster: None,
+                trials: 1,
+            },
+            estimate_s: 30.0,
+            footprint_bytes: None,
+        }],
+        estimate_s: 30.0,
+        claims: Vec::new(),
+    };
+    let meta = || hugewise_study::meta::collect("0.0.0", vec!["test".into()]);
+    let plan = runner::prepare(&study, &plan, meta(), false).expect("prepare");
+    let opts = runner::Options {
+        dir: study.clone(),
+        resume: false,
+        only: Vec::new(),
+        seed: 1,
+        exe: Some(env!("CARGO_BIN_EXE_hugewise").into()),
+    };
+    struct Quiet;
+    impl runner::Observer for Quiet {
+        fn started(&mut self, _: usize, _: usize, _: &PlannedRun) {}
+        fn phase(&mut self, _: &str) {}
+        fn progress(&mut self, _: u64, _: u64) {}
+        fn finished(&mut self, _: usize, _: &PlannedRun, _: &runner::Outcome) {}
+    }
+    let out = runner::execute(&plan, &opts, &meta, &mut Quiet, &|| false).expect("execute");
+    assert!(
+        matches!(out[0].1, runner::Outcome::Done { .. }),
+        "{:?}",
+        out[0].1
+    );
+    let r = match hugewise_results::read(&runner::run_path(&study, "swap-bfs-kron20")) {
+        Ok(hugewise_results::AnyResult::Swap(s)) => s.result,
+        other => panic!("not a swap result: {other:?}"),
+    };
+    assert_eq!(r.points.len(), 4);
+    for p in &r.points {
+        let run = p.run.as_ref().unwrap_or_else(|| panic!("{:?}", p.error));
+        assert_eq!(
+            run.threads,
+            p.factor.parse::<usize>().expect("factor") * cpus()
+        );
+        assert!((run.memory.as_ref().expect("limit").share - p.share).abs() < 1e-9);
+    }
+    // Shares largest first; the factors' order turns at the second share.
+    let order: Vec<(f64, &str)> = r
+        .points
+        .iter()
+        .map(|p| (p.share, p.factor.as_str()))
+        .collect();
+    assert_eq!(order, vec![(1.0, "1"), (1.0, "2"), (0.7, "2"), (0.7, "1")]);
+    assert!(r.baseline_s().is_some());
+    assert_eq!(machine(), before);
+}
+
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}

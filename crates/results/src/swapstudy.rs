@@ -1,0 +1,57 @@
+//! What a study's `swap` run measured: one kernel under memory limits of several shares of
+//! its footprint and several thread overcommit factors, each point a whole `hugewise run
+//! --memory` result (trials, telemetry, the limit, the factor `auto` chose).
+
+use serde::{Deserialize, Serialize};
+
+use crate::run::RunReport;
+
+/// A `swap` run of a study.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SwapStudy {
+    /// The graph as given.
+    pub graph_spec: String,
+    /// Kernel name.
+    pub kernel: String,
+    /// Page policies of every array.
+    pub pages: String,
+    /// `vm.page-cluster` asked for (`null`: the machine's).
+    pub page_cluster: Option<u32>,
+    /// Every point, in the order run.
+    pub points: Vec<SwapPoint>,
+}
+
+/// One memory share at one overcommit factor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SwapPoint {
+    /// Share of the footprint allowed in memory.
+    pub share: f64,
+    /// Overcommit factor asked for (`1`, `4`, `auto`).
+    pub factor: String,
+    /// The run, if it finished.
+    pub run: Option<RunReport>,
+    /// Why it did not (killed by the OOM killer, refused), if it did not.
+    pub error: Option<String>,
+}
+
+impl SwapPoint {
+    /// Median kernel time of the point's trials, in seconds.
+    pub fn median_s(&self) -> Option<f64> {
+        self.run.as_ref().map(|r| r.kernel_ns.median / 1e9)
+    }
+}
+
+impl SwapStudy {
+    /// The point at `share` and `factor`.
+    pub fn point(&self, share: f64, factor: &str) -> Option<&SwapPoint> {
+        self.points
+            .iter()
+            .find(|p| (p.share - share).abs() < 1e-9 && p.factor == factor)
+    }
+
+    /// The baseline: the largest share at factor 1.
+    pub fn baseline_s(&self) -> Option<f64> {
+        let top = self.points.iter().map(|p| p.share).fold(0.0, f64::max);
+        self.point(top, "1").and_then(SwapPoint::median_s)
+    }
+}

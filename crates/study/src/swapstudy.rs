@@ -1,0 +1,163 @@
+//! A study's `swap` run: one kernel on one graph held to several shares of its footprint in
+//! memory, at several thread overcommit factors. Each point is a whole `hugewise run --memory`
+//! (a supervisor here, a worker process in the memory cgroup, swap made and removed per
+//! point, see [`crate::swap`]), so a point that is OOM-killed costs that point only.
+//!
+//! The worker is this program's own `run` command: [`worker_args`] writes its command line,
+//! the one place outside the binary that knows those flags.
+
+use std::path::{Path, PathBuf};
+
+use hugewise_env::Host;
+pub use hugewise_results::swapstudy::{SwapPoint, SwapStudy};
+
+use crate::swap::{self, SwapSource};
+use crate::{Error, Result};
+
+/// Where a study's points put their swap file (made and removed by each point).
+pub const SWAP_FILE: &str = "/var/tmp/hugewise-study.swap";
+
+/// What to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// The hugewise program (its `run` command is the worker).
+    pub exe: PathBuf,
+    /// The graph as the study names it.
+    pub graph_spec: String,
+    /// The graph file the workers load.
+    pub graph: PathBuf,
+    /// Seed of source picking.
+    pub seed: u64,
+    /// Kernel name.
+    pub kernel: String,
+    /// Page policies of every array.
+    pub pages: String,
+    /// Shares of the footprint, largest first.
+    pub shares: Vec<f64>,
+    /// Overcommit factors (`1`, `4`, `auto`).
+    pub factors: Vec<String>,
+    /// `vm.page-cluster` for the points.
+    pub page_cluster: Option<u32>,
+    /// Trials of each point.
+    pub trials: u32,
+}
+
+/// One point's worker: `hugewise run` held to `share`, at `factor`, with telemetry, printing
+/// its result as JSON for the supervisor.
+pub fn worker_args(c: &Config, share: f64, factor: &str) -> Vec<String> {
+    let mut a: Vec<String> = vec![
+        c.exe.display().to_string(),
+        "run".into(),
+        c.kernel.clone(),
+        "--graph".into(),
+        c.graph.display().to_string(),
+        "--seed".into(),
+        c.seed.to_string(),
+        "--trials".into(),
+        c.trials.to_string(),
+        "--pages".into(),
+        c.pages.clone(),
+        "--memory".into(),
+        share.to_string(),
+        "--overcommit".into(),
+        factor.to_string(),
+        "--swap-file".into(),
+        SWAP_FILE.into(),
+        "--telemetry".into(),
+        "--json".into(),
+        "--no-progress".into(),
+    ];
+    if let Some(n) = c.page_cluster {
+        a.extend(["--page-cluster".into(), n.to_string()]);
+    }
+    a.push("--contained".into());
+    a
+}
+
+/// Every share × factor, in this order: shares largest first; factors in the order given at
+/// even shares and reversed at odd ones, so that no factor always runs first on a fresh swap
+/// file. `done(i, n)` hears each finished point.
+pub fn run(
+    c: &Config,
+    done: &mut dyn FnMut(usize, usize),
+    cancel: &dyn Fn() -> bool,
+) -> Result<SwapStudy> {
+    if !Path::new(&c.exe).exists() {
+        return Err(Error::Config(format!(
+            "the worker program {} does not exist",
+            c.exe.display()
+        )));
+    }
+    let host = Host::real();
+    let total = c.shares.len() * c.factors.len();
+    let mut points = Vec::with_capacity(total);
+    for (i, &share) in c.shares.iter().enumerate() {
+        let mut factors: Vec<&String> = c.factors.iter().collect();
+        if i % 2 == 1 {
+            factors.reverse();
+        }
+        for factor in factors {
+            if cancel() {
+                return Err(Error::Interrupted);
+            }
+            let plan = swap::Plan {
+                share,
+                swap: SwapSource::File(PathBuf::from(SWAP_FILE)),
+                page_cluster: c.page_cluster,
+            };
+            let point = match swap::supervise(&host, &plan, &worker_args(c, share, factor), cancel)
+            {
+                Ok(r) => SwapPoint {
+                    share,
+                    factor: factor.clone(),
+                    run: Some(r),
+                    error: None,
+                },
+                Err(Error::Interrupted) => return Err(Error::Interrupted),
+                Err(e) => SwapPoint {
+                    share,
+                    factor: factor.clone(),
+                    run: None,
+                    error: Some(e.to_string()),
+                },
+            };
+            points.push(point);
+            done(points.len(), total);
+        }
+    }
+    Ok(SwapStudy {
+        graph_spec: c.graph_spec.clone(),
+        kernel: c.kernel.clone(),
+        pages: c.pages.clone(),
+        page_cluster: c.page_cluster,
+        points,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_worker_runs_this_programs_run_command_contained() {
+        let c = Config {
+            exe: "/usr/bin/hugewise".into(),
+            graph_spec: "kron:20".into(),
+            graph: "/s/graphs/kron-20-seed1.hwg".into(),
+            seed: 1,
+            kernel: "bfs".into(),
+            pages: "all=thp".into(),
+            shares: vec![1.0, 0.3],
+            factors: vec!["1".into(), "auto".into()],
+            page_cluster: Some(0),
+            trials: 3,
+        };
+        let a = worker_args(&c, 0.3, "auto");
+        let s = a.join(" ");
+        assert!(s.starts_with("/usr/bin/hugewise run bfs --graph /s/graphs/kron-20-seed1.hwg"));
+        assert!(s.contains("--memory 0.3 "), "{s}");
+        assert!(s.contains("--overcommit auto --swap-file /var/tmp/hugewise-study.swap"));
+        assert!(s.contains("--page-cluster 0"));
+        assert_eq!(a.last().map(String::as_str), Some("--contained"));
+    }
+}
