@@ -296,9 +296,13 @@ pub fn swap_table(runs: &[(&str, &SwapStudy)]) -> String {
                 ]);
                 continue;
             };
-            let factor = match &run.overcommit {
-                Some(c) => format!("{} (chose {})", p.factor, c.chosen),
-                None => p.factor.clone(),
+            let factor = match (&run.overcommit, p.exploring_s()) {
+                (Some(c), Some(e)) => format!(
+                    "{} (chose {} after {:.1} s exploring)",
+                    p.factor, c.chosen, e
+                ),
+                (Some(c), None) => format!("{} (never settled; best {})", p.factor, c.chosen),
+                (None, _) => p.factor.clone(),
             };
             let med = p.median_s();
             let x1 = r.point(p.share, "1").and_then(|q| q.median_s());
@@ -307,7 +311,7 @@ pub fn swap_table(runs: &[(&str, &SwapStudy)]) -> String {
                 run_id,
                 pct(p.share),
                 factor,
-                crate::fmt::ns(run.kernel_ns.median),
+                med.map_or_else(|| "-".into(), |m| crate::fmt::ns(m * 1e9)),
                 // Slower than all in memory: the time's multiple.
                 x(med.zip(base).map(|(m, b)| m / b)),
                 x(med.zip(x1).map(|(m, b)| b / m)),

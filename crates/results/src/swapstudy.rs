@@ -35,9 +35,40 @@ pub struct SwapPoint {
 }
 
 impl SwapPoint {
-    /// Median kernel time of the point's trials, in seconds.
+    /// Median kernel time of the point's trials, in seconds: for `auto`, of the trials after
+    /// it settled on a factor (its steady state; [`SwapPoint::exploring_s`] is what finding the
+    /// factor cost), or of all trials when it never settled.
     pub fn median_s(&self) -> Option<f64> {
-        self.run.as_ref().map(|r| r.kernel_ns.median / 1e9)
+        let run = self.run.as_ref()?;
+        if let Some(k) = run.overcommit.as_ref().and_then(|c| c.settled_after) {
+            let mut after: Vec<f64> = run.trials[k.min(run.trials.len())..]
+                .iter()
+                .map(|t| t.kernel_ns as f64)
+                .collect();
+            if !after.is_empty() {
+                after.sort_by(f64::total_cmp);
+                let m = after.len() / 2;
+                let med = if after.len() % 2 == 1 {
+                    after[m]
+                } else {
+                    (after[m - 1] + after[m]) / 2.0
+                };
+                return Some(med / 1e9);
+            }
+        }
+        Some(run.kernel_ns.median / 1e9)
+    }
+
+    /// For `auto`: seconds of the trials it spent exploring factors before it settled.
+    pub fn exploring_s(&self) -> Option<f64> {
+        let run = self.run.as_ref()?;
+        let k = run.overcommit.as_ref()?.settled_after?;
+        Some(
+            run.trials[..k.min(run.trials.len())]
+                .iter()
+                .map(|t| t.kernel_ns as f64 / 1e9)
+                .sum(),
+        )
     }
 }
 

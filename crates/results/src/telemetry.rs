@@ -165,4 +165,8 @@ pub struct OvercommitChoice {
     pub chosen: u32,
     /// Why, step by step.
     pub reasons: Vec<String>,
+    /// Trials run while exploring, before the factor was settled (`null`: the trials ran out
+    /// first); the trials after them ran at the chosen factor.
+    #[serde(default)]
+    pub settled_after: Option<usize>,
 }

@@ -6,7 +6,10 @@
 //! waits, only scheduling overhead. So the controller starts at factor 1, doubles the factor
 //! while each doubling makes the trial at least [`GAIN`] faster and system time stays under
 //! [`SYSTEM_BOUND`], and settles on the fastest factor seen as soon as a doubling does not pay.
-//! When the first trial shows the cores busy and nothing paged in, it never leaves factor 1.
+//! Trials under swapping are noisy (what is resident differs from trial to trial), so while the
+//! cores still wait ([`PATIENT_WAIT`]) one doubling that does not pay gets one more doubling
+//! before the controller settles. When the first trial shows the cores busy and nothing paged
+//! in, it never leaves factor 1.
 
 pub use hugewise_results::telemetry::OvercommitChoice;
 
@@ -23,6 +26,9 @@ pub const SYSTEM_BOUND: f64 = 0.5;
 pub const WAIT_QUIET: f64 = 0.10;
 /// See [`WAIT_QUIET`].
 pub const PAGE_INS_QUIET: f64 = 100.0;
+/// At or above this share of idle and iowait time, a doubling that did not pay is given one
+/// more doubling (once) before settling.
+pub const PATIENT_WAIT: f64 = 0.3;
 
 /// Chooses the factor of the next trial from the last ones.
 #[derive(Debug, Clone)]
@@ -30,6 +36,10 @@ pub struct Controller {
     cpus: usize,
     at: usize,
     settled: bool,
+    /// Trials observed when the controller settled.
+    settled_after: Option<usize>,
+    /// The one extra doubling has been spent.
+    patience_spent: bool,
     /// Fastest trial per factor index.
     best: Vec<Option<u64>>,
     factors: Vec<u32>,
@@ -47,6 +57,8 @@ impl Controller {
             cpus: cpus.max(1),
             at: 0,
             settled: false,
+            settled_after: None,
+            patience_spent: false,
             best: vec![None; FACTORS.len()],
             factors: Vec::new(),
             reasons: Vec::new(),
@@ -73,6 +85,7 @@ impl Controller {
             .unwrap_or((0, 0));
         self.at = i;
         self.settled = true;
+        self.settled_after = Some(self.factors.len());
         self.reasons
             .push(format!("{why}: settled on ×{}", FACTORS[i]));
     }
@@ -119,7 +132,19 @@ impl Controller {
             return;
         };
         let gain = 1.0 - kernel_ns as f64 / before as f64;
-        if gain < GAIN {
+        let waiting = wait.is_some_and(|w| w >= PATIENT_WAIT);
+        if gain < GAIN && waiting && !self.patience_spent && self.at + 1 < FACTORS.len() {
+            self.patience_spent = true;
+            self.reasons.push(format!(
+                "×{f}: {t:.3} s, {:+.0}% against the best before ({:.3} s), but the cores still \
+                 wait (idle+iowait {}): one more doubling, ×{}",
+                gain * 100.0,
+                secs(before),
+                said(wait),
+                FACTORS[self.at + 1]
+            ));
+            self.at += 1;
+        } else if gain < GAIN {
             self.settle(format!(
                 "×{f}: {t:.3} s, {:+.0}% against the best before ({:.3} s), below the {:.0}% a \
                  doubling must gain",
@@ -153,6 +178,7 @@ impl Controller {
 
     /// What was chosen and why.
     pub fn finish(self) -> OvercommitChoice {
+        let settled_after = self.settled_after;
         let chosen = if self.settled {
             self.factor()
         } else {
@@ -171,6 +197,7 @@ impl Controller {
             factors: self.factors,
             chosen,
             reasons,
+            settled_after,
         }
     }
 }
@@ -204,20 +231,39 @@ mod tests {
     fn doubles_while_it_pays_then_keeps_the_fastest() {
         let mut c = Controller::new(2);
         let waiting = tel(0.6, 0.1, 5000.0);
-        for (ns, want_next) in [(100, 2), (70, 4), (50, 8), (55, 4), (52, 4), (49, 4)] {
+        // ×8 loses while the cores still wait: one more doubling, ×16, which loses too.
+        for (ns, want_next) in [(100, 2), (70, 4), (50, 8), (55, 16), (52, 4), (49, 4)] {
             c.observe(ns, Some(&waiting));
             assert_eq!(c.factor(), want_next, "{:?}", c.reasons);
         }
         assert_eq!(c.threads(), 8);
         let r = c.finish();
-        assert_eq!(r.factors, [1, 2, 4, 8, 4, 4]);
+        assert_eq!(r.factors, [1, 2, 4, 8, 16, 4]);
         assert_eq!(r.chosen, 4);
+        assert_eq!(r.settled_after, Some(5));
         assert!(
             r.reasons
                 .last()
                 .is_some_and(|s| s.contains("settled on ×4")),
             "{r:?}"
         );
+    }
+
+    #[test]
+    fn a_noisy_loss_while_the_cores_wait_gets_one_more_doubling_once() {
+        let mut c = Controller::new(1);
+        let waiting = tel(0.6, 0.1, 5000.0);
+        // ×2 looks no better (noise); ×4 pays; ×8 loses: no second chance, settle on ×4.
+        for (ns, want_next) in [(100, 2), (101, 4), (70, 8), (80, 4)] {
+            c.observe(ns, Some(&waiting));
+            assert_eq!(c.factor(), want_next, "{:?}", c.reasons);
+        }
+        // With the cores busy, a loss settles at once.
+        let mut d = Controller::new(1);
+        d.observe(100, Some(&waiting));
+        d.observe(101, Some(&tel(0.1, 0.1, 5000.0)));
+        assert_eq!(d.factor(), 1);
+        assert_eq!(d.finish().settled_after, Some(2));
     }
 
     #[test]

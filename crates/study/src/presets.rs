@@ -470,7 +470,8 @@ fn swap_claims() -> Vec<Claim> {
                 },
                 Some(1.65),
                 "1.65x geomean with the best fixed factor",
-                "auto explores factors during the trials it times: its first trials run at x1",
+                "auto's steady state (the trials after it settled; its exploring is shown apart), \
+                 set against x1 rather than the best fixed factor",
             ),
             src,
         ),

@@ -45,6 +45,12 @@ pub struct Config {
 /// One point's worker: `hugewise run` held to `share`, at `factor`, with telemetry, printing
 /// its result as JSON for the supervisor.
 pub fn worker_args(c: &Config, share: f64, factor: &str) -> Vec<String> {
+    // `auto` explores for up to one trial per factor before it settles; the trials after
+    // that are its steady state, as many as a fixed factor's.
+    let trials = match factor {
+        "auto" => c.trials + crate::overcommit::FACTORS.len() as u32,
+        _ => c.trials,
+    };
     let mut a: Vec<String> = vec![
         c.exe.display().to_string(),
         "run".into(),
@@ -54,7 +60,7 @@ pub fn worker_args(c: &Config, share: f64, factor: &str) -> Vec<String> {
         "--seed".into(),
         c.seed.to_string(),
         "--trials".into(),
-        c.trials.to_string(),
+        trials.to_string(),
         "--pages".into(),
         c.pages.clone(),
         "--memory".into(),
@@ -158,6 +164,11 @@ mod tests {
         assert!(s.contains("--memory 0.3 "), "{s}");
         assert!(s.contains("--overcommit auto --swap-file /var/tmp/hugewise-study.swap"));
         assert!(s.contains("--page-cluster 0"));
+        assert!(
+            s.contains("--trials 8 "),
+            "auto explores beside its 3 trials: {s}"
+        );
+        assert!(worker_args(&c, 0.3, "4").join(" ").contains("--trials 3 "));
         assert_eq!(a.last().map(String::as_str), Some("--contained"));
     }
 }
