@@ -164,6 +164,76 @@ fn a_run_held_to_a_share_of_its_footprint_swaps_and_puts_everything_back() {
 }
 
 #[test]
+fn ctrl_c_during_a_run_under_memory_puts_everything_back() {
+    let Some(Setup {
+        _machine,
+        dir,
+        state,
+        graph: g,
+        before,
+    }) = setup()
+    else {
+        return;
+    };
+    let swap_file = dir.path().join("run.swap");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hugewise"))
+        .env("HUGEWISE_STATE_DIR", &state)
+        .args([
+            "--no-progress",
+            "run",
+            "bfs",
+            "--graph",
+            &g,
+            "--trials",
+            "500",
+            "--memory",
+            "60%",
+            "--page-cluster",
+            "1",
+            "--swap-file",
+            swap_file.to_str().expect("path"),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start hugewise");
+    // Interrupt it once the machine has changed: swap on and the cgroup made.
+    let t0 = std::time::Instant::now();
+    loop {
+        let (swaps, _, groups) = machine();
+        if swaps.contains(swap_file.to_str().expect("path")) && !groups.is_empty() {
+            break;
+        }
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "the run ended before it was interrupted"
+        );
+        assert!(
+            t0.elapsed().as_secs() < 120,
+            "the run never set up its limit"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let pid = child.id().to_string();
+    let killed = Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let out = child.wait_with_output().expect("wait");
+    assert!(
+        !out.status.success(),
+        "an interrupted run does not claim success"
+    );
+    assert!(!swap_file.exists(), "the swap file is removed");
+    assert_eq!(
+        machine(),
+        before,
+        "swap, page-cluster and cgroups as they were"
+    );
+}
+
+#[test]
 fn a_share_too_small_to_make_progress_is_refused_before_anything_changes() {
     let Some(Setup {
         _machine,
