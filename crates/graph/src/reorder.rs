@@ -262,8 +262,13 @@ fn side(a: &Adjacency, r: &Relabeling, layout: &Layout, names: [&str; 3]) -> Res
             .enumerate()
             .with_min_len(1024)
             .for_each(|(new, e)| {
-                let range = old_range(r.old_id(new as u32));
-                for (slot, &v) in e.iter_mut().zip(&a.edges[range]) {
+                let src = &a.edges[old_range(r.old_id(new as u32))];
+                for (k, (slot, &v)) in e.iter_mut().zip(src).enumerate() {
+                    // The permutation is read at random: ask for the line of a later
+                    // neighbour's new id while this one's arrives.
+                    if let Some(&ahead) = src.get(k + PREFETCH_AHEAD) {
+                        hugewise_sys::hint::prefetch(&r.new_of_old[ahead as usize]);
+                    }
                     *slot = r.new_id(v);
                 }
                 e.sort_unstable();
@@ -276,6 +281,9 @@ fn side(a: &Adjacency, r: &Relabeling, layout: &Layout, names: [&str; 3]) -> Res
         weights,
     })
 }
+
+/// How many neighbours ahead the relabelling asks for a permutation entry.
+const PREFETCH_AHEAD: usize = 16;
 
 /// Disjoint per-vertex slices of an array laid out by `offsets`.
 fn split<'a>(all: &'a mut [u32], offsets: &[u64]) -> Vec<&'a mut [u32]> {
