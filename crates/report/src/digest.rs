@@ -469,7 +469,11 @@ pub fn swap_lines(r: &hugewise_results::swapstudy::SwapStudy) -> SwapLines {
         let mut pts: Vec<&hugewise_results::swapstudy::SwapPoint> =
             r.points.iter().filter(|p| p.factor == *f).collect();
         pts.sort_by(|a, b| a.share.total_cmp(&b.share));
-        let name = format!("x{f}");
+        let name = if *f == "auto" {
+            "auto".to_string()
+        } else {
+            format!("x{f}")
+        };
         let series =
             |get: &dyn Fn(&hugewise_results::swapstudy::SwapPoint) -> Option<f64>| Series {
                 name: name.clone(),

@@ -506,7 +506,7 @@ fn swap_cards(page: &mut Page, e: &Entry, r: &SwapStudy) {
     let side = ratio_table("memory %", &u.idle, |v| format!("{v:.0} %"));
     page.card(
         &format!("Where the time goes: {name}"),
-        "Both CPUs' time idle or in iowait while the trials ran (from /proc/stat): what \
+        "The CPUs' time idle or in iowait while the trials ran (from /proc/stat): what \
          more threads can put to work.",
         &svg,
         &side,

@@ -22,7 +22,7 @@ pub fn curves(c: &Curves) -> String {
         bytes(c.footprint_bytes),
         if c.warmup_accesses > 0 {
             format!(
-                "; the first {} (first touch) run as warm-up, not counted",
+                "; the first {} (warm-up: first touch) run but not counted",
                 c.warmup_accesses
             )
         } else {

@@ -265,11 +265,11 @@ pub fn swap_table(runs: &[(&str, &SwapStudy)]) -> String {
         "memory",
         "factor",
         "median",
-        "vs all in memory",
-        "vs x1",
-        "page-ins/s",
-        "queue",
-        "idle+iowait",
+        "slowdown vs all in memory",
+        "speedup vs x1",
+        "page-ins/s (run)",
+        "queue (run)",
+        "idle+iowait (run)",
         "huge share",
     ]);
     let x = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| format!("{v:.2}x"));

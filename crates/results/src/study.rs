@@ -397,10 +397,12 @@ pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
             (median(xs), n)
         }
         Metric::OvercommitGain { factor, shares } => {
+            let mut runs = 0;
             let xs: Vec<f64> = ev
                 .swaps
                 .iter()
-                .flat_map(|r| {
+                .filter(|r| plain_swap(r))
+                .map(|r| {
                     r.points
                         .iter()
                         .filter(|p| p.factor == *factor)
@@ -412,19 +414,32 @@ pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
                             }
                         })
                         .filter_map(|p| Some(r.point(p.share, "1")?.median_s()? / p.median_s()?))
+                        .collect::<Vec<_>>()
                 })
+                .collect::<Vec<Vec<f64>>>()
+                .into_iter()
+                .filter(|v| !v.is_empty())
+                .inspect(|_| runs += 1)
+                .flatten()
                 .collect();
-            (geomean(&xs), xs.len())
+            (geomean(&xs), runs)
         }
         Metric::Slowdown { share } => {
             let xs: Vec<f64> = ev
                 .swaps
                 .iter()
+                .filter(|r| plain_swap(r))
                 .filter_map(|r| Some(r.point(*share, "1")?.median_s()? / r.baseline_s()?))
                 .collect();
             (geomean(&xs), xs.len())
         }
     }
+}
+
+/// A `swap` run the swapping headlines stand on: 4 KiB pages and the machine's readahead (the
+/// THP and readahead-off runs answer other questions).
+fn plain_swap(r: &SwapStudy) -> bool {
+    r.pages == "all=base" && r.page_cluster.is_none()
 }
 
 /// The headlines of `plan` over the runs given.

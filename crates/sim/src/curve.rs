@@ -178,7 +178,7 @@ pub fn run(
             policy: name.clone(),
             policy_label: m.label(),
             budget_share: *budget,
-            entries: m.plan().iter().map(|e| entry(e, rate)).collect(),
+            entries: m.plan().iter().map(|e| entry(e, rate, warmup)).collect(),
         })
         .collect();
     let plans = PromotionPlans {
@@ -219,11 +219,11 @@ pub fn region_info(r: &Region) -> RegionInfo {
 }
 
 /// A policy's step as the plan records it, with the time it stands for at `rate` accesses a
-/// second.
-fn entry(e: &PlanEvent, rate: f64) -> PlanEntry {
+/// second, counted from the end of the warm-up (where a replay's first trial starts).
+fn entry(e: &PlanEvent, rate: f64, warmup: u64) -> PlanEntry {
     PlanEntry {
         at_access: e.at_access,
-        at_s: e.at_access as f64 / rate,
+        at_s: e.at_access.saturating_sub(warmup) as f64 / rate,
         addr: e.addr,
         bytes: e.bytes,
         page_size: e.page_size,

@@ -199,7 +199,7 @@ mod linux {
             .touch(1, [9]) // #3 warm-up: 2 MiB walk
             .touch(1, [10]) // #4: the 2 MiB entry kept from the warm-up: hit
             .touch(0, [1]); // #5: 4 KiB walk
-                            // Fed in two pieces, the boundary inside the first.
+                            // Fed in two pieces, the warm-up's end inside the second.
         m.feed(0, &t.packed[..2]);
         assert_eq!(
             m.totals().counts.accesses,

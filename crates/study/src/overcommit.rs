@@ -133,7 +133,13 @@ impl Controller {
         };
         let gain = 1.0 - kernel_ns as f64 / before as f64;
         let waiting = wait.is_some_and(|w| w >= PATIENT_WAIT);
-        if gain < GAIN && waiting && !self.patience_spent && self.at + 1 < FACTORS.len() {
+        let contended = system.is_some_and(|s| s > SYSTEM_BOUND);
+        if gain < GAIN
+            && waiting
+            && !contended
+            && !self.patience_spent
+            && self.at + 1 < FACTORS.len()
+        {
             self.patience_spent = true;
             self.reasons.push(format!(
                 "×{f}: {t:.3} s, {:+.0}% against the best before ({:.3} s), but the cores still \

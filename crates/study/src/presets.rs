@@ -277,13 +277,23 @@ fn estimate_s(work: &Work, shape: &Shape) -> f64 {
                         60.0 * (1.0 - s) + 2.0
                     }
                 };
+                // `auto` explores for up to one trial per factor beside its own trials.
+                let all_trials: f64 = factors
+                    .iter()
+                    .map(|f| {
+                        let exploring = if f == "auto" {
+                            crate::overcommit::FACTORS.len() as f64
+                        } else {
+                            0.0
+                        };
+                        *trials as f64 + 1.0 + exploring
+                    })
+                    .sum();
                 shares
                     .iter()
                     .map(|&s| {
-                        factors.len() as f64
-                            * (load(graph) * 2.0
-                                + 3.0
-                                + trial * slowdown(s) * (*trials as f64 + 1.0))
+                        factors.len() as f64 * (load(graph) * 2.0 + 3.0)
+                            + trial * slowdown(s) * all_trials
                     })
                     .sum::<f64>()
             }

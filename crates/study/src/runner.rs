@@ -541,6 +541,7 @@ fn work(
                 factors: factors.clone(),
                 page_cluster: *page_cluster,
                 trials: *trials,
+                swap_file: swapstudy::swap_file(&run.id),
             };
             obs.phase("swapping");
             obs.progress(0, (shares.len() * factors.len()) as u64);

@@ -14,8 +14,11 @@ pub use hugewise_results::swapstudy::{SwapPoint, SwapStudy};
 use crate::swap::{self, SwapSource};
 use crate::{Error, Result};
 
-/// Where a study's points put their swap file (made and removed by each point).
-pub const SWAP_FILE: &str = "/var/tmp/hugewise-study.swap";
+/// Where a study run's points put their swap file (made and removed by each point): one path
+/// per run, so that runs of one study started side by side (Slurm tasks) do not collide.
+pub fn swap_file(run_id: &str) -> PathBuf {
+    PathBuf::from(format!("/var/tmp/hugewise-study-{run_id}.swap"))
+}
 
 /// What to run.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,10 +43,13 @@ pub struct Config {
     pub page_cluster: Option<u32>,
     /// Trials of each point.
     pub trials: u32,
+    /// The swap file each point makes and removes.
+    pub swap_file: PathBuf,
 }
 
 /// One point's worker: `hugewise run` held to `share`, at `factor`, with telemetry, printing
-/// its result as JSON for the supervisor.
+/// its result as JSON for the supervisor. Its threads are `factor` per CPU of the machine (or
+/// of the cgroup's cpuset), as `run --overcommit` gives them.
 pub fn worker_args(c: &Config, share: f64, factor: &str) -> Vec<String> {
     // `auto` explores for up to one trial per factor before it settles; the trials after
     // that are its steady state, as many as a fixed factor's.
@@ -68,7 +74,7 @@ pub fn worker_args(c: &Config, share: f64, factor: &str) -> Vec<String> {
         "--overcommit".into(),
         factor.to_string(),
         "--swap-file".into(),
-        SWAP_FILE.into(),
+        c.swap_file.display().to_string(),
         "--telemetry".into(),
         "--json".into(),
         "--no-progress".into(),
@@ -108,7 +114,7 @@ pub fn run(
             }
             let plan = swap::Plan {
                 share,
-                swap: SwapSource::File(PathBuf::from(SWAP_FILE)),
+                swap: SwapSource::File(c.swap_file.clone()),
                 page_cluster: c.page_cluster,
             };
             let point = match swap::supervise(&host, &plan, &worker_args(c, share, factor), cancel)
@@ -130,6 +136,17 @@ pub fn run(
             points.push(point);
             done(points.len(), total);
         }
+    }
+    // Nothing ran: the cause is the machine's (no cgroup, a file in the way), not a point's;
+    // fail the run so that --resume tries it again.
+    if points.iter().all(|p| p.run.is_none()) {
+        let why = points
+            .iter()
+            .find_map(|p| p.error.clone())
+            .unwrap_or_else(|| "no point to run".into());
+        return Err(Error::Config(format!(
+            "every point failed; the first: {why}"
+        )));
     }
     Ok(SwapStudy {
         graph_spec: c.graph_spec.clone(),
@@ -157,12 +174,15 @@ mod tests {
             factors: vec!["1".into(), "auto".into()],
             page_cluster: Some(0),
             trials: 3,
+            swap_file: swap_file("swap-bfs-kron20"),
         };
         let a = worker_args(&c, 0.3, "auto");
         let s = a.join(" ");
         assert!(s.starts_with("/usr/bin/hugewise run bfs --graph /s/graphs/kron-20-seed1.hwg"));
         assert!(s.contains("--memory 0.3 "), "{s}");
-        assert!(s.contains("--overcommit auto --swap-file /var/tmp/hugewise-study.swap"));
+        assert!(s.contains(
+            "--overcommit auto --swap-file /var/tmp/hugewise-study-swap-bfs-kron20.swap"
+        ));
         assert!(s.contains("--page-cluster 0"));
         assert!(
             s.contains("--trials 8 "),
