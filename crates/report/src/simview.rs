@@ -15,14 +15,14 @@ pub fn curves(c: &Curves) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "trace   {}: {} accesses counted, {} streams, footprint {}{}",
+        "trace   {}: {} accesses, {} streams, footprint {}{}",
         c.trace.display(),
         c.accesses,
         c.streams,
         bytes(c.footprint_bytes),
         if c.warmup_accesses > 0 {
             format!(
-                "; the first {} (warm-up: first touch) run but not counted",
+                "; counted after a warm-up of {} (first touch), simulated but not counted",
                 c.warmup_accesses
             )
         } else {
