@@ -85,9 +85,11 @@ impl Machine {
     }
 
     /// Run the first `accesses` of stream 0 as warm-up: they fill the TLBs, map pages and let
-    /// the policy act (a trace's first-touch prologue, as the program's loading did) but are
-    /// left out of [`Machine::totals`], which then count the kernel alone. Call before the
-    /// first [`Machine::feed`].
+    /// the policy act (a trace's first-touch prologue, as the program's loading did). Their
+    /// TLB counts are left out of [`Machine::totals`], which then count the kernel alone; what
+    /// the policy did meanwhile (promotions, huge bytes, the budget) stays, as the machine's
+    /// state when the kernel starts. Other streams have no warm-up. A warm-up longer than
+    /// stream 0 leaves nothing of it counted. Call before the first [`Machine::feed`].
     pub fn with_warmup(mut self, accesses: u64) -> Machine {
         self.warmup_left = accesses;
         self
