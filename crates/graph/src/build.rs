@@ -112,7 +112,14 @@ fn check(
     n: u64,
     edges: u64,
 ) -> Result<()> {
-    let shape = Shape {
+    let shape = shape_of(opts, weighted, n, edges);
+    opts.fit.check(name, implies, shape, shape.builder_bytes())
+}
+
+/// The graph `n` vertices and `edges` edges make under `opts` (both arcs of an edge when
+/// symmetrizing).
+fn shape_of(opts: BuildOptions, weighted: bool, n: u64, edges: u64) -> Shape {
+    Shape {
         vertices: n,
         arcs: if opts.symmetrize {
             edges.saturating_mul(2)
@@ -121,8 +128,7 @@ fn check(
         },
         directed: !opts.symmetrize,
         weighted,
-    };
-    opts.fit.check(name, implies, shape, shape.builder_bytes())
+    }
 }
 
 /// Below this many vertices the per-vertex arrays are too small to be worth a look at /proc.
@@ -179,16 +185,7 @@ pub fn build(
     let mut held = budget.map(|_| Held::new(weighted));
     let holds = |n: u64, edges: u64| {
         let edges = edges.max(hint);
-        let shape = Shape {
-            vertices: n,
-            arcs: if opts.symmetrize {
-                edges.saturating_mul(2)
-            } else {
-                edges
-            },
-            directed: !opts.symmetrize,
-            weighted,
-        };
+        let shape = shape_of(opts, weighted, n, edges);
         let need = opts
             .fit
             .need(shape, shape.builder_bytes())

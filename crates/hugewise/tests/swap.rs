@@ -109,24 +109,18 @@ fn setup() -> Option<Setup> {
 
 #[test]
 fn a_run_held_to_a_share_of_its_footprint_swaps_and_puts_everything_back() {
-    let Some(Setup {
-        _machine,
-        dir,
-        state,
-        graph: g,
-        before,
-    }) = setup()
-    else {
+    let Some(s) = setup() else {
         return;
     };
-    let swap_file = dir.path().join("run.swap");
+    let (state, g, before) = (&s.state, &s.graph, s.before.clone());
+    let swap_file = s.dir.path().join("run.swap");
     let o = hw(
-        &state,
+        state,
         &[
             "run",
             "bfs",
             "--graph",
-            &g,
+            g,
             "--trials",
             "2",
             "--memory",
@@ -171,25 +165,19 @@ fn a_run_held_to_a_share_of_its_footprint_swaps_and_puts_everything_back() {
 
 #[test]
 fn ctrl_c_during_a_run_under_memory_puts_everything_back() {
-    let Some(Setup {
-        _machine,
-        dir,
-        state,
-        graph: g,
-        before,
-    }) = setup()
-    else {
+    let Some(s) = setup() else {
         return;
     };
-    let swap_file = dir.path().join("run.swap");
+    let (state, g, before) = (&s.state, &s.graph, s.before.clone());
+    let swap_file = s.dir.path().join("run.swap");
     let mut child = Command::new(env!("CARGO_BIN_EXE_hugewise"))
-        .env("HUGEWISE_STATE_DIR", &state)
+        .env("HUGEWISE_STATE_DIR", state)
         .args([
             "--no-progress",
             "run",
             "bfs",
             "--graph",
-            &g,
+            g,
             "--trials",
             "500",
             "--memory",
@@ -241,17 +229,11 @@ fn ctrl_c_during_a_run_under_memory_puts_everything_back() {
 
 #[test]
 fn a_share_too_small_to_make_progress_is_refused_before_anything_changes() {
-    let Some(Setup {
-        _machine,
-        dir: _dir,
-        state,
-        graph: g,
-        before,
-    }) = setup()
-    else {
+    let Some(s) = setup() else {
         return;
     };
-    let o = hw(&state, &["run", "bfs", "--graph", &g, "--memory", "5%"]);
+    let (state, g, before) = (&s.state, &s.graph, s.before.clone());
+    let o = hw(state, &["run", "bfs", "--graph", g, "--memory", "5%"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success());
     assert!(err.contains("needs to make progress"), "{err}");

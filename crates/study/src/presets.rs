@@ -348,7 +348,7 @@ fn sourced(mut c: Claim, source: &str) -> Claim {
 }
 
 const VM_GAP: &str = "a 2-core VM with another CPU and smaller graphs than the paper's \
-                      (kron:26-27 show more; see BENCHMARKS.md)";
+                      (random reads over 4 GiB gain 1.86x here; see BENCHMARKS.md)";
 
 fn selective_claims() -> Vec<Claim> {
     vec![
