@@ -10,6 +10,8 @@
 //! a seed gives the same graph whatever the thread count: grid and road edges are metre-like,
 //! uniform in [1, [`METRES_MAX`]]; chain and star edges are in [1, 255] as the Kronecker and
 //! uniform generators' (a chain of a million metre-like hops would overflow 32-bit distances).
+//! A very long mesh (`grid:1x100000`) or chain (over about 3 × 10^7 vertices) can still pass
+//! 32-bit distances: SSSP then caps them, and `--verify` says so.
 
 use std::str::FromStr;
 

@@ -397,31 +397,24 @@ pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
             (median(xs), n)
         }
         Metric::OvercommitGain { factor, shares } => {
-            let mut runs = 0;
-            let xs: Vec<f64> = ev
-                .swaps
-                .iter()
-                .filter(|r| plain_swap(r))
-                .map(|r| {
+            let in_shares = |s: f64| {
+                if shares.is_empty() {
+                    s < 1.0
+                } else {
+                    shares.iter().any(|x| (x - s).abs() < 1e-9)
+                }
+            };
+            let (mut xs, mut runs) = (Vec::new(), 0);
+            for r in ev.swaps.iter().filter(|r| plain_swap(r)) {
+                let before = xs.len();
+                xs.extend(
                     r.points
                         .iter()
-                        .filter(|p| p.factor == *factor)
-                        .filter(|p| {
-                            if shares.is_empty() {
-                                p.share < 1.0
-                            } else {
-                                shares.iter().any(|s| (s - p.share).abs() < 1e-9)
-                            }
-                        })
-                        .filter_map(|p| Some(r.point(p.share, "1")?.median_s()? / p.median_s()?))
-                        .collect::<Vec<_>>()
-                })
-                .collect::<Vec<Vec<f64>>>()
-                .into_iter()
-                .filter(|v| !v.is_empty())
-                .inspect(|_| runs += 1)
-                .flatten()
-                .collect();
+                        .filter(|p| p.factor == *factor && in_shares(p.share))
+                        .filter_map(|p| Some(r.point(p.share, "1")?.median_s()? / p.median_s()?)),
+                );
+                runs += usize::from(xs.len() > before);
+            }
             (geomean(&xs), runs)
         }
         Metric::Slowdown { share } => {
