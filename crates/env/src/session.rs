@@ -135,10 +135,16 @@ impl Session {
             .require_root("enabling swap", &path.display().to_string())?;
         if path.exists() {
             return Err(Error::Invalid(format!(
-                "{} already exists; hugewise never overwrites a file (choose another --file)",
+                "{} already exists; hugewise never overwrites a file (choose another path)",
                 path.display()
             )));
         }
+        // Journaled as an absolute path: /proc/swaps lists it so, and a restore run from
+        // another directory must find it.
+        let path = &std::path::absolute(path).map_err(|e| Error::Io {
+            path: path.to_path_buf(),
+            source: e,
+        })?;
         self.attempt(
             Change::SwapFile {
                 path: path.to_path_buf(),

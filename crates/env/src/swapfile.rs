@@ -113,7 +113,8 @@ pub fn check_location(host: &crate::Host, path: &Path, bytes: u64, spare: u64) -
         let fs = m.fstype.as_str();
         if NO_SWAP_FILES.contains(&fs) || fs.starts_with("fuse.") {
             return Err(Error::Invalid(format!(
-                "{} is on {fs} ({}), which cannot hold a swap file: give a path on a local disk                  (ext4, xfs, or btrfs with chattr +C)",
+                "{} is on {fs} ({}), which cannot hold a swap file: give a path on a local disk \
+                 (ext4, xfs, or btrfs with chattr +C)",
                 path.display(),
                 m.target.display()
             )));
@@ -123,7 +124,8 @@ pub fn check_location(host: &crate::Host, path: &Path, bytes: u64, spare: u64) -
                 .is_some_and(|f| f & hugewise_sys::swap::NOCOW_FLAG != 0);
             if !nocow {
                 return Err(Error::Invalid(format!(
-                    "{} is on btrfs in a directory without no-copy-on-write: the kernel refuses                      such a swap file (make a directory with `chattr +C DIR` and put it there)",
+                    "{} is on btrfs in a directory without no-copy-on-write: the kernel refuses \
+                     such a swap file (make a directory with `chattr +C DIR` and put it there)",
                     path.display()
                 )));
             }

@@ -189,8 +189,32 @@ fn run_kernel(a: cli::RunArgs, progress: Mode) -> anyhow::Result<()> {
             _ => None,
         };
         let steps = Steps::new(progress, "loading", Unit::Items);
-        let r = graphrun::run_with(&cfg, extras, &mut counting(&steps, "trials"))
-            .with_context(|| format!("running {} on {}", kernel.name(), a.input.graph));
+        let r = match session.as_mut() {
+            None => graphrun::run_with(&cfg, extras, &mut counting(&steps, "trials")),
+            // The machine was changed: Ctrl-C or SIGTERM puts it back before this process
+            // ends, rather than killing it with the change in place.
+            Some(s) => {
+                let cancel = cancel_flag()?;
+                let done = std::sync::atomic::AtomicBool::new(false);
+                std::thread::scope(|scope| {
+                    scope.spawn(|| {
+                        use std::sync::atomic::Ordering::Relaxed;
+                        while !done.load(Relaxed) {
+                            if cancel.load(Relaxed) {
+                                s.restore();
+                                eprintln!("hugewise: interrupted; vm.page-cluster is put back");
+                                std::process::exit(130);
+                            }
+                            std::thread::sleep(std::time::Duration::from_millis(50));
+                        }
+                    });
+                    let r = graphrun::run_with(&cfg, extras, &mut counting(&steps, "trials"));
+                    done.store(true, std::sync::atomic::Ordering::Relaxed);
+                    r
+                })
+            }
+        }
+        .with_context(|| format!("running {} on {}", kernel.name(), a.input.graph));
         steps.finish();
         if let Some(s) = session.as_mut() {
             s.restore();

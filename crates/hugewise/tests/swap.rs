@@ -228,6 +228,62 @@ fn ctrl_c_during_a_run_under_memory_puts_everything_back() {
 }
 
 #[test]
+fn ctrl_c_during_a_run_with_only_page_cluster_puts_it_back() {
+    let Some(s) = setup() else {
+        return;
+    };
+    let before_cluster = std::fs::read_to_string(PAGE_CLUSTER).expect("page-cluster");
+    let other = if before_cluster.trim() == "1" {
+        "2"
+    } else {
+        "1"
+    };
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hugewise"))
+        .env("HUGEWISE_STATE_DIR", &s.state)
+        .args([
+            "--no-progress",
+            "run",
+            "bfs",
+            "--graph",
+            &s.graph,
+            "--trials",
+            "100000",
+            "--page-cluster",
+            other,
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start hugewise");
+    let t0 = std::time::Instant::now();
+    while std::fs::read_to_string(PAGE_CLUSTER)
+        .expect("page-cluster")
+        .trim()
+        != other
+    {
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "the run ended early"
+        );
+        assert!(t0.elapsed().as_secs() < 60, "page-cluster was never set");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(machine(), s.before, "page-cluster as it was");
+}
+
+#[test]
 fn a_share_too_small_to_make_progress_is_refused_before_anything_changes() {
     let Some(s) = setup() else {
         return;
