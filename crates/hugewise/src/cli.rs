@@ -142,6 +142,12 @@ runs of the same code give the simulator its clock; they are saved beside the tr
     /// headlines against the seed papers' numbers and a report.
     #[command(after_help = crate::studycmd::help())]
     Study(crate::studycmd::StudyArgs),
+
+    /// Run a program hugewise did not write with page rules for its large allocations, and
+    /// see which became huge: each allocation above a size gets a 2 MiB-aligned mapping of its
+    /// own with the policy its rule says, and its backing is read from the kernel as it runs.
+    #[command(after_help = crate::execcmd::HELP)]
+    Exec(crate::execcmd::ExecArgs),
 }
 
 /// `hugewise report`.

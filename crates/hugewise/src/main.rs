@@ -4,6 +4,7 @@
 mod cli;
 mod envcli;
 mod envcmd;
+mod execcmd;
 mod output;
 mod progress;
 mod promotecmd;
@@ -245,6 +246,7 @@ fn run(command: Command, progress: Mode) -> anyhow::Result<u8> {
             return envcmd::run(cmd, progress).map(|code| code.clamp(0, 255) as u8)
         }
         Command::Promote(a) => return promotecmd::promote(a, &*cancel_flag()?),
+        Command::Exec(a) => return execcmd::exec(a, progress, &*cancel_flag()?),
         Command::Study(a) => return studycmd::study(a, progress),
         Command::Trace(a) => simcmd::trace(a, progress),
         Command::Sim(a) => simcmd::sim(a, progress),

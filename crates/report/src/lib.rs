@@ -8,6 +8,7 @@ pub mod charts;
 pub mod collectionview;
 pub mod digest;
 pub mod envview;
+pub mod execview;
 pub mod fmt;
 pub mod html;
 pub mod promoteview;
@@ -62,5 +63,6 @@ pub fn render(r: &AnyResult, style: Style) -> Option<String> {
         AnyResult::EnvRestore(s) => envview::restore(&s.result),
         AnyResult::Study(s) => studyview::plan(&s.result),
         AnyResult::Swap(s) => studyview::swap_table(&[("swap", &s.result)]),
+        AnyResult::Exec(s) => execview::exec(&s.result, false),
     })
 }

@@ -12,6 +12,7 @@ pub mod backing;
 pub mod capture;
 pub mod collection;
 pub mod env;
+pub mod exec;
 pub mod faultlat;
 pub mod graph;
 pub mod kernel;
@@ -276,6 +277,8 @@ kinds! {
     Study(study::StudyPlan) = "hugewise/study", 1;
     /// `hugewise study swap`: one kernel under memory limits and overcommit factors.
     Swap(swapstudy::SwapStudy) = "hugewise/study-swap", 1;
+    /// `hugewise exec`: a program run with the preload library.
+    Exec(exec::ExecReport) = "hugewise/exec", 1;
 }
 
 /// Read any saved result from `path`.

@@ -15,6 +15,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(missing_docs)]
 
+pub mod alloclog;
 pub mod atomic;
 pub mod caps;
 pub mod debugfs;
@@ -22,6 +23,7 @@ pub mod errno;
 mod error;
 pub mod file;
 pub mod hint;
+pub mod interpose;
 pub mod lock;
 pub mod machine;
 pub mod memlimit;

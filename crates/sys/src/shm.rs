@@ -41,7 +41,7 @@ unsafe impl Send for SampleRing {}
 // SAFETY: as above.
 unsafe impl Sync for SampleRing {}
 
-fn map_shared(file: &File, path: &Path, len: usize, write: bool) -> Result<NonNull<u8>> {
+pub(crate) fn map_shared(file: &File, path: &Path, len: usize, write: bool) -> Result<NonNull<u8>> {
     let prot = if write {
         libc::PROT_READ | libc::PROT_WRITE
     } else {
@@ -69,64 +69,95 @@ fn map_shared(file: &File, path: &Path, len: usize, write: bool) -> Result<NonNu
         .ok_or_else(|| Error::Invalid(format!("{}: mmap gave null", path.display())))
 }
 
+/// Create (or replace) the shared file at `path`, `len` bytes long (sparse), map it for writing
+/// and write the header words hugewise's shared formats begin with: `magic`, `version` with
+/// `count` (slots or entries) in the high half, and the writer's pid in the fourth word. The
+/// magic goes last: a reader that sees it sees a complete header.
+pub(crate) fn create_shared(
+    path: &Path,
+    len: usize,
+    magic: u64,
+    version: u32,
+    count: usize,
+) -> Result<NonNull<u8>> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(|e| Error::io(path, e))?;
+    file.set_len(len as u64).map_err(|e| Error::io(path, e))?;
+    let ptr = map_shared(&file, path, len, true)?;
+    // SAFETY: the fresh mapping holds at least four words (every format's header is longer),
+    // page aligned; written through atomics because readers in other processes may map it.
+    let words = unsafe { std::slice::from_raw_parts(ptr.as_ptr().cast::<AtomicU64>(), 4) };
+    words[1].store(
+        u64::from(version) | ((count as u64) << 32),
+        Ordering::Relaxed,
+    );
+    words[3].store(u64::from(std::process::id()), Ordering::Relaxed);
+    words[0].store(magic, Ordering::Release);
+    Ok(ptr)
+}
+
+/// Map the whole shared file at `path` read-only after checking that it holds at least `min`
+/// bytes and starts with `magic` (a `what`, with its article's); the mapping and its length.
+pub(crate) fn open_shared(
+    path: &Path,
+    min: usize,
+    magic: u64,
+    what: &str,
+) -> Result<(NonNull<u8>, usize)> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let size = file.metadata().map_err(|e| Error::io(path, e))?.len() as usize;
+    if size < min {
+        return Err(Error::parse(
+            path,
+            0,
+            format!("{size} bytes: shorter than the header of {what}"),
+        ));
+    }
+    let ptr = map_shared(&file, path, size, false)?;
+    // SAFETY: the mapping holds at least `min` >= 8 bytes, page aligned; read atomically since
+    // a writer in another process may be storing the magic right now.
+    let found = unsafe { (*ptr.as_ptr().cast::<AtomicU64>()).load(Ordering::Acquire) };
+    if found != magic {
+        // SAFETY: the mapping made just above, unmapped once; nothing refers into it.
+        unsafe { libc::munmap(ptr.as_ptr().cast(), size) };
+        return Err(Error::parse(
+            path,
+            0,
+            format!("not {what} of hugewise (bad magic)"),
+        ));
+    }
+    Ok((ptr, size))
+}
+
 impl SampleRing {
     /// Create (or replace) the ring file at `path` with `slots` slots (rounded up to a power of
     /// two, at least 64) and map it for writing.
     pub fn create(path: &Path, slots: usize) -> Result<SampleRing> {
         let slots = slots.max(64).next_power_of_two();
         let len = HEADER + slots * 8;
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)
-            .map_err(|e| Error::io(path, e))?;
-        file.set_len(len as u64).map_err(|e| Error::io(path, e))?;
-        let ring = SampleRing {
-            ptr: map_shared(&file, path, len, true)?,
+        Ok(SampleRing {
+            ptr: create_shared(path, len, MAGIC, VERSION, slots)?,
             len,
             slots,
             writable: true,
-        };
-        let words = ring.header();
-        words[1].store(
-            u64::from(VERSION) | ((slots as u64) << 32),
-            Ordering::Relaxed,
-        );
-        words[2].store(0, Ordering::Relaxed);
-        words[3].store(u64::from(std::process::id()), Ordering::Relaxed);
-        // The magic goes last: a reader that sees it sees a complete header.
-        words[0].store(MAGIC, Ordering::Release);
-        Ok(ring)
+        })
     }
 
     /// Map an existing ring read-only, checking its header.
     pub fn open(path: &Path) -> Result<SampleRing> {
-        let file = File::open(path).map_err(|e| Error::io(path, e))?;
-        let size = file.metadata().map_err(|e| Error::io(path, e))?.len() as usize;
-        if size < HEADER {
-            return Err(Error::parse(
-                path,
-                0,
-                format!("{size} bytes: shorter than the header"),
-            ));
-        }
-        let head = SampleRing {
-            ptr: map_shared(&file, path, HEADER, false)?,
-            len: HEADER,
+        let (ptr, size) = open_shared(path, HEADER, MAGIC, "a sample ring")?;
+        let mut ring = SampleRing {
+            ptr,
+            len: size,
             slots: 0,
             writable: false,
         };
-        let w = head.header();
-        if w[0].load(Ordering::Acquire) != MAGIC {
-            return Err(Error::parse(
-                path,
-                0,
-                "not a hugewise sample ring (bad magic)",
-            ));
-        }
-        let vs = w[1].load(Ordering::Relaxed);
+        let vs = ring.header()[1].load(Ordering::Relaxed);
         let (version, slots) = ((vs & 0xffff_ffff) as u32, (vs >> 32) as usize);
         if version != VERSION {
             return Err(Error::parse(
@@ -142,13 +173,8 @@ impl SampleRing {
                 format!("{slots} slots do not match the file's {size} bytes"),
             ));
         }
-        drop(head);
-        Ok(SampleRing {
-            ptr: map_shared(&file, path, size, false)?,
-            len: size,
-            slots,
-            writable: false,
-        })
+        ring.slots = slots;
+        Ok(ring)
     }
 
     fn header(&self) -> &[AtomicU64] {

@@ -1,0 +1,39 @@
+//! hugewise-exec runs programs hugewise did not write with its preload library, which takes
+//! over their large allocations and gives each the page policy the user's rules choose:
+//! [`rules`] (the rule language), [`protocol`] (what `hugewise exec` and the library agree on),
+//! [`run`] (starting the program, reading each allocation's backing while it runs, the result).
+#![forbid(unsafe_code)]
+
+pub mod protocol;
+pub mod rules;
+pub mod run;
+
+/// Why a program could not be run under `hugewise exec`.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A page rule could not be read.
+    #[error("{at}: {why}")]
+    Rules {
+        /// Where: the rule's position and text, or the file and line.
+        at: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// The preload library was not found.
+    #[error("{0}")]
+    NoPreload(String),
+    /// The program could not be started.
+    #[error("cannot start '{program}': {source}")]
+    Launch {
+        /// The program.
+        program: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A kernel file or call failed.
+    #[error(transparent)]
+    Sys(#[from] hugewise_sys::Error),
+}
+
+/// Result alias of the exec crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,323 @@
+//! Run a program with the preload library, read the backing of every allocation it took over
+//! while the program runs (the pages are gone once it exits), and say what each got.
+
+use std::collections::HashMap;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use hugewise_results::exec::{ExecAllocation, ExecProcess, ExecReport};
+use hugewise_sys::alloclog::{AllocLog, LogEntry, Origin, FLAG_BAD_RULES, FLAG_FOREIGN_ALLOCATOR};
+use hugewise_sys::errno::Errno;
+use hugewise_sys::interpose::monotonic_ns;
+use hugewise_sys::proc::{PageRun, Pid, ProcFs, ScanCategories};
+use hugewise_sys::process::{PidFd, Signal};
+
+use crate::protocol::{self, LIBRARY};
+use crate::rules::{Placement, Rules};
+use crate::{Error, Result};
+
+/// What to run and how.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The command, program first.
+    pub argv: Vec<String>,
+    /// The page rules.
+    pub rules: Rules,
+    /// Allocations below this stay with the program's allocator.
+    pub min_size: u64,
+    /// The preload library.
+    pub preload: PathBuf,
+    /// How often to read the allocations' backing.
+    pub interval: Duration,
+}
+
+/// The preload library: `explicit` when given, else `HUGEWISE_PRELOAD`, else beside the running
+/// hugewise (`cargo build` puts it there, or in `deps/` when hugewise was built alone).
+pub fn find_preload(explicit: Option<&Path>) -> Result<PathBuf> {
+    if let Some(p) = explicit {
+        return if p.is_file() {
+            Ok(p.to_path_buf())
+        } else {
+            Err(Error::NoPreload(format!(
+                "--preload {}: no such file",
+                p.display()
+            )))
+        };
+    }
+    let mut tried = Vec::new();
+    if let Some(p) = std::env::var_os("HUGEWISE_PRELOAD") {
+        tried.push(PathBuf::from(p));
+    }
+    if let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_path_buf))
+    {
+        tried.push(dir.join(LIBRARY));
+        tried.push(dir.join("deps").join(LIBRARY));
+    }
+    // The first that exists; beside hugewise, the newer of the two (a build of hugewise alone
+    // refreshes only deps/, a build of the workspace both).
+    let modified = |p: &PathBuf| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let found = match tried.iter().position(|p| p.is_file()) {
+        Some(0) if std::env::var_os("HUGEWISE_PRELOAD").is_some() => Some(&tried[0]),
+        Some(_) => tried
+            .iter()
+            .filter(|p| p.is_file())
+            .max_by_key(|p| modified(p)),
+        None => None,
+    };
+    if let Some(found) = found {
+        return Ok(found.canonicalize().unwrap_or_else(|_| found.clone()));
+    }
+    Err(Error::NoPreload(format!(
+        "the preload library {LIBRARY} is not where hugewise looks ({}); build it with \
+         `cargo build --release -p hugewise-preload`, or name it with --preload",
+        tried
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )))
+}
+
+/// What the run looks like now, for a live line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tick {
+    /// Since the program started.
+    pub elapsed: Duration,
+    /// Processes that loaded the library.
+    pub processes: usize,
+    /// Allocations taken over and still alive.
+    pub live: usize,
+    /// Their bytes resident now.
+    pub resident_bytes: u64,
+    /// Their bytes in huge pages now.
+    pub huge_bytes: u64,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Peak {
+    resident: u64,
+    huge: u64,
+}
+
+struct Watched {
+    pid: i32,
+    path: PathBuf,
+    log: AllocLog,
+    peaks: HashMap<(u64, u64), Peak>,
+    peak_rss: Option<u64>,
+    peak_anon_huge: Option<u64>,
+}
+
+/// Bytes present and bytes huge in `[start, end)` of `pid`, from `PAGEMAP_SCAN`.
+fn backing(proc: &ProcFs, pid: i32, start: u64, end: u64, runs: &mut Vec<PageRun>) -> Option<Peak> {
+    let map = proc.pagemap(Pid::Id(pid)).ok()?;
+    runs.clear();
+    map.scan(
+        start as usize,
+        end as usize,
+        ScanCategories::PRESENT,
+        ScanCategories::PRESENT | ScanCategories::HUGE,
+        runs,
+    )
+    .ok()?;
+    let mut p = Peak::default();
+    for r in runs.iter() {
+        let n = (r.end - r.start) as u64;
+        p.resident += n;
+        if r.categories.has(ScanCategories::HUGE) {
+            p.huge += n;
+        }
+    }
+    Some(p)
+}
+
+impl Watched {
+    fn open(pid: i32, path: PathBuf) -> Option<Watched> {
+        Some(Watched {
+            pid,
+            log: AllocLog::open(&path).ok()?,
+            path,
+            peaks: HashMap::new(),
+            peak_rss: None,
+            peak_anon_huge: None,
+        })
+    }
+
+    /// Read every live allocation's backing and the process's totals; the tick's share.
+    fn observe(&mut self, proc: &ProcFs, runs: &mut Vec<PageRun>) -> Tick {
+        let mut t = Tick::default();
+        for e in self.log.entries().iter().filter(|e| e.freed_ns.is_none()) {
+            let Some(now) = backing(proc, self.pid, e.start, e.start + e.len, runs) else {
+                continue;
+            };
+            let p = self.peaks.entry((e.start, e.born_ns)).or_default();
+            p.resident = p.resident.max(now.resident);
+            p.huge = p.huge.max(now.huge);
+            t.live += 1;
+            t.resident_bytes += now.resident;
+            t.huge_bytes += now.huge;
+        }
+        if let Ok(r) = proc.smaps_rollup(Pid::Id(self.pid)) {
+            self.peak_rss = Some(self.peak_rss.unwrap_or(0).max(r.rss_bytes));
+            self.peak_anon_huge = Some(self.peak_anon_huge.unwrap_or(0).max(r.anon_huge_bytes));
+        }
+        t
+    }
+
+    fn report(&self, t0_mono: u64, rules: &Rules) -> ExecProcess {
+        let h = self.log.head();
+        let allocations = self
+            .log
+            .entries()
+            .iter()
+            .map(|e| allocation(e, t0_mono, rules, self.peaks.get(&(e.start, e.born_ns))))
+            .collect();
+        ExecProcess {
+            pid: self.pid,
+            allocator: if h.flags & FLAG_FOREIGN_ALLOCATOR != 0 {
+                "other"
+            } else {
+                "glibc"
+            }
+            .to_string(),
+            rules_refused: h.flags & FLAG_BAD_RULES != 0,
+            unlogged: h.dropped,
+            fallbacks: h.fallbacks,
+            last_fallback_error: (h.last_errno != 0).then(|| Errno(h.last_errno).name()),
+            peak_rss_bytes: self.peak_rss,
+            peak_anon_huge_bytes: self.peak_anon_huge,
+            allocations,
+        }
+    }
+}
+
+fn allocation(e: &LogEntry, t0_mono: u64, rules: &Rules, peak: Option<&Peak>) -> ExecAllocation {
+    let rule = (usize::from(e.rule) < rules.0.len()).then_some(u32::from(e.rule));
+    ExecAllocation {
+        start: e.start,
+        len_bytes: e.len,
+        requested_bytes: e.requested,
+        policy: Placement::from_code(e.policy)
+            .map_or("unknown", Placement::name)
+            .to_string(),
+        rule,
+        origin: match e.origin {
+            Origin::Malloc => "malloc",
+            Origin::Mmap => "mmap",
+        }
+        .to_string(),
+        advice_error: (e.advice_errno != 0).then(|| Errno(i32::from(e.advice_errno)).name()),
+        born_ns: e.born_ns.saturating_sub(t0_mono),
+        lifetime_ns: e.freed_ns.map(|f| f.saturating_sub(e.born_ns)),
+        peak_resident_bytes: peak.map(|p| p.resident),
+        peak_huge_bytes: peak.map(|p| p.huge),
+    }
+}
+
+/// A name no other run on the machine uses at the same time.
+fn session_name() -> String {
+    format!("{}-{}", std::process::id(), monotonic_ns() % 1_000_000_000)
+}
+
+/// Run the program to its end with the preload library, reading its allocations' backing every
+/// `interval`, and calling `tick` after each reading. When `stop` is raised (the user pressed
+/// Ctrl-C, which the program gets too) the program is given a second to end, then SIGTERM.
+pub fn run(cfg: &Config, stop: &AtomicBool, mut tick: impl FnMut(&Tick)) -> Result<ExecReport> {
+    let program = cfg.argv.first().cloned().unwrap_or_default();
+    protocol::sweep_orphans();
+    let session = session_name();
+    let mut preload = cfg.preload.as_os_str().to_owned();
+    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|o| !o.is_empty()) {
+        preload.push(":");
+        preload.push(old);
+    }
+    let mut cmd = Command::new(&program);
+    cmd.args(&cfg.argv[1..])
+        .env("LD_PRELOAD", &preload)
+        .env(protocol::ENV_RULES, cfg.rules.to_string())
+        .env(protocol::ENV_MIN_SIZE, cfg.min_size.to_string())
+        .env(protocol::ENV_SESSION, &session);
+    hugewise_sys::process::tie_to_parent(&mut cmd);
+    let t0 = Instant::now();
+    let t0_mono = monotonic_ns();
+    let mut child = cmd.spawn().map_err(|source| Error::Launch {
+        program: program.clone(),
+        source,
+    })?;
+    let proc = ProcFs::default();
+    let mut watched: Vec<Watched> = Vec::new();
+    let mut runs = Vec::new();
+    let mut stopped_at: Option<Instant> = None;
+    let mut next_reading = t0;
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|source| Error::Launch {
+            program: program.clone(),
+            source,
+        })? {
+            break status;
+        }
+        if stop.load(Ordering::Relaxed) {
+            let at = *stopped_at.get_or_insert_with(Instant::now);
+            if at.elapsed() > Duration::from_secs(1) {
+                if let Ok(fd) = PidFd::open(child.id() as i32) {
+                    let _ = fd.signal(Signal::Term);
+                }
+                stopped_at = Some(Instant::now());
+            }
+        }
+        if Instant::now() >= next_reading {
+            for (pid, path) in protocol::logs(&session) {
+                if watched.iter().any(|w| w.pid == pid) {
+                    continue;
+                }
+                watched.extend(Watched::open(pid, path));
+            }
+            let mut now = Tick {
+                elapsed: t0.elapsed(),
+                processes: watched.len(),
+                ..Tick::default()
+            };
+            for w in &mut watched {
+                let t = w.observe(&proc, &mut runs);
+                now.live += t.live;
+                now.resident_bytes += t.resident_bytes;
+                now.huge_bytes += t.huge_bytes;
+            }
+            tick(&now);
+            next_reading = Instant::now() + cfg.interval;
+        }
+        std::thread::sleep(Duration::from_millis(5).min(cfg.interval));
+    };
+    let wall_ns = t0.elapsed().as_nanos() as u64;
+    // Processes that logged after the last reading (short-lived children) still count.
+    for (pid, path) in protocol::logs(&session) {
+        if !watched.iter().any(|w| w.pid == pid) {
+            watched.extend(Watched::open(pid, path));
+        }
+    }
+    let started = child.id() as i32;
+    watched.sort_by_key(|w| (w.pid != started, w.pid));
+    let processes = watched
+        .iter()
+        .map(|w| w.report(t0_mono, &cfg.rules))
+        .collect();
+    for w in &watched {
+        let _ = std::fs::remove_file(&w.path);
+    }
+    Ok(ExecReport {
+        command: cfg.argv.clone(),
+        rules: cfg.rules.to_string(),
+        min_size_bytes: cfg.min_size,
+        preload: cfg.preload.display().to_string(),
+        interval_ns: cfg.interval.as_nanos() as u64,
+        exit_code: status.code(),
+        signal: status.signal(),
+        wall_ns,
+        processes,
+    })
+}

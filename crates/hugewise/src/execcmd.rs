@@ -1,0 +1,125 @@
+//! `hugewise exec`: arguments and the call into hugewise-exec.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use hugewise_exec::protocol::DEFAULT_MIN_SIZE;
+use hugewise_exec::rules::Rules;
+use hugewise_exec::run::{self, Config, Tick};
+use hugewise_mem::Bytes;
+use hugewise_report::{execview, fmt};
+
+use crate::output::{self, Output, Stream};
+use crate::progress::Mode;
+
+pub(crate) const HELP: &str = "\
+Rules (first match wins; an allocation no rule matches gets `system`):
+  SIZES=POLICY   SIZES is *, >=N, <N or N..M (N up to but not including M), sizes as 64k, 2MiB, 1.5G
+                 POLICY is thp (MADV_HUGEPAGE), base (4 KiB pages) or system (no advice)
+  e.g. --pages '>=1GiB=thp,>=2MiB=base'   huge pages for the largest arrays only
+
+How it works: the program runs with hugewise's preload library (LD_PRELOAD). Each allocation of at
+least --min-size (malloc, calloc, realloc, the aligned variants) gets a 2 MiB-aligned mapping of its
+own with the policy its rule says; smaller ones stay with the program's allocator. hugewise reads
+each allocation's backing from the kernel while the program runs and prints what each got on
+stderr when it exits (the program keeps stdout). A program with its own allocator (jemalloc,
+tcmalloc) is left to it, and the summary says so. Statically linked programs cannot be preloaded.
+
+Exit code: the program's own (128 + N when signal N ended it); 1 when hugewise could not run it;
+2 when the command line is wrong.
+
+Examples:
+  hugewise exec -- python3 -c 'b = bytearray(1 << 30)'
+  hugewise exec --pages '*=base' --out base.json -- ./my-simulator input.cfg";
+
+/// `hugewise exec`.
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// Page rules for the allocations taken over, first match wins (see below).
+    #[arg(long, default_value = ">=2MiB=thp", conflicts_with = "pages_file")]
+    pub pages: String,
+    /// Read the rules from a file instead: one or more per line, `#` starts a comment.
+    #[arg(long, value_name = "FILE")]
+    pub pages_file: Option<PathBuf>,
+    /// Allocations smaller than this stay with the program's allocator.
+    #[arg(long, default_value_t = Bytes(DEFAULT_MIN_SIZE))]
+    pub min_size: Bytes,
+    /// The preload library (default: libhugewise_preload.so beside hugewise).
+    #[arg(long, value_name = "FILE")]
+    pub preload: Option<PathBuf>,
+    /// How often to read each allocation's backing while the program runs.
+    #[arg(long, default_value = "250ms", value_parser = crate::cli::parse_interval)]
+    pub interval: Duration,
+    /// List every allocation taken over, not only the 10 largest.
+    #[arg(long)]
+    pub all: bool,
+    /// The result (printed on stderr: the program owns stdout).
+    #[command(flatten)]
+    pub output: Output,
+    /// The program and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// The rules; a rule that cannot be read is a command-line mistake (exit code 2).
+fn rules(a: &ExecArgs) -> anyhow::Result<Rules> {
+    Ok(match &a.pages_file {
+        Some(f) => {
+            let text = std::fs::read_to_string(f)
+                .with_context(|| format!("reading the rules file {}", f.display()))?;
+            Rules::parse_file(&f.display().to_string(), &text)
+                .unwrap_or_else(|e| crate::usage_error(e.to_string()))
+        }
+        None => {
+            Rules::parse(&a.pages).unwrap_or_else(|e| crate::usage_error(format!("--pages: {e}")))
+        }
+    })
+}
+
+fn live_line(t: &Tick) -> String {
+    format!(
+        "{:>6.1}s  {} process(es), {} allocation(s) alive, {} resident, {} in huge pages",
+        t.elapsed.as_secs_f64(),
+        t.processes,
+        t.live,
+        fmt::bytes(t.resident_bytes),
+        fmt::bytes(t.huge_bytes),
+    )
+}
+
+/// Run the program; the exit code is the program's.
+pub(crate) fn exec(a: ExecArgs, progress: Mode, stop: &AtomicBool) -> anyhow::Result<u8> {
+    let cfg = Config {
+        argv: a.command.clone(),
+        rules: rules(&a)?,
+        min_size: a.min_size.0,
+        preload: run::find_preload(a.preload.as_deref())?,
+        interval: a.interval,
+    };
+    let live = progress == Mode::Terminal;
+    let report = run::run(&cfg, stop, |t| {
+        if live && t.live > 0 {
+            eprint!("\r\x1b[2K{}", live_line(t));
+        }
+    })?;
+    if live {
+        eprint!("\r\x1b[2K");
+    }
+    let code = match (report.exit_code, report.signal) {
+        (Some(c), _) => c.clamp(0, 255) as u8,
+        (None, Some(s)) => (128 + s).clamp(0, 255) as u8,
+        (None, None) => 1,
+    };
+    let all = a.all;
+    output::emit_to(
+        Stream::Stderr,
+        a.output.json,
+        a.output.out.as_ref(),
+        report,
+        Some(|r: &_| execview::exec(r, all)),
+    )?;
+    Ok(code)
+}

@@ -1,0 +1,266 @@
+//! `hugewise exec` on real programs hugewise did not write (a C program built here, Debian's
+//! `python3` and `sqlite3`): each prints exactly what it prints without the preload library,
+//! its large allocations get the policy the rules say, read back from the kernel, and bad
+//! input is refused with what is wrong.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use hugewise_results::exec::{ExecAllocation, ExecReport};
+use hugewise_results::Saved;
+
+fn hw(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hugewise"))
+        .arg("--no-progress")
+        .args(args)
+        .output()
+        .expect("run hugewise")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("hw-exec-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).expect("scratch dir");
+    d
+}
+
+/// Run `cmd` plainly and under `hugewise exec ARGS`; both outputs must match. The result.
+fn same_output(dir: &Path, args: &[&str], cmd: &[&str]) -> ExecReport {
+    let plain = Command::new(cmd[0])
+        .args(&cmd[1..])
+        .output()
+        .expect("run plainly");
+    assert!(plain.status.success(), "{cmd:?} failed plainly: {plain:?}");
+    let out = dir.join("exec.json");
+    let mut all = vec!["exec", "--out", out.to_str().expect("utf-8")];
+    all.extend_from_slice(args);
+    all.push("--");
+    all.extend_from_slice(cmd);
+    let under = hw(&all);
+    let stderr = String::from_utf8_lossy(&under.stderr);
+    assert!(under.status.success(), "{cmd:?} under exec: {stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&plain.stdout),
+        String::from_utf8_lossy(&under.stdout),
+        "{cmd:?}: output differs under the preload library"
+    );
+    let text = std::fs::read_to_string(&out).expect("result saved");
+    Saved::<ExecReport>::from_json(&text)
+        .expect("an exec result")
+        .result
+}
+
+fn allocations(r: &ExecReport) -> Vec<&ExecAllocation> {
+    r.processes.iter().flat_map(|p| &p.allocations).collect()
+}
+
+fn thp_possible() -> bool {
+    std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+        .is_ok_and(|s| !s.contains("[never]"))
+}
+
+/// Allocation logs whose `hugewise exec` has exited (its pid starts the session name): each
+/// run removes its own, and other tests' runs may be going on.
+fn leftover_logs() -> Vec<String> {
+    let orphan = |name: &str| {
+        name.strip_prefix("hugewise-exec.")
+            .and_then(|rest| rest.split('-').next())
+            .is_some_and(|pid| !Path::new("/proc").join(pid).exists())
+    };
+    std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| orphan(n))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_c_program_using_every_allocation_call_prints_the_same() {
+    let dir = scratch("c");
+    let exe = dir.join("allocs");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/allocs.c");
+    let built = Command::new("cc")
+        .args(["-O1", "-pthread", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status();
+    if !built.is_ok_and(|s| s.success()) {
+        hugewise_sys::testing::skip("no C compiler (cc)");
+        return;
+    }
+    let r = same_output(
+        &dir,
+        &["--min-size", "1MiB", "--pages", ">=2MiB=thp"],
+        &[exe.to_str().expect("utf-8")],
+    );
+    assert_eq!(r.exit_code, Some(0));
+    assert!(
+        r.processes.len() >= 2,
+        "the forked child keeps its own log: {:?}",
+        r.processes.iter().map(|p| p.pid).collect::<Vec<_>>()
+    );
+    assert_eq!(r.processes[0].allocator, "glibc");
+    assert!(r
+        .processes
+        .iter()
+        .all(|p| p.fallbacks == 0 && !p.rules_refused));
+    let all = allocations(&r);
+    assert!(all.len() > 1000, "{} allocations taken over", all.len());
+    for a in &all {
+        assert!(a.requested_bytes >= 1 << 20, "{a:?}");
+        let (policy, rule) = if a.requested_bytes >= 2 << 20 {
+            ("thp", Some(0))
+        } else {
+            ("system", None)
+        };
+        assert_eq!((a.policy.as_str(), a.rule), (policy, rule), "{a:?}");
+        // The mapping starts on 2 MiB, or (for alignments above a page) the data does.
+        assert!(
+            a.start.is_multiple_of(2 << 20) || (a.start + 4096).is_multiple_of(2 << 20),
+            "2 MiB aligned: {a:?}"
+        );
+        assert!(a.advice_error.is_none(), "{a:?}");
+    }
+    let child = &r.processes[1];
+    assert!(
+        child
+            .allocations
+            .iter()
+            .any(|a| a.requested_bytes == 16 << 20 && a.lifetime_ns.is_some()),
+        "the child's own 16 MiB block, freed: {child:?}"
+    );
+    assert!(leftover_logs().is_empty(), "{:?}", leftover_logs());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+const PY: &str = r#"
+import os, sys, time
+big = bytearray(64 << 20)
+for i in range(0, len(big), 4096):
+    big[i] = i % 251
+squares = [i * i for i in range(2_000_000)]
+table = {i: str(i) for i in range(200_000)}
+time.sleep(0.6)
+pid = os.fork()
+if pid == 0:
+    child = bytearray(32 << 20)
+    child[12345] = 7
+    print("child", sum(child), sum(big[::4096]) % 1000)
+    sys.stdout.flush()
+    os._exit(0)
+os.waitpid(pid, 0)
+print("parent", len(squares), sum(squares) % 1000003, len(table), table[4242])
+"#;
+
+#[test]
+fn python_prints_the_same_and_its_big_buffer_gets_huge_pages() {
+    let dir = scratch("py");
+    let r = same_output(&dir, &["--interval", "50ms"], &["python3", "-c", PY]);
+    let all = allocations(&r);
+    let big = all
+        .iter()
+        .find(|a| a.requested_bytes >= 64 << 20 && a.requested_bytes < (64 << 20) + 4096)
+        .unwrap_or_else(|| panic!("the 64 MiB bytearray was taken over: {all:?}"));
+    assert_eq!(big.policy, "thp");
+    let resident = big.peak_resident_bytes.expect("observed: it lives 0.6 s");
+    assert!(resident >= 60 << 20, "touched pages resident: {resident}");
+    if thp_possible() {
+        let huge = big.peak_huge_bytes.expect("observed");
+        assert!(
+            huge >= 32 << 20,
+            "MADV_HUGEPAGE on its own aligned mapping: {huge} bytes huge of {resident}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn base_rules_keep_every_allocation_on_4k_pages() {
+    let dir = scratch("base");
+    let r = same_output(
+        &dir,
+        &["--pages", "*=base", "--interval", "50ms"],
+        &["python3", "-c", PY],
+    );
+    let all = allocations(&r);
+    assert!(!all.is_empty());
+    for a in &all {
+        assert_eq!((a.policy.as_str(), a.rule), ("base", Some(0)), "{a:?}");
+        assert_eq!(a.peak_huge_bytes.unwrap_or(0), 0, "{a:?}");
+    }
+    assert!(
+        all.iter()
+            .any(|a| a.peak_resident_bytes.unwrap_or(0) >= 60 << 20),
+        "the bytearray was observed resident"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sqlite_prints_the_same_with_its_buffers_taken_over() {
+    let dir = scratch("sqlite");
+    if Command::new("sqlite3").arg("-version").output().is_err() {
+        hugewise_sys::testing::skip("no sqlite3");
+        return;
+    }
+    let sql = "pragma cache_size = -65536; \
+               create table t(k integer primary key, v text); \
+               with recursive c(x) as (select 1 union all select x + 1 from c where x < 200000) \
+               insert into t select x, hex(x * 7919) || printf('%05d', x % 99991) from c; \
+               select count(*), sum(length(v)), min(v), max(v) from t; \
+               select v from t order by v desc limit 3;";
+    let r = same_output(
+        &dir,
+        &["--min-size", "64KiB"],
+        &["sqlite3", ":memory:", sql],
+    );
+    assert_eq!(r.exit_code, Some(0));
+    assert!(
+        !allocations(&r).is_empty(),
+        "sqlite's large buffers were taken over"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_programs_exit_code_is_passed_on_and_bad_input_is_named() {
+    let out = hw(&["exec", "--", "sh", "-c", "exit 7"]);
+    assert_eq!(out.status.code(), Some(7), "{out:?}");
+
+    let out = hw(&["exec", "--", "/nonexistent/program"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot start '/nonexistent/program'"), "{err}");
+
+    let out = hw(&["exec", "--pages", ">=2MiB=thp,>=1MiB=huge", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("rule 2 ('>=1MiB=huge'): unknown policy 'huge'"),
+        "{err}"
+    );
+
+    let dir = scratch("rules");
+    let file = dir.join("pages.rules");
+    std::fs::write(&file, "# arrays\n>=1GiB=thp\n2M..1G=bse\n").expect("write");
+    let out = hw(&[
+        "exec",
+        "--pages-file",
+        file.to_str().expect("utf-8"),
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("pages.rules:3: '2M..1G=bse'"), "{err}");
+
+    let out = hw(&["exec"]);
+    assert_eq!(out.status.code(), Some(2), "no command: {out:?}");
+
+    let out = hw(&["exec", "--preload", "/nonexistent.so", "--", "true"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--preload /nonexistent.so"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,437 @@
+//! The preload library of `hugewise exec` (`libhugewise_preload.so`). Loaded into a program
+//! with `LD_PRELOAD`, it takes over every allocation at or above the run's minimum size: each
+//! gets a 2 MiB-aligned mapping of its own with the page policy the rules choose
+//! (`MADV_HUGEPAGE`, `MADV_NOHUGEPAGE`, or none), and is logged in shared memory where
+//! `hugewise exec` reads what the kernel backed it with. Smaller allocations go to the
+//! program's own allocator untouched.
+//!
+//! It never breaks the program: when the rules cannot be read, when the program brings its own
+//! allocator (jemalloc, tcmalloc: their pointers cannot be told apart safely), or when a
+//! mapping is refused, the allocation goes to the program's allocator and the log says why.
+//!
+//! The exports carry the C library's contracts; each passes its caller's promises on to
+//! [`hugewise_sys::interpose`], which holds the system calls. Rust's own allocations inside the
+//! library go straight to the program's allocator, never back through these exports.
+#![deny(unsafe_op_in_unsafe_fn)]
+
+use std::alloc::{GlobalAlloc, Layout};
+use std::ffi::c_void;
+use std::ptr::null_mut;
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::OnceLock;
+
+use hugewise_exec::protocol;
+use hugewise_exec::rules::{Placement, Rules};
+use hugewise_sys::alloclog::{AllocLog, LogEntry, Origin, FLAG_BAD_RULES, FLAG_FOREIGN_ALLOCATOR};
+use hugewise_sys::interpose::{self as ip, Next, OwnBlock};
+use hugewise_sys::mmap::Advice;
+
+/// Alignment malloc promises on x86-64.
+const MALLOC_ALIGN: usize = 16;
+
+struct ToNext;
+
+// SAFETY: every block comes from the program's allocator (or the bootstrap arena, which never
+// frees), with the layout's alignment.
+unsafe impl GlobalAlloc for ToNext {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        match ip::next() {
+            Some(n) if l.align() <= MALLOC_ALIGN => n.malloc(l.size()).cast(),
+            Some(n) => n.memalign(l.align(), l.size()).cast(),
+            None if l.align() <= MALLOC_ALIGN => ip::bootstrap_alloc(l.size()).cast(),
+            None => null_mut(),
+        }
+    }
+
+    unsafe fn dealloc(&self, p: *mut u8, _: Layout) {
+        if ip::is_bootstrap(p.cast()) {
+            return;
+        }
+        if let Some(n) = ip::next() {
+            // SAFETY: p came from alloc above, that is from this allocator.
+            unsafe { n.free(p.cast()) }
+        }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: ToNext = ToNext;
+
+/// The run's settings, read once from the environment.
+struct Shim {
+    rules: Rules,
+    min_size: u64,
+    session: String,
+    /// False when the program's allocator is not glibc's or the rules were refused: then
+    /// nothing is taken over (and foreign pointers are never looked behind).
+    active: bool,
+}
+
+static SHIM: OnceLock<Option<Shim>> = OnceLock::new();
+static FORK_HANDLERS: AtomicBool = AtomicBool::new(false);
+
+fn shim(next: &Next) -> Option<&'static Shim> {
+    SHIM.get_or_init(|| {
+        let session = std::env::var(protocol::ENV_SESSION).ok()?;
+        let parsed = std::env::var(protocol::ENV_RULES)
+            .ok()
+            .and_then(|r| Rules::parse(&r).ok());
+        let min_size = std::env::var(protocol::ENV_MIN_SIZE)
+            .ok()
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(protocol::DEFAULT_MIN_SIZE);
+        let s = Shim {
+            active: parsed.is_some() && next.is_glibc(),
+            rules: parsed.clone().unwrap_or_default(),
+            min_size,
+            session,
+        };
+        if !FORK_HANDLERS.swap(true, Ordering::AcqRel) {
+            ip::install_fork_handlers();
+        }
+        // A process that takes nothing over keeps no log, unless it has something to say.
+        let flags = if parsed.is_none() { FLAG_BAD_RULES } else { 0 }
+            | if next.is_glibc() {
+                0
+            } else {
+                FLAG_FOREIGN_ALLOCATOR
+            };
+        if flags != 0 {
+            if let Some(log) = log_of(&s) {
+                log.flag(flags);
+            }
+        }
+        Some(s)
+    })
+    .as_ref()
+}
+
+/// This process's log and its pid; a child after `fork` makes its own.
+static LOG: AtomicPtr<(u32, Option<AllocLog>)> = AtomicPtr::new(null_mut());
+static LOG_LOCK: AtomicBool = AtomicBool::new(false);
+
+fn log_of(shim: &Shim) -> Option<&'static AllocLog> {
+    let pid = std::process::id();
+    let current = LOG.load(Ordering::Acquire);
+    // SAFETY: LOG only ever holds null or a leaked box, never freed.
+    if let Some((owner, log)) = unsafe { current.as_ref() } {
+        if *owner == pid {
+            return log.as_ref();
+        }
+    }
+    while LOG_LOCK
+        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        std::hint::spin_loop();
+    }
+    // SAFETY: as above.
+    let again = unsafe { LOG.load(Ordering::Acquire).as_ref() };
+    let out = match again {
+        Some((owner, log)) if *owner == pid => log.as_ref(),
+        _ => {
+            let log = AllocLog::create(
+                &protocol::log_path(&shim.session, pid),
+                protocol::LOG_CAPACITY,
+            )
+            .ok();
+            let leaked: &'static (u32, Option<AllocLog>) = Box::leak(Box::new((pid, log)));
+            LOG.store(std::ptr::from_ref(leaked).cast_mut(), Ordering::Release);
+            leaked.1.as_ref()
+        }
+    };
+    LOG_LOCK.store(false, Ordering::Release);
+    out
+}
+
+impl Shim {
+    /// Take over an allocation of `size` bytes aligned to `align`: its own mapping, advised as
+    /// the rules say, registered and logged. None: leave it to the program's allocator.
+    fn take(&self, size: usize, align: usize) -> Option<*mut c_void> {
+        if !self.active || (size as u64) < self.min_size {
+            return None;
+        }
+        let log = log_of(self);
+        let (placement, rule) = self.rules.place(size as u64);
+        let b = match ip::own_map(size, align) {
+            Ok(b) => b,
+            Err(e) => {
+                if let Some(l) = log {
+                    l.fallback(e.0);
+                }
+                return None;
+            }
+        };
+        let advice = match placement {
+            Placement::Thp => ip::own_advise(&b, Advice::HugePage),
+            Placement::Base => ip::own_advise(&b, Advice::NoHugePage),
+            Placement::System => Ok(()),
+        };
+        if let Err(e) = ip::own_register(b) {
+            ip::own_unmap(b);
+            if let Some(l) = log {
+                l.fallback(e.0);
+            }
+            return None;
+        }
+        if let Some(l) = log {
+            let entry = LogEntry {
+                start: b.start as u64,
+                len: b.len as u64,
+                requested: size as u64,
+                policy: placement.code(),
+                rule: rule.map_or(u16::MAX, |r| r.min(usize::from(u16::MAX - 1)) as u16),
+                origin: Origin::Malloc,
+                advice_errno: advice.err().map_or(0, |e| e.0 as u16),
+                born_ns: ip::monotonic_ns(),
+                freed_ns: None,
+                tag: 0,
+            };
+            if let Some(slot) = l.append(&entry) {
+                ip::own_set_slot(b.user, slot);
+            }
+        }
+        Some(b.user as *mut c_void)
+    }
+
+    /// Unmap a block taken over and log its end.
+    fn release(&self, p: *const c_void) {
+        if let Some(b) = ip::own_release(p) {
+            if b.slot != u32::MAX {
+                if let Some(l) = log_of(self) {
+                    l.freed(b.slot, ip::monotonic_ns());
+                }
+            }
+        }
+    }
+}
+
+/// The program's allocator and the run's settings; None while the allocator is being found.
+fn parts() -> Option<(&'static Next, Option<&'static Shim>)> {
+    let next = ip::next()?;
+    Some((next, shim(next)))
+}
+
+/// The block at `p` if this library handed it out.
+///
+/// # Safety
+/// `p` is not null and came from an allocation function (its 16 leading bytes are readable).
+unsafe fn own(shim: Option<&Shim>, p: *const c_void) -> Option<OwnBlock> {
+    if !shim.is_some_and(|s| s.active) {
+        return None;
+    }
+    // SAFETY: the caller's contract.
+    unsafe { ip::own_find(p) }
+}
+
+fn usable(b: &OwnBlock) -> usize {
+    b.start + b.len - b.user
+}
+
+/// `malloc(3)`.
+///
+/// # Safety
+/// The C library's contract.
+#[no_mangle]
+pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
+    let Some((next, shim)) = parts() else {
+        return ip::bootstrap_alloc(size);
+    };
+    shim.and_then(|s| s.take(size, MALLOC_ALIGN))
+        .unwrap_or_else(|| next.malloc(size))
+}
+
+/// `free(3)`.
+///
+/// # Safety
+/// The C library's contract: `p` is null or a live allocation.
+#[no_mangle]
+pub unsafe extern "C" fn free(p: *mut c_void) {
+    if p.is_null() || ip::is_bootstrap(p) {
+        return;
+    }
+    let Some((next, shim)) = parts() else {
+        return;
+    };
+    // SAFETY: p is a live allocation (the caller's contract).
+    if unsafe { own(shim, p) }.is_some() {
+        if let Some(s) = shim {
+            s.release(p);
+        }
+        return;
+    }
+    // SAFETY: p is not ours, so it came from the program's allocator.
+    unsafe { next.free(p) }
+}
+
+/// `calloc(3)`.
+///
+/// # Safety
+/// The C library's contract.
+#[no_mangle]
+pub unsafe extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
+    let Some((next, shim)) = parts() else {
+        return n.checked_mul(size).map_or(null_mut(), ip::bootstrap_alloc);
+    };
+    // A fresh mapping reads as zeros: nothing to clear.
+    n.checked_mul(size)
+        .and_then(|total| shim.and_then(|s| s.take(total, MALLOC_ALIGN)))
+        .unwrap_or_else(|| next.calloc(n, size))
+}
+
+/// `realloc(3)`.
+///
+/// # Safety
+/// The C library's contract: `p` is null or a live allocation.
+#[no_mangle]
+pub unsafe extern "C" fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
+    if p.is_null() {
+        // SAFETY: malloc's contract is met by any size.
+        return unsafe { malloc(size) };
+    }
+    let Some((next, shim)) = parts() else {
+        return null_mut();
+    };
+    let moved = |new: *mut c_void, old_len: usize| {
+        if !new.is_null() {
+            // SAFETY: both blocks are live, distinct, and at least min(old_len, size) long.
+            unsafe { std::ptr::copy_nonoverlapping(p.cast::<u8>(), new.cast(), old_len.min(size)) };
+        }
+        new
+    };
+    if ip::is_bootstrap(p) {
+        // SAFETY: p came from the bootstrap arena.
+        let old = unsafe { ip::bootstrap_size(p) };
+        // SAFETY: as above.
+        return moved(unsafe { malloc(size) }, old);
+    }
+    // SAFETY: p is a live allocation (the caller's contract).
+    if let Some(b) = unsafe { own(shim, p) } {
+        if size == 0 {
+            // SAFETY: p is live.
+            unsafe { free(p) };
+            return null_mut();
+        }
+        if size <= usable(&b) && size as u64 >= shim.map_or(0, |s| s.min_size) {
+            return p;
+        }
+        let new = shim
+            .and_then(|s| s.take(size, MALLOC_ALIGN))
+            .unwrap_or_else(|| next.malloc(size));
+        if new.is_null() {
+            return new;
+        }
+        let new = moved(new, b.requested.min(usable(&b)));
+        if let Some(s) = shim {
+            s.release(p);
+        }
+        return new;
+    }
+    if let Some(s) = shim.filter(|s| s.active && size as u64 >= s.min_size) {
+        // SAFETY: p is the program allocator's and live.
+        if let Some(old) = unsafe { next.usable_size(p) } {
+            if let Some(new) = s.take(size, MALLOC_ALIGN) {
+                let new = moved(new, old);
+                // SAFETY: p is the program allocator's, and its data now lives in `new`.
+                unsafe { next.free(p) };
+                return new;
+            }
+        }
+    }
+    // SAFETY: p is the program allocator's and live.
+    unsafe { next.realloc(p, size) }
+}
+
+fn aligned(align: usize, size: usize, fallback: impl FnOnce(&Next) -> *mut c_void) -> *mut c_void {
+    let Some((next, shim)) = parts() else {
+        return if align <= MALLOC_ALIGN {
+            ip::bootstrap_alloc(size)
+        } else {
+            null_mut()
+        };
+    };
+    shim.and_then(|s| s.take(size, align.max(MALLOC_ALIGN)))
+        .unwrap_or_else(|| fallback(next))
+}
+
+/// `posix_memalign(3)`.
+///
+/// # Safety
+/// The C library's contract: `out` is valid for one pointer write.
+#[no_mangle]
+pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, size: usize) -> i32 {
+    if !align.is_power_of_two() || !align.is_multiple_of(std::mem::size_of::<usize>()) {
+        return libc::EINVAL;
+    }
+    if let Some((next, shim)) = parts() {
+        if let Some(p) = shim.and_then(|s| s.take(size, align.max(MALLOC_ALIGN))) {
+            // SAFETY: out is valid for a write (the caller's contract).
+            unsafe { out.write(p) };
+            return 0;
+        }
+        // SAFETY: as above.
+        return unsafe { next.posix_memalign(out, align, size) };
+    }
+    libc::ENOMEM
+}
+
+/// `aligned_alloc(3)`.
+///
+/// # Safety
+/// The C library's contract.
+#[no_mangle]
+pub unsafe extern "C" fn aligned_alloc(align: usize, size: usize) -> *mut c_void {
+    aligned(align, size, |n| n.aligned_alloc(align, size))
+}
+
+/// `memalign(3)`.
+///
+/// # Safety
+/// The C library's contract.
+#[no_mangle]
+pub unsafe extern "C" fn memalign(align: usize, size: usize) -> *mut c_void {
+    aligned(align, size, |n| n.memalign(align, size))
+}
+
+/// `valloc(3)`.
+///
+/// # Safety
+/// The C library's contract.
+#[no_mangle]
+pub unsafe extern "C" fn valloc(size: usize) -> *mut c_void {
+    aligned(4096, size, |n| n.memalign(4096, size))
+}
+
+/// `pvalloc(3)`.
+///
+/// # Safety
+/// The C library's contract.
+#[no_mangle]
+pub unsafe extern "C" fn pvalloc(size: usize) -> *mut c_void {
+    let size = size.next_multiple_of(4096);
+    aligned(4096, size, |n| n.memalign(4096, size))
+}
+
+/// `malloc_usable_size(3)`.
+///
+/// # Safety
+/// The C library's contract: `p` is null or a live allocation.
+#[no_mangle]
+pub unsafe extern "C" fn malloc_usable_size(p: *mut c_void) -> usize {
+    if p.is_null() {
+        return 0;
+    }
+    if ip::is_bootstrap(p) {
+        // SAFETY: p came from the bootstrap arena.
+        return unsafe { ip::bootstrap_size(p) };
+    }
+    let Some((next, shim)) = parts() else {
+        return 0;
+    };
+    // SAFETY: p is a live allocation.
+    if let Some(b) = unsafe { own(shim, p) } {
+        return usable(&b);
+    }
+    // SAFETY: p is the program allocator's and live.
+    unsafe { next.usable_size(p) }.unwrap_or(0)
+}

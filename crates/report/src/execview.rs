@@ -1,0 +1,161 @@
+//! The terminal view of `hugewise exec`: what each allocation taken over got.
+
+use std::fmt::Write;
+
+use hugewise_results::exec::{ExecAllocation, ExecReport};
+
+use crate::fmt::{bytes, ns, pct};
+use crate::table::Table;
+
+fn opt_bytes(v: Option<u64>) -> String {
+    v.map_or_else(|| "-".into(), bytes)
+}
+
+/// The command on one line, cut after 60 characters.
+fn command_line(argv: &[String]) -> String {
+    let line = argv.join(" ").replace('\n', " ");
+    match line.char_indices().nth(60) {
+        Some((i, _)) => format!("{}...", &line[..i]),
+        None => line,
+    }
+}
+
+fn ended(r: &ExecReport) -> String {
+    match (r.exit_code, r.signal) {
+        (Some(c), _) => format!("exited {c}"),
+        (None, Some(s)) => format!("was ended by signal {s}"),
+        (None, None) => "ended".into(),
+    }
+}
+
+/// `hugewise exec`: totals per policy, each process, and the largest allocations (every one
+/// with `all`).
+pub fn exec(r: &ExecReport, all: bool) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "hugewise exec: {} {} after {}; rules {} for allocations from {}",
+        command_line(&r.command),
+        ended(r),
+        ns(r.wall_ns as f64),
+        r.rules,
+        bytes(r.min_size_bytes),
+    );
+    let totals = r.totals();
+    if totals.is_empty() {
+        let _ = writeln!(
+            out,
+            "no allocation of {} or more was taken over: the program made none, or its \
+             allocator is not glibc's (see below)",
+            bytes(r.min_size_bytes)
+        );
+    } else {
+        let mut t = Table::new([
+            "policy",
+            "allocations",
+            "asked",
+            "peak resident",
+            "peak huge",
+            "huge share",
+        ]);
+        for p in &totals {
+            t.row([
+                p.policy.clone(),
+                p.count.to_string(),
+                bytes(p.requested_bytes),
+                bytes(p.peak_resident_bytes),
+                bytes(p.peak_huge_bytes),
+                if p.peak_resident_bytes > 0 {
+                    pct(p.peak_huge_bytes as f64 / p.peak_resident_bytes as f64)
+                } else {
+                    "-".into()
+                },
+            ]);
+        }
+        out.push('\n');
+        out.push_str(&t.render());
+        let unobserved: u64 = totals.iter().map(|p| p.unobserved).sum();
+        if unobserved > 0 {
+            let _ = writeln!(
+                out,
+                "({unobserved} allocation(s) lived less than one reading apart \
+                 (--interval {}): their backing was not seen)",
+                ns(r.interval_ns as f64)
+            );
+        }
+    }
+    for p in &r.processes {
+        let mut notes = Vec::new();
+        if p.allocator != "glibc" {
+            notes.push("its allocator is not glibc's: every allocation was left to it".to_string());
+        }
+        if p.rules_refused {
+            notes.push("the library could not read the rules: nothing was taken over".into());
+        }
+        if p.fallbacks > 0 {
+            notes.push(format!(
+                "{} allocation(s) left to the program's allocator (last refusal: {})",
+                p.fallbacks,
+                p.last_fallback_error.as_deref().unwrap_or("-")
+            ));
+        }
+        if p.unlogged > 0 {
+            notes.push(format!(
+                "{} allocation(s) not logged (log full)",
+                p.unlogged
+            ));
+        }
+        let _ = writeln!(
+            out,
+            "\nprocess {}: {} allocation(s) taken over, peak RSS {}, of it in huge pages {}{}",
+            p.pid,
+            p.allocations.len(),
+            opt_bytes(p.peak_rss_bytes),
+            opt_bytes(p.peak_anon_huge_bytes),
+            if notes.is_empty() {
+                String::new()
+            } else {
+                format!("\n  {}", notes.join("\n  "))
+            }
+        );
+    }
+    let mut list: Vec<(i32, &ExecAllocation)> = r
+        .processes
+        .iter()
+        .flat_map(|p| p.allocations.iter().map(move |a| (p.pid, a)))
+        .collect();
+    if list.is_empty() {
+        return out;
+    }
+    let shown = if all { list.len() } else { list.len().min(10) };
+    list.sort_by_key(|(_, a)| std::cmp::Reverse(a.requested_bytes));
+    let mut t = Table::new([
+        "pid", "size", "policy", "rule", "advice", "born", "lived", "resident", "huge",
+    ]);
+    for (pid, a) in list.iter().take(shown) {
+        t.row([
+            pid.to_string(),
+            bytes(a.requested_bytes),
+            a.policy.clone(),
+            a.rule.map_or_else(|| "-".into(), |i| (i + 1).to_string()),
+            a.advice_error.clone().unwrap_or_else(|| "ok".into()),
+            ns(a.born_ns as f64),
+            a.lifetime_ns
+                .map_or_else(|| "to the end".into(), |l| ns(l as f64)),
+            opt_bytes(a.peak_resident_bytes),
+            opt_bytes(a.peak_huge_bytes),
+        ]);
+    }
+    let _ = writeln!(
+        out,
+        "\n{} allocation(s){}:",
+        shown,
+        if shown < list.len() {
+            format!(" of {}, the largest (--all lists every one)", list.len())
+        } else {
+            String::new()
+        }
+    );
+    out.push_str(&t.render());
+    out
+}

@@ -1,0 +1,128 @@
+//! What `hugewise exec` saw: a program hugewise did not write, run with the preload library,
+//! its large allocations, the page policy each got, and what the kernel backed them with.
+
+use serde::{Deserialize, Serialize};
+
+/// One run of a program under `hugewise exec`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExecReport {
+    /// The command, program first.
+    pub command: Vec<String>,
+    /// The page rules, normalised (`>=2MiB=thp,*=system`).
+    pub rules: String,
+    /// Allocations smaller than this were left to the program's allocator.
+    pub min_size_bytes: u64,
+    /// The preload library used.
+    pub preload: String,
+    /// How often each allocation's backing was read while the program ran.
+    pub interval_ns: u64,
+    /// The program's exit code, when it exited.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, when one did.
+    pub signal: Option<i32>,
+    /// From start to exit.
+    pub wall_ns: u64,
+    /// Every process of the program that loaded the library (the first is the one started).
+    pub processes: Vec<ExecProcess>,
+}
+
+/// One process of the program.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExecProcess {
+    /// Its pid.
+    pub pid: i32,
+    /// `glibc`, or `other` when the program brought its own allocator (its allocations are
+    /// then left to it).
+    pub allocator: String,
+    /// Whether the library refused the rules it was given (nothing was taken over).
+    pub rules_refused: bool,
+    /// Allocations taken over but not logged (the log was full).
+    pub unlogged: u64,
+    /// Allocations left to the program's allocator because hugewise could not place them.
+    pub fallbacks: u64,
+    /// Why the last of those was refused (errno name).
+    pub last_fallback_error: Option<String>,
+    /// Highest resident set seen (smaps_rollup `Rss`).
+    pub peak_rss_bytes: Option<u64>,
+    /// Highest anonymous memory in huge pages seen, over the whole process.
+    pub peak_anon_huge_bytes: Option<u64>,
+    /// The allocations taken over, in order.
+    pub allocations: Vec<ExecAllocation>,
+}
+
+/// One allocation taken over.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExecAllocation {
+    /// First byte of its mapping.
+    pub start: u64,
+    /// Length of its mapping.
+    pub len_bytes: u64,
+    /// Bytes the program asked for.
+    pub requested_bytes: u64,
+    /// The page policy it got (`thp`, `base`, `system`).
+    pub policy: String,
+    /// The rule that chose it (0-based), `null` when none matched.
+    pub rule: Option<u32>,
+    /// `malloc` or `mmap`.
+    pub origin: String,
+    /// The kernel's refusal of the advice (errno name), `null` when it took it.
+    pub advice_error: Option<String>,
+    /// Made this long after the program started.
+    pub born_ns: u64,
+    /// Freed this long after it was made; `null` when it lived to the end.
+    pub lifetime_ns: Option<u64>,
+    /// Most bytes resident at once; `null` when it was never observed alive.
+    pub peak_resident_bytes: Option<u64>,
+    /// Most bytes in huge pages at once; `null` when it was never observed alive.
+    pub peak_huge_bytes: Option<u64>,
+}
+
+/// Totals over the allocations of one policy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PolicyTotals {
+    /// The policy.
+    pub policy: String,
+    /// Allocations.
+    pub count: u64,
+    /// Bytes asked for.
+    pub requested_bytes: u64,
+    /// Sum of each allocation's peak resident bytes (observed ones).
+    pub peak_resident_bytes: u64,
+    /// Sum of each allocation's peak huge bytes (observed ones).
+    pub peak_huge_bytes: u64,
+    /// Allocations never observed alive (freed between two readings).
+    pub unobserved: u64,
+}
+
+impl ExecReport {
+    /// Totals per policy over every process, in a fixed order (thp, base, system).
+    pub fn totals(&self) -> Vec<PolicyTotals> {
+        let mut out: Vec<PolicyTotals> = ["thp", "base", "system"]
+            .into_iter()
+            .map(|p| PolicyTotals {
+                policy: p.to_string(),
+                count: 0,
+                requested_bytes: 0,
+                peak_resident_bytes: 0,
+                peak_huge_bytes: 0,
+                unobserved: 0,
+            })
+            .collect();
+        for a in self.processes.iter().flat_map(|p| &p.allocations) {
+            let Some(t) = out.iter_mut().find(|t| t.policy == a.policy) else {
+                continue;
+            };
+            t.count += 1;
+            t.requested_bytes += a.requested_bytes;
+            match (a.peak_resident_bytes, a.peak_huge_bytes) {
+                (Some(r), Some(h)) => {
+                    t.peak_resident_bytes += r;
+                    t.peak_huge_bytes += h;
+                }
+                _ => t.unobserved += 1,
+            }
+        }
+        out.retain(|t| t.count > 0);
+        out
+    }
+}

@@ -1,0 +1,367 @@
+//! The allocation log a program run under `hugewise exec` keeps in shared memory: one entry per
+//! allocation the preload library took over (where it is, how big, which page policy it got
+//! and whether the kernel took the advice), so that `hugewise exec` and the promotion daemon
+//! see the program's allocations, not only its mappings.
+//!
+//! Layout, little-endian, a 64-byte header then `capacity` entries of 64 bytes. Header words:
+//! magic `HWALOG01`, version (u32) | capacity (u32) << 32, entries claimed, writer pid,
+//! allocations not logged because the log was full, allocations left to the program's own
+//! allocator because hugewise could not place them, the errno of the last such refusal, flags.
+//! Entry words: state (0 empty, 1 being written, 2 live, 3 freed), mapping start, mapping
+//! length, bytes asked for, packed attributes, birth and death times (CLOCK_MONOTONIC ns), tag.
+//!
+//! One process writes (the preload library); readers in other processes see an entry once its
+//! state says live, because the state is stored last with release order.
+
+use std::path::Path;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::shm::{create_shared, open_shared};
+use crate::{Error, Result};
+
+const MAGIC: u64 = u64::from_le_bytes(*b"HWALOG01");
+const VERSION: u32 = 1;
+const HEADER_WORDS: usize = 8;
+const ENTRY_WORDS: usize = 8;
+
+const WRITING: u64 = 1;
+const LIVE: u64 = 2;
+const FREED: u64 = 3;
+
+/// Header flag: the program's allocator is not glibc's, so allocations were left to it and
+/// only its mappings could be seen.
+pub const FLAG_FOREIGN_ALLOCATOR: u64 = 1;
+/// Header flag: the page rules given to the preload library could not be read; nothing was
+/// taken over.
+pub const FLAG_BAD_RULES: u64 = 2;
+
+/// How an allocation reached the preload library.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// `malloc`, `calloc`, `realloc` or an aligned variant.
+    Malloc,
+    /// An anonymous private `mmap` the program (or its allocator) made itself.
+    Mmap,
+}
+
+/// One allocation as logged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogEntry {
+    /// First byte of the mapping that holds it.
+    pub start: u64,
+    /// Length of that mapping.
+    pub len: u64,
+    /// Bytes the program asked for.
+    pub requested: u64,
+    /// The page policy's code, as the preload library numbers them.
+    pub policy: u8,
+    /// Index of the rule that chose the policy (`u16::MAX`: no rule matched).
+    pub rule: u16,
+    /// How it was allocated.
+    pub origin: Origin,
+    /// The errno of the advice call when the kernel refused it, 0 when it took it.
+    pub advice_errno: u16,
+    /// When it was made, CLOCK_MONOTONIC nanoseconds.
+    pub born_ns: u64,
+    /// When it was freed, if it was.
+    pub freed_ns: Option<u64>,
+    /// A program-given tag (0: none).
+    pub tag: u64,
+}
+
+impl LogEntry {
+    fn attrs(&self) -> u64 {
+        let origin = match self.origin {
+            Origin::Malloc => 0u64,
+            Origin::Mmap => 1,
+        };
+        u64::from(self.policy)
+            | (u64::from(self.rule) << 8)
+            | (origin << 24)
+            | (u64::from(self.advice_errno) << 32)
+    }
+
+    fn from_words(w: [u64; ENTRY_WORDS]) -> LogEntry {
+        let attrs = w[4];
+        LogEntry {
+            start: w[1],
+            len: w[2],
+            requested: w[3],
+            policy: (attrs & 0xff) as u8,
+            rule: ((attrs >> 8) & 0xffff) as u16,
+            origin: if (attrs >> 24) & 0xff == 1 {
+                Origin::Mmap
+            } else {
+                Origin::Malloc
+            },
+            advice_errno: ((attrs >> 32) & 0xffff) as u16,
+            born_ns: w[5],
+            freed_ns: (w[0] == FREED).then_some(w[6]),
+            tag: w[7],
+        }
+    }
+}
+
+/// What the header says about the writer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogHeader {
+    /// The process that writes the log.
+    pub pid: i32,
+    /// Entries the log can hold.
+    pub capacity: usize,
+    /// Allocations taken over but not logged because the log was full.
+    pub dropped: u64,
+    /// Allocations left to the program's own allocator because hugewise could not place them.
+    pub fallbacks: u64,
+    /// The errno of the last such refusal (0: none).
+    pub last_errno: i32,
+    /// `FLAG_*` bits.
+    pub flags: u64,
+}
+
+/// A mapped allocation log, unmapped on drop (the file stays until `hugewise exec` removes it).
+#[derive(Debug)]
+pub struct AllocLog {
+    ptr: NonNull<u8>,
+    len: usize,
+    capacity: usize,
+    writable: bool,
+}
+
+// SAFETY: the mapping is only reached through atomics, which are safe to share across threads.
+unsafe impl Send for AllocLog {}
+// SAFETY: as above.
+unsafe impl Sync for AllocLog {}
+
+impl AllocLog {
+    /// Create (or replace) the log at `path` with room for `capacity` entries, for this
+    /// process to write. The file is sparse: only entries written take memory.
+    pub fn create(path: &Path, capacity: usize) -> Result<AllocLog> {
+        let capacity = capacity.clamp(1, u32::MAX as usize);
+        let len = (HEADER_WORDS + capacity * ENTRY_WORDS) * 8;
+        Ok(AllocLog {
+            ptr: create_shared(path, len, MAGIC, VERSION, capacity)?,
+            len,
+            capacity,
+            writable: true,
+        })
+    }
+
+    /// Map an existing log read-only, checking its header.
+    pub fn open(path: &Path) -> Result<AllocLog> {
+        let (ptr, size) = open_shared(path, HEADER_WORDS * 8, MAGIC, "an allocation log")?;
+        let mut log = AllocLog {
+            ptr,
+            len: size,
+            capacity: 0,
+            writable: false,
+        };
+        let vc = log.header()[1].load(Ordering::Relaxed);
+        let (version, capacity) = ((vc & 0xffff_ffff) as u32, (vc >> 32) as usize);
+        if version != VERSION {
+            return Err(Error::parse(
+                path,
+                0,
+                format!("allocation log version {version}, this hugewise reads {VERSION}"),
+            ));
+        }
+        if (HEADER_WORDS + capacity * ENTRY_WORDS) * 8 != size {
+            return Err(Error::parse(
+                path,
+                0,
+                format!("{capacity} entries do not match the file's {size} bytes"),
+            ));
+        }
+        log.capacity = capacity;
+        Ok(log)
+    }
+
+    fn header(&self) -> &[AtomicU64] {
+        // SAFETY: the mapping is at least HEADER_WORDS words, page aligned, and lives as long
+        // as self; AtomicU64 has u64's size and alignment; every access goes through atomics,
+        // so a writer in another process is no data race.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().cast::<AtomicU64>(), HEADER_WORDS) }
+    }
+
+    fn entry(&self, i: usize) -> &[AtomicU64] {
+        debug_assert!(i < self.capacity);
+        // SAFETY: as in header; entry i lies inside the mapping because i < capacity and the
+        // mapping holds HEADER_WORDS + capacity * ENTRY_WORDS words (checked in open).
+        unsafe {
+            std::slice::from_raw_parts(
+                self.ptr
+                    .as_ptr()
+                    .cast::<AtomicU64>()
+                    .add(HEADER_WORDS + i * ENTRY_WORDS),
+                ENTRY_WORDS,
+            )
+        }
+    }
+
+    /// The header as it is now.
+    pub fn head(&self) -> LogHeader {
+        let h = self.header();
+        LogHeader {
+            pid: h[3].load(Ordering::Relaxed) as i32,
+            capacity: self.capacity,
+            dropped: h[4].load(Ordering::Relaxed),
+            fallbacks: h[5].load(Ordering::Relaxed),
+            last_errno: h[6].load(Ordering::Relaxed) as i32,
+            flags: h[7].load(Ordering::Relaxed),
+        }
+    }
+
+    /// Log an allocation; its slot, or None when the log is full (counted as dropped). Only
+    /// the creator writes; its threads may append at once (each claims a slot with one atomic
+    /// add, and a reader skips a claimed slot until its state says live).
+    pub fn append(&self, e: &LogEntry) -> Option<u32> {
+        if !self.writable {
+            return None;
+        }
+        let h = self.header();
+        let i = h[2].fetch_add(1, Ordering::AcqRel) as usize;
+        if i >= self.capacity {
+            h[4].fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        let w = self.entry(i);
+        w[0].store(WRITING, Ordering::Relaxed);
+        for (k, v) in [e.start, e.len, e.requested, e.attrs(), e.born_ns, 0, e.tag]
+            .into_iter()
+            .enumerate()
+        {
+            w[k + 1].store(v, Ordering::Relaxed);
+        }
+        w[0].store(LIVE, Ordering::Release);
+        Some(i as u32)
+    }
+
+    /// Mark the allocation in `slot` freed at `at_ns`.
+    pub fn freed(&self, slot: u32, at_ns: u64) {
+        if !self.writable || slot as usize >= self.capacity {
+            return;
+        }
+        let w = self.entry(slot as usize);
+        w[6].store(at_ns, Ordering::Relaxed);
+        w[0].store(FREED, Ordering::Release);
+    }
+
+    /// Count an allocation left to the program's allocator, with the errno that refused it.
+    pub fn fallback(&self, errno: i32) {
+        if self.writable {
+            let h = self.header();
+            h[5].fetch_add(1, Ordering::Relaxed);
+            h[6].store(errno as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// Raise header flags (`FLAG_*`).
+    pub fn flag(&self, bits: u64) {
+        if self.writable {
+            self.header()[7].fetch_or(bits, Ordering::Relaxed);
+        }
+    }
+
+    /// Every entry written so far, live or freed, in allocation order.
+    pub fn entries(&self) -> Vec<LogEntry> {
+        let n = (self.header()[2].load(Ordering::Acquire) as usize).min(self.capacity);
+        (0..n)
+            .filter_map(|i| {
+                let w = self.entry(i);
+                let state = w[0].load(Ordering::Acquire);
+                if state != LIVE && state != FREED {
+                    return None;
+                }
+                let mut words = [0u64; ENTRY_WORDS];
+                for (k, slot) in words.iter_mut().enumerate() {
+                    *slot = w[k].load(Ordering::Relaxed);
+                }
+                words[0] = state;
+                Some(LogEntry::from_words(words))
+            })
+            .collect()
+    }
+}
+
+impl Drop for AllocLog {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len are the mapping made in create/open, unmapped once here; no reference
+        // into it outlives self.
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(start: u64, rule: u16) -> LogEntry {
+        LogEntry {
+            start,
+            len: 4 << 20,
+            requested: 3 << 20,
+            policy: 2,
+            rule,
+            origin: Origin::Malloc,
+            advice_errno: 0,
+            born_ns: 7,
+            freed_ns: None,
+            tag: 0,
+        }
+    }
+
+    #[test]
+    fn a_reader_sees_appended_and_freed_entries_and_what_did_not_fit() {
+        let path = std::env::temp_dir().join(format!("hw-alog-{}", std::process::id()));
+        let w = AllocLog::create(&path, 2).expect("create");
+        let r = AllocLog::open(&path).expect("open");
+        assert_eq!(w.append(&entry(1 << 21, 0)), Some(0));
+        assert_eq!(w.append(&entry(2 << 21, u16::MAX)), Some(1));
+        assert_eq!(w.append(&entry(3 << 21, 1)), None, "full");
+        w.freed(0, 99);
+        w.fallback(libc::ENOMEM);
+        w.flag(FLAG_FOREIGN_ALLOCATOR);
+        let got = r.entries();
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].freed_ns, Some(99));
+        assert_eq!(got[1], entry(2 << 21, u16::MAX));
+        let h = r.head();
+        assert_eq!(
+            (
+                h.pid,
+                h.capacity,
+                h.dropped,
+                h.fallbacks,
+                h.last_errno,
+                h.flags
+            ),
+            (
+                std::process::id() as i32,
+                2,
+                1,
+                1,
+                libc::ENOMEM,
+                FLAG_FOREIGN_ALLOCATOR
+            )
+        );
+        std::fs::remove_file(&path).expect("remove");
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_log_is_refused_with_why() {
+        let path = std::env::temp_dir().join(format!("hw-alog-bad-{}", std::process::id()));
+        std::fs::write(&path, [0u8; 64]).expect("write");
+        let err = AllocLog::open(&path).expect_err("bad magic").to_string();
+        assert!(err.contains("bad magic"), "{err}");
+        std::fs::write(&path, [0u8; 10]).expect("write");
+        let err = AllocLog::open(&path).expect_err("short").to_string();
+        assert!(
+            err.contains("shorter than the header of an allocation log"),
+            "{err}"
+        );
+        std::fs::remove_file(&path).expect("remove");
+    }
+}

@@ -1,0 +1,606 @@
+//! The allocator primitives of hugewise's preload library (`crates/preload`), which takes over a
+//! program's large allocations: finding the program's own allocator behind the library's
+//! exports, a small bootstrap arena for the calls made while it is being found, and the
+//! library's own 2 MiB-aligned mappings with a registry that tells them from everyone else's.
+//!
+//! Nothing here may allocate through the program's `malloc` while it runs inside `malloc`:
+//! the registry is a fixed table under a spin lock (which `fork` handlers hold across a fork so
+//! that a child never inherits it locked), and mappings are made with raw system calls so that
+//! the library's own `mmap` export is not re-entered.
+
+use std::cell::UnsafeCell;
+use std::ffi::{c_void, CStr};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use crate::errno::Errno;
+use crate::mmap::Advice;
+
+/// glibc's `RTLD_NEXT`: look a symbol up in the objects loaded after the caller.
+const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
+
+/// Huge-page size the library aligns its mappings to.
+pub const CHUNK: usize = 2 << 20;
+const PAGE: usize = 4096;
+/// Bytes between a mapping's start and the pointer handed out, for alignments up to a page.
+const HEADROOM: usize = 64;
+/// The tag the library writes in the 16 bytes before each pointer it hands out, mixed with
+/// the pointer so that copied memory does not look like a tag at another address.
+const TAG: u64 = u64::from_le_bytes(*b"HWOWNBLK");
+
+type MallocFn = unsafe extern "C" fn(usize) -> *mut c_void;
+type FreeFn = unsafe extern "C" fn(*mut c_void);
+type CallocFn = unsafe extern "C" fn(usize, usize) -> *mut c_void;
+type ReallocFn = unsafe extern "C" fn(*mut c_void, usize) -> *mut c_void;
+type AlignFn = unsafe extern "C" fn(usize, usize) -> *mut c_void;
+type PosixAlignFn = unsafe extern "C" fn(*mut *mut c_void, usize, usize) -> i32;
+type UsableFn = unsafe extern "C" fn(*mut c_void) -> usize;
+
+extern "C" {
+    fn __libc_malloc(size: usize) -> *mut c_void;
+    fn __libc_free(p: *mut c_void);
+    fn __libc_calloc(n: usize, size: usize) -> *mut c_void;
+    fn __libc_realloc(p: *mut c_void, size: usize) -> *mut c_void;
+    fn __libc_memalign(align: usize, size: usize) -> *mut c_void;
+}
+
+/// The program's own allocator: the functions the preload library's exports hide.
+#[derive(Debug)]
+pub struct Next {
+    malloc: MallocFn,
+    free: FreeFn,
+    calloc: CallocFn,
+    realloc: ReallocFn,
+    memalign: AlignFn,
+    aligned_alloc: AlignFn,
+    posix_memalign: Option<PosixAlignFn>,
+    usable: Option<UsableFn>,
+    glibc: bool,
+}
+
+static NEXT: OnceLock<Next> = OnceLock::new();
+static RESOLVING: AtomicBool = AtomicBool::new(false);
+
+/// The program's allocator, found on first use. None while it is being found (the lookup
+/// itself may allocate, and those calls come back here): the caller then serves the request
+/// from the bootstrap arena.
+pub fn next() -> Option<&'static Next> {
+    if let Some(n) = NEXT.get() {
+        return Some(n);
+    }
+    if RESOLVING.swap(true, Ordering::AcqRel) {
+        return None;
+    }
+    let _ = NEXT.set(resolve());
+    NEXT.get()
+}
+
+fn lookup(name: &CStr) -> *mut c_void {
+    // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name only reads the loader's tables.
+    unsafe { libc::dlsym(RTLD_NEXT, name.as_ptr()) }
+}
+
+fn resolve() -> Next {
+    macro_rules! find {
+        ($name:expr, $ty:ty, $fallback:expr) => {{
+            let p = lookup($name);
+            if p.is_null() {
+                $fallback
+            } else {
+                // SAFETY: the symbol of that name in the C library has this C signature.
+                unsafe { std::mem::transmute::<*mut c_void, $ty>(p) }
+            }
+        }};
+    }
+    let malloc = find!(c"malloc", MallocFn, __libc_malloc as MallocFn);
+    let memalign = find!(c"memalign", AlignFn, __libc_memalign as AlignFn);
+    Next {
+        malloc,
+        free: find!(c"free", FreeFn, __libc_free as FreeFn),
+        calloc: find!(c"calloc", CallocFn, __libc_calloc as CallocFn),
+        realloc: find!(c"realloc", ReallocFn, __libc_realloc as ReallocFn),
+        memalign,
+        aligned_alloc: find!(c"aligned_alloc", AlignFn, memalign),
+        posix_memalign: find!(c"posix_memalign", Option<PosixAlignFn>, None),
+        usable: find!(c"malloc_usable_size", Option<UsableFn>, None),
+        glibc: in_libc(malloc as *const c_void),
+    }
+}
+
+/// Whether `f` lies in the C library (glibc's `libc.so`).
+fn in_libc(f: *const c_void) -> bool {
+    // SAFETY: Dl_info is plain data that dladdr fills; a zeroed one is a valid start.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads the loader's tables and writes info.
+    if unsafe { libc::dladdr(f, &mut info) } == 0 || info.dli_fname.is_null() {
+        return false;
+    }
+    // SAFETY: dli_fname is a NUL-terminated path owned by the loader.
+    let name = unsafe { CStr::from_ptr(info.dli_fname) }.to_bytes();
+    name.rsplit(|&b| b == b'/')
+        .next()
+        .is_some_and(|base| base.starts_with(b"libc.so") || base.starts_with(b"libc-"))
+}
+
+impl Next {
+    /// Whether the program allocates with glibc's malloc (not jemalloc, tcmalloc, ...).
+    pub fn is_glibc(&self) -> bool {
+        self.glibc
+    }
+
+    /// `malloc`.
+    pub fn malloc(&self, size: usize) -> *mut c_void {
+        // SAFETY: the program's malloc accepts any size.
+        unsafe { (self.malloc)(size) }
+    }
+
+    /// `calloc`.
+    pub fn calloc(&self, n: usize, size: usize) -> *mut c_void {
+        // SAFETY: the program's calloc accepts any counts and checks their product.
+        unsafe { (self.calloc)(n, size) }
+    }
+
+    /// `memalign` (also `valloc` and `pvalloc` with a page's alignment).
+    pub fn memalign(&self, align: usize, size: usize) -> *mut c_void {
+        // SAFETY: the program's memalign checks the alignment itself.
+        unsafe { (self.memalign)(align, size) }
+    }
+
+    /// `aligned_alloc`.
+    pub fn aligned_alloc(&self, align: usize, size: usize) -> *mut c_void {
+        // SAFETY: as for memalign.
+        unsafe { (self.aligned_alloc)(align, size) }
+    }
+
+    /// `free`.
+    ///
+    /// # Safety
+    /// `p` is null or came from this allocator and was not freed.
+    pub unsafe fn free(&self, p: *mut c_void) {
+        // SAFETY: the caller's contract is free's.
+        unsafe { (self.free)(p) }
+    }
+
+    /// `realloc`.
+    ///
+    /// # Safety
+    /// As for [`Next::free`].
+    pub unsafe fn realloc(&self, p: *mut c_void, size: usize) -> *mut c_void {
+        // SAFETY: the caller's contract is realloc's.
+        unsafe { (self.realloc)(p, size) }
+    }
+
+    /// `posix_memalign`, or memalign when the program's allocator has none.
+    ///
+    /// # Safety
+    /// `out` is valid for one pointer write.
+    pub unsafe fn posix_memalign(&self, out: *mut *mut c_void, align: usize, size: usize) -> i32 {
+        match self.posix_memalign {
+            // SAFETY: the caller's contract is posix_memalign's.
+            Some(f) => unsafe { f(out, align, size) },
+            None => {
+                let p = self.memalign(align, size);
+                if p.is_null() {
+                    return libc::ENOMEM;
+                }
+                // SAFETY: out is valid for a write (the caller's contract).
+                unsafe { out.write(p) };
+                0
+            }
+        }
+    }
+
+    /// `malloc_usable_size`, None when the allocator does not say.
+    ///
+    /// # Safety
+    /// As for [`Next::free`], and `p` is not null.
+    pub unsafe fn usable_size(&self, p: *mut c_void) -> Option<usize> {
+        // SAFETY: the caller's contract is malloc_usable_size's.
+        self.usable.map(|f| unsafe { f(p) })
+    }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock of the allocation log's times, the same in every
+/// process of the machine.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec, which ts is.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The bootstrap arena: memory for the few allocations made while the program's allocator is
+/// being looked up. Never freed; each block carries its size in the 16 bytes before it.
+#[repr(C, align(4096))]
+struct Arena(UnsafeCell<[u8; ARENA]>);
+const ARENA: usize = 256 << 10;
+// SAFETY: blocks are handed out once each by an atomic bump, so no two threads share a byte.
+unsafe impl Sync for Arena {}
+static BOOT: Arena = Arena(UnsafeCell::new([0; ARENA]));
+static BOOT_USED: AtomicUsize = AtomicUsize::new(0);
+
+/// A zeroed block of `size` bytes from the bootstrap arena, aligned to 16; null when it is
+/// exhausted.
+pub fn bootstrap_alloc(size: usize) -> *mut c_void {
+    let need = match size.checked_add(16 + 15) {
+        Some(n) => n & !15,
+        None => return std::ptr::null_mut(),
+    };
+    let at = BOOT_USED.fetch_add(need, Ordering::Relaxed);
+    if at + need > ARENA {
+        return std::ptr::null_mut();
+    }
+    let base = BOOT.0.get().cast::<u8>();
+    // SAFETY: [at, at + need) lies inside the arena and was handed to no one else; its first
+    // 8 bytes hold the size (8-aligned since `at` is a multiple of 16).
+    unsafe {
+        base.add(at).cast::<usize>().write(size);
+        base.add(at + 16).cast()
+    }
+}
+
+/// Whether `p` came from the bootstrap arena.
+pub fn is_bootstrap(p: *const c_void) -> bool {
+    let base = BOOT.0.get() as usize;
+    (base..base + ARENA).contains(&(p as usize))
+}
+
+/// The size asked for a bootstrap block.
+///
+/// # Safety
+/// `p` came from [`bootstrap_alloc`].
+pub unsafe fn bootstrap_size(p: *const c_void) -> usize {
+    // SAFETY: bootstrap_alloc wrote the size 16 bytes before each block it handed out.
+    unsafe { p.cast::<u8>().sub(16).cast::<usize>().read() }
+}
+
+/// One of the library's own mappings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OwnBlock {
+    /// First byte of the mapping.
+    pub start: usize,
+    /// Its length.
+    pub len: usize,
+    /// The pointer handed to the program.
+    pub user: usize,
+    /// Bytes the program asked for.
+    pub requested: usize,
+    /// Its entry in the allocation log (`u32::MAX`: not logged).
+    pub slot: u32,
+}
+
+fn raw_mmap(len: usize) -> Result<usize, Errno> {
+    // SAFETY: a fresh private anonymous mapping at an address of the kernel's choice overlaps
+    // nothing; the raw syscall keeps the library's own mmap export out of the way.
+    let p = unsafe {
+        libc::syscall(
+            libc::SYS_mmap,
+            0usize,
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1i32,
+            0usize,
+        )
+    };
+    if p < 0 {
+        Err(Errno::last())
+    } else {
+        Ok(p as usize)
+    }
+}
+
+fn raw_munmap(start: usize, len: usize) {
+    if len > 0 {
+        // SAFETY: only ever called on ranges of mappings this module made and no longer hands
+        // out (the trimmed ends of a fresh mapping, or a released block).
+        unsafe {
+            libc::syscall(libc::SYS_munmap, start, len);
+        }
+    }
+}
+
+/// Map `requested` bytes with the given alignment (a power of two up to [`CHUNK`]) in a mapping
+/// of its own whose huge-page-sized chunks line up with 2 MiB: for alignments up to a page the
+/// mapping starts on a 2 MiB boundary and the data 64 bytes (or `align`) later; for larger ones
+/// the data starts on a 2 MiB boundary. The block is not yet registered (see [`own_register`]).
+pub fn own_map(requested: usize, align: usize) -> Result<OwnBlock, Errno> {
+    if !align.is_power_of_two() || align > CHUNK {
+        return Err(Errno(libc::EINVAL));
+    }
+    let over = requested
+        .checked_add(2 * CHUNK + PAGE)
+        .ok_or(Errno(libc::ENOMEM))?;
+    let raw = raw_mmap(over)?;
+    let (start, user) = if align <= PAGE {
+        let start = raw.next_multiple_of(CHUNK);
+        (start, start + align.max(HEADROOM))
+    } else {
+        let user = (raw + PAGE).next_multiple_of(CHUNK);
+        (user - PAGE, user)
+    };
+    let end = (user + requested).next_multiple_of(PAGE).max(user + PAGE);
+    raw_munmap(raw, start - raw);
+    raw_munmap(end, raw + over - end);
+    // SAFETY: user - 16 lies inside [start, end), mapped read-write just above, 8-aligned.
+    unsafe { (user as *mut u64).sub(2).write(TAG ^ user as u64) };
+    Ok(OwnBlock {
+        start,
+        len: end - start,
+        user,
+        requested,
+        slot: u32::MAX,
+    })
+}
+
+/// Give advice on a block's whole mapping.
+pub fn own_advise(b: &OwnBlock, advice: Advice) -> Result<(), Errno> {
+    // SAFETY: the range is one of this module's own mappings; this advice (huge-page hints)
+    // never changes memory contents.
+    if unsafe { libc::madvise(b.start as *mut c_void, b.len, advice.raw()) } == 0 {
+        Ok(())
+    } else {
+        Err(Errno::last())
+    }
+}
+
+/// Unmap a block that was never registered (or was just released).
+pub fn own_unmap(b: OwnBlock) {
+    raw_munmap(b.start, b.len);
+}
+
+/// Record a block so that [`own_find`] knows it; `ENOSPC` when the registry is full.
+pub fn own_register(b: OwnBlock) -> Result<(), Errno> {
+    with_registry(|r| r.insert(b))
+}
+
+/// Note the allocation-log slot of the registered block at `user`.
+pub fn own_set_slot(user: usize, slot: u32) {
+    with_registry(|r| {
+        if let Some(i) = r.index(user) {
+            r.slots[i].slot = slot;
+        }
+    })
+}
+
+/// The block handed out at `p`, if this library handed it out.
+///
+/// # Safety
+/// `p` is not null and the 16 bytes before it are readable: true of every pointer a malloc
+/// hands out (glibc keeps a chunk header there; this library keeps its tag there).
+pub unsafe fn own_find(p: *const c_void) -> Option<OwnBlock> {
+    // SAFETY: the caller promises the 16 bytes before p are readable.
+    let tag = unsafe { p.cast::<u64>().sub(2).read_unaligned() };
+    if tag != TAG ^ p as u64 {
+        return None;
+    }
+    with_registry(|r| r.find(p as usize))
+}
+
+/// Forget the block at `p` and unmap it; None when `p` is not one of the library's.
+pub fn own_release(p: *const c_void) -> Option<OwnBlock> {
+    let b = with_registry(|r| r.remove(p as usize))?;
+    own_unmap(b);
+    Some(b)
+}
+
+/// Live blocks the registry can hold.
+pub const REGISTRY_CAPACITY: usize = 1 << 16;
+
+struct Registry<const N: usize> {
+    slots: [OwnBlock; N],
+    live: usize,
+}
+
+const VACANT: OwnBlock = OwnBlock {
+    start: 0,
+    len: 0,
+    user: 0,
+    requested: 0,
+    slot: 0,
+};
+
+fn home<const N: usize>(user: usize) -> usize {
+    // Each block's data lies in its own 2 MiB-aligned mapping, so user >> 21 is nearly unique.
+    ((user >> 21).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % N
+}
+
+impl<const N: usize> Registry<N> {
+    fn insert(&mut self, b: OwnBlock) -> Result<(), Errno> {
+        if self.live + 1 >= N {
+            return Err(Errno(libc::ENOSPC));
+        }
+        let mut i = home::<N>(b.user);
+        while self.slots[i].user != 0 {
+            i = (i + 1) % N;
+        }
+        self.slots[i] = b;
+        self.live += 1;
+        Ok(())
+    }
+
+    fn index(&self, user: usize) -> Option<usize> {
+        let mut i = home::<N>(user);
+        loop {
+            match self.slots[i].user {
+                0 => return None,
+                u if u == user => return Some(i),
+                _ => i = (i + 1) % N,
+            }
+        }
+    }
+
+    fn find(&self, user: usize) -> Option<OwnBlock> {
+        self.index(user).map(|i| self.slots[i])
+    }
+
+    /// Linear probing's backward-shift deletion: no tombstones, so lookups stay short.
+    fn remove(&mut self, user: usize) -> Option<OwnBlock> {
+        let mut hole = self.index(user)?;
+        let found = self.slots[hole];
+        let mut j = hole;
+        loop {
+            j = (j + 1) % N;
+            let u = self.slots[j].user;
+            if u == 0 {
+                break;
+            }
+            let h = home::<N>(u);
+            // Move j into the hole unless its home lies cyclically in (hole, j].
+            let stays = if hole <= j {
+                hole < h && h <= j
+            } else {
+                hole < h || h <= j
+            };
+            if !stays {
+                self.slots[hole] = self.slots[j];
+                hole = j;
+            }
+        }
+        self.slots[hole] = VACANT;
+        self.live -= 1;
+        Some(found)
+    }
+}
+
+struct Locked(UnsafeCell<Registry<REGISTRY_CAPACITY>>);
+// SAFETY: the registry is only reached through with_registry, under LOCK.
+unsafe impl Sync for Locked {}
+static REGISTRY: Locked = Locked(UnsafeCell::new(Registry {
+    slots: [VACANT; REGISTRY_CAPACITY],
+    live: 0,
+}));
+static LOCK: AtomicBool = AtomicBool::new(false);
+
+fn lock() {
+    let mut spins = 0u32;
+    while LOCK
+        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        spins += 1;
+        if spins < 64 {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+fn unlock() {
+    LOCK.store(false, Ordering::Release);
+}
+
+fn with_registry<T>(f: impl FnOnce(&mut Registry<REGISTRY_CAPACITY>) -> T) -> T {
+    lock();
+    // SAFETY: LOCK is held, so this is the only reference to the registry.
+    let out = f(unsafe { &mut *REGISTRY.0.get() });
+    unlock();
+    out
+}
+
+extern "C" fn before_fork() {
+    lock();
+}
+
+extern "C" fn after_fork_parent() {
+    unlock();
+}
+
+extern "C" fn after_fork_child() {
+    // The child's blocks are copies of the parent's, but their log slots are the parent's log:
+    // the child keeps a log of its own.
+    // SAFETY: LOCK is held since before_fork, and the child has only this thread.
+    let r = unsafe { &mut *REGISTRY.0.get() };
+    for b in r.slots.iter_mut().filter(|b| b.user != 0) {
+        b.slot = u32::MAX;
+    }
+    unlock();
+}
+
+/// Hold the registry's lock across `fork` so that a child never inherits it locked by a thread
+/// it does not have, and forget the parent's log slots in the child. Call once.
+pub fn install_fork_handlers() {
+    // SAFETY: the handlers are plain functions that take and release a spin lock.
+    unsafe {
+        libc::pthread_atfork(
+            Some(before_fork),
+            Some(after_fork_parent),
+            Some(after_fork_child),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_blocks_are_aligned_registered_found_and_released() {
+        let b = own_map(3 << 20, 16).expect("map");
+        assert_eq!(b.start % CHUNK, 0);
+        assert_eq!(b.user, b.start + HEADROOM);
+        assert!(b.len >= (3 << 20) + HEADROOM && b.len.is_multiple_of(PAGE));
+        // SAFETY: the block is mapped read-write for `requested` bytes from `user`.
+        unsafe { std::ptr::write_bytes(b.user as *mut u8, 7, b.requested) };
+        // SAFETY: the tag lies in the block.
+        assert_eq!(
+            unsafe { own_find(b.user as *const c_void) },
+            None,
+            "not yet registered"
+        );
+        own_register(b).expect("register");
+        // SAFETY: as above.
+        assert_eq!(unsafe { own_find(b.user as *const c_void) }, Some(b));
+        assert_eq!(own_release(b.user as *const c_void), Some(b));
+        assert_eq!(own_release(b.user as *const c_void), None, "released once");
+
+        let big = own_map(5 << 20, 1 << 20).expect("map aligned");
+        assert_eq!(big.user % CHUNK, 0);
+        assert_eq!(big.start, big.user - PAGE);
+        own_unmap(big);
+        assert_eq!(own_map(1, 3), Err(Errno(libc::EINVAL)));
+    }
+
+    #[test]
+    fn backward_shift_deletion_keeps_every_colliding_key_findable() {
+        let mut r = Registry::<1024> {
+            slots: [VACANT; 1024],
+            live: 0,
+        };
+        // Keys one 2 MiB apart spread; keys sharing user >> 21 collide on purpose.
+        let keys: Vec<usize> = (1..400usize)
+            .map(|k| ((k % 37) << 21) + 64 + (k / 37) * 4096)
+            .collect();
+        for &u in &keys {
+            r.insert(OwnBlock { user: u, ..VACANT }).expect("insert");
+        }
+        for (n, &u) in keys.iter().enumerate().filter(|(n, _)| n % 3 == 0) {
+            assert_eq!(r.remove(u).map(|b| b.user), Some(u), "remove #{n}");
+        }
+        for (n, &u) in keys.iter().enumerate() {
+            assert_eq!(r.find(u).is_some(), n % 3 != 0, "key #{n}");
+        }
+        assert_eq!(r.live, keys.len() - keys.len().div_ceil(3));
+    }
+
+    #[test]
+    fn the_program_allocator_is_found_and_is_glibc_here() {
+        let n = next().expect("resolved");
+        assert!(n.is_glibc());
+        let p = n.malloc(100);
+        assert!(!p.is_null());
+        // SAFETY: p came from this allocator.
+        unsafe {
+            assert!(n.usable_size(p).expect("glibc says") >= 100);
+            n.free(p);
+        }
+        let b = bootstrap_alloc(40);
+        assert!(is_bootstrap(b) && !is_bootstrap(p));
+        // SAFETY: b came from bootstrap_alloc.
+        assert_eq!(unsafe { bootstrap_size(b) }, 40);
+    }
+}
