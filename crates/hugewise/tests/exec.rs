@@ -108,7 +108,7 @@ fn a_c_program_using_every_allocation_call_prints_the_same() {
         .all(|p| p.fallbacks == 0 && !p.rules_refused));
     let all = allocations(&r);
     assert!(all.len() > 1000, "{} allocations taken over", all.len());
-    for a in &all {
+    for a in all.iter().filter(|a| a.origin == "malloc") {
         assert!(a.requested_bytes >= 1 << 20, "{a:?}");
         let (policy, rule) = if a.requested_bytes >= 2 << 20 {
             ("thp", Some(0))
@@ -123,6 +123,16 @@ fn a_c_program_using_every_allocation_call_prints_the_same() {
         );
         assert!(a.advice_error.is_none(), "{a:?}");
     }
+    let mapped: Vec<_> = all.iter().filter(|a| a.origin == "mmap").collect();
+    assert!(
+        mapped.iter().any(|a| a.requested_bytes == 8 << 20)
+            && mapped.iter().any(|a| a.requested_bytes == 16 << 20),
+        "the program's own mmap and its mremap result were adopted: {mapped:?}"
+    );
+    assert!(
+        mapped.iter().all(|a| a.lifetime_ns.is_some()),
+        "and logged as freed once wholly unmapped: {mapped:?}"
+    );
     let child = &r.processes[1];
     assert!(
         child
@@ -195,6 +205,63 @@ fn base_rules_keep_every_allocation_on_4k_pages() {
             .any(|a| a.peak_resident_bytes.unwrap_or(0) >= 60 << 20),
         "the bytearray was observed resident"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Debian's jemalloc, when installed (`.ci/run` installs libjemalloc2).
+fn jemalloc() -> Option<PathBuf> {
+    ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"]
+        .iter()
+        .map(|d| Path::new(d).join("libjemalloc.so.2"))
+        .find(|p| p.exists())
+}
+
+#[test]
+fn a_program_with_its_own_allocator_keeps_it_and_gets_its_mappings_adopted() {
+    let Some(je) = jemalloc() else {
+        hugewise_sys::testing::skip("no libjemalloc.so.2 (Debian's libjemalloc2)");
+        return;
+    };
+    let dir = scratch("je");
+    let out = dir.join("exec.json");
+    let plain = Command::new("python3")
+        .args(["-c", PY])
+        .env("LD_PRELOAD", &je)
+        .output()
+        .expect("python3 with jemalloc");
+    let under = Command::new(env!("CARGO_BIN_EXE_hugewise"))
+        .args(["--no-progress", "exec", "--interval", "50ms", "--out"])
+        .arg(&out)
+        .args(["--", "python3", "-c", PY])
+        .env("LD_PRELOAD", &je)
+        .output()
+        .expect("hugewise exec");
+    assert!(under.status.success(), "{under:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&plain.stdout),
+        String::from_utf8_lossy(&under.stdout)
+    );
+    let r = Saved::<ExecReport>::from_json(&std::fs::read_to_string(&out).expect("saved"))
+        .expect("an exec result")
+        .result;
+    let main = r
+        .processes
+        .iter()
+        .find(|p| !p.allocations.is_empty())
+        .expect("a process with adopted mappings");
+    assert_eq!(main.allocator, "other");
+    assert!(
+        main.allocations.iter().all(|a| a.origin == "mmap"),
+        "{main:?}"
+    );
+    let big = main
+        .allocations
+        .iter()
+        .find(|a| a.requested_bytes >= 64 << 20)
+        .unwrap_or_else(|| panic!("jemalloc's extent for the bytearray: {main:?}"));
+    if thp_possible() {
+        assert!(big.peak_huge_bytes.unwrap_or(0) >= 32 << 20, "{big:?}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -23,6 +23,7 @@ use std::sync::OnceLock;
 use hugewise_exec::protocol;
 use hugewise_exec::rules::{Placement, Rules};
 use hugewise_sys::alloclog::{AllocLog, LogEntry, Origin, FLAG_BAD_RULES, FLAG_FOREIGN_ALLOCATOR};
+use hugewise_sys::errno::Errno;
 use hugewise_sys::interpose::{self as ip, Next, OwnBlock};
 use hugewise_sys::mmap::Advice;
 
@@ -63,11 +64,30 @@ struct Shim {
     min_size: u64,
     session: String,
     /// False when the program's allocator is not glibc's or the rules were refused: then
-    /// nothing is taken over (and foreign pointers are never looked behind).
+    /// no allocation is taken over (and foreign pointers are never looked behind).
     active: bool,
+    /// False when the rules were refused: then no mapping is adopted either.
+    rules_ok: bool,
 }
 
 static SHIM: OnceLock<Option<Shim>> = OnceLock::new();
+
+thread_local! {
+    /// Set while this thread is inside the library's own work, so that an allocation or a
+    /// mapping the work itself causes (the program's allocator mapping memory for the log's
+    /// bookkeeping) passes straight through instead of coming back in.
+    static BUSY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Run `f` unless this thread is already inside the library's work.
+fn guarded<T>(f: impl FnOnce() -> Option<T>) -> Option<T> {
+    if BUSY.with(|b| b.replace(true)) {
+        return None;
+    }
+    let out = f();
+    BUSY.with(|b| b.set(false));
+    out
+}
 static FORK_HANDLERS: AtomicBool = AtomicBool::new(false);
 
 fn shim(next: &Next) -> Option<&'static Shim> {
@@ -82,6 +102,7 @@ fn shim(next: &Next) -> Option<&'static Shim> {
             .unwrap_or(protocol::DEFAULT_MIN_SIZE);
         let s = Shim {
             active: parsed.is_some() && next.is_glibc(),
+            rules_ok: parsed.is_some(),
             rules: parsed.clone().unwrap_or_default(),
             min_size,
             session,
@@ -151,6 +172,10 @@ impl Shim {
         if !self.active || (size as u64) < self.min_size {
             return None;
         }
+        guarded(|| self.take_now(size, align))
+    }
+
+    fn take_now(&self, size: usize, align: usize) -> Option<*mut c_void> {
         let log = log_of(self);
         let (placement, rule) = self.rules.place(size as u64);
         let b = match ip::own_map(size, align) {
@@ -175,23 +200,69 @@ impl Shim {
             return None;
         }
         if let Some(l) = log {
-            let entry = LogEntry {
-                start: b.start as u64,
-                len: b.len as u64,
-                requested: size as u64,
-                policy: placement.code(),
-                rule: rule.map_or(u16::MAX, |r| r.min(usize::from(u16::MAX - 1)) as u16),
-                origin: Origin::Malloc,
-                advice_errno: advice.err().map_or(0, |e| e.0 as u16),
-                born_ns: ip::monotonic_ns(),
-                freed_ns: None,
-                tag: 0,
-            };
-            if let Some(slot) = l.append(&entry) {
+            let e = entry(
+                b.start,
+                b.len,
+                size,
+                placement,
+                rule,
+                Origin::Malloc,
+                advice,
+            );
+            if let Some(slot) = l.append(&e) {
                 ip::own_set_slot(b.user, slot);
             }
         }
         Some(b.user as *mut c_void)
+    }
+
+    /// Adopt an anonymous mapping the program (or its allocator) made: advise it as the
+    /// rules say and log it, without moving it.
+    fn adopt(&self, start: usize, len: usize) {
+        if !self.rules_ok || (len as u64) < self.min_size {
+            return;
+        }
+        guarded(|| {
+            let (placement, rule) = self.rules.place(len as u64);
+            let advice = match placement {
+                Placement::Thp => ip::advise_range(start, len, Advice::HugePage),
+                Placement::Base => ip::advise_range(start, len, Advice::NoHugePage),
+                Placement::System => Ok(()),
+            };
+            let log = log_of(self);
+            let slot = log
+                .and_then(|l| {
+                    l.append(&entry(
+                        start,
+                        len,
+                        len,
+                        placement,
+                        rule,
+                        Origin::Mmap,
+                        advice,
+                    ))
+                })
+                .unwrap_or(u32::MAX);
+            if !ip::adopt(start, len, slot) {
+                if let Some(l) = log {
+                    l.fallback(libc::ENOSPC);
+                }
+            }
+            Some(())
+        });
+    }
+
+    /// The program unmapped a range: log the end of every adopted mapping it removed. Whether
+    /// it touched one.
+    fn unmapped(&self, start: usize, len: usize) -> bool {
+        guarded(|| {
+            Some(ip::unadopt(start, len, |slot| {
+                if let (Some(l), true) = (log_of(self), slot != u32::MAX) {
+                    l.freed(slot, ip::monotonic_ns());
+                }
+            }))
+        })
+        .unwrap_or(false)
     }
 
     /// Unmap a block taken over and log its end.
@@ -203,6 +274,30 @@ impl Shim {
                 }
             }
         }
+    }
+}
+
+/// The log entry of an allocation or mapping made now.
+fn entry(
+    start: usize,
+    len: usize,
+    requested: usize,
+    placement: Placement,
+    rule: Option<usize>,
+    origin: Origin,
+    advice: Result<(), Errno>,
+) -> LogEntry {
+    LogEntry {
+        start: start as u64,
+        len: len as u64,
+        requested: requested as u64,
+        policy: placement.code(),
+        rule: rule.map_or(u16::MAX, |r| r.min(usize::from(u16::MAX - 1)) as u16),
+        origin,
+        advice_errno: advice.err().map_or(0, |e| e.0 as u16),
+        born_ns: ip::monotonic_ns(),
+        freed_ns: None,
+        tag: 0,
     }
 }
 
@@ -434,4 +529,116 @@ pub unsafe extern "C" fn malloc_usable_size(p: *mut c_void) -> usize {
     }
     // SAFETY: p is the program allocator's and live.
     unsafe { next.usable_size(p) }.unwrap_or(0)
+}
+
+/// Whether a mapping with these flags is one the library adopts: private, anonymous, at an
+/// address of the kernel's choice, not a stack and not hugetlb.
+fn adoptable(flags: i32) -> bool {
+    flags & (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS) == libc::MAP_PRIVATE | libc::MAP_ANONYMOUS
+        && flags
+            & (libc::MAP_FIXED
+                | libc::MAP_FIXED_NOREPLACE
+                | libc::MAP_STACK
+                | libc::MAP_GROWSDOWN
+                | libc::MAP_HUGETLB)
+            == 0
+}
+
+/// `mmap(2)`: made as asked; a large private anonymous mapping is then adopted.
+///
+/// # Safety
+/// The C library's contract.
+#[no_mangle]
+pub unsafe extern "C" fn mmap(
+    addr: *mut c_void,
+    len: usize,
+    prot: i32,
+    flags: i32,
+    fd: i32,
+    off: i64,
+) -> *mut c_void {
+    // SAFETY: the caller's contract is mmap's.
+    match unsafe { ip::raw_mmap_any(addr, len, prot, flags, fd, off) } {
+        Ok(p) => {
+            // Only once the settings are read: the reading itself may map memory.
+            if let Some(Some(s)) = SHIM.get() {
+                if adoptable(flags) {
+                    s.adopt(p, len);
+                }
+            }
+            p as *mut c_void
+        }
+        Err(e) => {
+            ip::set_errno(e);
+            libc::MAP_FAILED
+        }
+    }
+}
+
+/// `mmap64(2)`: the same as [`mmap`] on 64-bit Linux.
+///
+/// # Safety
+/// The C library's contract.
+#[no_mangle]
+pub unsafe extern "C" fn mmap64(
+    addr: *mut c_void,
+    len: usize,
+    prot: i32,
+    flags: i32,
+    fd: i32,
+    off: i64,
+) -> *mut c_void {
+    // SAFETY: the same contract.
+    unsafe { mmap(addr, len, prot, flags, fd, off) }
+}
+
+/// `munmap(2)`: unmapped as asked; adopted mappings it removes are logged as freed.
+///
+/// # Safety
+/// The C library's contract.
+#[no_mangle]
+pub unsafe extern "C" fn munmap(addr: *mut c_void, len: usize) -> i32 {
+    // SAFETY: the caller's contract is munmap's.
+    match unsafe { ip::raw_munmap_any(addr, len) } {
+        Ok(()) => {
+            if let Some(Some(s)) = SHIM.get() {
+                s.unmapped(addr as usize, len);
+            }
+            0
+        }
+        Err(e) => {
+            ip::set_errno(e);
+            -1
+        }
+    }
+}
+
+/// `mremap(2)`: moved or resized as asked; an adopted mapping is logged as freed and the result
+/// adopted anew.
+///
+/// # Safety
+/// The C library's contract (`new_addr` is read only with `MREMAP_FIXED`).
+#[no_mangle]
+pub unsafe extern "C" fn mremap(
+    old: *mut c_void,
+    old_len: usize,
+    new_len: usize,
+    flags: i32,
+    new_addr: *mut c_void,
+) -> *mut c_void {
+    // SAFETY: the caller's contract is mremap's.
+    match unsafe { ip::raw_mremap_any(old, old_len, new_len, flags, new_addr) } {
+        Ok(p) => {
+            if let Some(Some(s)) = SHIM.get() {
+                if s.unmapped(old as usize, old_len) {
+                    s.adopt(p, new_len);
+                }
+            }
+            p as *mut c_void
+        }
+        Err(e) => {
+            ip::set_errno(e);
+            libc::MAP_FAILED
+        }
+    }
 }

@@ -84,10 +84,23 @@ pub fn exec(r: &ExecReport, all: bool) -> String {
             );
         }
     }
-    for p in &r.processes {
+    let idle: Vec<_> = r
+        .processes
+        .iter()
+        .filter(|p| p.allocations.is_empty() && p.fallbacks == 0 && !p.rules_refused)
+        .collect();
+    for p in r
+        .processes
+        .iter()
+        .filter(|p| !idle.iter().any(|q| q.pid == p.pid))
+    {
         let mut notes = Vec::new();
         if p.allocator != "glibc" {
-            notes.push("its allocator is not glibc's: every allocation was left to it".to_string());
+            notes.push(
+                "its allocator is not glibc's: its allocations stay with it, and only the \
+                 large mappings it makes are adopted"
+                    .to_string(),
+            );
         }
         if p.rules_refused {
             notes.push("the library could not read the rules: nothing was taken over".into());
@@ -119,6 +132,19 @@ pub fn exec(r: &ExecReport, all: bool) -> String {
             }
         );
     }
+    if !idle.is_empty() {
+        let foreign = idle.iter().filter(|p| p.allocator != "glibc").count();
+        let _ = writeln!(
+            out,
+            "\n{} more process(es) took nothing over{}",
+            idle.len(),
+            if foreign > 0 {
+                format!(" ({foreign} with an allocator other than glibc's)")
+            } else {
+                String::new()
+            }
+        );
+    }
     let mut list: Vec<(i32, &ExecAllocation)> = r
         .processes
         .iter()
@@ -130,12 +156,13 @@ pub fn exec(r: &ExecReport, all: bool) -> String {
     let shown = if all { list.len() } else { list.len().min(10) };
     list.sort_by_key(|(_, a)| std::cmp::Reverse(a.requested_bytes));
     let mut t = Table::new([
-        "pid", "size", "policy", "rule", "advice", "born", "lived", "resident", "huge",
+        "pid", "size", "via", "policy", "rule", "advice", "born", "lived", "resident", "huge",
     ]);
     for (pid, a) in list.iter().take(shown) {
         t.row([
             pid.to_string(),
             bytes(a.requested_bytes),
+            a.origin.clone(),
             a.policy.clone(),
             a.rule.map_or_else(|| "-".into(), |i| (i + 1).to_string()),
             a.advice_error.clone().unwrap_or_else(|| "ok".into()),

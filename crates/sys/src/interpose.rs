@@ -466,12 +466,90 @@ impl<const N: usize> Registry<N> {
     }
 }
 
-struct Locked(UnsafeCell<Registry<REGISTRY_CAPACITY>>);
-// SAFETY: the registry is only reached through with_registry, under LOCK.
+/// Anonymous mappings the program made itself that the library adopted (advised and logged
+/// without moving them): sorted, not overlapping, each with its log slot.
+struct Ranges<const N: usize> {
+    items: [(usize, usize, u32); N],
+    len: usize,
+}
+
+/// Mappings adopted at once, at most.
+pub const ADOPTED_CAPACITY: usize = 1 << 12;
+
+impl<const N: usize> Ranges<N> {
+    fn insert(&mut self, start: usize, end: usize, slot: u32) -> bool {
+        if self.len == N {
+            return false;
+        }
+        let at = self.items[..self.len].partition_point(|r| r.0 < start);
+        self.items.copy_within(at..self.len, at + 1);
+        self.items[at] = (start, end, slot);
+        self.len += 1;
+        true
+    }
+
+    /// Forget `[start, end)`: ranges it covers go, ranges it cuts shrink or split. Returns the
+    /// slots no remaining range holds any more.
+    fn remove(&mut self, start: usize, end: usize, gone: &mut [u32; 8]) -> usize {
+        let mut kept = [(0usize, 0usize, 0u32); 2];
+        let mut out = 0;
+        let mut i = self.items[..self.len].partition_point(|r| r.1 <= start);
+        while i < self.len && self.items[i].0 < end {
+            let (s, e, slot) = self.items[i];
+            let mut k = 0;
+            if s < start {
+                kept[k] = (s, start, slot);
+                k += 1;
+            }
+            if e > end {
+                kept[k] = (end, e, slot);
+                k += 1;
+            }
+            match k {
+                0 => {
+                    self.items.copy_within(i + 1..self.len, i);
+                    self.len -= 1;
+                    if !self.items[..self.len].iter().any(|r| r.2 == slot) && out < gone.len() {
+                        gone[out] = slot;
+                        out += 1;
+                    }
+                }
+                1 => {
+                    self.items[i] = kept[0];
+                    i += 1;
+                }
+                _ => {
+                    self.items[i] = kept[0];
+                    if self.len < N {
+                        self.items.copy_within(i + 1..self.len, i + 2);
+                        self.items[i + 1] = kept[1];
+                        self.len += 1;
+                    }
+                    i += 2;
+                }
+            }
+        }
+        out
+    }
+}
+
+struct State {
+    blocks: Registry<REGISTRY_CAPACITY>,
+    ranges: Ranges<ADOPTED_CAPACITY>,
+}
+
+struct Locked(UnsafeCell<State>);
+// SAFETY: the state is only reached through with_state, under LOCK.
 unsafe impl Sync for Locked {}
-static REGISTRY: Locked = Locked(UnsafeCell::new(Registry {
-    slots: [VACANT; REGISTRY_CAPACITY],
-    live: 0,
+static REGISTRY: Locked = Locked(UnsafeCell::new(State {
+    blocks: Registry {
+        slots: [VACANT; REGISTRY_CAPACITY],
+        live: 0,
+    },
+    ranges: Ranges {
+        items: [(0, 0, 0); ADOPTED_CAPACITY],
+        len: 0,
+    },
 }));
 static LOCK: AtomicBool = AtomicBool::new(false);
 
@@ -494,12 +572,112 @@ fn unlock() {
     LOCK.store(false, Ordering::Release);
 }
 
-fn with_registry<T>(f: impl FnOnce(&mut Registry<REGISTRY_CAPACITY>) -> T) -> T {
+fn with_state<T>(f: impl FnOnce(&mut State) -> T) -> T {
     lock();
-    // SAFETY: LOCK is held, so this is the only reference to the registry.
+    // SAFETY: LOCK is held, so this is the only reference to the state.
     let out = f(unsafe { &mut *REGISTRY.0.get() });
     unlock();
     out
+}
+
+fn with_registry<T>(f: impl FnOnce(&mut Registry<REGISTRY_CAPACITY>) -> T) -> T {
+    with_state(|s| f(&mut s.blocks))
+}
+
+/// Note an anonymous mapping the program made, adopted with log slot `slot`; false when
+/// [`ADOPTED_CAPACITY`] mappings are already adopted.
+pub fn adopt(start: usize, len: usize, slot: u32) -> bool {
+    with_state(|s| s.ranges.insert(start, start + len, slot))
+}
+
+/// The program unmapped `[start, start + len)`: forget what it covered, and call `freed` with
+/// each log slot whose mapping is now wholly gone. Whether the range touched an adopted one.
+pub fn unadopt(start: usize, len: usize, mut freed: impl FnMut(u32)) -> bool {
+    let mut gone = [0u32; 8];
+    let end = start.saturating_add(len);
+    let (touched, n) = with_state(|s| {
+        let r = &mut s.ranges;
+        let at = r.items[..r.len].partition_point(|x| x.1 <= start);
+        if at == r.len || r.items[at].0 >= end {
+            return (false, 0);
+        }
+        (true, r.remove(start, end, &mut gone))
+    });
+    for &slot in &gone[..n] {
+        freed(slot);
+    }
+    touched
+}
+
+/// A mapping the program asked for, made with a raw system call (the library's own `mmap`
+/// export is what calls this). The address, or the errno.
+///
+/// # Safety
+/// `mmap(2)`'s contract: with `MAP_FIXED` the caller gives up whatever was mapped there.
+pub unsafe fn raw_mmap_any(
+    addr: *mut c_void,
+    len: usize,
+    prot: i32,
+    flags: i32,
+    fd: i32,
+    off: i64,
+) -> Result<usize, Errno> {
+    // SAFETY: the caller's contract is mmap's.
+    let p = unsafe { libc::syscall(libc::SYS_mmap, addr, len, prot, flags, fd, off) };
+    if p < 0 {
+        Err(Errno::last())
+    } else {
+        Ok(p as usize)
+    }
+}
+
+/// `munmap(2)` with a raw system call.
+///
+/// # Safety
+/// `munmap(2)`'s contract: nothing refers into the range any more.
+pub unsafe fn raw_munmap_any(addr: *mut c_void, len: usize) -> Result<(), Errno> {
+    // SAFETY: the caller's contract is munmap's.
+    if unsafe { libc::syscall(libc::SYS_munmap, addr, len) } < 0 {
+        Err(Errno::last())
+    } else {
+        Ok(())
+    }
+}
+
+/// `mremap(2)` with a raw system call; `new_addr` is read only with `MREMAP_FIXED`.
+///
+/// # Safety
+/// `mremap(2)`'s contract.
+pub unsafe fn raw_mremap_any(
+    old: *mut c_void,
+    old_len: usize,
+    new_len: usize,
+    flags: i32,
+    new_addr: *mut c_void,
+) -> Result<usize, Errno> {
+    // SAFETY: the caller's contract is mremap's.
+    let p = unsafe { libc::syscall(libc::SYS_mremap, old, old_len, new_len, flags, new_addr) };
+    if p < 0 {
+        Err(Errno::last())
+    } else {
+        Ok(p as usize)
+    }
+}
+
+/// Give advice on a mapping the program made.
+pub fn advise_range(start: usize, len: usize, advice: Advice) -> Result<(), Errno> {
+    // SAFETY: huge-page hints never change memory contents; the kernel checks the range.
+    if unsafe { libc::madvise(start as *mut c_void, len, advice.raw()) } == 0 {
+        Ok(())
+    } else {
+        Err(Errno::last())
+    }
+}
+
+/// Set the calling thread's errno (what a C function reports failure with).
+pub fn set_errno(e: Errno) {
+    // SAFETY: __errno_location returns this thread's errno, always valid for a write.
+    unsafe { *libc::__errno_location() = e.0 };
 }
 
 extern "C" fn before_fork() {
@@ -514,9 +692,12 @@ extern "C" fn after_fork_child() {
     // The child's blocks are copies of the parent's, but their log slots are the parent's log:
     // the child keeps a log of its own.
     // SAFETY: LOCK is held since before_fork, and the child has only this thread.
-    let r = unsafe { &mut *REGISTRY.0.get() };
-    for b in r.slots.iter_mut().filter(|b| b.user != 0) {
+    let s = unsafe { &mut *REGISTRY.0.get() };
+    for b in s.blocks.slots.iter_mut().filter(|b| b.user != 0) {
         b.slot = u32::MAX;
+    }
+    for r in &mut s.ranges.items[..s.ranges.len] {
+        r.2 = u32::MAX;
     }
     unlock();
 }
@@ -585,6 +766,35 @@ mod tests {
             assert_eq!(r.find(u).is_some(), n % 3 != 0, "key #{n}");
         }
         assert_eq!(r.live, keys.len() - keys.len().div_ceil(3));
+    }
+
+    #[test]
+    fn unmapping_part_of_an_adopted_mapping_trims_splits_and_frees_it() {
+        let mut r = Ranges::<8> {
+            items: [(0, 0, 0); 8],
+            len: 0,
+        };
+        assert!(r.insert(100, 200, 1) && r.insert(300, 400, 2) && r.insert(0, 50, 3));
+        let mut gone = [0u32; 8];
+        // A cut in the middle splits; nothing is freed.
+        assert_eq!(r.remove(120, 130, &mut gone), 0);
+        assert_eq!(
+            &r.items[..r.len],
+            &[(0, 50, 3), (100, 120, 1), (130, 200, 1), (300, 400, 2)]
+        );
+        // Cuts that trim the head of one and the tail of another free nothing.
+        assert_eq!(r.remove(20, 110, &mut gone), 0);
+        assert_eq!(
+            &r.items[..r.len],
+            &[(0, 20, 3), (110, 120, 1), (130, 200, 1), (300, 400, 2)]
+        );
+        // Both pieces of slot 1 go: its mapping is freed once, after the second.
+        assert_eq!(r.remove(110, 200, &mut gone), 1);
+        assert_eq!(gone[0], 1);
+        assert_eq!(&r.items[..r.len], &[(0, 20, 3), (300, 400, 2)]);
+        assert_eq!(r.remove(0, 1000, &mut gone), 2);
+        assert_eq!(&gone[..2], &[3, 2]);
+        assert_eq!(r.len, 0);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -74,6 +75,20 @@ int main(void) {
     printf("sums %llu %llu %llu %llu\n", (unsigned long long)sum(a, 5 << 20),
            (unsigned long long)sum(b, 4 << 20), (unsigned long long)sum(c, 6 << 20),
            (unsigned long long)sum(d, 3 << 20));
+    /* Mappings the program makes itself: trimmed, moved by mremap, unmapped. */
+    size_t m = 8u << 20;
+    unsigned char *map = mmap(NULL, m, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED) return fail("mmap");
+    memset(map, 6, m);
+    if (munmap(map, 2u << 20) != 0) return fail("munmap head");
+    unsigned char *moved = mremap(map + (2u << 20), m - (2u << 20), 16u << 20, MREMAP_MAYMOVE);
+    if (moved == MAP_FAILED) return fail("mremap");
+    memset(moved + (6u << 20), 7, 10u << 20);
+    printf("mapped %llu\n", (unsigned long long)sum(moved, 16u << 20));
+    if (munmap(moved, 16u << 20) != 0) return fail("munmap");
+    if (munmap(NULL, 4096) == 0) {} /* an empty range is no error either way */
+    void *refused = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, -1, 0);
+    if (refused != MAP_FAILED || errno != EBADF) return fail("mmap of a bad fd must fail with EBADF");
     /* Threads allocate and free at once. */
     pthread_t t[4];
     for (uintptr_t i = 0; i < 4; i++) pthread_create(&t[i], NULL, worker, (void *)i);
