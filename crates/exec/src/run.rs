@@ -32,6 +32,11 @@ pub struct Config {
     pub preload: PathBuf,
     /// How often to read the allocations' backing.
     pub interval: Duration,
+    /// Write the program's stdout to this file and drop its stderr (benchmarks), instead of
+    /// passing both on.
+    pub stdout_file: Option<PathBuf>,
+    /// Start the program in this memory cgroup (its `cgroup.procs` file).
+    pub cgroup_procs: Option<PathBuf>,
 }
 
 /// The preload library: `explicit` when given, else `HUGEWISE_PRELOAD`, else beside the running
@@ -227,7 +232,18 @@ fn session_name() -> String {
 /// Run the program to its end with the preload library, reading its allocations' backing every
 /// `interval`, and calling `tick` after each reading. When `stop` is raised (the user pressed
 /// Ctrl-C, which the program gets too) the program is given a second to end, then SIGTERM.
-pub fn run(cfg: &Config, stop: &AtomicBool, mut tick: impl FnMut(&Tick)) -> Result<ExecReport> {
+pub fn run(cfg: &Config, stop: &AtomicBool, tick: impl FnMut(&Tick)) -> Result<ExecReport> {
+    run_with(cfg, stop, &mut |_| {}, tick)
+}
+
+/// [`run`], telling `started` the program's pid as soon as it runs (for a caller that talks
+/// to it, or measures it, meanwhile).
+pub fn run_with(
+    cfg: &Config,
+    stop: &AtomicBool,
+    started: &mut dyn FnMut(u32),
+    mut tick: impl FnMut(&Tick),
+) -> Result<ExecReport> {
     let program = cfg.argv.first().cloned().unwrap_or_default();
     protocol::sweep_orphans();
     let session = session_name();
@@ -242,6 +258,16 @@ pub fn run(cfg: &Config, stop: &AtomicBool, mut tick: impl FnMut(&Tick)) -> Resu
         .env(protocol::ENV_RULES, cfg.rules.to_string())
         .env(protocol::ENV_MIN_SIZE, cfg.min_size.to_string())
         .env(protocol::ENV_SESSION, &session);
+    if let Some(f) = &cfg.stdout_file {
+        let file = std::fs::File::create(f).map_err(|source| Error::Launch {
+            program: format!("{program} (its output file {})", f.display()),
+            source,
+        })?;
+        cmd.stdout(file).stderr(std::process::Stdio::null());
+    }
+    if let Some(procs) = &cfg.cgroup_procs {
+        hugewise_sys::process::join_cgroup_at_exec(&mut cmd, procs)?;
+    }
     hugewise_sys::process::tie_to_parent(&mut cmd);
     let t0 = Instant::now();
     let t0_mono = monotonic_ns();
@@ -249,6 +275,7 @@ pub fn run(cfg: &Config, stop: &AtomicBool, mut tick: impl FnMut(&Tick)) -> Resu
         program: program.clone(),
         source,
     })?;
+    started(child.id());
     let proc = ProcFs::default();
     let mut watched: Vec<Watched> = Vec::new();
     let mut runs = Vec::new();

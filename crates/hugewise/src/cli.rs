@@ -247,6 +247,11 @@ alternating order, after checking the machine is quiet.")]
     /// online daemon within a budget, alternated round by round.
     #[command(after_help = crate::promotecmd::BENCH_HELP)]
     Promote(crate::promotecmd::BenchPromoteArgs),
+
+    /// A program hugewise did not write, under several page rules and without hugewise,
+    /// alternated round by round: wall time, speedup and huge bytes spent.
+    #[command(after_help = crate::execcmd::BENCH_HELP)]
+    Exec(crate::execcmd::BenchExecArgs),
 }
 
 /// `hugewise bench pages`.

@@ -11,9 +11,10 @@ use hugewise_exec::rules::Rules;
 use hugewise_exec::run::{self, Config, Tick};
 use hugewise_mem::Bytes;
 use hugewise_report::{execview, fmt};
+use hugewise_study::execbench;
 
 use crate::output::{self, Output, Stream};
-use crate::progress::Mode;
+use crate::progress::{Mode, Steps, Unit};
 
 pub(crate) const HELP: &str = "\
 Rules (first match wins; an allocation no rule matches gets `system`):
@@ -98,6 +99,8 @@ pub(crate) fn exec(a: ExecArgs, progress: Mode, stop: &AtomicBool) -> anyhow::Re
         min_size: a.min_size.0,
         preload: run::find_preload(a.preload.as_deref())?,
         interval: a.interval,
+        stdout_file: None,
+        cgroup_procs: None,
     };
     let live = progress == Mode::Terminal;
     let report = run::run(&cfg, stop, |t| {
@@ -122,4 +125,75 @@ pub(crate) fn exec(a: ExecArgs, progress: Mode, stop: &AtomicBool) -> anyhow::Re
         Some(|r: &_| execview::exec(r, all)),
     )?;
     Ok(code)
+}
+
+pub(crate) const BENCH_HELP: &str = "\
+Variants are separated by `;` (rules hold commas): `plain` runs the program without hugewise,
+anything else is a set of rules as `hugewise exec --pages` takes them. The first variant is the
+baseline: each speedup is the median over rounds of its time over the variant's in the same
+round. Each round runs every variant once, in order, after checking the machine is quiet; the
+program's output is discarded (a failing run stops the benchmark and says which variant). With
+--metric KEY the program's own line `KEY=SECONDS` is compared too, for a program that times
+the phase that matters apart from its setup.
+
+Examples:
+  hugewise bench exec -- python3 my_job.py                      plain vs *=base vs *=thp
+  hugewise bench exec --variants '*=base;*=thp;>=1GiB=thp' --rounds 7 -- ./simulator big.cfg";
+
+/// `hugewise bench exec`.
+#[derive(Debug, Args)]
+pub struct BenchExecArgs {
+    /// Variants separated by `;`: `plain` or rules (see below).
+    #[arg(long, default_value = "plain;*=base;*=thp")]
+    pub variants: String,
+    /// Rounds; each runs every variant once.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rounds: u32,
+    /// Allocations smaller than this stay with the program's allocator.
+    #[arg(long, default_value_t = Bytes(DEFAULT_MIN_SIZE))]
+    pub min_size: Bytes,
+    /// The preload library (default: libhugewise_preload.so beside hugewise).
+    #[arg(long, value_name = "FILE")]
+    pub preload: Option<PathBuf>,
+    /// Also compare the time the program measures itself: it prints a line `KEY=SECONDS` on
+    /// stdout (for example the timed phase without its setup).
+    #[arg(long, value_name = "KEY")]
+    pub metric: Option<String>,
+    /// Print a Markdown table for BENCHMARKS.md.
+    #[arg(long)]
+    pub markdown: bool,
+    /// Output options.
+    #[command(flatten)]
+    pub output: Output,
+    /// The program and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// `hugewise bench exec`.
+pub(crate) fn bench(a: BenchExecArgs, progress: Mode, stop: &AtomicBool) -> anyhow::Result<()> {
+    let variants = execbench::Variant::parse_list(&a.variants)
+        .unwrap_or_else(|e| crate::usage_error(format!("--variants: {e}")));
+    if variants.is_empty() {
+        crate::usage_error("--variants: no variant given".into());
+    }
+    let cfg = execbench::Config {
+        argv: a.command.clone(),
+        variants,
+        rounds: a.rounds,
+        min_size: a.min_size.0,
+        preload: run::find_preload(a.preload.as_deref())?,
+        metric: a.metric.clone(),
+        scratch: std::env::temp_dir()
+            .join(format!("hugewise-bench-exec.{}.out", std::process::id())),
+    };
+    let steps = Steps::new(progress, "runs", Unit::Items);
+    let r = execbench::run(&cfg, stop, &mut |done, total| steps.update(done, total))
+        .context("benchmarking the program")?;
+    steps.finish();
+    if a.markdown {
+        output::emit(&a.output, r, execview::bench_markdown)
+    } else {
+        output::emit(&a.output, r, execview::bench)
+    }
 }

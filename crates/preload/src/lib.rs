@@ -168,29 +168,44 @@ fn log_of(shim: &Shim) -> Option<&'static AllocLog> {
 impl Shim {
     /// Take over an allocation of `size` bytes aligned to `align`: its own mapping, advised as
     /// the rules say, registered and logged. None: leave it to the program's allocator.
-    fn take(&self, size: usize, align: usize) -> Option<*mut c_void> {
+    /// `zeroed`: the caller promised zeros (calloc), which a reused block must be cleared for.
+    fn take(&self, size: usize, align: usize, zeroed: bool) -> Option<*mut c_void> {
         if !self.active || (size as u64) < self.min_size {
             return None;
         }
-        guarded(|| self.take_now(size, align))
+        guarded(|| self.take_now(size, align, zeroed))
     }
 
-    fn take_now(&self, size: usize, align: usize) -> Option<*mut c_void> {
+    fn take_now(&self, size: usize, align: usize, zeroed: bool) -> Option<*mut c_void> {
         let log = log_of(self);
         let (placement, rule) = self.rules.place(size as u64);
-        let b = match ip::own_map(size, align) {
-            Ok(b) => b,
-            Err(e) => {
-                if let Some(l) = log {
-                    l.fallback(e.0);
+        let (b, advice) = match ip::own_reuse(size, align, placement.code()) {
+            // Advised when it was first mapped.
+            Some(b) => {
+                if zeroed {
+                    // SAFETY: the block is this library's, mapped for `requested` bytes from
+                    // `user`, and handed to no one else yet.
+                    unsafe { std::ptr::write_bytes(b.user as *mut u8, 0, size) };
                 }
-                return None;
+                (b, Ok(()))
             }
-        };
-        let advice = match placement {
-            Placement::Thp => ip::own_advise(&b, Advice::HugePage),
-            Placement::Base => ip::own_advise(&b, Advice::NoHugePage),
-            Placement::System => Ok(()),
+            None => {
+                let b = match ip::own_map(size, align) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        if let Some(l) = log {
+                            l.fallback(e.0);
+                        }
+                        return None;
+                    }
+                };
+                let advice = match placement {
+                    Placement::Thp => ip::own_advise(&b, Advice::HugePage),
+                    Placement::Base => ip::own_advise(&b, Advice::NoHugePage),
+                    Placement::System => Ok(()),
+                };
+                (b, advice)
+            }
         };
         if let Err(e) = ip::own_register(b) {
             ip::own_unmap(b);
@@ -265,9 +280,10 @@ impl Shim {
         .unwrap_or(false)
     }
 
-    /// Unmap a block taken over and log its end.
-    fn release(&self, p: *const c_void) {
-        if let Some(b) = ip::own_release(p) {
+    /// Release a block taken over (kept for reuse when small enough) and log its end.
+    fn release(&self, block: &OwnBlock) {
+        let (placement, _) = self.rules.place(block.requested as u64);
+        if let Some(b) = ip::own_release(block.user as *const c_void, placement.code()) {
             if b.slot != u32::MAX {
                 if let Some(l) = log_of(self) {
                     l.freed(b.slot, ip::monotonic_ns());
@@ -332,7 +348,7 @@ pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
     let Some((next, shim)) = parts() else {
         return ip::bootstrap_alloc(size);
     };
-    shim.and_then(|s| s.take(size, MALLOC_ALIGN))
+    shim.and_then(|s| s.take(size, MALLOC_ALIGN, false))
         .unwrap_or_else(|| next.malloc(size))
 }
 
@@ -349,9 +365,9 @@ pub unsafe extern "C" fn free(p: *mut c_void) {
         return;
     };
     // SAFETY: p is a live allocation (the caller's contract).
-    if unsafe { own(shim, p) }.is_some() {
+    if let Some(b) = unsafe { own(shim, p) } {
         if let Some(s) = shim {
-            s.release(p);
+            s.release(&b);
         }
         return;
     }
@@ -370,7 +386,7 @@ pub unsafe extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
     };
     // A fresh mapping reads as zeros: nothing to clear.
     n.checked_mul(size)
-        .and_then(|total| shim.and_then(|s| s.take(total, MALLOC_ALIGN)))
+        .and_then(|total| shim.and_then(|s| s.take(total, MALLOC_ALIGN, true)))
         .unwrap_or_else(|| next.calloc(n, size))
 }
 
@@ -411,21 +427,21 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
             return p;
         }
         let new = shim
-            .and_then(|s| s.take(size, MALLOC_ALIGN))
+            .and_then(|s| s.take(size, MALLOC_ALIGN, false))
             .unwrap_or_else(|| next.malloc(size));
         if new.is_null() {
             return new;
         }
         let new = moved(new, b.requested.min(usable(&b)));
         if let Some(s) = shim {
-            s.release(p);
+            s.release(&b);
         }
         return new;
     }
     if let Some(s) = shim.filter(|s| s.active && size as u64 >= s.min_size) {
         // SAFETY: p is the program allocator's and live.
         if let Some(old) = unsafe { next.usable_size(p) } {
-            if let Some(new) = s.take(size, MALLOC_ALIGN) {
+            if let Some(new) = s.take(size, MALLOC_ALIGN, false) {
                 let new = moved(new, old);
                 // SAFETY: p is the program allocator's, and its data now lives in `new`.
                 unsafe { next.free(p) };
@@ -445,7 +461,7 @@ fn aligned(align: usize, size: usize, fallback: impl FnOnce(&Next) -> *mut c_voi
             null_mut()
         };
     };
-    shim.and_then(|s| s.take(size, align.max(MALLOC_ALIGN)))
+    shim.and_then(|s| s.take(size, align.max(MALLOC_ALIGN), false))
         .unwrap_or_else(|| fallback(next))
 }
 
@@ -459,7 +475,7 @@ pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, siz
         return libc::EINVAL;
     }
     if let Some((next, shim)) = parts() {
-        if let Some(p) = shim.and_then(|s| s.take(size, align.max(MALLOC_ALIGN))) {
+        if let Some(p) = shim.and_then(|s| s.take(size, align.max(MALLOC_ALIGN), false)) {
             // SAFETY: out is valid for a write (the caller's contract).
             unsafe { out.write(p) };
             return 0;

@@ -2,7 +2,8 @@
 
 use std::fmt::Write;
 
-use hugewise_results::exec::{ExecAllocation, ExecReport};
+use hugewise_results::bloat::BloatReport;
+use hugewise_results::exec::{ExecAllocation, ExecBenchReport, ExecReport};
 
 use crate::fmt::{bytes, ns, pct};
 use crate::table::Table;
@@ -183,6 +184,140 @@ pub fn exec(r: &ExecReport, all: bool) -> String {
             String::new()
         }
     );
+    out.push_str(&t.render());
+    out
+}
+
+fn speedup(v: Option<f64>) -> String {
+    v.map_or_else(|| "1 (baseline)".into(), |x| format!("{x:.2}x"))
+}
+
+fn bench_rows(r: &ExecBenchReport) -> Vec<[String; 8]> {
+    r.variants
+        .iter()
+        .map(|v| {
+            let metric = v.metric_s.as_ref();
+            [
+                v.label.clone(),
+                ns(v.wall_ns.median),
+                format!("{:.1}%", v.wall_ns.mad_rel * 100.0),
+                speedup(v.speedup_vs_first),
+                metric.map_or_else(|| "-".into(), |m| ns(m.median * 1e9)),
+                metric.map_or_else(|| "-".into(), |m| format!("{:.1}%", m.mad_rel * 100.0)),
+                match (metric, v.metric_speedup_vs_first) {
+                    (None, _) => "-".into(),
+                    (Some(_), s) => speedup(s),
+                },
+                v.huge_bytes
+                    .map_or_else(|| "-".into(), |h| bytes(h.round() as u64)),
+            ]
+        })
+        .collect()
+}
+
+const BENCH_HEADER: [&str; 8] = [
+    "variant",
+    "wall (median)",
+    "spread",
+    "speedup",
+    "own time (median)",
+    "spread",
+    "speedup",
+    "huge bytes",
+];
+
+/// `hugewise bench exec`.
+pub fn bench(r: &ExecBenchReport) -> String {
+    let mut t = Table::new(BENCH_HEADER);
+    for row in bench_rows(r) {
+        t.row(row);
+    }
+    format!(
+        "{} rounds of {}, allocations from {}; speedup = first variant's time / this one's, \
+         median over rounds\n\n{}",
+        r.rounds,
+        command_line(&r.command),
+        bytes(r.min_size_bytes),
+        t.render()
+    )
+}
+
+/// `hugewise bench exec --markdown`.
+pub fn bench_markdown(r: &ExecBenchReport) -> String {
+    let mut out = format!("| {} |\n|", BENCH_HEADER.join(" | "));
+    out.push_str(&" --- |".repeat(BENCH_HEADER.len()));
+    out.push('\n');
+    for row in bench_rows(r) {
+        let _ = writeln!(out, "| {} |", row.join(" | "));
+    }
+    out
+}
+
+fn opt_summary_bytes(s: Option<&hugewise_results::stats::Summary>) -> String {
+    s.map_or_else(|| "-".into(), |s| bytes(s.median.round() as u64))
+}
+
+fn ratio(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".into(), |x| format!("{x:.2}"))
+}
+
+/// `hugewise bench bloat`.
+pub fn bloat(r: &BloatReport) -> String {
+    let mut out = format!(
+        "{}: {} keys of {} B, {}% deleted and filled again, {} clients, pipeline {}, {} rounds\n\
+         (throughput: geometric mean over the phases; bloat: memory charged at the end minus \
+         THP never's, same round)\n\n",
+        r.server_version,
+        r.keys,
+        r.value_bytes,
+        (r.delete_share * 100.0).round(),
+        r.clients,
+        r.pipeline,
+        r.rounds
+    );
+    let phases: Vec<String> = r
+        .variants
+        .first()
+        .map(|v| v.rps.iter().map(|(n, _)| format!("{n} rps")).collect())
+        .unwrap_or_default();
+    let mut header = vec!["variant".to_string()];
+    header.extend(phases.iter().cloned());
+    header.extend(
+        [
+            "rps (geomean)",
+            "read p99",
+            "charged at end",
+            "bloat",
+            "rps / always",
+            "bloat / always",
+        ]
+        .map(String::from),
+    );
+    let mut t = Table::new(header);
+    for v in &r.variants {
+        let mut row = vec![v.label.clone()];
+        row.extend(v.rps.iter().map(|(_, x)| format!("{x:.0}")));
+        row.push(format!("{:.0}", v.rps_geomean.median));
+        row.push(
+            v.read_p99_ms
+                .as_ref()
+                .map_or_else(|| "-".into(), |s| format!("{:.2} ms", s.median)),
+        );
+        row.push(opt_summary_bytes(v.final_charged_bytes.as_ref()));
+        row.push(v.bloat_bytes.map_or_else(
+            || "-".into(),
+            |b| {
+                if b < 0.0 {
+                    format!("-{}", bytes((-b).round() as u64))
+                } else {
+                    bytes(b.round() as u64)
+                }
+            },
+        ));
+        row.push(ratio(v.throughput_vs_always));
+        row.push(ratio(v.bloat_vs_always));
+        t.row(row);
+    }
     out.push_str(&t.render());
     out
 }

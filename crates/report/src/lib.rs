@@ -37,6 +37,7 @@ pub fn render(r: &AnyResult, style: Style) -> Option<String> {
             AnyResult::Pages(s) => Some(views::pagebench_markdown(&s.result)),
             AnyResult::Randread(s) => Some(views::randread_markdown(&s.result)),
             AnyResult::BenchPromote(s) => Some(promoteview::bench_markdown(&s.result)),
+            AnyResult::BenchExec(s) => Some(execview::bench_markdown(&s.result)),
             _ => None,
         };
     }
@@ -64,5 +65,7 @@ pub fn render(r: &AnyResult, style: Style) -> Option<String> {
         AnyResult::Study(s) => studyview::plan(&s.result),
         AnyResult::Swap(s) => studyview::swap_table(&[("swap", &s.result)]),
         AnyResult::Exec(s) => execview::exec(&s.result, false),
+        AnyResult::BenchExec(s) => execview::bench(&s.result),
+        AnyResult::BenchBloat(s) => execview::bloat(&s.result),
     })
 }

@@ -126,3 +126,58 @@ impl ExecReport {
         out
     }
 }
+
+/// `hugewise bench exec`: one command under several page rules (and without hugewise),
+/// alternated round by round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExecBenchReport {
+    /// The command, program first.
+    pub command: Vec<String>,
+    /// Rounds; each runs every variant once, in order.
+    pub rounds: u32,
+    /// Allocations smaller than this stayed with the program's allocator.
+    pub min_size_bytes: u64,
+    /// Every run.
+    pub samples: Vec<ExecBenchSample>,
+    /// Per variant, in the order given; the first is the baseline of the ratios.
+    pub variants: Vec<ExecBenchVariant>,
+}
+
+/// One run of the command.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExecBenchSample {
+    /// Round number from 0.
+    pub round: u32,
+    /// The variant's label.
+    pub variant: String,
+    /// From start to exit.
+    pub wall_ns: u64,
+    /// The time the program measured itself (`--metric`), seconds; `null` when not asked.
+    pub metric_s: Option<f64>,
+    /// Sum over the allocations taken over of their peak huge bytes; `null` without hugewise.
+    pub huge_bytes: Option<u64>,
+    /// Highest resident set of the first process; `null` without hugewise.
+    pub peak_rss_bytes: Option<u64>,
+    /// Others' CPU use just before.
+    pub quiet: Option<crate::stats::Quiet>,
+}
+
+/// One variant over the rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExecBenchVariant {
+    /// `plain` (no hugewise) or the rules.
+    pub label: String,
+    /// The rules; `null` for `plain`.
+    pub rules: Option<String>,
+    /// Wall time.
+    pub wall_ns: crate::stats::Summary,
+    /// Median over rounds of the first variant's time over this one's, in the same round
+    /// (`null` for the first).
+    pub speedup_vs_first: Option<f64>,
+    /// Median huge bytes; `null` without hugewise.
+    pub huge_bytes: Option<f64>,
+    /// The time the program measured itself, seconds; `null` when not asked.
+    pub metric_s: Option<crate::stats::Summary>,
+    /// As `speedup_vs_first`, over the program's own times.
+    pub metric_speedup_vs_first: Option<f64>,
+}

@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 pub mod backing;
+pub mod bloat;
 pub mod capture;
 pub mod collection;
 pub mod env;
@@ -279,6 +280,10 @@ kinds! {
     Swap(swapstudy::SwapStudy) = "hugewise/study-swap", 1;
     /// `hugewise exec`: a program run with the preload library.
     Exec(exec::ExecReport) = "hugewise/exec", 1;
+    /// `hugewise bench exec`: one program under several page rules, alternated.
+    BenchExec(exec::ExecBenchReport) = "hugewise/bench-exec", 1;
+    /// `hugewise bench bloat`: a Redis server's memory and speed under THP modes and rules.
+    BenchBloat(bloat::BloatReport) = "hugewise/bench-bloat", 1;
 }
 
 /// Read any saved result from `path`.

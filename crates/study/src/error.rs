@@ -38,6 +38,9 @@ pub enum Error {
     /// Shaping the machine failed.
     #[error(transparent)]
     Env(#[from] hugewise_env::Error),
+    /// Running a program under `hugewise exec` failed.
+    #[error(transparent)]
+    Exec(#[from] hugewise_exec::Error),
 }
 
 impl Error {

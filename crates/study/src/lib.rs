@@ -13,6 +13,7 @@
 //! - [`presets`]: studies named for the question they answer, expanded into plans of runs;
 //! - [`runner`]: a plan run in its machine shapes, each result saved as soon as it exists;
 //! - [`swapstudy`]: one kernel under memory limits and overcommit factors, point by point;
+//! - [`execbench`]: a program hugewise did not write under several page rules, alternated;
 //! - [`promotebench`]: a skewed workload with 4 KiB pages, all huge, a replayed plan and the
 //!   online daemon, alternated.
 #![deny(missing_docs)]
@@ -20,6 +21,7 @@
 
 pub mod capture;
 mod error;
+pub mod execbench;
 pub mod faultlat;
 pub mod graphrun;
 pub mod meta;

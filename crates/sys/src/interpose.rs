@@ -380,11 +380,73 @@ pub unsafe fn own_find(p: *const c_void) -> Option<OwnBlock> {
     with_registry(|r| r.find(p as usize))
 }
 
-/// Forget the block at `p` and unmap it; None when `p` is not one of the library's.
-pub fn own_release(p: *const c_void) -> Option<OwnBlock> {
-    let b = with_registry(|r| r.remove(p as usize))?;
-    own_unmap(b);
+/// Forget the block at `p`; None when `p` is not one of the library's. A block of at most
+/// [`CACHE_BLOCK_MAX`] bytes is kept mapped for the next allocation of its `kind` that fits
+/// (as glibc keeps freed memory in its heap instead of unmapping it); others are unmapped.
+pub fn own_release(p: *const c_void, kind: u8) -> Option<OwnBlock> {
+    let (b, cached) = with_state(|s| {
+        let b = s.blocks.remove(p as usize)?;
+        Some((b, s.cache.put(b, kind)))
+    })?;
+    if !cached {
+        own_unmap(b);
+    }
     Some(b)
+}
+
+/// A kept block of `kind` that holds `requested` bytes at alignment `align` without wasting
+/// more than half of it, ready to hand out again (its data is whatever was left in it).
+pub fn own_reuse(requested: usize, align: usize, kind: u8) -> Option<OwnBlock> {
+    with_state(|s| s.cache.take(requested, align, kind))
+}
+
+/// Largest block kept for reuse once freed: glibc too maps anything larger afresh each time.
+pub const CACHE_BLOCK_MAX: usize = 32 << 20;
+/// Most bytes kept for reuse at once.
+pub const CACHE_BYTES_MAX: usize = 128 << 20;
+const CACHE_SLOTS: usize = 16;
+
+/// Freed blocks kept mapped for reuse, newest last.
+struct Cache {
+    blocks: [(OwnBlock, u8); CACHE_SLOTS],
+    len: usize,
+    bytes: usize,
+}
+
+impl Cache {
+    fn put(&mut self, b: OwnBlock, kind: u8) -> bool {
+        if b.len > CACHE_BLOCK_MAX {
+            return false;
+        }
+        // Make room by dropping the oldest blocks; the caller unmaps only `b`, so dropped ones
+        // are unmapped here.
+        while self.len > 0 && (self.len == CACHE_SLOTS || self.bytes + b.len > CACHE_BYTES_MAX) {
+            let (old, _) = self.blocks[0];
+            self.blocks.copy_within(1..self.len, 0);
+            self.len -= 1;
+            self.bytes -= old.len;
+            own_unmap(old);
+        }
+        self.blocks[self.len] = (b, kind);
+        self.len += 1;
+        self.bytes += b.len;
+        true
+    }
+
+    fn take(&mut self, requested: usize, align: usize, kind: u8) -> Option<OwnBlock> {
+        let i = (0..self.len).rev().find(|&i| {
+            let (b, k) = self.blocks[i];
+            let room = b.start + b.len - b.user;
+            k == kind && b.user % align.max(1) == 0 && room >= requested && room / 2 <= requested
+        })?;
+        let (mut b, _) = self.blocks[i];
+        self.blocks.copy_within(i + 1..self.len, i);
+        self.len -= 1;
+        self.bytes -= b.len;
+        b.requested = requested;
+        b.slot = u32::MAX;
+        Some(b)
+    }
 }
 
 /// Live blocks the registry can hold.
@@ -536,6 +598,7 @@ impl<const N: usize> Ranges<N> {
 struct State {
     blocks: Registry<REGISTRY_CAPACITY>,
     ranges: Ranges<ADOPTED_CAPACITY>,
+    cache: Cache,
 }
 
 struct Locked(UnsafeCell<State>);
@@ -549,6 +612,11 @@ static REGISTRY: Locked = Locked(UnsafeCell::new(State {
     ranges: Ranges {
         items: [(0, 0, 0); ADOPTED_CAPACITY],
         len: 0,
+    },
+    cache: Cache {
+        blocks: [(VACANT, 0); CACHE_SLOTS],
+        len: 0,
+        bytes: 0,
     },
 }));
 static LOCK: AtomicBool = AtomicBool::new(false);
@@ -736,8 +804,19 @@ mod tests {
         own_register(b).expect("register");
         // SAFETY: as above.
         assert_eq!(unsafe { own_find(b.user as *const c_void) }, Some(b));
-        assert_eq!(own_release(b.user as *const c_void), Some(b));
-        assert_eq!(own_release(b.user as *const c_void), None, "released once");
+        assert_eq!(own_release(b.user as *const c_void, 1), Some(b));
+        assert_eq!(
+            own_release(b.user as *const c_void, 1),
+            None,
+            "released once"
+        );
+        // Kept for the next allocation of its kind that fits it without waste.
+        assert_eq!(own_reuse(3 << 20, 16, 2), None, "another kind");
+        assert_eq!(own_reuse(1 << 20, 16, 1), None, "would waste most of it");
+        let again = own_reuse((3 << 20) - 100, 16, 1).expect("reused");
+        assert_eq!((again.user, again.requested), (b.user, (3 << 20) - 100));
+        assert_eq!(own_reuse((3 << 20) - 100, 16, 1), None, "handed out once");
+        own_unmap(again);
 
         let big = own_map(5 << 20, 1 << 20).expect("map aligned");
         assert_eq!(big.user % CHUNK, 0);

@@ -48,6 +48,14 @@ int main(void) {
     unsigned char *z = calloc(3, 1 << 20);
     for (size_t i = 0; i < (3u << 20); i += 4096) bad |= z[i];
     if (bad) return fail("calloc not zero");
+    /* A block freed and handed out again by calloc is cleared again. */
+    unsigned char *dirty = malloc(3u << 20);
+    memset(dirty, 0xff, 3u << 20);
+    free(dirty);
+    unsigned char *clean = calloc(1, (3u << 20) - 4096);
+    for (size_t i = 0; i < (3u << 20) - 4096; i += 512) bad |= clean[i];
+    if (bad) return fail("calloc after free not zero");
+    free(clean);
     /* Alignment of every aligned entry point. */
     void *a = NULL;
     if (posix_memalign(&a, 1 << 16, 5 << 20) != 0 || ((uintptr_t)a & 0xffff)) return fail("posix_memalign");

@@ -1,0 +1,270 @@
+//! A program hugewise did not write, run under several page rules (and once without hugewise
+//! as the baseline), alternated round by round so that a drifting machine hits every variant
+//! alike; the wall time of each run and the huge bytes it got.
+
+use std::process::{Command, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use hugewise_exec::rules::Rules;
+use hugewise_exec::run::{self as exec, Config as ExecConfig};
+use hugewise_results::exec::{ExecBenchReport, ExecBenchSample, ExecBenchVariant};
+use hugewise_results::stats::BUSY_SHARE;
+
+use crate::stats::{median, summarize};
+use crate::{quiet, Error, Result};
+
+/// One way of running the program.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Variant {
+    /// Without hugewise: the program as it is.
+    Plain,
+    /// Under `hugewise exec` with these rules.
+    Rules(Rules),
+}
+
+impl Variant {
+    /// `plain`, or the rules as they print.
+    pub fn label(&self) -> String {
+        match self {
+            Variant::Plain => "plain".into(),
+            Variant::Rules(r) => r.to_string(),
+        }
+    }
+
+    /// `plain` or rules (`*=thp`); variants are given separated by `;` since rules hold commas.
+    pub fn parse_list(text: &str) -> Result<Vec<Variant>> {
+        text.split(';')
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(|v| match v {
+                "plain" => Ok(Variant::Plain),
+                rules => Ok(Variant::Rules(Rules::parse(rules)?)),
+            })
+            .collect()
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The command, program first.
+    pub argv: Vec<String>,
+    /// The variants, the first being the baseline of the ratios.
+    pub variants: Vec<Variant>,
+    /// Rounds.
+    pub rounds: u32,
+    /// Allocations below this stay with the program's allocator.
+    pub min_size: u64,
+    /// The preload library.
+    pub preload: std::path::PathBuf,
+    /// Also read the time the program measured itself: a line `KEY=SECONDS` on its stdout.
+    pub metric: Option<String>,
+    /// Where the program's stdout goes for a moment (a file of the caller's choosing).
+    pub scratch: std::path::PathBuf,
+}
+
+/// The value of the last `key=NUMBER` line of `text`.
+pub fn metric_value(text: &str, key: &str) -> Option<f64> {
+    text.lines()
+        .rev()
+        .filter_map(|l| l.trim().strip_prefix(key)?.strip_prefix('='))
+        .find_map(|v| v.trim().parse::<f64>().ok().filter(|x| x.is_finite()))
+}
+
+fn plain(argv: &[String], stdout: &std::path::Path) -> Result<u64> {
+    let out = std::fs::File::create(stdout).map_err(|source| Error::Write {
+        path: stdout.to_path_buf(),
+        source,
+    })?;
+    let t0 = Instant::now();
+    let status = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdout(out)
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|source| {
+            Error::Exec(hugewise_exec::Error::Launch {
+                program: argv[0].clone(),
+                source,
+            })
+        })?;
+    let ns = t0.elapsed().as_nanos() as u64;
+    if !status.success() {
+        return Err(Error::Config(format!(
+            "the program failed without hugewise ({status}); run it alone to see why"
+        )));
+    }
+    Ok(ns)
+}
+
+/// Run the benchmark; `progress` gets the samples done and the total. `stop` ends it between
+/// runs (and is passed to the run under way).
+pub fn run(
+    cfg: &Config,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<ExecBenchReport> {
+    if cfg.rounds == 0 || cfg.variants.is_empty() || cfg.argv.is_empty() {
+        return Err(Error::Config(
+            "a command, at least one variant and one round".into(),
+        ));
+    }
+    let total = u64::from(cfg.rounds) * cfg.variants.len() as u64;
+    let mut samples = Vec::new();
+    for round in 0..cfg.rounds {
+        for v in &cfg.variants {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                return Err(Error::Interrupted);
+            }
+            let q = quiet::wait_quiet(BUSY_SHARE, Duration::from_millis(200), 5);
+            let mut sample = match v {
+                Variant::Plain => ExecBenchSample {
+                    round,
+                    variant: v.label(),
+                    wall_ns: plain(&cfg.argv, &cfg.scratch)?,
+                    metric_s: None,
+                    huge_bytes: None,
+                    peak_rss_bytes: None,
+                    quiet: q,
+                },
+                Variant::Rules(rules) => {
+                    let r = exec::run(
+                        &ExecConfig {
+                            argv: cfg.argv.clone(),
+                            rules: rules.clone(),
+                            min_size: cfg.min_size,
+                            preload: cfg.preload.clone(),
+                            interval: Duration::from_millis(250),
+                            stdout_file: Some(cfg.scratch.clone()),
+                            cgroup_procs: None,
+                        },
+                        stop,
+                        |_| {},
+                    )?;
+                    if r.exit_code != Some(0) {
+                        return Err(Error::Config(format!(
+                            "the program failed under {} (exit {:?}, signal {:?}); run it \
+                             with hugewise exec to see why",
+                            v.label(),
+                            r.exit_code,
+                            r.signal
+                        )));
+                    }
+                    ExecBenchSample {
+                        round,
+                        variant: v.label(),
+                        wall_ns: r.wall_ns,
+                        metric_s: None,
+                        huge_bytes: Some(r.totals().iter().map(|t| t.peak_huge_bytes).sum()),
+                        peak_rss_bytes: r.processes.first().and_then(|p| p.peak_rss_bytes),
+                        quiet: q,
+                    }
+                }
+            };
+            if let Some(key) = &cfg.metric {
+                let text = std::fs::read_to_string(&cfg.scratch).unwrap_or_default();
+                sample.metric_s = Some(metric_value(&text, key).ok_or_else(|| {
+                    Error::Config(format!(
+                        "the program printed no line '{key}=SECONDS' under {} (--metric)",
+                        v.label()
+                    ))
+                })?);
+            }
+            samples.push(sample);
+            progress(samples.len() as u64, total);
+        }
+    }
+    let _ = std::fs::remove_file(&cfg.scratch);
+    let variants = summarize_variants(&cfg.variants, &samples);
+    Ok(ExecBenchReport {
+        command: cfg.argv.clone(),
+        rounds: cfg.rounds,
+        min_size_bytes: cfg.min_size,
+        samples,
+        variants,
+    })
+}
+
+fn summarize_variants(variants: &[Variant], samples: &[ExecBenchSample]) -> Vec<ExecBenchVariant> {
+    let first = variants[0].label();
+    variants
+        .iter()
+        .filter_map(|v| {
+            let label = v.label();
+            let mine: Vec<&ExecBenchSample> =
+                samples.iter().filter(|s| s.variant == label).collect();
+            let wall: Vec<f64> = mine.iter().map(|s| s.wall_ns as f64).collect();
+            let ratios = |of: &dyn Fn(&ExecBenchSample) -> Option<f64>| -> Vec<f64> {
+                mine.iter()
+                    .filter_map(|s| {
+                        let b = samples
+                            .iter()
+                            .find(|b| b.variant == first && b.round == s.round)?;
+                        Some(of(b)? / of(s)?)
+                    })
+                    .collect()
+            };
+            let wall_ratios = ratios(&|s| Some(s.wall_ns as f64));
+            let metric_ratios = ratios(&|s| s.metric_s);
+            let metric: Vec<f64> = mine.iter().filter_map(|s| s.metric_s).collect();
+            let huge: Vec<f64> = mine
+                .iter()
+                .filter_map(|s| s.huge_bytes.map(|h| h as f64))
+                .collect();
+            Some(ExecBenchVariant {
+                rules: match v {
+                    Variant::Plain => None,
+                    Variant::Rules(_) => Some(label.clone()),
+                },
+                speedup_vs_first: (label != first).then(|| median(&wall_ratios)).flatten(),
+                metric_s: summarize(&metric),
+                metric_speedup_vs_first: (label != first).then(|| median(&metric_ratios)).flatten(),
+                huge_bytes: median(&huge),
+                wall_ns: summarize(&wall)?,
+                label,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variants_parse_and_ratios_pair_rounds() {
+        let v = Variant::parse_list("plain; *=base ;>=1GiB=thp,*=base").expect("parse");
+        assert_eq!(v.len(), 3);
+        assert_eq!(v[2].label(), ">=1GiB=thp,*=base");
+        assert!(Variant::parse_list("plain;*=huge").is_err());
+        let s = |round, variant: &str, wall_ns| ExecBenchSample {
+            round,
+            variant: variant.into(),
+            wall_ns,
+            metric_s: Some(wall_ns as f64 / 1e9),
+            huge_bytes: (variant != "plain").then_some(4 << 20),
+            peak_rss_bytes: None,
+            quiet: None,
+        };
+        let samples = [
+            s(0, "plain", 200),
+            s(0, "*=base", 100),
+            s(1, "plain", 400),
+            s(1, "*=base", 100),
+            s(2, "plain", 300),
+            s(2, "*=base", 300),
+        ];
+        let out = summarize_variants(&v[..2], &samples);
+        assert_eq!(out[0].speedup_vs_first, None);
+        assert_eq!(out[1].speedup_vs_first, Some(2.0), "median of 2, 4 and 1");
+        assert_eq!(out[1].huge_bytes, Some(f64::from(4u32 << 20)));
+        assert_eq!(out[0].huge_bytes, None);
+        assert_eq!(out[1].metric_speedup_vs_first, Some(2.0));
+        assert_eq!(
+            metric_value("warm-up\ntime_s=1.5\ntime_s=2.25 \ndone", "time_s"),
+            Some(2.25)
+        );
+        assert_eq!(metric_value("time_s=abc\nxtime_s=3", "time_s"), None);
+    }
+}
