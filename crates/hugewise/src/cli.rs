@@ -252,6 +252,11 @@ alternating order, after checking the machine is quiet.")]
     /// alternated round by round: wall time, speedup and huge bytes spent.
     #[command(after_help = crate::execcmd::BENCH_HELP)]
     Exec(crate::execcmd::BenchExecArgs),
+
+    /// Memory bloat on a real Redis server (MEGA's pattern): filled, read, partly emptied and
+    /// filled again under THP never, madvise, always and under hugewise exec's rules.
+    #[command(after_help = crate::execcmd::BLOAT_HELP)]
+    Bloat(crate::execcmd::BenchBloatArgs),
 }
 
 /// `hugewise bench pages`.

@@ -11,7 +11,7 @@ use hugewise_exec::rules::Rules;
 use hugewise_exec::run::{self, Config, Tick};
 use hugewise_mem::Bytes;
 use hugewise_report::{execview, fmt};
-use hugewise_study::execbench;
+use hugewise_study::{bloat, execbench};
 
 use crate::output::{self, Output, Stream};
 use crate::progress::{Mode, Steps, Unit};
@@ -195,5 +195,104 @@ pub(crate) fn bench(a: BenchExecArgs, progress: Mode, stop: &AtomicBool) -> anyh
         output::emit(&a.output, r, execview::bench_markdown)
     } else {
         output::emit(&a.output, r, execview::bench)
+    }
+}
+
+pub(crate) const BLOAT_HELP: &str = "\
+Each run starts Debian's redis-server on a free loopback port inside a memory cgroup of its own,
+with THP `enabled` set as the variant says (exec:RULES runs it under hugewise exec with THP at
+madvise), then runs redis-benchmark: fill (SET of --keys random keys), read (GET), delete (DEL of
+--delete of them), refill (SET again), and stops the server. Throughput and latency come from
+redis-benchmark; memory is what the cgroup is charged (a huge page partly freed stays charged
+where the resident set no longer counts it), read every 200 ms. Bloat is a run's final charge
+minus THP never's in the same round. THP mode and cgroup are put back after every run, also on
+error or Ctrl-C. Needs root, redis-server and redis-benchmark (apt-get install redis-server
+redis-tools).
+
+Examples:
+  hugewise bench bloat --quick                                  a minute's look
+  hugewise bench bloat --keys 2M --value 2KiB --rounds 3 --markdown";
+
+/// `hugewise bench bloat`.
+#[derive(Debug, Args)]
+pub struct BenchBloatArgs {
+    /// Keys in the key space.
+    #[arg(long, default_value = "1M", value_parser = crate::cli::parse_count)]
+    pub keys: u64,
+    /// Bytes per value.
+    #[arg(long, default_value = "1KiB")]
+    pub value: Bytes,
+    /// Share of the key space deleted and then filled again.
+    #[arg(long, default_value = "50%", value_parser = crate::cli::parse_share)]
+    pub delete: f64,
+    /// Variants separated by `;`: never, madvise, always, exec:RULES.
+    #[arg(long, default_value = "never;madvise;always;exec:*=thp;exec:*=base")]
+    pub variants: String,
+    /// Rounds; each runs every variant once.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rounds: u32,
+    /// redis-benchmark clients.
+    #[arg(long, default_value_t = 50)]
+    pub clients: u32,
+    /// redis-benchmark pipeline depth.
+    #[arg(long, default_value_t = 16)]
+    pub pipeline: u32,
+    /// Pause after the last phase before the final memory reading: jemalloc (Redis's
+    /// allocator) returns freed pages to the kernel after 10 s, and that is where huge pages
+    /// cost memory.
+    #[arg(long, default_value = "12s", value_parser = crate::cli::parse_interval)]
+    pub settle: Duration,
+    /// 100k keys, one round.
+    #[arg(long)]
+    pub quick: bool,
+    /// The preload library for exec: variants (default: beside hugewise).
+    #[arg(long, value_name = "FILE")]
+    pub preload: Option<PathBuf>,
+    /// Print a Markdown table for BENCHMARKS.md.
+    #[arg(long)]
+    pub markdown: bool,
+    /// Output options.
+    #[command(flatten)]
+    pub output: Output,
+}
+
+/// `hugewise bench bloat`.
+pub(crate) fn bloat(a: BenchBloatArgs, progress: Mode, stop: &AtomicBool) -> anyhow::Result<()> {
+    let variants = bloat::Variant::parse_list(&a.variants)
+        .unwrap_or_else(|e| crate::usage_error(format!("--variants: {e}")));
+    let needs_preload = variants
+        .iter()
+        .any(|v| matches!(v, bloat::Variant::Exec(_)));
+    let cfg = bloat::Config {
+        server: "redis-server".into(),
+        benchmark: "redis-benchmark".into(),
+        keys: if a.quick { 100_000 } else { a.keys },
+        value_bytes: a.value.0,
+        delete_share: a.delete,
+        clients: a.clients,
+        pipeline: a.pipeline,
+        rounds: if a.quick { 1 } else { a.rounds },
+        variants,
+        preload: if needs_preload {
+            Some(run::find_preload(a.preload.as_deref())?)
+        } else {
+            None
+        },
+        sample_every: Duration::from_millis(200),
+        settle: a.settle,
+    };
+    let steps = Steps::new(progress, "runs", Unit::Items);
+    let r = bloat::run(
+        &cfg,
+        &hugewise_env::Host::real(),
+        stop,
+        &mut |done, total| steps.update(done, total),
+    )
+    .context("the Redis bloat benchmark")?;
+    steps.finish();
+    if a.markdown {
+        output::emit(&a.output, r, execview::bloat_markdown)
+    } else {
+        output::emit(&a.output, r, execview::bloat)
     }
 }

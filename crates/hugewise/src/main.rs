@@ -306,6 +306,7 @@ fn run(command: Command, progress: Mode) -> anyhow::Result<u8> {
         }
         Command::Bench(BenchCommand::Promote(a)) => promotecmd::bench(a, progress),
         Command::Bench(BenchCommand::Exec(a)) => execcmd::bench(a, progress, &*cancel_flag()?),
+        Command::Bench(BenchCommand::Bloat(a)) => execcmd::bloat(a, progress, &*cancel_flag()?),
         Command::Bench(BenchCommand::Randread(a)) => {
             let cfg = randread::Config {
                 bytes: a.size,

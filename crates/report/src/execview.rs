@@ -244,13 +244,11 @@ pub fn bench(r: &ExecBenchReport) -> String {
 
 /// `hugewise bench exec --markdown`.
 pub fn bench_markdown(r: &ExecBenchReport) -> String {
-    let mut out = format!("| {} |\n|", BENCH_HEADER.join(" | "));
-    out.push_str(&" --- |".repeat(BENCH_HEADER.len()));
-    out.push('\n');
+    let mut t = Table::new(BENCH_HEADER);
     for row in bench_rows(r) {
-        let _ = writeln!(out, "| {} |", row.join(" | "));
+        t.row(row);
     }
-    out
+    t.markdown()
 }
 
 fn opt_summary_bytes(s: Option<&hugewise_results::stats::Summary>) -> String {
@@ -263,7 +261,16 @@ fn ratio(v: Option<f64>) -> String {
 
 /// `hugewise bench bloat`.
 pub fn bloat(r: &BloatReport) -> String {
-    let mut out = format!(
+    format!("{}{}", bloat_caption(r), bloat_table(r).render())
+}
+
+/// `hugewise bench bloat --markdown`.
+pub fn bloat_markdown(r: &BloatReport) -> String {
+    format!("{}{}", bloat_caption(r), bloat_table(r).markdown())
+}
+
+fn bloat_caption(r: &BloatReport) -> String {
+    format!(
         "{}: {} keys of {} B, {}% deleted and filled again, {} clients, pipeline {}, {} rounds\n\
          (throughput: geometric mean over the phases; bloat: memory charged at the end minus \
          THP never's, same round)\n\n",
@@ -274,7 +281,10 @@ pub fn bloat(r: &BloatReport) -> String {
         r.clients,
         r.pipeline,
         r.rounds
-    );
+    )
+}
+
+fn bloat_table(r: &BloatReport) -> Table {
     let phases: Vec<String> = r
         .variants
         .first()
@@ -318,6 +328,5 @@ pub fn bloat(r: &BloatReport) -> String {
         row.push(ratio(v.bloat_vs_always));
         t.row(row);
     }
-    out.push_str(&t.render());
-    out
+    t
 }

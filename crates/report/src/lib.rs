@@ -38,6 +38,7 @@ pub fn render(r: &AnyResult, style: Style) -> Option<String> {
             AnyResult::Randread(s) => Some(views::randread_markdown(&s.result)),
             AnyResult::BenchPromote(s) => Some(promoteview::bench_markdown(&s.result)),
             AnyResult::BenchExec(s) => Some(execview::bench_markdown(&s.result)),
+            AnyResult::BenchBloat(s) => Some(execview::bloat_markdown(&s.result)),
             _ => None,
         };
     }

@@ -22,6 +22,24 @@ impl Table {
         self
     }
 
+    /// Render as a Markdown table (pipes in cells escaped).
+    pub fn markdown(&self) -> String {
+        let line = |cells: &[String]| {
+            let cells: Vec<String> = (0..self.header.len())
+                .map(|i| cells.get(i).map_or("", String::as_str).replace('|', "\\|"))
+                .collect();
+            format!("| {} |\n", cells.join(" | "))
+        };
+        let mut out = line(&self.header);
+        out.push('|');
+        out.push_str(&" --- |".repeat(self.header.len()));
+        out.push('\n');
+        for r in &self.rows {
+            out.push_str(&line(r));
+        }
+        out
+    }
+
     /// Render with two spaces between columns.
     pub fn render(&self) -> String {
         let cols = self.header.len();

@@ -13,12 +13,14 @@
 //! - [`presets`]: studies named for the question they answer, expanded into plans of runs;
 //! - [`runner`]: a plan run in its machine shapes, each result saved as soon as it exists;
 //! - [`swapstudy`]: one kernel under memory limits and overcommit factors, point by point;
+//! - [`bloat`]: a real Redis server's memory and speed under THP modes and page rules;
 //! - [`execbench`]: a program hugewise did not write under several page rules, alternated;
 //! - [`promotebench`]: a skewed workload with 4 KiB pages, all huge, a replayed plan and the
 //!   online daemon, alternated.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod bloat;
 pub mod capture;
 mod error;
 pub mod execbench;
