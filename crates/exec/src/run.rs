@@ -37,6 +37,8 @@ pub struct Config {
     pub stdout_file: Option<PathBuf>,
     /// Start the program in this memory cgroup (its `cgroup.procs` file).
     pub cgroup_procs: Option<PathBuf>,
+    /// Run the promotion daemon on the program while it runs (an `Engine::Daemon`).
+    pub promote: Option<hugewise_promote::session::Engine>,
 }
 
 /// The preload library: `explicit` when given, else `HUGEWISE_PRELOAD`, else beside the running
@@ -276,6 +278,47 @@ pub fn run_with(
         source,
     })?;
     started(child.id());
+    let child_pid = child.id() as i32;
+    let exited = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let daemon = cfg.promote.as_ref().map(|engine| {
+            let exited = &exited;
+            s.spawn(move || {
+                let session = hugewise_promote::session::Config {
+                    targets: hugewise_promote::session::Targets::Pids(vec![child_pid]),
+                    engine: engine.clone(),
+                    duration: None,
+                };
+                hugewise_promote::session::run(&session, exited, &mut |_| {}, &mut |_| {})
+            })
+        });
+        let report = watch(cfg, stop, &mut child, &session, t0, t0_mono, &mut tick);
+        exited.store(true, Ordering::Relaxed);
+        let (promote, promote_error) = match daemon.map(|d| d.join()) {
+            None => (None, None),
+            Some(Ok(Ok(r))) => (Some(r), None),
+            Some(Ok(Err(e))) => (None, Some(e.to_string())),
+            Some(Err(_)) => (None, Some("the promotion daemon panicked".to_string())),
+        };
+        report.map(|r| ExecReport {
+            promote,
+            promote_error,
+            ..r
+        })
+    })
+}
+
+/// Read the program's allocations until it exits; the report without the daemon's session.
+fn watch(
+    cfg: &Config,
+    stop: &AtomicBool,
+    child: &mut std::process::Child,
+    session: &str,
+    t0: Instant,
+    t0_mono: u64,
+    tick: &mut impl FnMut(&Tick),
+) -> Result<ExecReport> {
+    let program = cfg.argv.first().cloned().unwrap_or_default();
     let proc = ProcFs::default();
     let mut watched: Vec<Watched> = Vec::new();
     let mut runs = Vec::new();
@@ -298,7 +341,7 @@ pub fn run_with(
             }
         }
         if Instant::now() >= next_reading {
-            for (pid, path) in protocol::logs(&session) {
+            for (pid, path) in protocol::logs(session) {
                 if watched.iter().any(|w| w.pid == pid) {
                     continue;
                 }
@@ -322,7 +365,7 @@ pub fn run_with(
     };
     let wall_ns = t0.elapsed().as_nanos() as u64;
     // Processes that logged after the last reading (short-lived children) still count.
-    for (pid, path) in protocol::logs(&session) {
+    for (pid, path) in protocol::logs(session) {
         if !watched.iter().any(|w| w.pid == pid) {
             watched.extend(Watched::open(pid, path));
         }
@@ -346,5 +389,7 @@ pub fn run_with(
         signal: status.signal(),
         wall_ns,
         processes,
+        promote: None,
+        promote_error: None,
     })
 }

@@ -10,6 +10,7 @@ use hugewise_exec::protocol::DEFAULT_MIN_SIZE;
 use hugewise_exec::rules::Rules;
 use hugewise_exec::run::{self, Config, Tick};
 use hugewise_mem::Bytes;
+use hugewise_promote::{daemon, session};
 use hugewise_report::{execview, fmt};
 use hugewise_study::{bloat, execbench};
 
@@ -34,7 +35,10 @@ Exit code: the program's own (128 + N when signal N ended it); 1 when hugewise c
 
 Examples:
   hugewise exec -- python3 -c 'b = bytearray(1 << 30)'
-  hugewise exec --pages '*=base' --out base.json -- ./my-simulator input.cfg";
+  hugewise exec --pages '*=base' --out base.json -- ./my-simulator input.cfg
+  hugewise exec --pages '*=system' --promote mega -- redis-server --port 7000
+                              4 KiB at fault; the daemon promotes what is mapped and used,
+                              and splits what stops being either";
 
 /// `hugewise exec`.
 #[derive(Debug, Args)]
@@ -54,6 +58,16 @@ pub struct ExecArgs {
     /// How often to read each allocation's backing while the program runs.
     #[arg(long, default_value = "250ms", value_parser = crate::cli::parse_interval)]
     pub interval: Duration,
+    /// Also run the promotion daemon on the program with this policy while it runs (mega
+    /// promotes mapped, used chunks and splits those that stop being either).
+    #[arg(long, value_enum, value_name = "POLICY")]
+    pub promote: Option<crate::promotecmd::PolicyArg>,
+    /// The daemon's budget: a share of the program's mapped memory (100%) or a size (512MiB).
+    #[arg(long, default_value = "100%", requires = "promote")]
+    pub budget: hugewise_mem::Amount,
+    /// The daemon's interval.
+    #[arg(long, default_value = "1s", requires = "promote", value_parser = crate::cli::parse_interval)]
+    pub promote_interval: Duration,
     /// List every allocation taken over, not only the 10 largest.
     #[arg(long)]
     pub all: bool,
@@ -101,6 +115,15 @@ pub(crate) fn exec(a: ExecArgs, progress: Mode, stop: &AtomicBool) -> anyhow::Re
         interval: a.interval,
         stdout_file: None,
         cgroup_procs: None,
+        promote: a.promote.map(|p| session::Engine::Daemon {
+            policy: p.name().to_string(),
+            config: daemon::Config {
+                interval: a.promote_interval,
+                limit: crate::promotecmd::limit(a.budget),
+                ..daemon::Config::default()
+            },
+            budget_label: crate::promotecmd::budget_label(a.budget),
+        }),
     };
     let live = progress == Mode::Terminal;
     let report = run::run(&cfg, stop, |t| {
@@ -131,7 +154,8 @@ pub(crate) const BENCH_HELP: &str = "\
 Variants are separated by `;` (rules hold commas): `plain` runs the program without hugewise,
 anything else is a set of rules as `hugewise exec --pages` takes them. The first variant is the
 baseline: each speedup is the median over rounds of its time over the variant's in the same
-round. Each round runs every variant once, in order, after checking the machine is quiet; the
+round. Each round runs every variant once, starting one variant later than the round before
+(A B C, B C A, ...), each after checking the machine is quiet; the
 program's output is discarded (a failing run stops the benchmark and says which variant). With
 --metric KEY the program's own line `KEY=SECONDS` is compared too, for a program that times
 the phase that matters apart from its setup.
@@ -225,8 +249,12 @@ pub struct BenchBloatArgs {
     /// Share of the key space deleted and then filled again.
     #[arg(long, default_value = "50%", value_parser = crate::cli::parse_share)]
     pub delete: f64,
-    /// Variants separated by `;`: never, madvise, always, exec:RULES.
-    #[arg(long, default_value = "never;madvise;always;exec:*=thp;exec:*=base")]
+    /// Variants separated by `;`: never, madvise, always, exec:RULES, exec:RULES+POLICY (with
+    /// the promotion daemon).
+    #[arg(
+        long,
+        default_value = "never;madvise;always;exec:*=thp;exec:*=system+mega"
+    )]
     pub variants: String,
     /// Rounds; each runs every variant once.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
@@ -262,7 +290,7 @@ pub(crate) fn bloat(a: BenchBloatArgs, progress: Mode, stop: &AtomicBool) -> any
         .unwrap_or_else(|e| crate::usage_error(format!("--variants: {e}")));
     let needs_preload = variants
         .iter()
-        .any(|v| matches!(v, bloat::Variant::Exec(_)));
+        .any(|v| matches!(v, bloat::Variant::Exec(..)));
     let cfg = bloat::Config {
         server: "redis-server".into(),
         benchmark: "redis-benchmark".into(),

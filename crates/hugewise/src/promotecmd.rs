@@ -32,7 +32,7 @@ pub enum PolicyArg {
 }
 
 impl PolicyArg {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             PolicyArg::Pcc => "pcc",
             PolicyArg::Mega => "mega",
@@ -121,7 +121,7 @@ fn parse_bias(s: &str) -> Result<(i32, f64), String> {
     Ok((pid, f))
 }
 
-fn limit(a: Amount) -> Limit {
+pub(crate) fn limit(a: Amount) -> Limit {
     match a {
         Amount::Bytes(b) => Limit::Bytes(b.0),
         Amount::Percent(p) => Limit::Share(p / 100.0),
@@ -195,7 +195,7 @@ pub fn promote(a: PromoteArgs, cancel: &std::sync::atomic::AtomicBool) -> anyhow
     Ok(code)
 }
 
-fn budget_label(a: Amount) -> String {
+pub(crate) fn budget_label(a: Amount) -> String {
     match a {
         Amount::Bytes(Bytes(b)) => hugewise_report::fmt::bytes(b),
         Amount::Percent(p) => format!("{p}%"),

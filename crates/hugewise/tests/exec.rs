@@ -331,3 +331,45 @@ fn the_programs_exit_code_is_passed_on_and_bad_input_is_named() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--preload /nonexistent.so"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_promotion_daemon_gives_huge_pages_to_a_program_run_on_4k_pages() {
+    let dir = scratch("promote");
+    let script = "import time\n\
+                  big = bytearray(64 << 20)\n\
+                  for i in range(0, len(big), 4096):\n    big[i] = 1\n\
+                  time.sleep(3)\n\
+                  print(sum(big[::4096]))\n";
+    let r = same_output(
+        &dir,
+        &[
+            "--pages",
+            "*=system",
+            "--promote",
+            "mega",
+            "--promote-interval",
+            "100ms",
+            "--interval",
+            "100ms",
+        ],
+        &["python3", "-c", script],
+    );
+    assert!(r.promote_error.is_none(), "{:?}", r.promote_error);
+    let p = r.promote.as_ref().expect("the daemon's session");
+    assert_eq!(p.policy, "mega");
+    assert!(
+        p.totals.promoted > 0,
+        "the fully mapped chunks of the 64 MiB buffer were collapsed: {:?}",
+        p.totals
+    );
+    let big = allocations(&r)
+        .into_iter()
+        .find(|a| a.requested_bytes >= 64 << 20)
+        .expect("the buffer");
+    assert_eq!(big.policy, "system");
+    assert!(
+        big.peak_huge_bytes.unwrap_or(0) > 0,
+        "read back huge while it ran: {big:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

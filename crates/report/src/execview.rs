@@ -42,6 +42,24 @@ pub fn exec(r: &ExecReport, all: bool) -> String {
         r.rules,
         bytes(r.min_size_bytes),
     );
+    if let Some(p) = &r.promote {
+        let t = &p.totals;
+        let _ = writeln!(
+            out,
+            "promotion daemon ({}, budget {}): {} chunk(s) promoted, {} split back, {} refused; \
+             {} huge at the end; {} of a core",
+            p.policy,
+            p.budget.as_deref().unwrap_or("-"),
+            t.promoted,
+            t.demoted,
+            t.promote_failed,
+            opt_bytes(t.huge_bytes_final),
+            t.daemon_core_share.map_or_else(|| "-".into(), pct),
+        );
+    }
+    if let Some(e) = &r.promote_error {
+        let _ = writeln!(out, "the promotion daemon stopped early: {e}");
+    }
     let totals = r.totals();
     if totals.is_empty() {
         let _ = writeln!(

@@ -21,7 +21,7 @@ pub struct BloatReport {
     pub clients: u32,
     /// `redis-benchmark` pipeline depth.
     pub pipeline: u32,
-    /// Rounds; each runs every variant once, in order.
+    /// Rounds; each runs every variant once, starting one variant later than the last.
     pub rounds: u32,
     /// Every run.
     pub runs: Vec<BloatRun>,

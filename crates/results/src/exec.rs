@@ -24,6 +24,12 @@ pub struct ExecReport {
     pub wall_ns: u64,
     /// Every process of the program that loaded the library (the first is the one started).
     pub processes: Vec<ExecProcess>,
+    /// The promotion daemon's session on the program (`--promote`), `null` without one.
+    #[serde(default)]
+    pub promote: Option<crate::promote::PromoteReport>,
+    /// Why the promotion daemon stopped early, when it did (the program ran on).
+    #[serde(default)]
+    pub promote_error: Option<String>,
 }
 
 /// One process of the program.
@@ -133,7 +139,7 @@ impl ExecReport {
 pub struct ExecBenchReport {
     /// The command, program first.
     pub command: Vec<String>,
-    /// Rounds; each runs every variant once, in order.
+    /// Rounds; each runs every variant once, starting one variant later than the last.
     pub rounds: u32,
     /// Allocations smaller than this stayed with the program's allocator.
     pub min_size_bytes: u64,

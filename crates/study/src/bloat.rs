@@ -19,6 +19,9 @@ use std::time::{Duration, Instant};
 use hugewise_env::{Host, Knob, Lifetime, Session};
 use hugewise_exec::rules::Rules;
 use hugewise_exec::run::{self as exec, Config as ExecConfig};
+use hugewise_promote::budget::Limit;
+use hugewise_promote::daemon::Config as DaemonConfig;
+use hugewise_promote::session::Engine;
 use hugewise_results::bloat::{BloatPhase, BloatReport, BloatRun, BloatVariant, MemPoint};
 use hugewise_sys::proc::{Pid, ProcFs};
 use hugewise_sys::sysfs::memcg_counters;
@@ -31,8 +34,9 @@ use crate::{Error, Result};
 pub enum Variant {
     /// Plainly, with THP `enabled` set to this mode (`never`, `madvise`, `always`).
     Thp(String),
-    /// Under `hugewise exec` with these rules, THP `enabled` at `madvise`.
-    Exec(Rules),
+    /// Under `hugewise exec` with these rules, THP `enabled` at `madvise`, and the promotion
+    /// daemon with this policy (budget: all of it) when one is named.
+    Exec(Rules, Option<String>),
 }
 
 impl Variant {
@@ -40,7 +44,8 @@ impl Variant {
     pub fn label(&self) -> String {
         match self {
             Variant::Thp(m) => m.clone(),
-            Variant::Exec(r) => format!("exec:{r}"),
+            Variant::Exec(r, None) => format!("exec:{r}"),
+            Variant::Exec(r, Some(p)) => format!("exec:{r}+{p}"),
         }
     }
 
@@ -52,9 +57,26 @@ impl Variant {
             .map(|v| match v {
                 "never" | "madvise" | "always" => Ok(Variant::Thp(v.to_string())),
                 other => match other.strip_prefix("exec:") {
-                    Some(rules) => Ok(Variant::Exec(Rules::parse(rules)?)),
+                    Some(spec) => {
+                        let (rules, policy) = match spec.rsplit_once('+') {
+                            Some((r, p)) => (r, Some(p.trim())),
+                            None => (spec, None),
+                        };
+                        if let Some(p) = policy {
+                            if !hugewise_promote::policy::NAMES.contains(&p) {
+                                return Err(Error::Config(format!(
+                                    "variant '{other}': unknown policy '{p}' (known: {})",
+                                    hugewise_promote::policy::NAMES.join(", ")
+                                )));
+                            }
+                        }
+                        Ok(Variant::Exec(
+                            Rules::parse(rules)?,
+                            policy.map(String::from),
+                        ))
+                    }
                     None => Err(Error::Config(format!(
-                        "variant '{other}': use never, madvise, always or exec:RULES"
+                        "variant '{other}': use never, madvise, always or exec:RULES[+POLICY]"
                     ))),
                 },
             })
@@ -150,8 +172,9 @@ fn phase(
     name: &str,
     requests: u64,
     args: &[String],
+    stop: &AtomicBool,
 ) -> Result<BloatPhase> {
-    let out = Command::new(&cfg.benchmark)
+    let mut child = Command::new(&cfg.benchmark)
         .args(["-h", "127.0.0.1", "-p", &port.to_string(), "--csv"])
         .args([
             "-c",
@@ -167,8 +190,22 @@ fn phase(
         ])
         .args(args)
         .stdin(Stdio::null())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .map_err(|e| Error::Config(format!("cannot run {}: {e}", cfg.benchmark.display())))?;
+    // Its output is a few lines: the pipes cannot fill while it runs.
+    while child.try_wait().ok().flatten().is_none() {
+        if stop.load(Ordering::Relaxed) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(Error::Interrupted);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| Error::Config(format!("reading {}'s output: {e}", cfg.benchmark.display())))?;
     let text = String::from_utf8_lossy(&out.stdout);
     let row = text
         .lines()
@@ -227,7 +264,7 @@ fn one_run(
     let mut session = Session::open(host, Lifetime::Run)?;
     let mode = match variant {
         Variant::Thp(m) => m.as_str(),
-        Variant::Exec(_) => "madvise",
+        Variant::Exec(..) => "madvise",
     };
     session.set(Knob::ThpEnabled, mode)?;
     let available = host.proc.meminfo()?.available_bytes.unwrap_or(0);
@@ -265,13 +302,13 @@ fn one_run(
             pid.store(child.id(), Ordering::Release);
             Some(child)
         }
-        Variant::Exec(_) => None,
+        Variant::Exec(..) => None,
     };
     let result = std::thread::scope(|s| -> Result<Vec<BloatPhase>> {
         let server = s.spawn(|| -> Result<()> {
             match variant {
                 Variant::Thp(_) => Ok(()),
-                Variant::Exec(rules) => {
+                Variant::Exec(rules, policy) => {
                     let preload = cfg.preload.clone().ok_or_else(|| {
                         Error::Config("an exec: variant needs the preload library".into())
                     })?;
@@ -284,6 +321,14 @@ fn one_run(
                             interval: Duration::from_millis(500),
                             stdout_file: Some(dir.join("server.out")),
                             cgroup_procs: Some(cgroup.procs_file()),
+                            promote: policy.as_ref().map(|p| Engine::Daemon {
+                                policy: p.clone(),
+                                config: DaemonConfig {
+                                    limit: Limit::Share(1.0),
+                                    ..DaemonConfig::default()
+                                },
+                                budget_label: "100%".into(),
+                            }),
                         },
                         &done,
                         &mut |p| pid.store(p, Ordering::Release),
@@ -351,14 +396,20 @@ fn one_run(
                 if stop.load(Ordering::Relaxed) {
                     return Err(Error::Interrupted);
                 }
-                let mut p = phase(cfg, port, name, n, &args)?;
+                let mut p = phase(cfg, port, name, n, &args, stop)?;
                 if let Some(m) = mem.read(server_pid, t0) {
                     p.charged_bytes_after = m.charged_bytes;
                     p.rss_bytes_after = Some(m.rss_bytes);
                 }
                 out.push(p);
             }
-            std::thread::sleep(cfg.settle);
+            let settled = Instant::now();
+            while settled.elapsed() < cfg.settle {
+                if stop.load(Ordering::Relaxed) {
+                    return Err(Error::Interrupted);
+                }
+                std::thread::sleep(Duration::from_millis(20).min(cfg.settle));
+            }
             Ok(out)
         })();
         if let Some(m) = mem.read(server_pid, t0) {
@@ -438,7 +489,11 @@ pub fn run(
     let total = u64::from(cfg.rounds) * cfg.variants.len() as u64;
     let mut runs = Vec::new();
     for round in 0..cfg.rounds {
-        for v in &cfg.variants {
+        // Each round starts one variant later, so no variant always runs right after the
+        // same other one (in this VM, what the previous run freed changes the next one's
+        // first touch).
+        let n = cfg.variants.len();
+        for v in (0..n).map(|k| &cfg.variants[(k + round as usize) % n]) {
             runs.push(one_run(cfg, host, v, round, stop)?);
             progress(runs.len() as u64, total);
         }
@@ -564,6 +619,9 @@ mod tests {
         let v = Variant::parse_list("never; always ;exec:*=thp").expect("parse");
         assert_eq!(v[2].label(), "exec:*=thp");
         assert!(Variant::parse_list("sometimes").is_err());
+        let m = Variant::parse_list("exec:*=system+mega").expect("with a policy");
+        assert_eq!(m[0].label(), "exec:*=system+mega");
+        assert!(Variant::parse_list("exec:*=system+magic").is_err());
         let runs = [
             run("never", 0, [100.0, 100.0], 1000),
             run("always", 0, [200.0, 200.0], 3000),

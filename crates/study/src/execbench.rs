@@ -113,7 +113,11 @@ pub fn run(
     let total = u64::from(cfg.rounds) * cfg.variants.len() as u64;
     let mut samples = Vec::new();
     for round in 0..cfg.rounds {
-        for v in &cfg.variants {
+        // Each round starts one variant later, so no variant always runs right after the
+        // same other one (in this VM, what the previous run freed changes the next one's
+        // first touch).
+        let n = cfg.variants.len();
+        for v in (0..n).map(|k| &cfg.variants[(k + round as usize) % n]) {
             if stop.load(std::sync::atomic::Ordering::Relaxed) {
                 return Err(Error::Interrupted);
             }
@@ -138,6 +142,7 @@ pub fn run(
                             interval: Duration::from_millis(250),
                             stdout_file: Some(cfg.scratch.clone()),
                             cgroup_procs: None,
+                            promote: None,
                         },
                         stop,
                         |_| {},
