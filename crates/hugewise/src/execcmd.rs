@@ -223,8 +223,9 @@ pub(crate) fn bench(a: BenchExecArgs, progress: Mode, stop: &AtomicBool) -> anyh
 }
 
 pub(crate) const BLOAT_HELP: &str = "\
-Each run starts Debian's redis-server on a free loopback port inside a memory cgroup of its own,
-with THP `enabled` set as the variant says (exec:RULES runs it under hugewise exec with THP at
+Each run starts Debian's redis-server on a free loopback port inside a memory cgroup of its own
+(with `--disable-thp no`: Redis otherwise turns THP off for itself), with THP `enabled` set as
+the variant says (exec:RULES runs it under hugewise exec with THP at
 madvise), then runs redis-benchmark: fill (SET of --keys random keys), read (GET), delete (DEL of
 --delete of them), refill (SET again), and stops the server. Throughput and latency come from
 redis-benchmark; memory is what the cgroup is charged (a huge page partly freed stays charged

@@ -38,6 +38,9 @@ fn every_saved_result_renders_as_its_command_printed_it() {
         "promote",
         "bench-promote",
         "study",
+        "exec",
+        "bench-exec",
+        "bench-bloat",
     ] {
         let json = fixtures().join(format!("{kind}.json"));
         let want = std::fs::read_to_string(fixtures().join(format!("{kind}.txt"))).expect("txt");

@@ -188,3 +188,27 @@ fn a_damaged_file_names_itself() {
     let e = hugewise_results::read(&p).expect_err("truncated");
     assert!(e.to_string().contains("cut.json"), "{e}");
 }
+
+#[test]
+fn programs_run_under_exec_and_their_benchmarks() {
+    let AnyResult::Exec(e) = round_trip("exec.json", "hugewise/exec") else {
+        panic!("kind")
+    };
+    let totals = e.result.totals();
+    assert_eq!(totals.len(), 1);
+    assert!(totals[0].peak_huge_bytes > 0, "{totals:?}");
+    let AnyResult::BenchExec(b) = round_trip("bench-exec.json", "hugewise/bench-exec") else {
+        panic!("kind")
+    };
+    assert_eq!(b.result.variants[0].speedup_vs_first, None);
+    assert!(b.result.variants[1].metric_speedup_vs_first.is_some());
+    let AnyResult::BenchBloat(r) = round_trip("bench-bloat.json", "hugewise/bench-bloat") else {
+        panic!("kind")
+    };
+    assert_eq!(
+        r.result.variants[0].bloat_bytes,
+        Some(0.0),
+        "never against itself"
+    );
+    assert!(r.result.runs.iter().all(|run| run.phases.len() == 4));
+}

@@ -158,6 +158,9 @@ fn server_args(cfg: &Config, port: u16, dir: &Path) -> Vec<String> {
         ("--protected-mode", "no".into()),
         ("--dir", dir.display().to_string()),
         ("--logfile", String::new()),
+        // Redis turns THP off for itself (prctl) unless told not to: the machine's mode, or
+        // hugewise's advice, is what is compared here.
+        ("--disable-thp", "no".into()),
     ] {
         argv.push(k.into());
         argv.push(v);
