@@ -1,9 +1,10 @@
 //! Page rules: which page policy an allocation of a given size gets.
 //!
-//! A rule is `SIZES=POLICY`; rules are separated by commas (on the command line) or lines (in a
-//! file, where `#` starts a comment), and the first that matches wins. `SIZES` is `*`, `>=N`,
-//! `<N` or `N..M` (from N up to but not including M), with sizes as `hugewise` writes them
-//! everywhere (`64k`, `2MiB`, `1.5G`). `POLICY` is `thp` (`MADV_HUGEPAGE`), `base` (4 KiB
+//! A rule is `SIZES=POLICY` or `name:NAME=POLICY`; rules are separated by commas (on the command
+//! line) or lines (in a file, where `#` starts a comment), and the first that matches wins.
+//! `SIZES` is `*`, `>=N`, `<N` or `N..M` (from N up to but not including M), with sizes as
+//! `hugewise` writes them everywhere (`64k`, `2MiB`, `1.5G`); `NAME` matches allocations a
+//! program named through `hugewise_exec.h` (up to 31 letters, digits, `_`, `-` or `.`). `POLICY` is `thp` (`MADV_HUGEPAGE`), `base` (4 KiB
 //! pages, `MADV_NOHUGEPAGE`) or `system` (no advice: the machine's THP mode decides). An
 //! allocation no rule matches gets `system`.
 
@@ -62,12 +63,25 @@ pub struct Sizes {
 }
 
 /// One rule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {
     /// The sizes it covers.
     pub sizes: Sizes,
+    /// The name it covers (any allocation when absent).
+    pub name: Option<String>,
     /// The policy it gives them.
     pub placement: Placement,
+}
+
+/// Longest allocation name, in bytes.
+pub const NAME_MAX: usize = 31;
+
+/// Whether `name` can name an allocation: 1 to [`NAME_MAX`] letters, digits, `_`, `-`, `.`.
+pub fn valid_name(name: &str) -> bool {
+    (1..=NAME_MAX).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
 }
 
 /// Rules in order; the first that matches wins.
@@ -120,12 +134,15 @@ impl Rules {
         Ok(Rules(out))
     }
 
-    /// The policy for an allocation of `size` bytes and the index of the rule that chose it
-    /// (None: no rule matched, `system`).
-    pub fn place(&self, size: u64) -> (Placement, Option<usize>) {
+    /// The policy for an allocation of `size` bytes named `name` (if the program named it) and
+    /// the index of the rule that chose it (None: no rule matched, `system`).
+    pub fn place(&self, size: u64, name: Option<&str>) -> (Placement, Option<usize>) {
         self.0
             .iter()
-            .position(|r| (r.sizes.min..r.sizes.max).contains(&size))
+            .position(|r| {
+                (r.sizes.min..r.sizes.max).contains(&size)
+                    && r.name.as_deref().is_none_or(|n| Some(n) == name)
+            })
             .map_or((Placement::System, None), |i| {
                 (self.0[i].placement, Some(i))
             })
@@ -148,6 +165,21 @@ fn parse_rule(s: &str) -> std::result::Result<Rule, String> {
     let placement = Placement::parse(policy)
         .ok_or_else(|| format!("unknown policy '{policy}' (use thp, base or system)"))?;
     let sizes = sizes.trim();
+    if let Some(name) = sizes.strip_prefix("name:") {
+        if !valid_name(name) {
+            return Err(format!(
+                "name '{name}': 1 to {NAME_MAX} letters, digits, _, - or ."
+            ));
+        }
+        return Ok(Rule {
+            sizes: Sizes {
+                min: 0,
+                max: u64::MAX,
+            },
+            name: Some(name.to_string()),
+            placement,
+        });
+    }
     let sizes = if sizes == "*" {
         Sizes {
             min: 0,
@@ -171,10 +203,14 @@ fn parse_rule(s: &str) -> std::result::Result<Rule, String> {
         Sizes { min, max }
     } else {
         return Err(format!(
-            "sizes '{sizes}': write *, >=N, <N or N..M (for example >=2MiB)"
+            "sizes '{sizes}': write *, >=N, <N, N..M or name:NAME (for example >=2MiB)"
         ));
     };
-    Ok(Rule { sizes, placement })
+    Ok(Rule {
+        sizes,
+        name: None,
+        placement,
+    })
 }
 
 fn size(n: u64) -> String {
@@ -183,6 +219,9 @@ fn size(n: u64) -> String {
 
 impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(n) = &self.name {
+            return write!(f, "name:{n}={}", self.placement.name());
+        }
         let Sizes { min, max } = self.sizes;
         match (min, max) {
             (0, u64::MAX) => write!(f, "*"),
@@ -213,20 +252,41 @@ mod tests {
     #[test]
     fn the_first_matching_rule_wins_and_the_rest_get_system() {
         let r = Rules::parse(">=64MiB=thp, 2M..64M=base, <1k=thp").expect("parse");
-        assert_eq!(r.place(64 << 20), (Placement::Thp, Some(0)));
-        assert_eq!(r.place((64 << 20) - 1), (Placement::Base, Some(1)));
-        assert_eq!(r.place(2 << 20), (Placement::Base, Some(1)));
-        assert_eq!(r.place((2 << 20) - 1), (Placement::System, None));
-        assert_eq!(r.place(1023), (Placement::Thp, Some(2)));
+        assert_eq!(r.place(64 << 20, None), (Placement::Thp, Some(0)));
+        assert_eq!(r.place((64 << 20) - 1, None), (Placement::Base, Some(1)));
+        assert_eq!(r.place(2 << 20, None), (Placement::Base, Some(1)));
+        assert_eq!(r.place((2 << 20) - 1, None), (Placement::System, None));
+        assert_eq!(r.place(1023, None), (Placement::Thp, Some(2)));
         assert_eq!(
-            Rules::parse("*=base").expect("star").place(u64::MAX - 1),
+            Rules::parse("*=base")
+                .expect("star")
+                .place(u64::MAX - 1, None),
             (Placement::Base, Some(0))
         );
     }
 
     #[test]
+    fn a_name_matches_only_allocations_the_program_named_so() {
+        let r = Rules::parse("name:hot.vertices=thp,*=base").expect("parse");
+        assert_eq!(
+            r.place(4096, Some("hot.vertices")),
+            (Placement::Thp, Some(0))
+        );
+        assert_eq!(r.place(4096, Some("cold")), (Placement::Base, Some(1)));
+        assert_eq!(r.place(4096, None), (Placement::Base, Some(1)));
+        for bad in [
+            "name:=thp",
+            "name:has space=thp",
+            "name:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa=thp",
+        ] {
+            let err = Rules::parse(bad).expect_err(bad).to_string();
+            assert!(err.contains("1 to 31 letters"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
     fn rules_print_back_as_they_parse() {
-        let text = ">=64MiB=thp,2MiB..64MiB=base,<1KiB=system,*=thp";
+        let text = ">=64MiB=thp,2MiB..64MiB=base,<1KiB=system,name:hot=thp,*=thp";
         let r = Rules::parse(text).expect("parse");
         assert_eq!(r.to_string(), text);
         assert_eq!(Rules::parse(&r.to_string()).expect("again"), r);
@@ -240,7 +300,7 @@ mod tests {
                 "rule 2 ('>=1MiB=huge'): unknown policy 'huge'",
             ),
             (">=2QB=thp", "unknown unit 'QB'"),
-            ("2MiB=thp", "write *, >=N, <N or N..M"),
+            ("2MiB=thp", "write *, >=N, <N, N..M or name:NAME"),
             ("thp", "expected SIZES=POLICY"),
             ("4M..2M=thp", "empty range"),
             (" , ", "no rule given"),

@@ -213,6 +213,7 @@ fn allocation(e: &LogEntry, t0_mono: u64, rules: &Rules, peak: Option<&Peak>) ->
             .map_or("unknown", Placement::name)
             .to_string(),
         rule,
+        name: e.name().map(String::from),
         origin: match e.origin {
             Origin::Malloc => "malloc",
             Origin::Mmap => "mmap",

@@ -49,6 +49,24 @@ fn same_output(dir: &Path, args: &[&str], cmd: &[&str]) -> ExecReport {
         .result
 }
 
+/// Build `tests/programs/NAME.c` into `dir` with `cc`; None (the test skips) without one.
+fn compile(dir: &Path, name: &str, flags: &[&str]) -> Option<PathBuf> {
+    let exe = dir.join(name);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/programs/{name}.c"));
+    let built = Command::new("cc")
+        .args(flags)
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .status();
+    if built.is_ok_and(|s| s.success()) {
+        Some(exe)
+    } else {
+        hugewise_sys::testing::skip("no C compiler (cc)");
+        None
+    }
+}
+
 fn allocations(r: &ExecReport) -> Vec<&ExecAllocation> {
     r.processes.iter().flat_map(|p| &p.allocations).collect()
 }
@@ -79,17 +97,9 @@ fn leftover_logs() -> Vec<String> {
 #[test]
 fn a_c_program_using_every_allocation_call_prints_the_same() {
     let dir = scratch("c");
-    let exe = dir.join("allocs");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/allocs.c");
-    let built = Command::new("cc")
-        .args(["-O1", "-pthread", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .status();
-    if !built.is_ok_and(|s| s.success()) {
-        hugewise_sys::testing::skip("no C compiler (cc)");
+    let Some(exe) = compile(&dir, "allocs", &["-O1", "-pthread"]) else {
         return;
-    }
+    };
     let r = same_output(
         &dir,
         &["--min-size", "1MiB", "--pages", ">=2MiB=thp"],
@@ -370,6 +380,34 @@ fn the_promotion_daemon_gives_huge_pages_to_a_program_run_on_4k_pages() {
     assert!(
         big.peak_huge_bytes.unwrap_or(0) > 0,
         "read back huge while it ran: {big:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn allocations_named_through_the_header_get_their_rule() {
+    let dir = scratch("named");
+    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("../preload/include");
+    let Some(exe) = compile(&dir, "named", &["-I", include.to_str().expect("utf-8")]) else {
+        return;
+    };
+    let r = same_output(
+        &dir,
+        &["--pages", "name:hot.vertices=thp,*=base"],
+        &[exe.to_str().expect("utf-8")],
+    );
+    let all = allocations(&r);
+    let hot: Vec<_> = all.iter().filter(|a| a.name.is_some()).collect();
+    assert_eq!(hot.len(), 1, "{all:?}");
+    assert_eq!(
+        (hot[0].name.as_deref(), hot[0].policy.as_str(), hot[0].rule),
+        (Some("hot.vertices"), "thp", Some(0))
+    );
+    assert!(
+        all.iter()
+            .filter(|a| a.name.is_none())
+            .all(|a| a.policy == "base" && a.rule == Some(1)),
+        "{all:?}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -22,7 +22,9 @@ use std::sync::OnceLock;
 
 use hugewise_exec::protocol;
 use hugewise_exec::rules::{Placement, Rules};
-use hugewise_sys::alloclog::{AllocLog, LogEntry, Origin, FLAG_BAD_RULES, FLAG_FOREIGN_ALLOCATOR};
+use hugewise_sys::alloclog::{
+    AllocLog, LogEntry, Origin, FLAG_BAD_RULES, FLAG_FOREIGN_ALLOCATOR, NAME_BYTES,
+};
 use hugewise_sys::errno::Errno;
 use hugewise_sys::interpose::{self as ip, Next, OwnBlock};
 use hugewise_sys::mmap::Advice;
@@ -178,7 +180,8 @@ impl Shim {
 
     fn take_now(&self, size: usize, align: usize, zeroed: bool) -> Option<*mut c_void> {
         let log = log_of(self);
-        let (placement, rule) = self.rules.place(size as u64);
+        let name = NAME.with(|n| n.get());
+        let (placement, rule) = self.rules.place(size as u64, name_str(&name));
         let (b, advice) = match ip::own_reuse(size, align, placement.code()) {
             // Advised when it was first mapped.
             Some(b) => {
@@ -207,6 +210,10 @@ impl Shim {
                 (b, advice)
             }
         };
+        let b = OwnBlock {
+            kind: placement.code(),
+            ..b
+        };
         if let Err(e) = ip::own_register(b) {
             ip::own_unmap(b);
             if let Some(l) = log {
@@ -215,15 +222,18 @@ impl Shim {
             return None;
         }
         if let Some(l) = log {
-            let e = entry(
-                b.start,
-                b.len,
-                size,
-                placement,
-                rule,
-                Origin::Malloc,
-                advice,
-            );
+            let e = LogEntry {
+                name,
+                ..entry(
+                    b.start,
+                    b.len,
+                    size,
+                    placement,
+                    rule,
+                    Origin::Malloc,
+                    advice,
+                )
+            };
             if let Some(slot) = l.append(&e) {
                 ip::own_set_slot(b.user, slot);
             }
@@ -238,7 +248,7 @@ impl Shim {
             return;
         }
         guarded(|| {
-            let (placement, rule) = self.rules.place(len as u64);
+            let (placement, rule) = self.rules.place(len as u64, None);
             let advice = match placement {
                 Placement::Thp => ip::advise_range(start, len, Advice::HugePage),
                 Placement::Base => ip::advise_range(start, len, Advice::NoHugePage),
@@ -282,8 +292,7 @@ impl Shim {
 
     /// Release a block taken over (kept for reuse when small enough) and log its end.
     fn release(&self, block: &OwnBlock) {
-        let (placement, _) = self.rules.place(block.requested as u64);
-        if let Some(b) = ip::own_release(block.user as *const c_void, placement.code()) {
+        if let Some(b) = ip::own_release(block.user as *const c_void) {
             if b.slot != u32::MAX {
                 if let Some(l) = log_of(self) {
                     l.freed(b.slot, ip::monotonic_ns());
@@ -314,7 +323,37 @@ fn entry(
         born_ns: ip::monotonic_ns(),
         freed_ns: None,
         tag: 0,
+        name: [0; NAME_BYTES],
     }
+}
+
+thread_local! {
+    /// The name this thread gives its next allocations (`hugewise_exec_name`), NUL-padded.
+    static NAME: std::cell::Cell<[u8; NAME_BYTES]> = const { std::cell::Cell::new([0; NAME_BYTES]) };
+}
+
+fn name_str(n: &[u8; NAME_BYTES]) -> Option<&str> {
+    let len = n.iter().position(|&b| b == 0).unwrap_or(NAME_BYTES);
+    std::str::from_utf8(&n[..len])
+        .ok()
+        .filter(|s| !s.is_empty())
+}
+
+/// Name the allocations this thread makes from now on (`hugewise_exec.h`), for rules
+/// `name:NAME=POLICY`; null clears it. Names longer than 31 bytes are cut.
+///
+/// # Safety
+/// `name` is null or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn hugewise_exec_name(name: *const std::ffi::c_char) {
+    let mut n = [0u8; NAME_BYTES];
+    if !name.is_null() {
+        // SAFETY: the caller's contract: a NUL-terminated string.
+        let given = unsafe { std::ffi::CStr::from_ptr(name) }.to_bytes();
+        let len = given.len().min(NAME_BYTES - 1);
+        n[..len].copy_from_slice(&given[..len]);
+    }
+    NAME.with(|c| c.set(n));
 }
 
 /// The program's allocator and the run's settings; None while the allocator is being found.

@@ -175,13 +175,15 @@ pub fn exec(r: &ExecReport, all: bool) -> String {
     let shown = if all { list.len() } else { list.len().min(10) };
     list.sort_by_key(|(_, a)| std::cmp::Reverse(a.requested_bytes));
     let mut t = Table::new([
-        "pid", "size", "via", "policy", "rule", "advice", "born", "lived", "resident", "huge",
+        "pid", "size", "via", "name", "policy", "rule", "advice", "born", "lived", "resident",
+        "huge",
     ]);
     for (pid, a) in list.iter().take(shown) {
         t.row([
             pid.to_string(),
             bytes(a.requested_bytes),
             a.origin.clone(),
+            a.name.clone().unwrap_or_else(|| "-".into()),
             a.policy.clone(),
             a.rule.map_or_else(|| "-".into(), |i| (i + 1).to_string()),
             a.advice_error.clone().unwrap_or_else(|| "ok".into()),

@@ -69,6 +69,9 @@ pub struct ExecAllocation {
     pub policy: String,
     /// The rule that chose it (0-based), `null` when none matched.
     pub rule: Option<u32>,
+    /// The name the program gave it (`hugewise_exec.h`), `null` when it gave none.
+    #[serde(default)]
+    pub name: Option<String>,
     /// `malloc` or `mmap`.
     pub origin: String,
     /// The kernel's refusal of the advice (errno name), `null` when it took it.

@@ -3,12 +3,13 @@
 //! and whether the kernel took the advice), so that `hugewise exec` and the promotion daemon
 //! see the program's allocations, not only its mappings.
 //!
-//! Layout, little-endian, a 64-byte header then `capacity` entries of 64 bytes. Header words:
+//! Layout, little-endian, a 64-byte header then `capacity` entries of 96 bytes. Header words:
 //! magic `HWALOG01`, version (u32) | capacity (u32) << 32, entries claimed, writer pid,
 //! allocations not logged because the log was full, allocations left to the program's own
 //! allocator because hugewise could not place them, the errno of the last such refusal, flags.
 //! Entry words: state (0 empty, 1 being written, 2 live, 3 freed), mapping start, mapping
-//! length, bytes asked for, packed attributes, birth and death times (CLOCK_MONOTONIC ns), tag.
+//! length, bytes asked for, packed attributes, birth and death times (CLOCK_MONOTONIC ns), tag,
+//! then 32 bytes of the name the program gave the allocation (NUL-padded).
 //!
 //! One process writes (the preload library); readers in other processes see an entry once its
 //! state says live, because the state is stored last with release order.
@@ -23,7 +24,9 @@ use crate::{Error, Result};
 const MAGIC: u64 = u64::from_le_bytes(*b"HWALOG01");
 const VERSION: u32 = 1;
 const HEADER_WORDS: usize = 8;
-const ENTRY_WORDS: usize = 8;
+const ENTRY_WORDS: usize = 12;
+/// Bytes of an allocation's name kept in the log.
+pub const NAME_BYTES: usize = 32;
 
 const WRITING: u64 = 1;
 const LIVE: u64 = 2;
@@ -68,6 +71,8 @@ pub struct LogEntry {
     pub freed_ns: Option<u64>,
     /// A program-given tag (0: none).
     pub tag: u64,
+    /// The name the program gave it, NUL-padded (all zeros: none).
+    pub name: [u8; NAME_BYTES],
 }
 
 impl LogEntry {
@@ -99,7 +104,22 @@ impl LogEntry {
             born_ns: w[5],
             freed_ns: (w[0] == FREED).then_some(w[6]),
             tag: w[7],
+            name: {
+                let mut n = [0u8; NAME_BYTES];
+                for (k, chunk) in n.chunks_exact_mut(8).enumerate() {
+                    chunk.copy_from_slice(&w[8 + k].to_le_bytes());
+                }
+                n
+            },
         }
+    }
+
+    /// The name the program gave it, if any.
+    pub fn name(&self) -> Option<&str> {
+        let len = self.name.iter().position(|&b| b == 0).unwrap_or(NAME_BYTES);
+        std::str::from_utf8(&self.name[..len])
+            .ok()
+            .filter(|s| !s.is_empty())
     }
 }
 
@@ -233,6 +253,11 @@ impl AllocLog {
         {
             w[k + 1].store(v, Ordering::Relaxed);
         }
+        for (k, chunk) in e.name.chunks_exact(8).enumerate() {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(chunk);
+            w[8 + k].store(u64::from_le_bytes(b), Ordering::Relaxed);
+        }
         w[0].store(LIVE, Ordering::Release);
         Some(i as u32)
     }
@@ -310,6 +335,7 @@ mod tests {
             born_ns: 7,
             freed_ns: None,
             tag: 0,
+            name: *b"hot.vertices\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0",
         }
     }
 
@@ -328,6 +354,7 @@ mod tests {
         assert_eq!(got.len(), 2);
         assert_eq!(got[0].freed_ns, Some(99));
         assert_eq!(got[1], entry(2 << 21, u16::MAX));
+        assert_eq!(got[1].name(), Some("hot.vertices"));
         let h = r.head();
         assert_eq!(
             (

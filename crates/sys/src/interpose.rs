@@ -270,6 +270,8 @@ pub struct OwnBlock {
     pub requested: usize,
     /// Its entry in the allocation log (`u32::MAX`: not logged).
     pub slot: u32,
+    /// The caller's kind of block (its page policy): a freed block is reused for its kind only.
+    pub kind: u8,
 }
 
 fn raw_mmap(len: usize) -> Result<usize, Errno> {
@@ -333,6 +335,7 @@ pub fn own_map(requested: usize, align: usize) -> Result<OwnBlock, Errno> {
         user,
         requested,
         slot: u32::MAX,
+        kind: 0,
     })
 }
 
@@ -381,12 +384,12 @@ pub unsafe fn own_find(p: *const c_void) -> Option<OwnBlock> {
 }
 
 /// Forget the block at `p`; None when `p` is not one of the library's. A block of at most
-/// [`CACHE_BLOCK_MAX`] bytes is kept mapped for the next allocation of its `kind` that fits
+/// [`CACHE_BLOCK_MAX`] bytes is kept mapped for the next allocation of its kind that fits
 /// (as glibc keeps freed memory in its heap instead of unmapping it); others are unmapped.
-pub fn own_release(p: *const c_void, kind: u8) -> Option<OwnBlock> {
+pub fn own_release(p: *const c_void) -> Option<OwnBlock> {
     let (b, cached) = with_state(|s| {
         let b = s.blocks.remove(p as usize)?;
-        Some((b, s.cache.put(b, kind)))
+        Some((b, s.cache.put(b)))
     })?;
     if !cached {
         own_unmap(b);
@@ -408,26 +411,26 @@ const CACHE_SLOTS: usize = 16;
 
 /// Freed blocks kept mapped for reuse, newest last.
 struct Cache {
-    blocks: [(OwnBlock, u8); CACHE_SLOTS],
+    blocks: [OwnBlock; CACHE_SLOTS],
     len: usize,
     bytes: usize,
 }
 
 impl Cache {
-    fn put(&mut self, b: OwnBlock, kind: u8) -> bool {
+    fn put(&mut self, b: OwnBlock) -> bool {
         if b.len > CACHE_BLOCK_MAX {
             return false;
         }
         // Make room by dropping the oldest blocks; the caller unmaps only `b`, so dropped ones
         // are unmapped here.
         while self.len > 0 && (self.len == CACHE_SLOTS || self.bytes + b.len > CACHE_BYTES_MAX) {
-            let (old, _) = self.blocks[0];
+            let old = self.blocks[0];
             self.blocks.copy_within(1..self.len, 0);
             self.len -= 1;
             self.bytes -= old.len;
             own_unmap(old);
         }
-        self.blocks[self.len] = (b, kind);
+        self.blocks[self.len] = b;
         self.len += 1;
         self.bytes += b.len;
         true
@@ -435,11 +438,14 @@ impl Cache {
 
     fn take(&mut self, requested: usize, align: usize, kind: u8) -> Option<OwnBlock> {
         let i = (0..self.len).rev().find(|&i| {
-            let (b, k) = self.blocks[i];
+            let b = self.blocks[i];
             let room = b.start + b.len - b.user;
-            k == kind && b.user % align.max(1) == 0 && room >= requested && room / 2 <= requested
+            b.kind == kind
+                && b.user.is_multiple_of(align.max(1))
+                && room >= requested
+                && room / 2 <= requested
         })?;
-        let (mut b, _) = self.blocks[i];
+        let mut b = self.blocks[i];
         self.blocks.copy_within(i + 1..self.len, i);
         self.len -= 1;
         self.bytes -= b.len;
@@ -463,6 +469,7 @@ const VACANT: OwnBlock = OwnBlock {
     user: 0,
     requested: 0,
     slot: 0,
+    kind: 0,
 };
 
 fn home<const N: usize>(user: usize) -> usize {
@@ -614,7 +621,7 @@ static REGISTRY: Locked = Locked(UnsafeCell::new(State {
         len: 0,
     },
     cache: Cache {
-        blocks: [(VACANT, 0); CACHE_SLOTS],
+        blocks: [VACANT; CACHE_SLOTS],
         len: 0,
         bytes: 0,
     },
@@ -789,7 +796,10 @@ mod tests {
 
     #[test]
     fn own_blocks_are_aligned_registered_found_and_released() {
-        let b = own_map(3 << 20, 16).expect("map");
+        let b = OwnBlock {
+            kind: 1,
+            ..own_map(3 << 20, 16).expect("map")
+        };
         assert_eq!(b.start % CHUNK, 0);
         assert_eq!(b.user, b.start + HEADROOM);
         assert!(b.len >= (3 << 20) + HEADROOM && b.len.is_multiple_of(PAGE));
@@ -804,12 +814,8 @@ mod tests {
         own_register(b).expect("register");
         // SAFETY: as above.
         assert_eq!(unsafe { own_find(b.user as *const c_void) }, Some(b));
-        assert_eq!(own_release(b.user as *const c_void, 1), Some(b));
-        assert_eq!(
-            own_release(b.user as *const c_void, 1),
-            None,
-            "released once"
-        );
+        assert_eq!(own_release(b.user as *const c_void), Some(b));
+        assert_eq!(own_release(b.user as *const c_void), None, "released once");
         // Kept for the next allocation of its kind that fits it without waste.
         assert_eq!(own_reuse(3 << 20, 16, 2), None, "another kind");
         assert_eq!(own_reuse(1 << 20, 16, 1), None, "would waste most of it");
