@@ -15,8 +15,9 @@ use hugewise_sys::process::{signal_group, Signal};
 use crate::host::Host;
 use crate::{Error, Result};
 
-/// How long the group gets between SIGTERM and SIGKILL.
-pub const GRACE: Duration = Duration::from_secs(3);
+/// How long a group gets between SIGTERM and SIGKILL, whether a restore ends it or its run
+/// is asked to stop.
+pub const GRACE: Duration = Duration::from_secs(5);
 
 /// What ending a group did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,11 +101,8 @@ fn gone(host: &Host, pgid: i32, wait: Duration) -> Result<bool> {
     }
 }
 
-/// How long a command's group has between SIGTERM and SIGKILL once it is asked to stop.
-pub const STOP_GRACE: Duration = Duration::from_secs(5);
-
 /// Wait for `child` (the leader of process group `pgid`) to exit. Once `stop` says so, the
-/// group gets SIGTERM, and SIGKILL after [`STOP_GRACE`]. Returns the exit status, or the error of
+/// group gets SIGTERM, and SIGKILL after [`GRACE`]. Returns the exit status, or the error of
 /// `try_wait`.
 pub fn wait_or_end(
     child: &mut std::process::Child,
@@ -122,7 +120,7 @@ pub fn wait_or_end(
                     let _ = signal_group(pgid, Signal::Term);
                     term_sent = Some(Instant::now());
                 }
-                Some(t) if t.elapsed() > STOP_GRACE => {
+                Some(t) if t.elapsed() > GRACE => {
                     let _ = signal_group(pgid, Signal::Kill);
                 }
                 Some(_) => {}

@@ -134,10 +134,7 @@ impl Session {
         self.host
             .require_root("enabling swap", &path.display().to_string())?;
         if path.exists() {
-            return Err(Error::Invalid(format!(
-                "{} already exists; hugewise never overwrites a file (choose another path)",
-                path.display()
-            )));
+            return Err(crate::swapfile::exists(path, "choose another path"));
         }
         // Journaled as an absolute path: /proc/swaps lists it so, and a restore run from
         // another directory must find it.

@@ -16,6 +16,15 @@ const PAGE: usize = 4096;
 const LABEL: &[u8; 8] = b"hugewise";
 const MAGIC: &[u8; 10] = b"SWAPSPACE2";
 const LABEL_AT: usize = 1052;
+
+/// The refusal to overwrite `path`, which exists; `hint` says what to do instead.
+pub fn exists(path: &Path, hint: &str) -> Error {
+    Error::Invalid(format!(
+        "{} already exists; hugewise never overwrites a file ({hint})",
+        path.display()
+    ))
+}
+
 /// Smallest swap area the kernel takes (10 pages) and a sensible minimum above it.
 pub const MIN_BYTES: u64 = 1 << 20;
 
@@ -64,10 +73,7 @@ pub fn create(path: &Path, bytes: u64) -> Result<()> {
         .mode(0o600)
         .open(path)
         .map_err(|e| match e.kind() {
-            std::io::ErrorKind::AlreadyExists => Error::Invalid(format!(
-                "{} already exists; hugewise never overwrites a file (choose another --file)",
-                path.display()
-            )),
+            std::io::ErrorKind::AlreadyExists => exists(path, "choose another --file"),
             _ => Error::io(path, e),
         })?;
     let filled = hugewise_sys::swap::preallocate(&f, path, bytes)

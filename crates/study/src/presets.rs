@@ -193,6 +193,17 @@ fn size_of(graph: &str) -> Option<(u64, u64)> {
     }
 }
 
+/// Bytes of a generated graph's CSR, weighted or not (undirected: one side).
+fn csr_bytes(vertices: u64, arcs: u64, weighted: bool) -> u64 {
+    hugewise_graph::fits::Shape {
+        vertices,
+        arcs,
+        directed: false,
+        weighted,
+    }
+    .graph_bytes()
+}
+
 /// Estimated bytes a run holds at its peak: the graph and each copy of it, and each variant's
 /// arrays.
 pub fn footprint_bytes(work: &Work) -> Option<u64> {
@@ -204,8 +215,7 @@ pub fn footprint_bytes(work: &Work) -> Option<u64> {
             ..
         } => {
             let (n, arcs) = size_of(graph)?;
-            let weighted = kernel == "sssp";
-            let graph_bytes = (n + 1) * 8 + arcs * if weighted { 8 } else { 4 };
+            let graph_bytes = csr_bytes(n, arcs, kernel == "sssp");
             let mut copies: Vec<(&str, Option<&str>)> = Vec::new();
             for v in variants.iter().skip(1) {
                 let key = (v.graph_pages.as_str(), v.reorder.as_deref());
@@ -219,13 +229,13 @@ pub fn footprint_bytes(work: &Work) -> Option<u64> {
         }
         Work::Curve { graph, .. } => {
             let (n, arcs) = size_of(graph)?;
-            Some((n + 1) * 8 + arcs * 4 + n * 24)
+            Some(csr_bytes(n, arcs, false) + n * 24)
         }
         Work::Faultlat { size_bytes, .. } => Some(*size_bytes),
         // Loaded outside the limit, then copied into memory charged to it.
         Work::Swap { graph, .. } => {
             let (n, arcs) = size_of(graph)?;
-            Some(2 * ((n + 1) * 8 + arcs * 4) + n * 24)
+            Some(2 * csr_bytes(n, arcs, false) + n * 24)
         }
     }
 }

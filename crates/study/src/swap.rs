@@ -88,10 +88,10 @@ pub fn precheck(host: &Host, plan: &Plan) -> Result<()> {
         }
         SwapSource::File(p) => {
             if p.exists() {
-                return Err(Error::Config(format!(
-                    "{} already exists; hugewise never overwrites a file (choose another \
-                     --swap-file, or `hugewise env restore` if an earlier run left it)",
-                    p.display()
+                return Err(env_err(swapfile::exists(
+                    p,
+                    "choose another --swap-file, or `hugewise env restore` if an earlier run \
+                     left it",
                 )));
             }
             swapfile::check_location(host, p, swapfile::MIN_BYTES, DISK_SPARE).map_err(env_err)?;
