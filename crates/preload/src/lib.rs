@@ -131,7 +131,6 @@ fn shim(next: &Next) -> Option<&'static Shim> {
 
 /// This process's log and its pid; a child after `fork` makes its own.
 static LOG: AtomicPtr<(u32, Option<AllocLog>)> = AtomicPtr::new(null_mut());
-static LOG_LOCK: AtomicBool = AtomicBool::new(false);
 
 fn log_of(shim: &Shim) -> Option<&'static AllocLog> {
     let pid = std::process::id();
@@ -142,29 +141,23 @@ fn log_of(shim: &Shim) -> Option<&'static AllocLog> {
             return log.as_ref();
         }
     }
-    while LOG_LOCK
-        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
-        .is_err()
-    {
-        std::hint::spin_loop();
-    }
-    // SAFETY: as above.
-    let again = unsafe { LOG.load(Ordering::Acquire).as_ref() };
-    let out = match again {
-        Some((owner, log)) if *owner == pid => log.as_ref(),
-        _ => {
-            let log = AllocLog::create(
-                &protocol::log_path(&shim.session, pid),
-                protocol::LOG_CAPACITY,
-            )
-            .ok();
-            let leaked: &'static (u32, Option<AllocLog>) = Box::leak(Box::new((pid, log)));
-            LOG.store(std::ptr::from_ref(leaked).cast_mut(), Ordering::Release);
-            leaked.1.as_ref()
+    ip::with_side_lock(|| {
+        // SAFETY: as above.
+        let again = unsafe { LOG.load(Ordering::Acquire).as_ref() };
+        match again {
+            Some((owner, log)) if *owner == pid => log.as_ref(),
+            _ => {
+                let log = AllocLog::create(
+                    &protocol::log_path(&shim.session, pid),
+                    protocol::LOG_CAPACITY,
+                )
+                .ok();
+                let leaked: &'static (u32, Option<AllocLog>) = Box::leak(Box::new((pid, log)));
+                LOG.store(std::ptr::from_ref(leaked).cast_mut(), Ordering::Release);
+                leaked.1.as_ref()
+            }
         }
-    };
-    LOG_LOCK.store(false, Ordering::Release);
-    out
+    })
 }
 
 impl Shim {

@@ -755,12 +755,37 @@ pub fn set_errno(e: Errno) {
     unsafe { *libc::__errno_location() = e.0 };
 }
 
+static SIDE_LOCK: AtomicBool = AtomicBool::new(false);
+
+/// Run `f` under a second spin lock for the caller's own one-time work (the preload library
+/// creates a process's log under it), held across `fork` like the registry's so that a child
+/// never inherits it locked. Code under it must not take the registry's lock.
+pub fn with_side_lock<T>(f: impl FnOnce() -> T) -> T {
+    while SIDE_LOCK
+        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        std::hint::spin_loop();
+    }
+    let out = f();
+    SIDE_LOCK.store(false, Ordering::Release);
+    out
+}
+
 extern "C" fn before_fork() {
+    // The side lock first: work under it never takes the registry's.
+    while SIDE_LOCK
+        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        std::hint::spin_loop();
+    }
     lock();
 }
 
 extern "C" fn after_fork_parent() {
     unlock();
+    SIDE_LOCK.store(false, Ordering::Release);
 }
 
 extern "C" fn after_fork_child() {
@@ -775,6 +800,7 @@ extern "C" fn after_fork_child() {
         r.2 = u32::MAX;
     }
     unlock();
+    SIDE_LOCK.store(false, Ordering::Release);
 }
 
 /// Hold the registry's lock across `fork` so that a child never inherits it locked by a thread
