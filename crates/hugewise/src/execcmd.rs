@@ -287,34 +287,27 @@ pub struct BenchBloatArgs {
 
 /// `hugewise bench bloat`.
 pub(crate) fn bloat(a: BenchBloatArgs, progress: Mode, stop: &AtomicBool) -> anyhow::Result<()> {
-    let variants = bloat::Variant::parse_list(&a.variants)
-        .unwrap_or_else(|e| crate::usage_error(format!("--variants: {e}")));
-    let needs_preload = variants
-        .iter()
-        .any(|v| matches!(v, bloat::Variant::Exec(..)));
+    if let Err(e) = bloat::Variant::parse_list(&a.variants) {
+        crate::usage_error(format!("--variants: {e}"));
+    }
     let cfg = bloat::Config {
-        server: "redis-server".into(),
-        benchmark: "redis-benchmark".into(),
-        keys: if a.quick { 100_000 } else { a.keys },
-        value_bytes: a.value.0,
-        delete_share: a.delete,
         clients: a.clients,
         pipeline: a.pipeline,
-        rounds: if a.quick { 1 } else { a.rounds },
-        variants,
-        preload: if needs_preload {
-            Some(run::find_preload(a.preload.as_deref())?)
-        } else {
-            None
-        },
-        sample_every: Duration::from_millis(200),
         settle: a.settle,
+        ..bloat::Config::new(
+            if a.quick { 100_000 } else { a.keys },
+            a.value.0,
+            a.delete,
+            if a.quick { 1 } else { a.rounds },
+            &a.variants,
+            a.preload.as_deref(),
+        )?
     };
     let steps = Steps::new(progress, "runs", Unit::Items);
     let r = bloat::run(
         &cfg,
         &hugewise_env::Host::real(),
-        stop,
+        &|| stop.load(std::sync::atomic::Ordering::Relaxed),
         &mut |done, total| steps.update(done, total),
     )
     .context("the Redis bloat benchmark")?;

@@ -237,6 +237,7 @@ struct Found {
     curves: Vec<Curves>,
     faults: Vec<(String, hugewise_results::faultlat::FaultlatReport)>,
     swaps: Vec<(String, hugewise_results::swapstudy::SwapStudy)>,
+    bloats: Vec<(String, hugewise_results::bloat::BloatReport)>,
 }
 
 fn evidence(dir: &Path, plan: &StudyPlan) -> Found {
@@ -247,6 +248,7 @@ fn evidence(dir: &Path, plan: &StudyPlan) -> Found {
             Ok(AnyResult::Curves(s)) => f.curves.push(s.result),
             Ok(AnyResult::Faultlat(s)) => f.faults.push((r.id.clone(), s.result)),
             Ok(AnyResult::Swap(s)) => f.swaps.push((r.id.clone(), s.result)),
+            Ok(AnyResult::BenchBloat(s)) => f.bloats.push((r.id.clone(), s.result)),
             _ => {}
         }
     }
@@ -359,17 +361,21 @@ pub fn study(a: StudyArgs, mode: Mode) -> anyhow::Result<u8> {
         curves,
         faults,
         swaps,
+        bloats,
     } = evidence(&dir, &plan);
     let page_refs: Vec<&PagesReport> = pages.iter().map(|(_, r)| r).collect();
     let curve_refs: Vec<&Curves> = curves.iter().collect();
     let swap_refs: Vec<&hugewise_results::swapstudy::SwapStudy> =
         swaps.iter().map(|(_, r)| r).collect();
+    let bloat_refs: Vec<&hugewise_results::bloat::BloatReport> =
+        bloats.iter().map(|(_, r)| r).collect();
     let heads = headlines(
         &plan,
         Evidence {
             pages: &page_refs,
             curves: &curve_refs,
             swaps: &swap_refs,
+            bloats: &bloat_refs,
         },
     );
     if a.json {
@@ -386,6 +392,9 @@ pub fn study(a: StudyArgs, mode: Mode) -> anyhow::Result<u8> {
         if !swaps.is_empty() {
             let rows: Vec<_> = swaps.iter().map(|(i, r)| (i.as_str(), r)).collect();
             println!("{}", studyview::swap_table(&rows));
+        }
+        for (_, r) in &bloats {
+            println!("{}", hugewise_report::execview::bloat(r));
         }
         println!("{}", studyview::headlines(&heads));
     }

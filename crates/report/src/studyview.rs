@@ -72,6 +72,18 @@ pub fn work_line(w: &Work) -> String {
                 .join(" / "),
             factors.join(" / ")
         ),
+        Work::Bloat {
+            keys,
+            value_bytes,
+            delete_share,
+            variants,
+            rounds,
+        } => format!(
+            "redis-server, {keys} keys of {value_bytes} B, {} deleted and refilled: {} \
+             ({rounds} rounds)",
+            pct(*delete_share),
+            variants.join(" / ")
+        ),
         Work::Faultlat {
             size_bytes,
             policy,
@@ -124,6 +136,7 @@ pub fn metric_value(m: &Metric, v: f64) -> String {
         | Metric::SpeedupOver { .. }
         | Metric::OvercommitGain { .. }
         | Metric::Slowdown { .. } => format!("{v:.2}x"),
+        Metric::ThroughputVsAlways { .. } | Metric::BloatVsAlways { .. } => format!("{v:.2}"),
         Metric::ShareOfIdeal { .. } | Metric::HugeShare { .. } | Metric::SimShareOfIdeal { .. } => {
             pct(v)
         }
@@ -140,6 +153,9 @@ pub fn gap(h: &Headline) -> Option<(String, bool)> {
         | Metric::SpeedupOver { .. }
         | Metric::OvercommitGain { .. }
         | Metric::Slowdown { .. } => format!("{sign}{:.2}×", d.abs()),
+        Metric::ThroughputVsAlways { .. } | Metric::BloatVsAlways { .. } => {
+            format!("{sign}{:.2}", d.abs())
+        }
         _ => format!("{sign}{:.1} pp", d.abs() * 100.0),
     };
     Some((text, d >= 0.0))

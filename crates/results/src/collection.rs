@@ -152,12 +152,20 @@ impl Collection {
                 _ => None,
             })
             .collect();
+        let bloats: Vec<_> = runs
+            .iter()
+            .filter_map(|e| match &e.result {
+                AnyResult::BenchBloat(s) => Some(&s.result),
+                _ => None,
+            })
+            .collect();
         crate::study::headlines(
             &p.plan,
             Evidence {
                 pages: &pages,
                 curves: &curves,
                 swaps: &swaps,
+                bloats: &bloats,
             },
         )
     }

@@ -160,6 +160,20 @@ pub enum Work {
         /// Timed trials of each point.
         trials: u32,
     },
+    /// A real Redis server filled, read, partly emptied and refilled under THP modes and
+    /// hugewise exec's variants (`hugewise bench bloat`).
+    Bloat {
+        /// Keys in the key space.
+        keys: u64,
+        /// Bytes per value.
+        value_bytes: u64,
+        /// Share of the keys deleted and filled again.
+        delete_share: f64,
+        /// Variants (`never`, `always`, `exec:*=system+mega`, ...).
+        variants: Vec<String>,
+        /// Rounds.
+        rounds: u32,
+    },
 }
 
 impl Work {
@@ -169,7 +183,7 @@ impl Work {
             Work::Pages { graph, .. } | Work::Curve { graph, .. } | Work::Swap { graph, .. } => {
                 Some(graph)
             }
-            Work::Faultlat { .. } => None,
+            Work::Faultlat { .. } | Work::Bloat { .. } => None,
         }
     }
 }
@@ -265,6 +279,32 @@ pub enum Metric {
         /// Memory share.
         share: f64,
     },
+    /// On Redis: the variant's throughput over THP `always`'s (same round), median over
+    /// `bloat` runs.
+    ThroughputVsAlways {
+        /// Variant label (`exec:*=system+mega`).
+        variant: String,
+    },
+    /// On Redis: the variant's bloat over THP `always`'s, median over `bloat` runs.
+    BloatVsAlways {
+        /// Variant label.
+        variant: String,
+    },
+}
+
+/// The median over `bloat` runs of one figure of the variant labelled `label`.
+fn of_bloat_variant(
+    ev: Evidence<'_>,
+    label: &str,
+    figure: fn(&crate::bloat::BloatVariant) -> Option<f64>,
+) -> (Option<f64>, usize) {
+    let xs: Vec<f64> = ev
+        .bloats
+        .iter()
+        .filter_map(|r| figure(r.variants.iter().find(|v| v.label == label)?))
+        .collect();
+    let n = xs.len();
+    (median(xs), n)
 }
 
 /// A headline: a claim, what this machine measured, and how many runs it rests on.
@@ -320,6 +360,8 @@ pub struct Evidence<'a> {
     pub curves: &'a [&'a Curves],
     /// `swap` runs.
     pub swaps: &'a [&'a SwapStudy],
+    /// `bloat` runs.
+    pub bloats: &'a [&'a crate::bloat::BloatReport],
 }
 
 /// The value of `metric` over the runs, and how many runs it rests on (`None` when no run has
@@ -417,6 +459,10 @@ pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
             }
             (geomean(&xs), runs)
         }
+        Metric::ThroughputVsAlways { variant } => {
+            of_bloat_variant(ev, variant, |v| v.throughput_vs_always)
+        }
+        Metric::BloatVsAlways { variant } => of_bloat_variant(ev, variant, |v| v.bloat_vs_always),
         Metric::Slowdown { share } => {
             let xs: Vec<f64> = ev
                 .swaps

@@ -114,6 +114,7 @@ fn study_plan_and_its_headlines() {
         pages: &[&r],
         curves: &[],
         swaps: &[],
+        bloats: &[],
     };
     let (got, n) = hugewise_results::study::measure(
         &Metric::Speedup {

@@ -113,6 +113,42 @@ pub struct Config {
     pub settle: Duration,
 }
 
+impl Config {
+    /// The defaults for `keys` keys of `value_bytes` over `rounds` rounds of `variants`
+    /// (`never;always;exec:*=thp`): 50 clients, pipeline 16, memory read every 200 ms, 12 s to
+    /// settle, Debian's `redis-server` and `redis-benchmark` from the PATH, and the preload
+    /// library (`preload`, else beside hugewise) when a variant runs under exec.
+    pub fn new(
+        keys: u64,
+        value_bytes: u64,
+        delete_share: f64,
+        rounds: u32,
+        variants: &str,
+        preload: Option<&Path>,
+    ) -> Result<Config> {
+        let variants = Variant::parse_list(variants)?;
+        let needs_preload = variants.iter().any(|v| matches!(v, Variant::Exec(..)));
+        Ok(Config {
+            server: "redis-server".into(),
+            benchmark: "redis-benchmark".into(),
+            keys,
+            value_bytes,
+            delete_share,
+            clients: 50,
+            pipeline: 16,
+            rounds,
+            preload: if needs_preload {
+                Some(exec::find_preload(preload)?)
+            } else {
+                None
+            },
+            variants,
+            sample_every: Duration::from_millis(200),
+            settle: Duration::from_secs(12),
+        })
+    }
+}
+
 /// A loopback port no one listens on now.
 fn free_port() -> Result<u16> {
     let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
@@ -175,7 +211,7 @@ fn phase(
     name: &str,
     requests: u64,
     args: &[String],
-    stop: &AtomicBool,
+    stop: &dyn Fn() -> bool,
 ) -> Result<BloatPhase> {
     let mut child = Command::new(&cfg.benchmark)
         .args(["-h", "127.0.0.1", "-p", &port.to_string(), "--csv"])
@@ -199,7 +235,7 @@ fn phase(
         .map_err(|e| Error::Config(format!("cannot run {}: {e}", cfg.benchmark.display())))?;
     // Its output is a few lines: the pipes cannot fill while it runs.
     while child.try_wait().ok().flatten().is_none() {
-        if stop.load(Ordering::Relaxed) {
+        if stop() {
             let _ = child.kill();
             let _ = child.wait();
             return Err(Error::Interrupted);
@@ -262,7 +298,7 @@ fn one_run(
     host: &Host,
     variant: &Variant,
     round: u32,
-    stop: &AtomicBool,
+    stop: &dyn Fn() -> bool,
 ) -> Result<BloatRun> {
     let mut session = Session::open(host, Lifetime::Run)?;
     let mode = match variant {
@@ -396,7 +432,7 @@ fn one_run(
             ];
             let mut out = Vec::new();
             for (name, n, args) in plan {
-                if stop.load(Ordering::Relaxed) {
+                if stop() {
                     return Err(Error::Interrupted);
                 }
                 let mut p = phase(cfg, port, name, n, &args, stop)?;
@@ -408,7 +444,7 @@ fn one_run(
             }
             let settled = Instant::now();
             while settled.elapsed() < cfg.settle {
-                if stop.load(Ordering::Relaxed) {
+                if stop() {
                     return Err(Error::Interrupted);
                 }
                 std::thread::sleep(Duration::from_millis(20).min(cfg.settle));
@@ -477,7 +513,7 @@ fn version(server: &Path) -> Result<String> {
 pub fn run(
     cfg: &Config,
     host: &Host,
-    stop: &AtomicBool,
+    stop: &dyn Fn() -> bool,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<BloatReport> {
     if cfg.rounds == 0 || cfg.variants.is_empty() || cfg.keys == 0 {

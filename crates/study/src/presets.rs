@@ -100,6 +100,14 @@ pub const PRESETS: &[About] = &[
                 --quick: kron:22 BFS, 6 minutes; full: 2 graphs x 3 kernels, hours",
     },
     About {
+        name: "bloat",
+        question: "What do huge pages cost a real server in memory, and buy it in throughput, \
+                   under Linux's THP modes and under hugewise exec with the mega daemon?",
+        reproduces: "MEGA's Redis bloat experiment (fill, read, delete half, refill)",
+        needs: "root (THP mode, a memory cgroup); redis-server and redis-tools; 4 GiB; \
+                --quick: 200k keys, 2 minutes; full: 2 M keys x 3 rounds, 10 minutes",
+    },
+    About {
         name: "smoke",
         question: "Does the study machinery work on this machine (seconds)?",
         reproduces: "nothing: a check of the runner, the report and a scheduler",
@@ -232,6 +240,13 @@ pub fn footprint_bytes(work: &Work) -> Option<u64> {
             Some(csr_bytes(n, arcs, false) + n * 24)
         }
         Work::Faultlat { size_bytes, .. } => Some(*size_bytes),
+        // The server's values and their keys, about twice the values' bytes.
+        Work::Bloat {
+            keys, value_bytes, ..
+        } => Some(
+            keys.saturating_mul(value_bytes.saturating_add(100))
+                .saturating_mul(2),
+        ),
         // Loaded outside the limit, then copied into memory charged to it.
         Work::Swap { graph, .. } => {
             let (n, arcs) = size_of(graph)?;
@@ -268,6 +283,14 @@ fn estimate_s(work: &Work, shape: &Shape) -> f64 {
                 load(graph) + arcs * 400e-9 + arcs * 1e-9 * budgets.len() as f64
             }
             Work::Faultlat { size_bytes, .. } => *size_bytes as f64 / GIB as f64 * 4.0 + 1.0,
+            // Measured: 2 M keys take about 32 s a run (four phases at 200-500 k requests per
+            // second, 12 s to settle, the server's start and stop).
+            Work::Bloat {
+                keys,
+                variants,
+                rounds,
+                ..
+            } => (*keys as f64 * 7e-6 + 15.0) * variants.len() as f64 * *rounds as f64,
             Work::Swap {
                 graph,
                 kernel,
@@ -492,6 +515,46 @@ fn swap_claims() -> Vec<Claim> {
                 "1.65x geomean with the best fixed factor",
                 "auto's steady state (the trials after it settled; its exploring is shown apart), \
                  set against x1 rather than the best fixed factor",
+            ),
+            src,
+        ),
+    ]
+}
+
+/// The bloat preset's variants: Linux's modes, THP by hugewise's rule, and the mega daemon.
+const BLOAT_VARIANTS: [&str; 5] = [
+    "never",
+    "madvise",
+    "always",
+    "exec:*=thp",
+    "exec:*=system+mega",
+];
+
+fn bloat_claims() -> Vec<Claim> {
+    let src = "MEGA (Redis bloat)";
+    vec![
+        sourced(
+            claim(
+                "throughput of hugewise exec + mega over THP always",
+                Metric::ThroughputVsAlways {
+                    variant: "exec:*=system+mega".into(),
+                },
+                Some(0.9),
+                "at least 90 % of THP always's throughput (issue target; MEGA: close to it)",
+                "redis-benchmark over loopback on 2 vCPUs, jemalloc 5.3",
+            ),
+            src,
+        ),
+        sourced(
+            claim(
+                "bloat of hugewise exec + mega over THP always's",
+                Metric::BloatVsAlways {
+                    variant: "exec:*=system+mega".into(),
+                },
+                Some(0.1),
+                "at most 10 % of THP always's bloat (issue target)",
+                "bloat measured as the cgroup's charge over THP never's, after jemalloc's 10 s \
+                 purge delay",
             ),
             src,
         ),
@@ -843,6 +906,22 @@ pub fn expand(name: &str, o: &Options) -> Result<StudyPlan> {
             }
             claims.extend(swap_claims());
         }
+        "bloat" => {
+            let keys = if q { 200_000 } else { 2_000_000 };
+            runs.push(pages_run(
+                format!("bloat-redis-{}k", keys / 1000),
+                format!("redis-server with {keys} keys: THP modes and hugewise exec"),
+                none.clone(),
+                Work::Bloat {
+                    keys,
+                    value_bytes: 1024,
+                    delete_share: 0.5,
+                    variants: BLOAT_VARIANTS.iter().map(|v| v.to_string()).collect(),
+                    rounds: if q { 1 } else { o.repeat.unwrap_or(3) },
+                },
+            ));
+            claims.extend(bloat_claims());
+        }
         _ => unreachable!("about() accepted {name}"),
     }
     let estimate_s = runs.iter().map(|r| r.estimate_s).sum();
@@ -911,7 +990,9 @@ mod tests {
                         }
                         Metric::SimShareOfIdeal { .. }
                         | Metric::OvercommitGain { .. }
-                        | Metric::Slowdown { .. } => vec![],
+                        | Metric::Slowdown { .. }
+                        | Metric::ThroughputVsAlways { .. }
+                        | Metric::BloatVsAlways { .. } => vec![],
                     };
                     for w in wanted {
                         assert!(names.contains(&w), "{}: claim names '{w}'", p.name);

@@ -19,7 +19,7 @@ use hugewise_results::{AnyResult, Kind, Meta, Saved};
 use hugewise_sim::curve::{self, CurveSpec};
 use hugewise_sim::TlbConfig;
 
-use crate::{capture, faultlat, graphrun, pagebench, save, swapstudy, Error, Result};
+use crate::{bloat, capture, faultlat, graphrun, pagebench, save, swapstudy, Error, Result};
 
 /// The plan's file in a study directory.
 pub const PLAN_FILE: &str = "study.json";
@@ -346,6 +346,10 @@ fn one(
             write(&path, m, r)?;
             0
         }
+        Done::Bloat(r) => {
+            write(&path, m, r)?;
+            0
+        }
     };
     Ok(Outcome::Done {
         path,
@@ -363,6 +367,7 @@ enum Done {
     Curves(Box<hugewise_results::sim::Curves>),
     Faultlat(faultlat::Report),
     Swap(swapstudy::SwapStudy),
+    Bloat(hugewise_results::bloat::BloatReport),
 }
 
 fn config(what: &str, e: impl std::fmt::Display) -> Error {
@@ -549,6 +554,29 @@ fn work(
                 &cfg,
                 &mut |d, t| obs.progress(d as u64, t as u64),
                 cancel,
+            )?))
+        }
+        Work::Bloat {
+            keys,
+            value_bytes,
+            delete_share,
+            variants,
+            rounds,
+        } => {
+            let cfg = bloat::Config::new(
+                *keys,
+                *value_bytes,
+                *delete_share,
+                *rounds,
+                &variants.join(";"),
+                None,
+            )?;
+            obs.phase("serving");
+            Ok(Done::Bloat(bloat::run(
+                &cfg,
+                &hugewise_env::Host::real(),
+                cancel,
+                &mut |d, t| obs.progress(d, t),
             )?))
         }
     }
