@@ -90,43 +90,49 @@ fn guarded<T>(f: impl FnOnce() -> Option<T>) -> Option<T> {
     BUSY.with(|b| b.set(false));
     out
 }
-static FORK_HANDLERS: AtomicBool = AtomicBool::new(false);
+static AFTER_INIT: AtomicBool = AtomicBool::new(false);
 
 fn shim(next: &Next) -> Option<&'static Shim> {
-    SHIM.get_or_init(|| {
-        let session = std::env::var(protocol::ENV_SESSION).ok()?;
-        let parsed = std::env::var(protocol::ENV_RULES)
-            .ok()
-            .and_then(|r| Rules::parse(&r).ok());
-        let min_size = std::env::var(protocol::ENV_MIN_SIZE)
-            .ok()
-            .and_then(|m| m.parse().ok())
-            .unwrap_or(protocol::DEFAULT_MIN_SIZE);
-        let s = Shim {
-            active: parsed.is_some() && next.is_glibc(),
-            rules_ok: parsed.is_some(),
-            rules: parsed.clone().unwrap_or_default(),
-            min_size,
-            session,
-        };
-        if !FORK_HANDLERS.swap(true, Ordering::AcqRel) {
+    // Only reading the environment happens inside the one-time initialisation: anything that
+    // might allocate through the exports (registering fork handlers, creating the log) comes
+    // after it, so that such an allocation finds the settings instead of re-entering it.
+    let shim = SHIM
+        .get_or_init(|| {
+            let session = std::env::var(protocol::ENV_SESSION).ok()?;
+            let parsed = std::env::var(protocol::ENV_RULES)
+                .ok()
+                .and_then(|r| Rules::parse(&r).ok());
+            let min_size = std::env::var(protocol::ENV_MIN_SIZE)
+                .ok()
+                .and_then(|m| m.parse().ok())
+                .unwrap_or(protocol::DEFAULT_MIN_SIZE);
+            Some(Shim {
+                active: parsed.is_some() && next.is_glibc(),
+                rules_ok: parsed.is_some(),
+                rules: parsed.unwrap_or_default(),
+                min_size,
+                session,
+            })
+        })
+        .as_ref();
+    if let Some(s) = shim {
+        if !AFTER_INIT.swap(true, Ordering::AcqRel) {
             ip::install_fork_handlers();
-        }
-        // A process that takes nothing over keeps no log, unless it has something to say.
-        let flags = if parsed.is_none() { FLAG_BAD_RULES } else { 0 }
-            | if next.is_glibc() {
-                0
-            } else {
-                FLAG_FOREIGN_ALLOCATOR
-            };
-        if flags != 0 {
-            if let Some(log) = log_of(&s) {
-                log.flag(flags);
+            // A process that takes nothing over keeps no log, unless it has something to say.
+            let flags = if s.rules_ok { 0 } else { FLAG_BAD_RULES }
+                | if next.is_glibc() {
+                    0
+                } else {
+                    FLAG_FOREIGN_ALLOCATOR
+                };
+            if flags != 0 {
+                if let Some(log) = log_of(s) {
+                    log.flag(flags);
+                }
             }
         }
-        Some(s)
-    })
-    .as_ref()
+    }
+    shim
 }
 
 /// This process's log and its pid; a child after `fork` makes its own.
