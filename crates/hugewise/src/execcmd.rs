@@ -19,8 +19,10 @@ use crate::progress::{Mode, Steps, Unit};
 
 pub(crate) const HELP: &str = "\
 Rules (first match wins; an allocation no rule matches gets `system`):
-  SIZES=POLICY   SIZES is *, >=N, <N or N..M (N up to but not including M), sizes as 64k, 2MiB, 1.5G
-                 POLICY is thp (MADV_HUGEPAGE), base (4 KiB pages) or system (no advice)
+  SIZES=POLICY      SIZES is *, >=N, <N or N..M (N up to but not including M), sizes as 64k, 2MiB
+  name:NAME=POLICY  allocations the program named with HUGEWISE_EXEC_NAME(\"NAME\")
+                    (crates/preload/include/hugewise_exec.h; a no-op without hugewise)
+                    POLICY is thp (MADV_HUGEPAGE), base (4 KiB pages) or system (no advice)
   e.g. --pages '>=1GiB=thp,>=2MiB=base'   huge pages for the largest arrays only
 
 How it works: the program runs with hugewise's preload library (LD_PRELOAD). Each allocation of at
