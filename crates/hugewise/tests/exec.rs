@@ -411,3 +411,51 @@ fn allocations_named_through_the_header_get_their_rule() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn ctrl_c_ends_the_program_and_leaves_no_log() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hugewise"))
+        .args(["--no-progress", "exec", "--", "python3", "-c"])
+        .arg("import time\nb = bytearray(8 << 20)\nb[::4096] = b'x' * 2048\ntime.sleep(60)\n")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start hugewise exec");
+    let pid = child.id();
+    // Until the program has logged its buffer.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let prefix = format!("hugewise-exec.{pid}-");
+    let logged = || {
+        std::fs::read_dir("/dev/shm").is_ok_and(|d| {
+            d.filter_map(|e| e.ok())
+                .any(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        })
+    };
+    while !logged() {
+        assert!(std::time::Instant::now() < deadline, "no log appeared");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // SIGINT to hugewise alone, as `kill -INT` would (a terminal's Ctrl-C reaches both).
+    let killed = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let t = std::time::Instant::now();
+    let out = child.wait_with_output().expect("hugewise exits");
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(10),
+        "ended within its grace"
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(128 + 15),
+        "the program was ended with SIGTERM and its status passed on: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("allocation(s) taken over"),
+        "the summary is still printed"
+    );
+    assert!(!logged(), "the log was removed");
+}
