@@ -414,7 +414,7 @@ fn allocations_named_through_the_header_get_their_rule() {
 
 #[test]
 fn ctrl_c_ends_the_program_and_leaves_no_log() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hugewise"))
+    let child = Command::new(env!("CARGO_BIN_EXE_hugewise"))
         .args(["--no-progress", "exec", "--", "python3", "-c"])
         .arg("import time\nb = bytearray(8 << 20)\nb[::4096] = b'x' * 2048\ntime.sleep(60)\n")
         .stdout(std::process::Stdio::null())
