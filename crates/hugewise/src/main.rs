@@ -98,8 +98,10 @@ fn write_graph(a: ConvertArgs, progress: Mode) -> anyhow::Result<()> {
         out: a.out.clone(),
     };
     let steps = Steps::new(progress, "loading", Unit::Items);
-    let r = graphrun::write(&cfg, &mut |phase| steps.phase(phase))
-        .with_context(|| format!("saving {} to {}", a.input.graph, a.out.display()))?;
+    let r = progress::with_reads(&steps, || {
+        graphrun::write(&cfg, &mut |phase| steps.phase(phase))
+    })
+    .with_context(|| format!("saving {} to {}", a.input.graph, a.out.display()))?;
     steps.finish();
     output::emit_to(
         output::Stream::Stdout,
@@ -191,7 +193,9 @@ fn run_kernel(a: cli::RunArgs, progress: Mode) -> anyhow::Result<()> {
         };
         let steps = Steps::new(progress, "loading", Unit::Items);
         let r = match session.as_mut() {
-            None => graphrun::run_with(&cfg, extras, &mut counting(&steps, "trials")),
+            None => progress::with_reads(&steps, || {
+                graphrun::run_with(&cfg, extras, &mut counting(&steps, "trials"))
+            }),
             // The machine was changed: Ctrl-C or SIGTERM puts it back before this process
             // ends, rather than killing it with the change in place.
             Some(s) => {
@@ -277,8 +281,10 @@ fn run(command: Command, progress: Mode) -> anyhow::Result<u8> {
         Command::Run(a) => run_kernel(a, progress),
         Command::Graph(GraphCommand::Info(a)) => {
             let steps = Steps::new(progress, "loading", Unit::Items);
-            let r = graphrun::info(&a.input.graph, a.input.load_options())
-                .with_context(|| format!("loading {}", a.input.graph))?;
+            let r = progress::with_reads(&steps, || {
+                graphrun::info(&a.input.graph, a.input.load_options())
+            })
+            .with_context(|| format!("loading {}", a.input.graph))?;
             steps.finish();
             emit(&a.output, r, views::graph_info)
         }
@@ -295,8 +301,10 @@ fn run(command: Command, progress: Mode) -> anyhow::Result<u8> {
                 threads: a.threads.unwrap_or_else(cpus),
             };
             let steps = Steps::new(progress, "loading", Unit::Items);
-            let r = pagebench::run(&cfg, &mut counting(&steps, "samples"))
-                .with_context(|| format!("comparing page layouts for {}", cfg.kernel.name()))?;
+            let r = progress::with_reads(&steps, || {
+                pagebench::run(&cfg, &mut counting(&steps, "samples"))
+            })
+            .with_context(|| format!("comparing page layouts for {}", cfg.kernel.name()))?;
             steps.finish();
             if a.markdown {
                 emit(&a.output, r, views::pagebench_markdown)

@@ -43,6 +43,7 @@ pub enum Unit {
 
 struct State {
     phase: String,
+    unit: Unit,
     started: Instant,
     done: u64,
     total: u64,
@@ -55,6 +56,8 @@ pub struct Steps {
     unit: Unit,
     bar: ProgressBar,
     state: Mutex<State>,
+    /// A graph reader's bytes are watched (`with_reads`): the `loading` step ends with them.
+    reads: std::sync::atomic::AtomicBool,
 }
 
 impl Steps {
@@ -76,11 +79,13 @@ impl Steps {
             bar,
             state: Mutex::new(State {
                 phase: phase.to_string(),
+                unit,
                 started: Instant::now(),
                 done: 0,
                 total: 0,
                 sized: false,
             }),
+            reads: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -92,6 +97,21 @@ impl Steps {
     /// `done` of `total` (0: not known yet) in the current step.
     pub fn update(&self, done: u64, total: u64) {
         let mut s = self.state();
+        self.set(&mut s, done, total);
+    }
+
+    /// Bytes `done` of `total` in step `phase`, if it is still the current one (a reader
+    /// watched from another thread may report after its step ended).
+    pub fn bytes_in(&self, phase: &str, done: u64, total: u64) {
+        let mut s = self.state();
+        if s.phase != phase || total == 0 {
+            return;
+        }
+        s.unit = Unit::Bytes;
+        self.set(&mut s, done, total);
+    }
+
+    fn set(&self, s: &mut State, done: u64, total: u64) {
         s.done = done;
         if total > 0 {
             s.total = total;
@@ -101,7 +121,7 @@ impl Steps {
         }
         if total > 0 && !s.sized {
             s.sized = true;
-            self.bar.set_style(bar_style(self.unit));
+            self.bar.set_style(bar_style(s.unit));
             self.bar.reset_eta();
         }
         if total > 0 {
@@ -119,6 +139,7 @@ impl Steps {
         self.line(&s);
         *s = State {
             phase: phase.to_string(),
+            unit: self.unit,
             started: Instant::now(),
             done: 0,
             total: 0,
@@ -145,11 +166,65 @@ impl Steps {
         if self.mode != Mode::Lines {
             return;
         }
+        let mut last;
+        let s = if s.phase == READ_STEP && self.reads.load(std::sync::atomic::Ordering::Relaxed) {
+            // The reader may have finished between two looks: its final count.
+            let (read, total) = hugewise_graph::io::progress::bytes_read();
+            last = State {
+                phase: s.phase.clone(),
+                started: s.started,
+                ..State::default_for(s.unit)
+            };
+            if total > 0 {
+                last.unit = Unit::Bytes;
+                last.done = read;
+            }
+            &last
+        } else {
+            s
+        };
         eprintln!(
             "{}",
-            step_line(&s.phase, s.done, s.started.elapsed(), self.unit)
+            step_line(&s.phase, s.done, s.started.elapsed(), s.unit)
         );
     }
+}
+
+/// The step in which graphs are read.
+const READ_STEP: &str = "loading";
+
+impl State {
+    fn default_for(unit: Unit) -> State {
+        State {
+            phase: String::new(),
+            unit,
+            started: Instant::now(),
+            done: 0,
+            total: 0,
+            sized: false,
+        }
+    }
+}
+
+/// Run `f` (a command that loads a graph in its `loading` step) while another thread shows
+/// the bytes its reader has read, with a rate, until the step ends.
+pub fn with_reads<T>(steps: &Steps, f: impl FnOnce() -> T) -> T {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    hugewise_graph::io::progress::reset();
+    steps.reads.store(true, Ordering::Relaxed);
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                let (read, total) = hugewise_graph::io::progress::bytes_read();
+                steps.bytes_in(READ_STEP, read, total);
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let out = f();
+        done.store(true, Ordering::Relaxed);
+        out
+    })
 }
 
 impl hugewise_sim::Progress for Steps {

@@ -756,3 +756,31 @@ fn inputs_that_would_not_fit_are_refused_before_they_are_read() {
     let o = hw(&["graph", "info", "--graph", "kron:8", "--force"]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+#[test]
+fn loading_a_file_reports_the_bytes_read_and_their_rate() {
+    let d = tempfile::tempdir().expect("tmp");
+    let el = d.path().join("g.el");
+    let el_s = el.to_str().expect("utf-8");
+    let text: String = (0..20_000u32)
+        .map(|i| format!("{} {}\n", i, (i * 7919) % 20_000))
+        .collect();
+    std::fs::write(&el, &text).expect("write");
+    let size = text.len();
+    // stderr is a pipe here: one line per finished step, with its rate.
+    let o = Command::new(env!("CARGO_BIN_EXE_hugewise"))
+        .args(["graph", "info", "--graph", el_s])
+        .output()
+        .expect("run");
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("hugewise: loading: "))
+        .unwrap_or_else(|| panic!("a loading line: {err}"));
+    assert!(line.contains("/s)"), "{line}");
+    assert!(
+        line.contains("KiB") || line.contains("MiB"),
+        "bytes, not items ({size} bytes read): {line}"
+    );
+}

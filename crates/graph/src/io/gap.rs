@@ -149,6 +149,7 @@ pub fn read(
 
     let t = Instant::now();
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    super::progress::begin(file.metadata().map(|m| m.len()).unwrap_or(0));
     let dsize = if weighted { 8 } else { 4 };
     let side_bytes = (n as u64 + 1) * 8 + m as u64 * dsize;
     for (side, array) in order {
@@ -219,6 +220,7 @@ fn read_pairs(file: &File, edges: &mut [u32], weights: &mut [u32], at: u64) -> s
             |buf, (i, (e, w))| {
                 let bytes = &mut buf[..e.len() * 8];
                 file.read_exact_at(bytes, at + (i * PAIRS * 8) as u64)?;
+                super::progress::add(bytes.len() as u64);
                 for ((pair, e), w) in bytes.chunks_exact(8).zip(e).zip(w) {
                     *e = u32::from_le_bytes([pair[0], pair[1], pair[2], pair[3]]);
                     *w = u32::from_le_bytes([pair[4], pair[5], pair[6], pair[7]]);

@@ -239,6 +239,7 @@ pub fn read(
 
     let t = Instant::now();
     let f = File::open(path).map_err(|e| Error::io(path, e))?;
+    super::progress::begin(f.metadata().map(|m| m.len()).unwrap_or(0));
     let sizes = h.sections();
     for (side, array) in order {
         let a = &mut sides_read[side];

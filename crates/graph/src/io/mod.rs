@@ -11,6 +11,7 @@ pub mod edgelist;
 pub mod gap;
 pub mod hwg;
 pub mod mtx;
+pub mod progress;
 
 use std::fs::File;
 use std::io::{BufReader, Read};
@@ -31,7 +32,8 @@ pub fn open(path: &Path) -> Result<Box<dyn Read + Send>> {
     let mut magic = [0u8; 4];
     let got = read_up_to(&mut f, &mut magic).map_err(|e| Error::io(path, e))?;
     let f = File::open(path).map_err(|e| Error::io(path, e))?;
-    let buf = BufReader::with_capacity(1 << 20, f);
+    progress::begin(f.metadata().map(|m| m.len()).unwrap_or(0));
+    let buf = BufReader::with_capacity(1 << 20, progress::Counting(f));
     Ok(match &magic[..got] {
         [0x1f, 0x8b, ..] => Box::new(flate2::read::MultiGzDecoder::new(buf)),
         // libzstd's decoder (every frame of the file, in turn): the pure-Rust one decoded
@@ -67,7 +69,11 @@ const PIECE: usize = 8 << 20;
 pub(crate) fn read_exact_at_par(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
     buf.par_chunks_mut(PIECE)
         .enumerate()
-        .try_for_each(|(i, c)| file.read_exact_at(c, at + (i * PIECE) as u64))
+        .try_for_each(|(i, c)| {
+            file.read_exact_at(c, at + (i * PIECE) as u64)?;
+            progress::add(c.len() as u64);
+            Ok(())
+        })
 }
 
 /// One array of a CSR side, as a reader fills it.
