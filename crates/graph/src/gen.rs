@@ -198,6 +198,7 @@ pub(crate) fn blocks_in_order(
         let parts: Vec<Vec<Edge>> = (first..last).into_par_iter().map(&make).collect();
         for p in &parts {
             f(p)?;
+            crate::io::progress::add(p.len() as u64);
         }
         first = last;
     }
@@ -211,6 +212,7 @@ impl EdgeSource for Generator {
             self.block(b, &mut v);
             v
         };
+        crate::io::progress::begin_edges(self.edges());
         blocks_in_order(self.edges().div_ceil(BLOCK), make, f)
     }
 

@@ -265,6 +265,7 @@ impl EdgeSource for Shaped {
                 .filter_map(|i| self.slot(i))
                 .collect()
         };
+        crate::io::progress::begin_edges(slots);
         blocks_in_order(slots.div_ceil(PIECE), make, f)
     }
 

@@ -100,14 +100,14 @@ impl Steps {
         self.set(&mut s, done, total);
     }
 
-    /// Bytes `done` of `total` in step `phase`, if it is still the current one (a reader
+    /// `done` of `total` in `unit` in step `phase`, if it is still the current one (a reader
     /// watched from another thread may report after its step ended).
-    pub fn bytes_in(&self, phase: &str, done: u64, total: u64) {
+    pub fn count_in(&self, phase: &str, done: u64, total: u64, unit: Unit) {
         let mut s = self.state();
         if s.phase != phase || total == 0 {
             return;
         }
-        s.unit = Unit::Bytes;
+        s.unit = unit;
         self.set(&mut s, done, total);
     }
 
@@ -176,7 +176,7 @@ impl Steps {
                 ..State::default_for(s.unit)
             };
             if total > 0 {
-                last.unit = Unit::Bytes;
+                last.unit = read_unit();
                 last.done = read;
             }
             &last
@@ -192,6 +192,15 @@ impl Steps {
 
 /// The step in which graphs are read.
 const READ_STEP: &str = "loading";
+
+/// What the graph reader counts: bytes of a file, or edges a generator made.
+fn read_unit() -> Unit {
+    if hugewise_graph::io::progress::counts_edges() {
+        Unit::Items
+    } else {
+        Unit::Bytes
+    }
+}
 
 impl State {
     fn default_for(unit: Unit) -> State {
@@ -217,7 +226,7 @@ pub fn with_reads<T>(steps: &Steps, f: impl FnOnce() -> T) -> T {
         s.spawn(|| {
             while !done.load(Ordering::Relaxed) {
                 let (read, total) = hugewise_graph::io::progress::bytes_read();
-                steps.bytes_in(READ_STEP, read, total);
+                steps.count_in(READ_STEP, read, total, read_unit());
                 std::thread::sleep(Duration::from_millis(100));
             }
         });

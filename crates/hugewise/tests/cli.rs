@@ -784,3 +784,19 @@ fn loading_a_file_reports_the_bytes_read_and_their_rate() {
         "bytes, not items ({size} bytes read): {line}"
     );
 }
+
+#[test]
+fn generating_a_graph_reports_the_edges_made_and_their_rate() {
+    let o = Command::new(env!("CARGO_BIN_EXE_hugewise"))
+        .args(["graph", "info", "--graph", "kron:10"])
+        .output()
+        .expect("run");
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    // kron:10 has 16 Ki edges; the builder's last pass counts them all.
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("hugewise: loading: 16384 in ") && l.ends_with("/s)")),
+        "{err}"
+    );
+}

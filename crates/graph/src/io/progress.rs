@@ -1,12 +1,18 @@
-//! How far the reader of an input file has got, for a progress display in another thread: the
-//! bytes read of the file being read (compressed bytes for `.gz` and `.zst`). One load at a
-//! time per process; a second pass over a file starts the count again.
+//! How far the reader of an input has got, for a progress display in another thread: the
+//! bytes read of the file being read (compressed bytes for `.gz` and `.zst`), or the edges a
+//! generator has made. One load at a time per process; a second pass starts the count again.
 
 use std::io::Read;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 static READ: AtomicU64 = AtomicU64::new(0);
 static TOTAL: AtomicU64 = AtomicU64::new(0);
+static EDGES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether the count is of edges (a generator) rather than bytes (a file).
+pub fn counts_edges() -> bool {
+    EDGES.load(Ordering::Relaxed)
+}
 
 /// Bytes read so far and the file's size (0 when no file is being read).
 pub fn bytes_read() -> (u64, u64) {
@@ -22,6 +28,13 @@ pub fn reset() {
 pub(crate) fn begin(total: u64) {
     READ.store(0, Ordering::Relaxed);
     TOTAL.store(total, Ordering::Relaxed);
+    EDGES.store(false, Ordering::Relaxed);
+}
+
+/// A generator starts making `total` edges.
+pub(crate) fn begin_edges(total: u64) {
+    begin(total);
+    EDGES.store(true, Ordering::Relaxed);
 }
 
 /// `n` more bytes were read.
