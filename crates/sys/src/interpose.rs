@@ -647,12 +647,29 @@ fn unlock() {
     LOCK.store(false, Ordering::Release);
 }
 
+thread_local! {
+    /// This thread holds LOCK: a signal handler that interrupts it and calls `mmap` or
+    /// `munmap` (both async-signal-safe) must not wait for it.
+    static HOLDING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 fn with_state<T>(f: impl FnOnce(&mut State) -> T) -> T {
     lock();
+    HOLDING.with(|h| h.set(true));
     // SAFETY: LOCK is held, so this is the only reference to the state.
     let out = f(unsafe { &mut *REGISTRY.0.get() });
+    HOLDING.with(|h| h.set(false));
     unlock();
     out
+}
+
+/// [`with_state`], or None when this thread already holds the lock (a signal handler run
+/// inside the library's own work).
+fn try_with_state<T>(f: impl FnOnce(&mut State) -> T) -> Option<T> {
+    if HOLDING.with(|h| h.get()) {
+        return None;
+    }
+    Some(with_state(f))
 }
 
 fn with_registry<T>(f: impl FnOnce(&mut Registry<REGISTRY_CAPACITY>) -> T) -> T {
@@ -660,9 +677,10 @@ fn with_registry<T>(f: impl FnOnce(&mut Registry<REGISTRY_CAPACITY>) -> T) -> T 
 }
 
 /// Note an anonymous mapping the program made, adopted with log slot `slot`; false when
-/// [`ADOPTED_CAPACITY`] mappings are already adopted.
+/// [`ADOPTED_CAPACITY`] mappings are already adopted, or when a signal handler maps memory
+/// while its thread is inside the registry (the mapping is then left unadopted).
 pub fn adopt(start: usize, len: usize, slot: u32) -> bool {
-    with_state(|s| s.ranges.insert(start, start + len, slot))
+    try_with_state(|s| s.ranges.insert(start, start + len, slot)).unwrap_or(false)
 }
 
 /// The program unmapped `[start, start + len)`: forget what it covered, and call `freed` with
@@ -670,14 +688,16 @@ pub fn adopt(start: usize, len: usize, slot: u32) -> bool {
 pub fn unadopt(start: usize, len: usize, mut freed: impl FnMut(u32)) -> bool {
     let mut gone = [0u32; 8];
     let end = start.saturating_add(len);
-    let (touched, n) = with_state(|s| {
+    let Some((touched, n)) = try_with_state(|s| {
         let r = &mut s.ranges;
         let at = r.items[..r.len].partition_point(|x| x.1 <= start);
         if at == r.len || r.items[at].0 >= end {
             return (false, 0);
         }
         (true, r.remove(start, end, &mut gone))
-    });
+    }) else {
+        return false;
+    };
     for &slot in &gone[..n] {
         freed(slot);
     }
