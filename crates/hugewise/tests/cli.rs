@@ -676,8 +676,8 @@ fn progress_off_a_terminal_is_a_line_per_step() {
     assert!(
         lines
             .iter()
-            .any(|l| l.starts_with("hugewise: loading: ") && l.ends_with(" s")),
-        "{err}"
+            .any(|l| l.starts_with("hugewise: loading: 16384 in ") && l.ends_with("/s)")),
+        "the edges generated, with their rate: {err}"
     );
     assert!(
         lines
