@@ -11,7 +11,7 @@ pub const ENV_MIN_SIZE: &str = "HUGEWISE_EXEC_MIN_SIZE";
 pub const ENV_SESSION: &str = "HUGEWISE_EXEC_SESSION";
 /// The shared library's file name.
 pub const LIBRARY: &str = "libhugewise_preload.so";
-/// Entries per allocation log (64 bytes each, in a sparse file).
+/// Entries per allocation log (96 bytes each, in a sparse file: only entries written take memory).
 pub const LOG_CAPACITY: usize = 1 << 18;
 /// Allocations below this stay with the program's allocator unless the user says otherwise:
 /// smaller ones cannot hold a huge page of their own.

@@ -23,7 +23,7 @@ use std::sync::OnceLock;
 use hugewise_exec::protocol;
 use hugewise_exec::rules::{Placement, Rules};
 use hugewise_sys::alloclog::{
-    AllocLog, LogEntry, Origin, FLAG_BAD_RULES, FLAG_FOREIGN_ALLOCATOR, NAME_BYTES,
+    name_of, AllocLog, LogEntry, Origin, FLAG_BAD_RULES, FLAG_FOREIGN_ALLOCATOR, NAME_BYTES,
 };
 use hugewise_sys::errno::Errno;
 use hugewise_sys::interpose::{self as ip, Next, OwnBlock};
@@ -180,7 +180,7 @@ impl Shim {
     fn take_now(&self, size: usize, align: usize, zeroed: bool) -> Option<*mut c_void> {
         let log = log_of(self);
         let name = NAME.with(|n| n.get());
-        let (placement, rule) = self.rules.place(size as u64, name_str(&name));
+        let (placement, rule) = self.rules.place(size as u64, name_of(&name));
         let (b, advice) = match ip::own_reuse(size, align, placement.code()) {
             // Advised when it was first mapped.
             Some(b) => {
@@ -329,13 +329,6 @@ fn entry(
 thread_local! {
     /// The name this thread gives its next allocations (`hugewise_exec_name`), NUL-padded.
     static NAME: std::cell::Cell<[u8; NAME_BYTES]> = const { std::cell::Cell::new([0; NAME_BYTES]) };
-}
-
-fn name_str(n: &[u8; NAME_BYTES]) -> Option<&str> {
-    let len = n.iter().position(|&b| b == 0).unwrap_or(NAME_BYTES);
-    std::str::from_utf8(&n[..len])
-        .ok()
-        .filter(|s| !s.is_empty())
 }
 
 /// Name the allocations this thread makes from now on (`hugewise_exec.h`), for rules

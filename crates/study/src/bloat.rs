@@ -309,12 +309,16 @@ fn one_run(
     let available = host.proc.meminfo()?.available_bytes.unwrap_or(0);
     let limit = available.saturating_sub(4 << 30).clamp(1 << 30, 64 << 30);
     let cgroup = session.create_cgroup(limit)?;
-    let dir = std::env::temp_dir().join(format!("hugewise-bloat.{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|source| Error::Write {
-        path: dir.clone(),
-        source,
-    })?;
     let port = free_port()?;
+    // The server's working directory, removed however the run ends.
+    let scratch = tempfile::Builder::new()
+        .prefix("hugewise-bloat.")
+        .tempdir()
+        .map_err(|source| Error::Write {
+            path: std::env::temp_dir(),
+            source,
+        })?;
+    let dir = scratch.path().to_path_buf();
     let argv = server_args(cfg, port, &dir);
     let pid = AtomicU32::new(0);
     let series = Mutex::new(Vec::new());
@@ -473,7 +477,7 @@ fn one_run(
         let _ = child.kill();
         let _ = child.wait();
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(scratch);
     drop(session);
     let phases = result?;
     let series = series.into_inner().unwrap_or_default();

@@ -110,6 +110,25 @@ pub fn run(
             "a command, at least one variant and one round".into(),
         ));
     }
+    let samples = all_rounds(cfg, stop, progress);
+    // The program's output went to the scratch file: gone whether the rounds ended or failed.
+    let _ = std::fs::remove_file(&cfg.scratch);
+    let samples = samples?;
+    let variants = summarize_variants(&cfg.variants, &samples);
+    Ok(ExecBenchReport {
+        command: cfg.argv.clone(),
+        rounds: cfg.rounds,
+        min_size_bytes: cfg.min_size,
+        samples,
+        variants,
+    })
+}
+
+fn all_rounds(
+    cfg: &Config,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Vec<ExecBenchSample>> {
     let total = u64::from(cfg.rounds) * cfg.variants.len() as u64;
     let mut samples = Vec::new();
     for round in 0..cfg.rounds {
@@ -180,15 +199,7 @@ pub fn run(
             progress(samples.len() as u64, total);
         }
     }
-    let _ = std::fs::remove_file(&cfg.scratch);
-    let variants = summarize_variants(&cfg.variants, &samples);
-    Ok(ExecBenchReport {
-        command: cfg.argv.clone(),
-        rounds: cfg.rounds,
-        min_size_bytes: cfg.min_size,
-        samples,
-        variants,
-    })
+    Ok(samples)
 }
 
 fn summarize_variants(variants: &[Variant], samples: &[ExecBenchSample]) -> Vec<ExecBenchVariant> {

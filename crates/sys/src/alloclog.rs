@@ -116,11 +116,16 @@ impl LogEntry {
 
     /// The name the program gave it, if any.
     pub fn name(&self) -> Option<&str> {
-        let len = self.name.iter().position(|&b| b == 0).unwrap_or(NAME_BYTES);
-        std::str::from_utf8(&self.name[..len])
-            .ok()
-            .filter(|s| !s.is_empty())
+        name_of(&self.name)
     }
+}
+
+/// A NUL-padded name as text; None when empty or not UTF-8.
+pub fn name_of(padded: &[u8; NAME_BYTES]) -> Option<&str> {
+    let len = padded.iter().position(|&b| b == 0).unwrap_or(NAME_BYTES);
+    std::str::from_utf8(&padded[..len])
+        .ok()
+        .filter(|s| !s.is_empty())
 }
 
 /// What the header says about the writer.
