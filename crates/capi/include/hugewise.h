@@ -19,7 +19,9 @@ extern "C" {
  * samples (0: a default of 1 Mi). Returns 0, or -1 when it could not be created. */
 int hugewise_open(size_t slots);
 
-/* Record one access at `addr`; `write` is non-zero for a store. */
+/* Record one access at `addr`; `write` is non-zero for a store. The pcc policy counts an
+ * access as a page walk only when it falls on another 4 KiB page than the last one recorded
+ * in its 2 MiB chunk: sample accesses as they come, not one address over and over. */
 void hugewise_sample(const void *addr, int write);
 
 /* Record `weight` accesses spread over the range [start, start + len). */

@@ -108,18 +108,6 @@ fn write(path: &Path, value: &str) -> Result<()> {
     std::fs::write(path, value).map_err(|e| Error::io(path, e))
 }
 
-fn read_u64(path: &Path) -> Option<u64> {
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
-}
-
-fn event(path: &Path, key: &str) -> Option<u64> {
-    let text = std::fs::read_to_string(path).ok()?;
-    text.lines().find_map(|l| {
-        let (k, v) = l.split_once(' ')?;
-        (k == key).then(|| v.trim().parse().ok()).flatten()
-    })
-}
-
 impl MemoryCgroup {
     /// Make the directory `path` (it must not exist) and set its memory limit.
     pub fn create(hierarchy: &Hierarchy, path: &Path, limit_bytes: u64) -> Result<MemoryCgroup> {
@@ -138,22 +126,14 @@ impl MemoryCgroup {
         self.path.join("cgroup.procs")
     }
 
-    /// What the cgroup has seen so far.
+    /// What the cgroup has seen so far (fields it cannot read are `None`).
     pub fn usage(&self) -> Usage {
-        let p = |f: &str| self.path.join(f);
-        match self.hierarchy.version {
-            Version::V1 => Usage {
-                limit_bytes: self.limit_bytes,
-                peak_bytes: read_u64(&p("memory.max_usage_in_bytes")),
-                limit_hits: read_u64(&p("memory.failcnt")),
-                oom_kills: event(&p("memory.oom_control"), "oom_kill"),
-            },
-            Version::V2 => Usage {
-                limit_bytes: self.limit_bytes,
-                peak_bytes: read_u64(&p("memory.peak")),
-                limit_hits: event(&p("memory.events"), "max"),
-                oom_kills: event(&p("memory.events"), "oom_kill"),
-            },
+        let c = hugewise_sys::sysfs::memcg_counters(&self.path).unwrap_or_default();
+        Usage {
+            limit_bytes: self.limit_bytes,
+            peak_bytes: c.peak_bytes,
+            limit_hits: c.limit_hits,
+            oom_kills: c.oom_kills,
         }
     }
 }

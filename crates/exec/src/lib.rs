@@ -1,12 +1,16 @@
 //! hugewise-exec runs programs hugewise did not write with its preload library, which takes
 //! over their large allocations and gives each the page policy the user's rules choose:
-//! [`rules`] (the rule language), [`protocol`] (what `hugewise exec` and the library agree on),
-//! [`run`] (starting the program, reading each allocation's backing while it runs, the result).
+//! [`rules`] (the rule language), [`sites`] (call sites that survive a reload), [`protocol`]
+//! (what `hugewise exec` and the library agree on), [`run`] (starting the program, reading each
+//! allocation's backing while it runs, the result), [`placement`] (from a profile to a placement
+//! file).
 #![forbid(unsafe_code)]
 
+pub mod placement;
 pub mod protocol;
 pub mod rules;
 pub mod run;
+pub mod sites;
 
 /// Why a program could not be run under `hugewise exec`.
 #[derive(Debug, thiserror::Error)]

@@ -9,19 +9,25 @@ pub const ENV_RULES: &str = "HUGEWISE_EXEC_RULES";
 pub const ENV_MIN_SIZE: &str = "HUGEWISE_EXEC_MIN_SIZE";
 /// The run's session name, which names the logs of all its processes.
 pub const ENV_SESSION: &str = "HUGEWISE_EXEC_SESSION";
+/// Set (to 1) for a profile run: every small allocation goes to an arena of its call site.
+pub const ENV_PROFILE: &str = "HUGEWISE_EXEC_PROFILE";
+/// Most bytes the hot arena (rules with policy `arena`) may hold.
+pub const ENV_HOT_ARENA: &str = "HUGEWISE_EXEC_HOT_ARENA";
+/// The hot arena's size unless the user says otherwise.
+pub const DEFAULT_HOT_ARENA: u64 = 256 << 20;
 /// The shared library's file name.
 pub const LIBRARY: &str = "libhugewise_preload.so";
-/// Entries per allocation log (96 bytes each, in a sparse file: only entries written take memory).
+/// Entries per allocation log (128 bytes each, in a sparse file: only entries written take memory).
 pub const LOG_CAPACITY: usize = 1 << 18;
 /// Allocations below this stay with the program's allocator unless the user says otherwise:
 /// smaller ones cannot hold a huge page of their own.
 pub const DEFAULT_MIN_SIZE: u64 = 2 << 20;
 
-const DIR: &str = "/dev/shm";
+use hugewise_sys::alloclog::{LOG_DIR as DIR, LOG_PREFIX};
 
 /// The prefix of every log file of `session`.
 pub fn log_prefix(session: &str) -> String {
-    format!("hugewise-exec.{session}.")
+    format!("{LOG_PREFIX}{session}.")
 }
 
 /// Where process `pid` of `session` keeps its allocation log.
@@ -57,7 +63,7 @@ pub fn sweep_orphans() -> usize {
         .filter(|e| {
             e.file_name()
                 .to_str()
-                .and_then(|n| n.strip_prefix("hugewise-exec."))
+                .and_then(|n| n.strip_prefix(LOG_PREFIX))
                 .and_then(|rest| rest.split('-').next())
                 .is_some_and(|pid| !std::path::Path::new("/proc").join(pid).exists())
         })

@@ -1,17 +1,21 @@
 //! Page rules: which page policy an allocation of a given size gets.
 //!
-//! A rule is `SIZES=POLICY` or `name:NAME=POLICY`; rules are separated by commas (on the command
-//! line) or lines (in a file, where `#` starts a comment), and the first that matches wins.
-//! `SIZES` is `*`, `>=N`, `<N` or `N..M` (from N up to but not including M), with sizes as
-//! `hugewise` writes them everywhere (`64k`, `2MiB`, `1.5G`); `NAME` matches allocations a
-//! program named through `hugewise_exec.h` (up to 31 letters, digits, `_`, `-` or `.`). `POLICY` is `thp` (`MADV_HUGEPAGE`), `base` (4 KiB
-//! pages, `MADV_NOHUGEPAGE`) or `system` (no advice: the machine's THP mode decides). An
-//! allocation no rule matches gets `system`.
+//! A rule is `SIZES=POLICY`, `name:NAME=POLICY` or `site:MODULE+0xOFFSET=POLICY`; rules are
+//! separated by commas (on the command line) or lines (in a file, where `#` starts a comment),
+//! and the first that matches wins. `SIZES` is `*`, `>=N`, `<N` or `N..M` (from N up to but not
+//! including M), with sizes as `hugewise` writes them everywhere (`64k`, `2MiB`, `1.5G`); `NAME`
+//! matches allocations a program named through `hugewise_exec.h` (up to 31 letters, digits, `_`,
+//! `-` or `.`); a site matches allocations made by the call at that place of the program (see
+//! [`crate::sites`]; `hugewise profile` writes such rules). `POLICY` is `thp`
+//! (`MADV_HUGEPAGE`), `base` (4 KiB pages, `MADV_NOHUGEPAGE`), `system` (no advice: the
+//! machine's THP mode decides) or `arena` (small allocations go to the hot arena, which is
+//! backed by huge pages; large ones get `thp`). An allocation no rule matches gets `system`.
 
 use std::fmt;
 
 use hugewise_mem::Bytes;
 
+use crate::sites::Site;
 use crate::{Error, Result};
 
 /// The page policy of one allocation.
@@ -23,11 +27,18 @@ pub enum Placement {
     Base,
     /// Transparent huge pages welcome (`MADV_HUGEPAGE`).
     Thp,
+    /// Small allocations packed into the hot arena (huge pages); large ones as [`Placement::Thp`].
+    Arena,
 }
 
 impl Placement {
     /// Every placement, in code order.
-    pub const ALL: [Placement; 3] = [Placement::System, Placement::Base, Placement::Thp];
+    pub const ALL: [Placement; 4] = [
+        Placement::System,
+        Placement::Base,
+        Placement::Thp,
+        Placement::Arena,
+    ];
 
     /// Its name in rules and results.
     pub fn name(self) -> &'static str {
@@ -35,6 +46,7 @@ impl Placement {
             Placement::System => "system",
             Placement::Base => "base",
             Placement::Thp => "thp",
+            Placement::Arena => "arena",
         }
     }
 
@@ -62,6 +74,27 @@ pub struct Sizes {
     pub max: u64,
 }
 
+impl Sizes {
+    /// Every size.
+    pub const ALL: Sizes = Sizes {
+        min: 0,
+        max: u64::MAX,
+    };
+}
+
+impl Rule {
+    /// The rule giving `placement` to the allocations of `site` (any when None), whatever their
+    /// size.
+    pub fn at_site(site: Option<Site>, placement: Placement) -> Rule {
+        Rule {
+            sizes: Sizes::ALL,
+            name: None,
+            site,
+            placement,
+        }
+    }
+}
+
 /// One rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {
@@ -69,6 +102,8 @@ pub struct Rule {
     pub sizes: Sizes,
     /// The name it covers (any allocation when absent).
     pub name: Option<String>,
+    /// The call site it covers (any when absent).
+    pub site: Option<Site>,
     /// The policy it gives them.
     pub placement: Placement,
 }
@@ -134,14 +169,21 @@ impl Rules {
         Ok(Rules(out))
     }
 
-    /// The policy for an allocation of `size` bytes named `name` (if the program named it) and
-    /// the index of the rule that chose it (None: no rule matched, `system`).
-    pub fn place(&self, size: u64, name: Option<&str>) -> (Placement, Option<usize>) {
+    /// The policy for an allocation of `size` bytes named `name` (if the program named it) made
+    /// at `site` (if known), and the index of the rule that chose it (None: no rule matched,
+    /// `system`).
+    pub fn place(
+        &self,
+        size: u64,
+        name: Option<&str>,
+        site: Option<&Site>,
+    ) -> (Placement, Option<usize>) {
         self.0
             .iter()
             .position(|r| {
                 (r.sizes.min..r.sizes.max).contains(&size)
                     && r.name.as_deref().is_none_or(|n| Some(n) == name)
+                    && r.site.as_ref().is_none_or(|s| Some(s) == site)
             })
             .map_or((Placement::System, None), |i| {
                 (self.0[i].placement, Some(i))
@@ -163,8 +205,11 @@ fn parse_rule(s: &str) -> std::result::Result<Rule, String> {
         .ok_or("expected SIZES=POLICY, for example '>=2MiB=thp'")?;
     let policy = policy.trim();
     let placement = Placement::parse(policy)
-        .ok_or_else(|| format!("unknown policy '{policy}' (use thp, base or system)"))?;
+        .ok_or_else(|| format!("unknown policy '{policy}' (use thp, base, system or arena)"))?;
     let sizes = sizes.trim();
+    if let Some(site) = sizes.strip_prefix("site:") {
+        return Ok(Rule::at_site(Some(Site::parse(site)?), placement));
+    }
     if let Some(name) = sizes.strip_prefix("name:") {
         if !valid_name(name) {
             return Err(format!(
@@ -172,19 +217,14 @@ fn parse_rule(s: &str) -> std::result::Result<Rule, String> {
             ));
         }
         return Ok(Rule {
-            sizes: Sizes {
-                min: 0,
-                max: u64::MAX,
-            },
+            sizes: Sizes::ALL,
             name: Some(name.to_string()),
+            site: None,
             placement,
         });
     }
     let sizes = if sizes == "*" {
-        Sizes {
-            min: 0,
-            max: u64::MAX,
-        }
+        Sizes::ALL
     } else if let Some(n) = sizes.strip_prefix(">=") {
         Sizes {
             min: bytes(n)?,
@@ -203,12 +243,14 @@ fn parse_rule(s: &str) -> std::result::Result<Rule, String> {
         Sizes { min, max }
     } else {
         return Err(format!(
-            "sizes '{sizes}': write *, >=N, <N, N..M or name:NAME (for example >=2MiB)"
+            "sizes '{sizes}': write *, >=N, <N, N..M, name:NAME or site:MODULE+0xOFFSET (for \
+             example >=2MiB)"
         ));
     };
     Ok(Rule {
         sizes,
         name: None,
+        site: None,
         placement,
     })
 }
@@ -221,6 +263,9 @@ impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(n) = &self.name {
             return write!(f, "name:{n}={}", self.placement.name());
+        }
+        if let Some(s) = &self.site {
+            return write!(f, "site:{s}={}", self.placement.name());
         }
         let Sizes { min, max } = self.sizes;
         match (min, max) {
@@ -252,15 +297,21 @@ mod tests {
     #[test]
     fn the_first_matching_rule_wins_and_the_rest_get_system() {
         let r = Rules::parse(">=64MiB=thp, 2M..64M=base, <1k=thp").expect("parse");
-        assert_eq!(r.place(64 << 20, None), (Placement::Thp, Some(0)));
-        assert_eq!(r.place((64 << 20) - 1, None), (Placement::Base, Some(1)));
-        assert_eq!(r.place(2 << 20, None), (Placement::Base, Some(1)));
-        assert_eq!(r.place((2 << 20) - 1, None), (Placement::System, None));
-        assert_eq!(r.place(1023, None), (Placement::Thp, Some(2)));
+        assert_eq!(r.place(64 << 20, None, None), (Placement::Thp, Some(0)));
+        assert_eq!(
+            r.place((64 << 20) - 1, None, None),
+            (Placement::Base, Some(1))
+        );
+        assert_eq!(r.place(2 << 20, None, None), (Placement::Base, Some(1)));
+        assert_eq!(
+            r.place((2 << 20) - 1, None, None),
+            (Placement::System, None)
+        );
+        assert_eq!(r.place(1023, None, None), (Placement::Thp, Some(2)));
         assert_eq!(
             Rules::parse("*=base")
                 .expect("star")
-                .place(u64::MAX - 1, None),
+                .place(u64::MAX - 1, None, None),
             (Placement::Base, Some(0))
         );
     }
@@ -269,11 +320,14 @@ mod tests {
     fn a_name_matches_only_allocations_the_program_named_so() {
         let r = Rules::parse("name:hot.vertices=thp,*=base").expect("parse");
         assert_eq!(
-            r.place(4096, Some("hot.vertices")),
+            r.place(4096, Some("hot.vertices"), None),
             (Placement::Thp, Some(0))
         );
-        assert_eq!(r.place(4096, Some("cold")), (Placement::Base, Some(1)));
-        assert_eq!(r.place(4096, None), (Placement::Base, Some(1)));
+        assert_eq!(
+            r.place(4096, Some("cold"), None),
+            (Placement::Base, Some(1))
+        );
+        assert_eq!(r.place(4096, None, None), (Placement::Base, Some(1)));
         for bad in [
             "name:=thp",
             "name:has space=thp",
@@ -285,8 +339,27 @@ mod tests {
     }
 
     #[test]
+    fn a_site_matches_only_allocations_made_there_whatever_their_size() {
+        let r = Rules::parse("site:app+0x40=arena,site:app+0x80=base,>=2MiB=thp").expect("parse");
+        let hot = Site::parse("app+0x40").expect("site");
+        let cold = Site::parse("app+0x80").expect("site");
+        assert_eq!(r.place(32, None, Some(&hot)), (Placement::Arena, Some(0)));
+        assert_eq!(
+            r.place(64 << 20, None, Some(&hot)),
+            (Placement::Arena, Some(0))
+        );
+        assert_eq!(
+            r.place(4 << 20, None, Some(&cold)),
+            (Placement::Base, Some(1))
+        );
+        assert_eq!(r.place(4 << 20, None, None), (Placement::Thp, Some(2)));
+        assert_eq!(r.place(32, None, None), (Placement::System, None));
+    }
+
+    #[test]
     fn rules_print_back_as_they_parse() {
-        let text = ">=64MiB=thp,2MiB..64MiB=base,<1KiB=system,name:hot=thp,*=thp";
+        let text =
+            ">=64MiB=thp,2MiB..64MiB=base,<1KiB=system,name:hot=thp,site:app+0x1a2b=arena,*=thp";
         let r = Rules::parse(text).expect("parse");
         assert_eq!(r.to_string(), text);
         assert_eq!(Rules::parse(&r.to_string()).expect("again"), r);
@@ -300,7 +373,8 @@ mod tests {
                 "rule 2 ('>=1MiB=huge'): unknown policy 'huge'",
             ),
             (">=2QB=thp", "unknown unit 'QB'"),
-            ("2MiB=thp", "write *, >=N, <N, N..M or name:NAME"),
+            ("2MiB=thp", "write *, >=N, <N, N..M, name:NAME or site:"),
+            ("site:app=arena", "write MODULE+0xOFFSET"),
             ("thp", "expected SIZES=POLICY"),
             ("4M..2M=thp", "empty range"),
             (" , ", "no rule given"),
@@ -323,6 +397,11 @@ mod tests {
             .expect_err("empty")
             .to_string()
             .contains("empty.rules: holds no rule"));
+    }
+
+    #[test]
+    fn the_daemon_knows_base_by_its_code() {
+        assert_eq!(Placement::Base.code(), hugewise_sys::alloclog::POLICY_BASE);
     }
 
     #[test]

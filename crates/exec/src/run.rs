@@ -9,10 +9,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use hugewise_results::exec::{ExecAllocation, ExecProcess, ExecReport};
-use hugewise_sys::alloclog::{AllocLog, LogEntry, Origin, FLAG_BAD_RULES, FLAG_FOREIGN_ALLOCATOR};
+use hugewise_sys::alloclog::{
+    AllocLog, LogEntry, Origin, FLAG_BAD_RULES, FLAG_FOREIGN_ALLOCATOR, FLAG_SITES_MISSING,
+};
 use hugewise_sys::errno::Errno;
 use hugewise_sys::interpose::monotonic_ns;
-use hugewise_sys::proc::{PageRun, Pid, ProcFs, ScanCategories};
+use hugewise_sys::proc::{PageRun, Pid, ProcFs, ScanCategories, Vma};
 use hugewise_sys::process::{PidFd, Signal};
 
 use crate::protocol::{self, LIBRARY};
@@ -39,6 +41,31 @@ pub struct Config {
     pub cgroup_procs: Option<PathBuf>,
     /// Run the promotion daemon on the program while it runs (an `Engine::Daemon`).
     pub promote: Option<hugewise_promote::session::Engine>,
+    /// A profile run: each call site's small allocations go to an arena of their own, and at
+    /// every reading the share of each allocation's pages accessed since the last is read
+    /// (smaps `Referenced`, then `clear_refs`).
+    pub profile: bool,
+    /// Most bytes of the hot arena (rules with policy `arena`).
+    pub hot_arena: u64,
+}
+
+impl Config {
+    /// A run of `argv` under `rules` with the defaults: allocations from 2 MiB taken over,
+    /// backing read every 100 ms, output passed on, no daemon, no profile.
+    pub fn new(argv: Vec<String>, rules: Rules, preload: PathBuf) -> Config {
+        Config {
+            argv,
+            rules,
+            min_size: protocol::DEFAULT_MIN_SIZE,
+            preload,
+            interval: Duration::from_millis(100),
+            stdout_file: None,
+            cgroup_procs: None,
+            promote: None,
+            profile: false,
+            hot_arena: protocol::DEFAULT_HOT_ARENA,
+        }
+    }
 }
 
 /// The preload library: `explicit` when given, else `HUGEWISE_PRELOAD`, else beside the running
@@ -109,6 +136,12 @@ pub struct Tick {
 struct Peak {
     resident: u64,
     huge: u64,
+    /// Bytes resident at the reading before (pagemap), to tell first touch from reuse.
+    last_resident: u64,
+    /// Sums over the readings of a profile run: bytes resident, and bytes of those accessed
+    /// since the reading before, both less what was first touched since then.
+    resident_sum: u64,
+    accessed_sum: u64,
 }
 
 struct Watched {
@@ -155,9 +188,15 @@ impl Watched {
         })
     }
 
-    /// Read every live allocation's backing and the process's totals; the tick's share.
-    fn observe(&mut self, proc: &ProcFs, runs: &mut Vec<PageRun>) -> Tick {
+    /// Read every live allocation's backing and the process's totals; the tick's share. In a
+    /// profile run also how much of each was accessed since the last reading.
+    fn observe(&mut self, proc: &ProcFs, runs: &mut Vec<PageRun>, profile: bool) -> Tick {
         let mut t = Tick::default();
+        let vmas = if profile {
+            proc.smaps(Pid::Id(self.pid)).ok()
+        } else {
+            None
+        };
         for e in self.log.entries().iter().filter(|e| e.freed_ns.is_none()) {
             let Some(now) = backing(proc, self.pid, e.start, e.start + e.len, runs) else {
                 continue;
@@ -165,6 +204,16 @@ impl Watched {
             let p = self.peaks.entry((e.start, e.born_ns)).or_default();
             p.resident = p.resident.max(now.resident);
             p.huge = p.huge.max(now.huge);
+            // A page faulted in since the last reading is referenced by its own first touch,
+            // which says nothing about whether the program comes back to it: a record written
+            // once at setup would otherwise look as hot as one read all the time.
+            let fresh = now.resident.saturating_sub(p.last_resident);
+            p.last_resident = now.resident;
+            if let Some(vmas) = &vmas {
+                let (resident, accessed) = accessed_in(vmas, e.start, e.start + e.len);
+                p.resident_sum += resident.saturating_sub(fresh);
+                p.accessed_sum += accessed.saturating_sub(fresh);
+            }
             t.live += 1;
             t.resident_bytes += now.resident;
             t.huge_bytes += now.huge;
@@ -172,6 +221,11 @@ impl Watched {
         if let Ok(r) = proc.smaps_rollup(Pid::Id(self.pid)) {
             self.peak_rss = Some(self.peak_rss.unwrap_or(0).max(r.rss_bytes));
             self.peak_anon_huge = Some(self.peak_anon_huge.unwrap_or(0).max(r.anon_huge_bytes));
+        }
+        if vmas.is_some() {
+            // Accessed bits count from here to the next reading. A process that just ended
+            // refuses: nothing is lost.
+            let _ = proc.clear_refs(Pid::Id(self.pid));
         }
         t
     }
@@ -193,6 +247,7 @@ impl Watched {
             }
             .to_string(),
             rules_refused: h.flags & FLAG_BAD_RULES != 0,
+            sites_missing: h.flags & FLAG_SITES_MISSING != 0,
             unlogged: h.dropped,
             fallbacks: h.fallbacks,
             last_fallback_error: (h.last_errno != 0).then(|| Errno(h.last_errno).name()),
@@ -201,6 +256,22 @@ impl Watched {
             allocations,
         }
     }
+}
+
+/// Bytes resident and bytes accessed (smaps `Referenced`) in `[start, end)`. A mapping that
+/// reaches outside the range counts in proportion to its overlap: the preload library's own
+/// mappings of one policy can lie side by side and be one mapping to the kernel.
+fn accessed_in(vmas: &[Vma], start: u64, end: u64) -> (u64, u64) {
+    let from = vmas.partition_point(|v| (v.end as u64) <= start);
+    let mut out = (0u64, 0u64);
+    for v in vmas[from..].iter().take_while(|v| (v.start as u64) < end) {
+        let (a, b) = (v.start as u64, v.end as u64);
+        let overlap = b.min(end) - a.max(start);
+        let share = |x: u64| (x as u128 * overlap as u128 / (b - a).max(1) as u128) as u64;
+        out.0 += share(v.totals.rss_bytes);
+        out.1 += share(v.totals.referenced_bytes);
+    }
+    out
 }
 
 fn allocation(e: &LogEntry, t0_mono: u64, rules: &Rules, peak: Option<&Peak>) -> ExecAllocation {
@@ -217,6 +288,7 @@ fn allocation(e: &LogEntry, t0_mono: u64, rules: &Rules, peak: Option<&Peak>) ->
         origin: match e.origin {
             Origin::Malloc => "malloc",
             Origin::Mmap => "mmap",
+            Origin::Arena => "arena",
         }
         .to_string(),
         advice_error: (e.advice_errno != 0).then(|| Errno(i32::from(e.advice_errno)).name()),
@@ -224,6 +296,10 @@ fn allocation(e: &LogEntry, t0_mono: u64, rules: &Rules, peak: Option<&Peak>) ->
         lifetime_ns: e.freed_ns.map(|f| f.saturating_sub(e.born_ns)),
         peak_resident_bytes: peak.map(|p| p.resident),
         peak_huge_bytes: peak.map(|p| p.huge),
+        site: e.site().map(String::from),
+        accessed_share: peak
+            .filter(|p| p.resident_sum > 0)
+            .map(|p| p.accessed_sum as f64 / p.resident_sum as f64),
     }
 }
 
@@ -260,7 +336,11 @@ pub fn run_with(
         .env("LD_PRELOAD", &preload)
         .env(protocol::ENV_RULES, cfg.rules.to_string())
         .env(protocol::ENV_MIN_SIZE, cfg.min_size.to_string())
-        .env(protocol::ENV_SESSION, &session);
+        .env(protocol::ENV_SESSION, &session)
+        .env(protocol::ENV_HOT_ARENA, cfg.hot_arena.to_string());
+    if cfg.profile {
+        cmd.env(protocol::ENV_PROFILE, "1");
+    }
     if let Some(f) = &cfg.stdout_file {
         let file = std::fs::File::create(f).map_err(|source| Error::Launch {
             program: format!("{program} (its output file {})", f.display()),
@@ -354,7 +434,7 @@ fn watch(
                 ..Tick::default()
             };
             for w in &mut watched {
-                let t = w.observe(&proc, &mut runs);
+                let t = w.observe(&proc, &mut runs, cfg.profile);
                 now.live += t.live;
                 now.resident_bytes += t.resident_bytes;
                 now.huge_bytes += t.huge_bytes;
@@ -392,5 +472,12 @@ fn watch(
         processes,
         promote: None,
         promote_error: None,
+        profile: cfg.profile,
+        hot_arena_bytes: cfg
+            .rules
+            .0
+            .iter()
+            .any(|r| r.placement == Placement::Arena)
+            .then_some(cfg.hot_arena),
     })
 }

@@ -7,6 +7,10 @@
 
 use std::str::FromStr;
 
+/// The generators' output version: raise it whenever a generator makes a different graph from
+/// the same spec and seed, so that graphs cached under the old one are not taken for it.
+pub const OUTPUT_VERSION: u32 = 1;
+
 use rayon::prelude::*;
 
 use crate::build::{Edge, EdgeSource};

@@ -304,13 +304,20 @@ impl Probe for Record {
 /// The recording tracer: one [`Record`] per worker thread.
 pub type Streams = PerThread<Record>;
 
+/// Samples a thread keeps before it publishes them in one claim on the ring.
+const SAMPLE_BATCH: usize = 32;
+
 /// One thread's sampler: every `every`-th access goes to a shared sample ring, which a
-/// promotion daemon reads (`hugewise promote`); the rest cost one decrement.
+/// promotion daemon reads (`hugewise promote`); the rest cost one decrement. Samples are
+/// published 32 at a time, one atomic add for each batch: with one add per sample the kernel's
+/// threads would take the ring's head from each other at every sample.
 #[derive(Debug)]
 pub struct Sample<'a> {
     ring: &'a hugewise_sys::shm::SampleRing,
     every: u32,
     left: u32,
+    batch: [u64; SAMPLE_BATCH],
+    held: usize,
 }
 
 impl<'a> Sample<'a> {
@@ -322,7 +329,21 @@ impl<'a> Sample<'a> {
             ring,
             every,
             left: 1 + phase % every,
+            batch: [0; SAMPLE_BATCH],
+            held: 0,
         }
+    }
+
+    /// Publish what the thread holds.
+    pub fn flush(&mut self) {
+        self.ring.push_all(&self.batch[..self.held]);
+        self.held = 0;
+    }
+}
+
+impl Drop for Sample<'_> {
+    fn drop(&mut self) {
+        self.flush();
     }
 }
 
@@ -332,7 +353,11 @@ impl Probe for Sample<'_> {
         self.left -= 1;
         if self.left == 0 {
             self.left = self.every;
-            self.ring.push(addr as u64 & !1 | u64::from(write));
+            self.batch[self.held] = addr as u64 & !1 | u64::from(write);
+            self.held += 1;
+            if self.held == SAMPLE_BATCH {
+                self.flush();
+            }
         }
     }
 }

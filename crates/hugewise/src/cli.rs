@@ -148,6 +148,12 @@ runs of the same code give the simulator its clock; they are saved beside the tr
     /// own with the policy its rule says, and its backing is read from the kernel as it runs.
     #[command(after_help = crate::execcmd::HELP)]
     Exec(crate::execcmd::ExecArgs),
+
+    /// Find which call sites of a program use their memory hot, and write a placement that
+    /// packs their small objects into a hot arena of huge pages (for `exec --placement`):
+    /// one run with an arena per call site, whose accessed pages are counted as it runs.
+    #[command(after_help = crate::profilecmd::HELP)]
+    Profile(crate::profilecmd::ProfileArgs),
 }
 
 /// `hugewise report`.
@@ -257,6 +263,12 @@ alternating order, after checking the machine is quiet.")]
     /// filled again under THP never, madvise, always and under hugewise exec's rules.
     #[command(after_help = crate::execcmd::BLOAT_HELP)]
     Bloat(crate::execcmd::BenchBloatArgs),
+
+    /// Packing (the thesis): a program profiled, then its hot call sites' small objects packed
+    /// into a hot arena of huge pages, against 4 KiB pages only and THP for everything,
+    /// alternated: speedup and huge bytes spent.
+    #[command(after_help = crate::profilecmd::BENCH_HELP)]
+    Packing(crate::profilecmd::BenchPackingArgs),
 }
 
 /// `hugewise bench pages`.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use hugewise_exec::protocol::DEFAULT_MIN_SIZE;
+use hugewise_exec::protocol::{DEFAULT_HOT_ARENA, DEFAULT_MIN_SIZE};
 use hugewise_exec::rules::Rules;
 use hugewise_exec::run::{self, Config, Tick};
 use hugewise_mem::Bytes;
@@ -22,7 +22,12 @@ Rules (first match wins; an allocation no rule matches gets `system`):
   SIZES=POLICY      SIZES is *, >=N, <N or N..M (N up to but not including M), sizes as 64k, 2MiB
   name:NAME=POLICY  allocations the program named with HUGEWISE_EXEC_NAME(\"NAME\")
                     (crates/preload/include/hugewise_exec.h; a no-op without hugewise)
-                    POLICY is thp (MADV_HUGEPAGE), base (4 KiB pages) or system (no advice)
+  site:MODULE+0xOFFSET=POLICY
+                    allocations made by the call at that place of the program (the offset in
+                    the file; `hugewise profile` finds the hot ones and writes the rules)
+                    POLICY is thp (MADV_HUGEPAGE), base (4 KiB pages), system (no advice) or
+                    arena (small allocations share the hot arena of huge pages, up to
+                    --hot-arena; large ones get thp)
   e.g. --pages '>=1GiB=thp,>=2MiB=base'   huge pages for the largest arrays only
 
 How it works: the program runs with hugewise's preload library (LD_PRELOAD). Each allocation of at
@@ -38,6 +43,8 @@ Exit code: the program's own (128 + N when signal N ended it); 1 when hugewise c
 Examples:
   hugewise exec -- python3 -c 'b = bytearray(1 << 30)'
   hugewise exec --pages '*=base' --out base.json -- ./my-simulator input.cfg
+  hugewise profile -- ./my-simulator small.cfg         writes placement.rules, then:
+  hugewise exec --placement placement.rules -- ./my-simulator input.cfg
   hugewise exec --pages '*=system' --promote mega -- redis-server --port 7000
                               4 KiB at fault; the daemon promotes what is mapped and used,
                               and splits what stops being either";
@@ -48,9 +55,14 @@ pub struct ExecArgs {
     /// Page rules for the allocations taken over, first match wins (see below).
     #[arg(long, default_value = ">=2MiB=thp", conflicts_with = "pages_file")]
     pub pages: String,
-    /// Read the rules from a file instead: one or more per line, `#` starts a comment.
-    #[arg(long, value_name = "FILE")]
+    /// Read the rules from a file instead: one or more per line, `#` starts a comment (a
+    /// placement that `hugewise profile` wrote is such a file).
+    #[arg(long, value_name = "FILE", visible_alias = "placement")]
     pub pages_file: Option<PathBuf>,
+    /// Most bytes the hot arena holds (small allocations of sites with policy `arena`);
+    /// beyond it they stay with the program's allocator.
+    #[arg(long, default_value_t = Bytes(DEFAULT_HOT_ARENA))]
+    pub hot_arena: Bytes,
     /// Allocations smaller than this stay with the program's allocator.
     #[arg(long, default_value_t = Bytes(DEFAULT_MIN_SIZE))]
     pub min_size: Bytes,
@@ -96,7 +108,7 @@ fn rules(a: &ExecArgs) -> anyhow::Result<Rules> {
     })
 }
 
-fn live_line(t: &Tick) -> String {
+pub(crate) fn live_line(t: &Tick) -> String {
     format!(
         "{:>6.1}s  {} process(es), {} allocation(s) alive, {} resident, {} in huge pages",
         t.elapsed.as_secs_f64(),
@@ -117,6 +129,8 @@ pub(crate) fn exec(a: ExecArgs, progress: Mode, stop: &AtomicBool) -> anyhow::Re
         interval: a.interval,
         stdout_file: None,
         cgroup_procs: None,
+        profile: false,
+        hot_arena: a.hot_arena.0,
         promote: a.promote.map(|p| session::Engine::Daemon {
             policy: p.name().to_string(),
             config: daemon::Config {
@@ -181,6 +195,9 @@ pub struct BenchExecArgs {
     /// The preload library (default: libhugewise_preload.so beside hugewise).
     #[arg(long, value_name = "FILE")]
     pub preload: Option<PathBuf>,
+    /// Most bytes of the hot arena (rules with policy `arena`).
+    #[arg(long, default_value_t = Bytes(DEFAULT_HOT_ARENA))]
+    pub hot_arena: Bytes,
     /// Also compare the time the program measures itself: it prints a line `KEY=SECONDS` on
     /// stdout (for example the timed phase without its setup).
     #[arg(long, value_name = "KEY")]
@@ -212,6 +229,7 @@ pub(crate) fn bench(a: BenchExecArgs, progress: Mode, stop: &AtomicBool) -> anyh
         metric: a.metric.clone(),
         scratch: std::env::temp_dir()
             .join(format!("hugewise-bench-exec.{}.out", std::process::id())),
+        hot_arena: a.hot_arena.0,
     };
     let steps = Steps::new(progress, "runs", Unit::Items);
     let r = execbench::run(&cfg, stop, &mut |done, total| steps.update(done, total))

@@ -6,6 +6,7 @@ mod envcli;
 mod envcmd;
 mod execcmd;
 mod output;
+mod profilecmd;
 mod progress;
 mod promotecmd;
 mod reportcmd;
@@ -251,6 +252,7 @@ fn run(command: Command, progress: Mode) -> anyhow::Result<u8> {
         }
         Command::Promote(a) => return promotecmd::promote(a, &*cancel_flag()?),
         Command::Exec(a) => return execcmd::exec(a, progress, &*cancel_flag()?),
+        Command::Profile(a) => return profilecmd::profile(a, progress, &*cancel_flag()?),
         Command::Study(a) => return studycmd::study(a, progress),
         Command::Trace(a) => simcmd::trace(a, progress),
         Command::Sim(a) => simcmd::sim(a, progress),
@@ -315,6 +317,9 @@ fn run(command: Command, progress: Mode) -> anyhow::Result<u8> {
         Command::Bench(BenchCommand::Promote(a)) => promotecmd::bench(a, progress),
         Command::Bench(BenchCommand::Exec(a)) => execcmd::bench(a, progress, &*cancel_flag()?),
         Command::Bench(BenchCommand::Bloat(a)) => execcmd::bloat(a, progress, &*cancel_flag()?),
+        Command::Bench(BenchCommand::Packing(a)) => {
+            profilecmd::bench(a, progress, &*cancel_flag()?)
+        }
         Command::Bench(BenchCommand::Randread(a)) => {
             let cfg = randread::Config {
                 bytes: a.size,

@@ -208,9 +208,10 @@ pub struct BenchPromoteArgs {
     /// Region size.
     #[arg(long, default_value = "8GiB", allow_negative_numbers = true)]
     pub size: Bytes,
-    /// Zipf exponent over the 2 MiB chunks' ranks.
-    #[arg(long, default_value_t = 1.0)]
-    pub zipf: f64,
+    /// Zipf exponents over the 2 MiB chunks' ranks, comma-separated: one workload each, run in
+    /// turn, each against its own base and ideal.
+    #[arg(long, default_value = "1", value_delimiter = ',', num_args = 1..)]
+    pub zipf: Vec<f64>,
     /// Timed reads per run (k/M/G suffixes are decimal).
     #[arg(long, default_value = "200M", value_parser = parse_count)]
     pub reads: u64,
@@ -245,7 +246,7 @@ pub fn bench(a: BenchPromoteArgs, progress: crate::progress::Mode) -> anyhow::Re
     };
     let cfg = promotebench::Config {
         bytes: a.size,
-        zipf_s: a.zipf,
+        zipf: a.zipf,
         reads: a.reads,
         rounds: a.rounds,
         budget_share,
@@ -284,10 +285,14 @@ How it works: docs/promotion.md.";
 pub(crate) const BENCH_HELP: &str = "Examples:
   hugewise bench promote                           8 GiB, 5 rounds (about 15 minutes)
   hugewise bench promote --size 2GiB --rounds 2 --reads 50M   a quicker look
+  hugewise bench promote --zipf 1,1.5 --json     two workloads: a long tail and a sharp hot set
   hugewise bench promote --zipf 1.2 --budget 2% --markdown
 
 Arms: base (4 KiB pages), ideal (every chunk huge), plan (the chunks a sampled profile ranks
 highest, collapsed before the clock starts), daemon (the pcc policy on samples the workload
 publishes, promoting while the clock runs). The plan and the daemon get the same budget.
 Share of ideal is (speedup - 1) / (ideal speedup - 1) in the same round. Needs THP `madvise`
-so that the base arm faults 4 KiB pages.";
+so that the base arm faults 4 KiB pages. --json gives one object per workload under
+`workloads`, its headline first: workload, ideal_speedup, plan_speedup, daemon_speedup, their
+shares of the ideal, huge_footprint_share (the plan's, read back from the kernel), the daemon's,
+reach_budget_ms and daemon_cpu_share.";

@@ -238,6 +238,7 @@ struct Found {
     faults: Vec<(String, hugewise_results::faultlat::FaultlatReport)>,
     swaps: Vec<(String, hugewise_results::swapstudy::SwapStudy)>,
     bloats: Vec<(String, hugewise_results::bloat::BloatReport)>,
+    packings: Vec<(String, hugewise_results::packing::PackingReport)>,
 }
 
 fn evidence(dir: &Path, plan: &StudyPlan) -> Found {
@@ -249,6 +250,7 @@ fn evidence(dir: &Path, plan: &StudyPlan) -> Found {
             Ok(AnyResult::Faultlat(s)) => f.faults.push((r.id.clone(), s.result)),
             Ok(AnyResult::Swap(s)) => f.swaps.push((r.id.clone(), s.result)),
             Ok(AnyResult::BenchBloat(s)) => f.bloats.push((r.id.clone(), s.result)),
+            Ok(AnyResult::BenchPacking(s)) => f.packings.push((r.id.clone(), s.result)),
             _ => {}
         }
     }
@@ -362,6 +364,7 @@ pub fn study(a: StudyArgs, mode: Mode) -> anyhow::Result<u8> {
         faults,
         swaps,
         bloats,
+        packings,
     } = evidence(&dir, &plan);
     let page_refs: Vec<&PagesReport> = pages.iter().map(|(_, r)| r).collect();
     let curve_refs: Vec<&Curves> = curves.iter().collect();
@@ -369,6 +372,8 @@ pub fn study(a: StudyArgs, mode: Mode) -> anyhow::Result<u8> {
         swaps.iter().map(|(_, r)| r).collect();
     let bloat_refs: Vec<&hugewise_results::bloat::BloatReport> =
         bloats.iter().map(|(_, r)| r).collect();
+    let packing_refs: Vec<&hugewise_results::packing::PackingReport> =
+        packings.iter().map(|(_, r)| r).collect();
     let heads = headlines(
         &plan,
         Evidence {
@@ -376,6 +381,7 @@ pub fn study(a: StudyArgs, mode: Mode) -> anyhow::Result<u8> {
             curves: &curve_refs,
             swaps: &swap_refs,
             bloats: &bloat_refs,
+            packings: &packing_refs,
         },
     );
     if a.json {
@@ -395,6 +401,9 @@ pub fn study(a: StudyArgs, mode: Mode) -> anyhow::Result<u8> {
         }
         for (_, r) in &bloats {
             println!("{}", hugewise_report::execview::bloat(r));
+        }
+        for (_, r) in &packings {
+            println!("{}", hugewise_report::execview::packing(r));
         }
         println!("{}", studyview::headlines(&heads));
     }

@@ -271,7 +271,9 @@ fn what_a_command_leaves_running_ends_with_the_run() {
             "--",
             "sh",
             "-c",
-            "sleep 1000 & echo $!",
+            // The pause lets the child exec `sleep`: caught between fork and exec it would
+            // still be named `sh` (it was, once, on a loaded machine).
+            "sleep 1000 & echo $!; sleep 0.3",
         ],
     );
     assert!(o.status.success(), "{}", text(&o.stderr));

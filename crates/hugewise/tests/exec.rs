@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use hugewise_results::exec::{ExecAllocation, ExecReport};
+use hugewise_results::exec::{ExecAllocation, ExecReport, ProfileReport};
 use hugewise_results::Saved;
 
 fn hw(args: &[&str]) -> Output {
@@ -25,39 +25,62 @@ fn scratch(name: &str) -> PathBuf {
 
 /// Run `cmd` plainly and under `hugewise exec ARGS`; both outputs must match. The result.
 fn same_output(dir: &Path, args: &[&str], cmd: &[&str]) -> ExecReport {
-    let plain = Command::new(cmd[0])
-        .args(&cmd[1..])
-        .output()
-        .expect("run plainly");
-    assert!(plain.status.success(), "{cmd:?} failed plainly: {plain:?}");
-    let out = dir.join("exec.json");
-    let mut all = vec!["exec", "--out", out.to_str().expect("utf-8")];
-    all.extend_from_slice(args);
-    all.push("--");
-    all.extend_from_slice(cmd);
-    let under = hw(&all);
-    let stderr = String::from_utf8_lossy(&under.stderr);
-    assert!(under.status.success(), "{cmd:?} under exec: {stderr}");
-    assert_eq!(
-        String::from_utf8_lossy(&plain.stdout),
-        String::from_utf8_lossy(&under.stdout),
-        "{cmd:?}: output differs under the preload library"
-    );
-    let text = std::fs::read_to_string(&out).expect("result saved");
+    let text = same_output_under(dir, "exec", args, cmd);
     Saved::<ExecReport>::from_json(&text)
         .expect("an exec result")
         .result
 }
 
-/// Build `tests/programs/NAME.c` into `dir` with `cc`; None (the test skips) without one.
+/// Run `cmd` plainly and under `hugewise SUB ARGS --out FILE`; both outputs must match. The
+/// saved result's text.
+fn same_output_under(dir: &Path, sub: &str, args: &[&str], cmd: &[&str]) -> String {
+    let plain = Command::new(cmd[0])
+        .args(&cmd[1..])
+        .output()
+        .expect("run plainly");
+    assert!(plain.status.success(), "{cmd:?} failed plainly: {plain:?}");
+    let out = dir.join(format!("{sub}.json"));
+    let mut all = vec![sub, "--out", out.to_str().expect("utf-8")];
+    all.extend_from_slice(args);
+    all.push("--");
+    all.extend_from_slice(cmd);
+    let under = hw(&all);
+    let stderr = String::from_utf8_lossy(&under.stderr);
+    assert!(under.status.success(), "{cmd:?} under {sub}: {stderr}");
+    // The timing line of a benchmark program is its own to vary.
+    let timeless = |b: &[u8]| {
+        String::from_utf8_lossy(b)
+            .lines()
+            .filter(|l| !l.starts_with("time_s="))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(
+        timeless(&plain.stdout),
+        timeless(&under.stdout),
+        "{cmd:?}: output differs under hugewise {sub}"
+    );
+    std::fs::read_to_string(&out).expect("result saved")
+}
+
+/// Build `tests/programs/NAME.c` (or `PATH.c` from the repository's root) into `dir` with
+/// `cc`; None (the test skips) without one.
 fn compile(dir: &Path, name: &str, flags: &[&str]) -> Option<PathBuf> {
-    let exe = dir.join(name);
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/programs/{name}.c"));
+    let exe = dir.join(Path::new(name).file_name().expect("a name"));
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let src = if name.contains('/') {
+        manifest.join("../..").join(format!("{name}.c"))
+    } else {
+        manifest.join(format!("tests/programs/{name}.c"))
+    };
+    // Libraries come after the source, or the linker has nothing to take from them yet.
+    let (libs, flags): (Vec<&str>, Vec<&str>) = flags.iter().partition(|f| f.starts_with("-l"));
     let built = Command::new("cc")
         .args(flags)
         .arg("-o")
         .arg(&exe)
         .arg(&src)
+        .args(libs)
         .status();
     if built.is_ok_and(|s| s.success()) {
         Some(exe)
@@ -458,4 +481,317 @@ fn ctrl_c_ends_the_program_and_leaves_no_log() {
         "the summary is still printed"
     );
     assert!(!logged(), "the log was removed");
+}
+
+#[test]
+fn a_profile_finds_the_hot_call_site_and_its_placement_packs_it_into_huge_pages() {
+    let dir = scratch("profile");
+    let Some(exe) = compile(&dir, "benches/programs/packing", &["-O2"]) else {
+        return;
+    };
+    let exe = exe.to_str().expect("utf-8");
+    let rules = dir.join("placement.rules");
+    let cmd = [exe, "200000", "8000000"];
+    let text = same_output_under(
+        &dir,
+        "profile",
+        &[
+            "--placement-out",
+            rules.to_str().expect("utf-8"),
+            "--interval",
+            "50ms",
+        ],
+        &cmd,
+    );
+    let p = Saved::<ProfileReport>::from_json(&text)
+        .expect("a profile result")
+        .result;
+    assert!(p.run.profile);
+    let mine: Vec<_> = p
+        .sites
+        .iter()
+        .filter(|s| s.site.starts_with("packing+") && s.kind == "small")
+        .collect();
+    // 200 000 hot records of 32 bytes (6.1 MiB) and as many cold ones of 480 (92 MiB), each
+    // from a call site of its own; the chase reads only the hot ones.
+    let hot = mine
+        .iter()
+        .find(|s| s.peak_resident_bytes < 16 << 20 && s.peak_resident_bytes >= 4 << 20)
+        .unwrap_or_else(|| panic!("the hot site, with its records packed: {mine:?}"));
+    let cold = mine
+        .iter()
+        .find(|s| s.peak_resident_bytes >= 64 << 20)
+        .unwrap_or_else(|| panic!("the cold site: {mine:?}"));
+    let share = |s: &hugewise_results::exec::ProfileSite| s.accessed_share.expect("seen");
+    assert!(
+        share(hot) >= 0.5 && share(cold) < share(hot) / 2.0,
+        "hot {hot:?} cold {cold:?}"
+    );
+    assert_eq!(hot.placement.as_deref(), Some("arena"));
+    assert_eq!(cold.placement, None, "a cold site stays with the program");
+    let written = std::fs::read_to_string(&rules).expect("placement written");
+    assert!(
+        written.contains(&format!("site:{}=arena", hot.site))
+            && written.trim_end().ends_with("*=base"),
+        "{written}"
+    );
+
+    let r = same_output(
+        &dir,
+        &[
+            "--placement",
+            rules.to_str().expect("utf-8"),
+            "--interval",
+            "50ms",
+        ],
+        &cmd,
+    );
+    let all = allocations(&r);
+    let arena = all
+        .iter()
+        .find(|a| a.origin == "arena" && a.name.as_deref() == Some("hot-arena"))
+        .unwrap_or_else(|| panic!("the hot arena was opened: {all:?}"));
+    let resident = arena.peak_resident_bytes.expect("observed");
+    assert!(
+        (4 << 20..12 << 20).contains(&resident),
+        "the hot records, packed: {resident} bytes"
+    );
+    if thp_possible() {
+        let huge = arena.peak_huge_bytes.expect("observed");
+        assert!(
+            huge >= 4 << 20,
+            "the hot arena is huge: {huge} of {resident}"
+        );
+    }
+    assert_eq!(r.hot_arena_bytes, Some(256 << 20));
+
+    // A placement made for another build names sites this one does not have: said so.
+    std::fs::write(&rules, "site:packing+0x7ffffff0=arena\n*=base\n").expect("write");
+    let stale = same_output(&dir, &["--placement", rules.to_str().expect("utf-8")], &cmd);
+    assert!(stale.processes[0].sites_missing, "{:?}", stale.processes[0]);
+    assert!(!r.processes[0].sites_missing);
+
+    // A placement with a typo is refused with its line, before the program runs.
+    std::fs::write(&rules, "# hot\nsite:packing=arena\n").expect("write");
+    let bad = hw(&[
+        "exec",
+        "--placement",
+        rules.to_str().expect("utf-8"),
+        "--",
+        exe,
+    ]);
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("placement.rules:2") && err.contains("MODULE+0xOFFSET"),
+        "{err}"
+    );
+    assert!(leftover_logs().is_empty(), "{:?}", leftover_logs());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn every_small_allocation_in_arenas_of_its_call_site_keeps_programs_output() {
+    // A profile run takes every small allocation: the C program's threads, fork, realloc and
+    // aligned calls, and python3's whole heap, must not notice.
+    let dir = scratch("profile-all");
+    if let Some(exe) = compile(&dir, "allocs", &["-O1", "-pthread"]) {
+        let text = same_output_under(
+            &dir,
+            "profile",
+            &[
+                "--placement-out",
+                dir.join("c.rules").to_str().expect("utf-8"),
+            ],
+            &[exe.to_str().expect("utf-8")],
+        );
+        let p = Saved::<ProfileReport>::from_json(&text)
+            .expect("profile")
+            .result;
+        assert!(
+            p.sites.iter().filter(|s| s.kind == "small").count() >= 2,
+            "{:?}",
+            p.sites
+        );
+    }
+    let text = same_output_under(
+        &dir,
+        "profile",
+        &[
+            "--placement-out",
+            dir.join("py.rules").to_str().expect("utf-8"),
+        ],
+        &["python3", "-c", PY],
+    );
+    let p = Saved::<ProfileReport>::from_json(&text)
+        .expect("profile")
+        .result;
+    assert!(
+        p.sites
+            .iter()
+            .any(|s| s.site.starts_with("libpython3") && s.kind == "small"),
+        "{:?}",
+        p.sites
+    );
+    assert!(leftover_logs().is_empty(), "{:?}", leftover_logs());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_program_linked_with_the_library_follows_rules_without_preloading() {
+    let dir = scratch("linked");
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_hugewise"))
+        .parent()
+        .expect("target dir")
+        .to_path_buf();
+    let lib_dir = [bin_dir.clone(), bin_dir.join("deps")]
+        .into_iter()
+        .find(|d| d.join("libhugewise_preload.so").is_file())
+        .expect("the library is built beside hugewise");
+    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("../preload/include");
+    let l = format!("-L{}", lib_dir.display());
+    let rpath = format!("-Wl,-rpath,{}", lib_dir.display());
+    let Some(exe) = compile(
+        &dir,
+        "named",
+        &[
+            "-I",
+            include.to_str().expect("utf-8"),
+            &l,
+            &rpath,
+            "-lhugewise_preload",
+        ],
+    ) else {
+        return;
+    };
+    let plain = Command::new(&exe).output().expect("run");
+    assert!(plain.status.success(), "{plain:?}");
+    // Rules and a session in its environment, no LD_PRELOAD, no hugewise exec.
+    let session = format!("{}-linked", std::process::id());
+    let run = Command::new(&exe)
+        .env_remove("LD_PRELOAD")
+        .env("HUGEWISE_EXEC_RULES", "name:hot.vertices=thp,*=base")
+        .env("HUGEWISE_EXEC_SESSION", &session)
+        .output()
+        .expect("run");
+    assert!(run.status.success(), "{run:?}");
+    assert_eq!(plain.stdout, run.stdout);
+    let logs: Vec<PathBuf> = std::fs::read_dir("/dev/shm")
+        .expect("shm")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&format!("hugewise-exec.{session}.")))
+        })
+        .collect();
+    assert_eq!(logs.len(), 1, "one process, one log: {logs:?}");
+    let log = hugewise_sys::alloclog::AllocLog::open(&logs[0]).expect("a log");
+    let entries = log.entries();
+    for p in &logs {
+        let _ = std::fs::remove_file(p);
+    }
+    let policies: Vec<(Option<&str>, u8)> = entries.iter().map(|e| (e.name(), e.policy)).collect();
+    // Policy codes: 1 base, 2 thp.
+    assert_eq!(
+        policies,
+        [(Some("hot.vertices"), 2), (None, 1)],
+        "{entries:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn huge_pages_the_program_partly_frees_are_released_by_the_daemon() {
+    // Collapsed by the daemon, then half of every 2 MiB chunk handed back (as an allocator
+    // purging pages does): the kernel splits the mappings but keeps the pages whole, freed
+    // half and all, until the daemon splits them.
+    let dir = scratch("release");
+    let script = "import ctypes, mmap, time\n\
+                  n = 64 << 20\n\
+                  m = mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)\n\
+                  for i in range(0, n, 4096):\n    m[i] = 1\n\
+                  time.sleep(2.5)\n\
+                  base = ctypes.addressof(ctypes.c_char.from_buffer(m))\n\
+                  first = (base + (2 << 20) - 1) & ~((2 << 20) - 1)\n\
+                  for c in range(first - base, n - (2 << 20) + 1, 2 << 20):\n    \
+                  m.madvise(mmap.MADV_DONTNEED, c + (1 << 20), 1 << 20)\n\
+                  time.sleep(1.5)\n\
+                  print(sum(m[::4096]) > 0)\n";
+    let r = same_output(
+        &dir,
+        &[
+            "--pages",
+            "*=system",
+            "--promote",
+            "mega",
+            "--promote-interval",
+            "100ms",
+        ],
+        &["python3", "-c", script],
+    );
+    let p = r.promote.as_ref().expect("the daemon's session");
+    assert!(p.totals.promoted > 0, "{:?}", p.totals);
+    assert!(
+        p.totals.released > 0,
+        "partly freed huge pages were split: {:?}",
+        p.totals
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_daemon_leaves_alone_what_the_rules_put_on_4k_pages() {
+    // It reads the program's allocation log: the 64 MiB buffer the rules keep on 4 KiB pages
+    // is never acted on, the 8 MiB one left to the system is collapsed.
+    let dir = scratch("respect");
+    let script = "import time\n\
+                  big = bytearray(64 << 20)\n\
+                  small = bytearray(8 << 20)\n\
+                  for i in range(0, len(big), 4096):\n    big[i] = 1\n\
+                  for i in range(0, len(small), 4096):\n    small[i] = 1\n\
+                  time.sleep(2.5)\n\
+                  print(sum(big[::4096]) + sum(small[::4096]))\n";
+    let r = same_output(
+        &dir,
+        &[
+            "--pages",
+            ">=32MiB=base,*=system",
+            "--promote",
+            "mega",
+            "--promote-interval",
+            "100ms",
+            "--interval",
+            "100ms",
+        ],
+        &["python3", "-c", script],
+    );
+    let p = r.promote.as_ref().expect("the daemon's session");
+    let all = allocations(&r);
+    let big = all
+        .iter()
+        .find(|a| a.requested_bytes >= 64 << 20)
+        .expect("the 64 MiB buffer");
+    let small = all
+        .iter()
+        .find(|a| a.requested_bytes >= 8 << 20 && a.requested_bytes < 9 << 20)
+        .expect("the 8 MiB buffer");
+    assert_eq!(big.policy, "base");
+    let inside = |a: &&hugewise_results::promote::Action| {
+        (a.start as u64) < big.start + big.len_bytes && big.start < a.start as u64 + a.len_bytes
+    };
+    assert!(
+        !p.actions.iter().any(|a| inside(&a)),
+        "no action on the 4 KiB allocation: {:?}",
+        p.actions.iter().filter(inside).collect::<Vec<_>>()
+    );
+    assert_eq!(big.peak_huge_bytes, Some(0));
+    if thp_possible() {
+        assert!(
+            small.peak_huge_bytes.unwrap_or(0) > 0,
+            "the system allocation was collapsed: {small:?} {:?}",
+            p.totals
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

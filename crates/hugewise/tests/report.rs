@@ -41,6 +41,8 @@ fn every_saved_result_renders_as_its_command_printed_it() {
         "exec",
         "bench-exec",
         "bench-bloat",
+        "profile",
+        "bench-packing",
     ] {
         let json = fixtures().join(format!("{kind}.json"));
         let want = std::fs::read_to_string(fixtures().join(format!("{kind}.txt"))).expect("txt");

@@ -3,7 +3,16 @@
 //! gets a 2 MiB-aligned mapping of its own with the page policy the rules choose
 //! (`MADV_HUGEPAGE`, `MADV_NOHUGEPAGE`, or none), and is logged in shared memory where
 //! `hugewise exec` reads what the kernel backed it with. Smaller allocations go to the
-//! program's own allocator untouched.
+//! program's own allocator, unless the run asks otherwise: a profile run
+//! (`hugewise profile`) puts each call site's small allocations in an arena of their own, whose
+//! pages `hugewise` watches, and rules with policy `arena` put the small allocations of the
+//! call sites they name into one hot arena backed by huge pages (see [`hugewise_sys::arena`]).
+//! The exported `malloc`, `calloc` and `realloc` learn their call site from the return
+//! address their caller pushed.
+//!
+//! A program may also link the library instead (`-lhugewise_preload`): it then follows the rules
+//! in `HUGEWISE_EXEC_RULES` whenever they are set, with or without `hugewise exec`, and runs as
+//! if it had not linked it when they are not.
 //!
 //! It never breaks the program: when the rules cannot be read, when the program brings its own
 //! allocator (jemalloc, tcmalloc: their pointers cannot be told apart safely), or when a
@@ -20,11 +29,16 @@ use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::OnceLock;
 
+use std::sync::atomic::AtomicUsize;
+
 use hugewise_exec::protocol;
 use hugewise_exec::rules::{Placement, Rules};
+use hugewise_exec::sites::{Modules, Site};
 use hugewise_sys::alloclog::{
-    name_of, AllocLog, LogEntry, Origin, FLAG_BAD_RULES, FLAG_FOREIGN_ALLOCATOR, NAME_BYTES,
+    name_of, pad, AllocLog, LogEntry, Origin, FLAG_BAD_RULES, FLAG_FOREIGN_ALLOCATOR,
+    FLAG_SITES_MISSING, NAME_BYTES,
 };
+use hugewise_sys::arena;
 use hugewise_sys::errno::Errno;
 use hugewise_sys::interpose::{self as ip, Next, OwnBlock};
 use hugewise_sys::mmap::Advice;
@@ -64,12 +78,23 @@ static GLOBAL: ToNext = ToNext;
 struct Shim {
     rules: Rules,
     min_size: u64,
-    session: String,
+    /// The run's session: None for a program that linked the library itself and runs with
+    /// rules in its environment but without `hugewise exec` (then nothing is logged).
+    session: Option<String>,
     /// False when the program's allocator is not glibc's or the rules were refused: then
     /// no allocation is taken over (and foreign pointers are never looked behind).
     active: bool,
     /// False when the rules were refused: then no mapping is adopted either.
     rules_ok: bool,
+    /// A profile run: each call site's small allocations go to an arena of their own.
+    profile: bool,
+    /// Most bytes of the hot arena.
+    hot_arena: usize,
+    /// The code address of every call site the rules name, sorted (sites whose module is not
+    /// loaded when the program starts are left out).
+    sites: Vec<(usize, Site)>,
+    /// Whether some site the rules name was not found.
+    sites_missing: bool,
 }
 
 static SHIM: OnceLock<Option<Shim>> = OnceLock::new();
@@ -98,20 +123,44 @@ fn shim(next: &Next) -> Option<&'static Shim> {
     // after it, so that such an allocation finds the settings instead of re-entering it.
     let shim = SHIM
         .get_or_init(|| {
-            let session = std::env::var(protocol::ENV_SESSION).ok()?;
-            let parsed = std::env::var(protocol::ENV_RULES)
-                .ok()
-                .and_then(|r| Rules::parse(&r).ok());
-            let min_size = std::env::var(protocol::ENV_MIN_SIZE)
-                .ok()
-                .and_then(|m| m.parse().ok())
-                .unwrap_or(protocol::DEFAULT_MIN_SIZE);
+            let session = std::env::var(protocol::ENV_SESSION).ok();
+            let rules_text = std::env::var(protocol::ENV_RULES).ok();
+            // Neither: a program that linked the library runs as if it had not.
+            if session.is_none() && rules_text.is_none() {
+                return None;
+            }
+            let parsed = rules_text.and_then(|r| Rules::parse(&r).ok());
+            let number = |key: &str, default: u64| {
+                std::env::var(key)
+                    .ok()
+                    .and_then(|m| m.parse().ok())
+                    .unwrap_or(default)
+            };
+            let rules = parsed.clone().unwrap_or_default();
+            let named = rules.0.iter().filter(|r| r.site.is_some()).count();
+            let sites = if named > 0 {
+                let modules = Modules::of_self();
+                let mut v: Vec<(usize, Site)> = rules
+                    .0
+                    .iter()
+                    .filter_map(|r| r.site.clone())
+                    .filter_map(|s| Some((modules.address(&s)?, s)))
+                    .collect();
+                v.sort();
+                v
+            } else {
+                Vec::new()
+            };
             Some(Shim {
                 active: parsed.is_some() && next.is_glibc(),
                 rules_ok: parsed.is_some(),
-                rules: parsed.unwrap_or_default(),
-                min_size,
+                rules,
+                min_size: number(protocol::ENV_MIN_SIZE, protocol::DEFAULT_MIN_SIZE),
                 session,
+                profile: std::env::var_os(protocol::ENV_PROFILE).is_some(),
+                hot_arena: number(protocol::ENV_HOT_ARENA, protocol::DEFAULT_HOT_ARENA) as usize,
+                sites_missing: sites.len() < named,
+                sites,
             })
         })
         .as_ref();
@@ -124,6 +173,11 @@ fn shim(next: &Next) -> Option<&'static Shim> {
                     0
                 } else {
                     FLAG_FOREIGN_ALLOCATOR
+                }
+                | if s.sites_missing {
+                    FLAG_SITES_MISSING
+                } else {
+                    0
                 };
             if flags != 0 {
                 if let Some(log) = log_of(s) {
@@ -139,6 +193,7 @@ fn shim(next: &Next) -> Option<&'static Shim> {
 static LOG: AtomicPtr<(u32, Option<AllocLog>)> = AtomicPtr::new(null_mut());
 
 fn log_of(shim: &Shim) -> Option<&'static AllocLog> {
+    let session = shim.session.as_deref()?;
     let pid = std::process::id();
     let current = LOG.load(Ordering::Acquire);
     // SAFETY: LOG only ever holds null or a leaked box, never freed.
@@ -153,11 +208,9 @@ fn log_of(shim: &Shim) -> Option<&'static AllocLog> {
         match again {
             Some((owner, log)) if *owner == pid => log.as_ref(),
             _ => {
-                let log = AllocLog::create(
-                    &protocol::log_path(&shim.session, pid),
-                    protocol::LOG_CAPACITY,
-                )
-                .ok();
+                let log =
+                    AllocLog::create(&protocol::log_path(session, pid), protocol::LOG_CAPACITY)
+                        .ok();
                 let leaked: &'static (u32, Option<AllocLog>) = Box::leak(Box::new((pid, log)));
                 LOG.store(std::ptr::from_ref(leaked).cast_mut(), Ordering::Release);
                 leaked.1.as_ref()
@@ -170,17 +223,124 @@ impl Shim {
     /// Take over an allocation of `size` bytes aligned to `align`: its own mapping, advised as
     /// the rules say, registered and logged. None: leave it to the program's allocator.
     /// `zeroed`: the caller promised zeros (calloc), which a reused block must be cleared for.
-    fn take(&self, size: usize, align: usize, zeroed: bool) -> Option<*mut c_void> {
-        if !self.active || (size as u64) < self.min_size {
+    /// `site`: the caller's return address (0: unknown).
+    fn take(&self, size: usize, align: usize, zeroed: bool, site: usize) -> Option<*mut c_void> {
+        if !self.active {
             return None;
         }
-        guarded(|| self.take_now(size, align, zeroed))
+        if (size as u64) < self.min_size {
+            if !self.profile && self.sites.is_empty() || align > MALLOC_ALIGN {
+                return None;
+            }
+            return guarded(|| self.small(size, zeroed, site));
+        }
+        guarded(|| self.take_now(size, align, zeroed, site))
     }
 
-    fn take_now(&self, size: usize, align: usize, zeroed: bool) -> Option<*mut c_void> {
+    /// A small allocation for an arena: its call site's (profile) or the hot one (a rule with
+    /// policy `arena` names its site). None: the program's allocator takes it.
+    fn small(&self, size: usize, zeroed: bool, site: usize) -> Option<*mut c_void> {
+        let slot = if self.profile {
+            self.site_arena(site)?
+        } else {
+            let at = self.sites.binary_search_by_key(&site, |s| s.0).ok()?;
+            let name = NAME.with(|n| n.get());
+            let (placement, _) =
+                self.rules
+                    .place(size as u64, name_of(&name), Some(&self.sites[at].1));
+            if placement != Placement::Arena {
+                return None;
+            }
+            self.hot_arena()?
+        };
+        let p = arena::alloc(slot, size)?;
+        if zeroed {
+            // SAFETY: the object is at least `size` bytes and handed to no one else yet.
+            unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, size) };
+        }
+        Some(p)
+    }
+
+    /// The arena of call site `site` in a profile run, opened (and logged) at its first
+    /// allocation. None once every arena is taken: later sites stay with the program.
+    fn site_arena(&self, site: usize) -> Option<usize> {
+        const EMPTY: usize = 0;
+        let mut i = site.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (usize::BITS - SITE_BITS);
+        for _ in 0..SITE_TABLE {
+            match SITE_KEYS[i].compare_exchange(EMPTY, site, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => {
+                    let slot = self.open_arena(site, None).unwrap_or(NO_ARENA);
+                    SITE_ARENAS[i].store(slot, Ordering::Release);
+                    return (slot != NO_ARENA).then_some(slot);
+                }
+                Err(k) if k == site => return opened(&SITE_ARENAS[i]),
+                Err(_) => i = (i + 1) % SITE_TABLE,
+            }
+        }
+        None
+    }
+
+    /// The hot arena, opened (and logged) at its first allocation.
+    fn hot_arena(&self) -> Option<usize> {
+        match HOT.compare_exchange(UNOPENED, OPENING, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => {
+                let slot = self.open_arena(0, Some(self.hot_arena)).unwrap_or(NO_ARENA);
+                HOT.store(slot, Ordering::Release);
+                (slot != NO_ARENA).then_some(slot)
+            }
+            Err(_) => opened(&HOT),
+        }
+    }
+
+    /// Open an arena and log it: a call site's (4 KiB pages, so that its accesses are counted
+    /// page by page) or, with a size, the hot one (huge pages).
+    fn open_arena(&self, site: usize, hot: Option<usize>) -> Option<usize> {
+        let (advice, cap, placement) = match hot {
+            Some(cap) => (Advice::HugePage, cap, Placement::Arena),
+            None => (Advice::NoHugePage, arena::SLOT_BYTES, Placement::Base),
+        };
+        let log = log_of(self);
+        let slot = match arena::open(Some(advice), cap) {
+            Ok(s) => s,
+            Err(e) => {
+                if let Some(l) = log {
+                    l.fallback(e.0);
+                }
+                return None;
+            }
+        };
+        if let Some(l) = log {
+            let (start, len) = arena::range(slot);
+            let mut e = entry(start, len, 0, placement, None, Origin::Arena, Ok(()));
+            if hot.is_some() {
+                e.name = pad("hot-arena");
+            } else {
+                e.site = site_label(site);
+            }
+            l.append(&e);
+        }
+        Some(slot)
+    }
+
+    fn take_now(
+        &self,
+        size: usize,
+        align: usize,
+        zeroed: bool,
+        site: usize,
+    ) -> Option<*mut c_void> {
         let log = log_of(self);
         let name = NAME.with(|n| n.get());
-        let (placement, rule) = self.rules.place(size as u64, name_of(&name));
+        let site_of = (site != 0 && (self.profile || !self.sites.is_empty()))
+            .then(|| modules_site(site))
+            .flatten();
+        let (placement, rule) = self
+            .rules
+            .place(size as u64, name_of(&name), site_of.as_ref());
+        let placement = match placement {
+            Placement::Arena => Placement::Thp,
+            p => p,
+        };
         let (b, advice) = match ip::own_reuse(size, align, placement.code()) {
             // Advised when it was first mapped.
             Some(b) => {
@@ -202,7 +362,7 @@ impl Shim {
                     }
                 };
                 let advice = match placement {
-                    Placement::Thp => ip::own_advise(&b, Advice::HugePage),
+                    Placement::Thp | Placement::Arena => ip::own_advise(&b, Advice::HugePage),
                     Placement::Base => ip::own_advise(&b, Advice::NoHugePage),
                     Placement::System => Ok(()),
                 };
@@ -223,6 +383,7 @@ impl Shim {
         if let Some(l) = log {
             let e = LogEntry {
                 name,
+                site: site_of.map_or([0; NAME_BYTES], |s| pad(&s.to_string())),
                 ..entry(
                     b.start,
                     b.len,
@@ -247,9 +408,9 @@ impl Shim {
             return;
         }
         guarded(|| {
-            let (placement, rule) = self.rules.place(len as u64, None);
+            let (placement, rule) = self.rules.place(len as u64, None, None);
             let advice = match placement {
-                Placement::Thp => ip::advise_range(start, len, Advice::HugePage),
+                Placement::Thp | Placement::Arena => ip::advise_range(start, len, Advice::HugePage),
                 Placement::Base => ip::advise_range(start, len, Advice::NoHugePage),
                 Placement::System => Ok(()),
             };
@@ -323,7 +484,65 @@ fn entry(
         freed_ns: None,
         tag: 0,
         name: [0; NAME_BYTES],
+        site: [0; NAME_BYTES],
     }
+}
+
+/// The arena in `cell` once another thread has opened it. A process forked while another
+/// thread was opening it never sees it opened: after a while it stops waiting, marks it
+/// missing, and the allocation goes to the program's allocator.
+fn opened(cell: &AtomicUsize) -> Option<usize> {
+    for spins in 0..100_000u32 {
+        match cell.load(Ordering::Acquire) {
+            OPENING => {
+                if spins < 64 {
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+            NO_ARENA => return None,
+            slot => return Some(slot),
+        }
+    }
+    // Given up on: later calls need not wait (the opener, if there is one, still stores it).
+    let _ = cell.compare_exchange(OPENING, NO_ARENA, Ordering::AcqRel, Ordering::Acquire);
+    None
+}
+
+/// Sites' arenas of a profile run: an open-addressing table keyed by return address.
+const SITE_BITS: u32 = 10;
+const SITE_TABLE: usize = 1 << SITE_BITS;
+static SITE_KEYS: [AtomicUsize; SITE_TABLE] = [const { AtomicUsize::new(0) }; SITE_TABLE];
+static SITE_ARENAS: [AtomicUsize; SITE_TABLE] = [const { AtomicUsize::new(OPENING) }; SITE_TABLE];
+/// The hot arena's slot, or one of the markers below.
+static HOT: AtomicUsize = AtomicUsize::new(UNOPENED);
+const UNOPENED: usize = usize::MAX;
+const OPENING: usize = usize::MAX - 1;
+const NO_ARENA: usize = usize::MAX - 2;
+
+/// The program's modules as last read, re-read (a bounded number of times) when an address
+/// falls outside them (a library loaded later).
+static MODULES: AtomicPtr<Modules> = AtomicPtr::new(null_mut());
+static MODULE_READS: AtomicUsize = AtomicUsize::new(0);
+
+fn modules_site(addr: usize) -> Option<Site> {
+    let current = MODULES.load(Ordering::Acquire);
+    // SAFETY: MODULES only ever holds null or a leaked box, never freed.
+    if let Some(site) = unsafe { current.as_ref() }.and_then(|m| m.site(addr)) {
+        return Some(site);
+    }
+    if MODULE_READS.fetch_add(1, Ordering::AcqRel) >= 64 {
+        return None;
+    }
+    let fresh: &'static Modules = Box::leak(Box::new(Modules::of_self()));
+    MODULES.store(std::ptr::from_ref(fresh).cast_mut(), Ordering::Release);
+    fresh.site(addr)
+}
+
+/// A call site's label for the log (all zeros when unknown).
+fn site_label(addr: usize) -> [u8; NAME_BYTES] {
+    modules_site(addr).map_or([0; NAME_BYTES], |s| pad(&s.to_string()))
 }
 
 thread_local! {
@@ -370,16 +589,35 @@ fn usable(b: &OwnBlock) -> usize {
     b.start + b.len - b.user
 }
 
-/// `malloc(3)`.
+/// `malloc(3)`: passes its caller's return address on to `malloc_at`.
 ///
 /// # Safety
 /// The C library's contract.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
 #[no_mangle]
 pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
+    // The return address is on top of the stack at entry; it becomes the second argument, and
+    // the jump leaves the stack as the caller made it.
+    core::arch::naked_asm!("mov rsi, [rsp]", "jmp {f}@PLT", f = sym malloc_at)
+}
+
+/// `malloc(3)`, without call sites.
+///
+/// # Safety
+/// The C library's contract.
+#[cfg(not(target_arch = "x86_64"))]
+#[no_mangle]
+pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
+    malloc_at(size, 0)
+}
+
+/// `malloc` called from `site`.
+extern "C" fn malloc_at(size: usize, site: usize) -> *mut c_void {
     let Some((next, shim)) = parts() else {
         return ip::bootstrap_alloc(size);
     };
-    shim.and_then(|s| s.take(size, MALLOC_ALIGN, false))
+    shim.and_then(|s| s.take(size, MALLOC_ALIGN, false, site))
         .unwrap_or_else(|| next.malloc(size))
 }
 
@@ -390,6 +628,11 @@ pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
 #[no_mangle]
 pub unsafe extern "C" fn free(p: *mut c_void) {
     if p.is_null() || ip::is_bootstrap(p) {
+        return;
+    }
+    if arena::slot_of(p).is_some() {
+        // SAFETY: an arena handed p out, and the caller gives it up.
+        unsafe { arena::free(p) };
         return;
     }
     let Some((next, shim)) = parts() else {
@@ -406,30 +649,67 @@ pub unsafe extern "C" fn free(p: *mut c_void) {
     unsafe { next.free(p) }
 }
 
-/// `calloc(3)`.
+/// `calloc(3)`: passes its caller's return address on to `calloc_at`.
 ///
 /// # Safety
 /// The C library's contract.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
 #[no_mangle]
 pub unsafe extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
+    core::arch::naked_asm!("mov rdx, [rsp]", "jmp {f}@PLT", f = sym calloc_at)
+}
+
+/// `calloc(3)`, without call sites.
+///
+/// # Safety
+/// The C library's contract.
+#[cfg(not(target_arch = "x86_64"))]
+#[no_mangle]
+pub unsafe extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
+    calloc_at(n, size, 0)
+}
+
+/// `calloc` called from `site`.
+extern "C" fn calloc_at(n: usize, size: usize, site: usize) -> *mut c_void {
     let Some((next, shim)) = parts() else {
         return n.checked_mul(size).map_or(null_mut(), ip::bootstrap_alloc);
     };
-    // A fresh mapping reads as zeros: nothing to clear.
+    // A fresh mapping reads as zeros: only a reused block is cleared.
     n.checked_mul(size)
-        .and_then(|total| shim.and_then(|s| s.take(total, MALLOC_ALIGN, true)))
+        .and_then(|total| shim.and_then(|s| s.take(total, MALLOC_ALIGN, true, site)))
         .unwrap_or_else(|| next.calloc(n, size))
 }
 
-/// `realloc(3)`.
+/// `realloc(3)`: passes its caller's return address on to `realloc_at`.
 ///
 /// # Safety
 /// The C library's contract: `p` is null or a live allocation.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
 #[no_mangle]
 pub unsafe extern "C" fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
+    core::arch::naked_asm!("mov rdx, [rsp]", "jmp {f}@PLT", f = sym realloc_at)
+}
+
+/// `realloc(3)`, without call sites.
+///
+/// # Safety
+/// The C library's contract: `p` is null or a live allocation.
+#[cfg(not(target_arch = "x86_64"))]
+#[no_mangle]
+pub unsafe extern "C" fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
+    // SAFETY: the caller's contract.
+    unsafe { realloc_at(p, size, 0) }
+}
+
+/// `realloc` called from `site`.
+///
+/// # Safety
+/// The C library's contract: `p` is null or a live allocation.
+unsafe extern "C" fn realloc_at(p: *mut c_void, size: usize, site: usize) -> *mut c_void {
     if p.is_null() {
-        // SAFETY: malloc's contract is met by any size.
-        return unsafe { malloc(size) };
+        return malloc_at(size, site);
     }
     let Some((next, shim)) = parts() else {
         return null_mut();
@@ -444,8 +724,20 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
     if ip::is_bootstrap(p) {
         // SAFETY: p came from the bootstrap arena.
         let old = unsafe { ip::bootstrap_size(p) };
-        // SAFETY: as above.
-        return moved(unsafe { malloc(size) }, old);
+        return moved(malloc_at(size, site), old);
+    }
+    if arena::slot_of(p).is_some() {
+        // SAFETY: an arena handed p out and it is live.
+        let old = unsafe { arena::usable_size(p) };
+        if size <= old && size > old / 2 {
+            return p;
+        }
+        let new = moved(malloc_at(size, site), old);
+        if !new.is_null() || size == 0 {
+            // SAFETY: p is the arena's, and its data now lives in `new` (or size 0 frees it).
+            unsafe { arena::free(p) };
+        }
+        return new;
     }
     // SAFETY: p is a live allocation (the caller's contract).
     if let Some(b) = unsafe { own(shim, p) } {
@@ -458,7 +750,7 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
             return p;
         }
         let new = shim
-            .and_then(|s| s.take(size, MALLOC_ALIGN, false))
+            .and_then(|s| s.take(size, MALLOC_ALIGN, false, site))
             .unwrap_or_else(|| next.malloc(size));
         if new.is_null() {
             return new;
@@ -472,7 +764,7 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
     if let Some(s) = shim.filter(|s| s.active && size as u64 >= s.min_size) {
         // SAFETY: p is the program allocator's and live.
         if let Some(old) = unsafe { next.usable_size(p) } {
-            if let Some(new) = s.take(size, MALLOC_ALIGN, false) {
+            if let Some(new) = s.take(size, MALLOC_ALIGN, false, site) {
                 let new = moved(new, old);
                 // SAFETY: p is the program allocator's, and its data now lives in `new`.
                 unsafe { next.free(p) };
@@ -492,7 +784,7 @@ fn aligned(align: usize, size: usize, fallback: impl FnOnce(&Next) -> *mut c_voi
             null_mut()
         };
     };
-    shim.and_then(|s| s.take(size, align.max(MALLOC_ALIGN), false))
+    shim.and_then(|s| s.take(size, align.max(MALLOC_ALIGN), false, 0))
         .unwrap_or_else(|| fallback(next))
 }
 
@@ -506,7 +798,7 @@ pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, siz
         return libc::EINVAL;
     }
     if let Some((next, shim)) = parts() {
-        if let Some(p) = shim.and_then(|s| s.take(size, align.max(MALLOC_ALIGN), false)) {
+        if let Some(p) = shim.and_then(|s| s.take(size, align.max(MALLOC_ALIGN), false, 0)) {
             // SAFETY: out is valid for a write (the caller's contract).
             unsafe { out.write(p) };
             return 0;
@@ -566,6 +858,10 @@ pub unsafe extern "C" fn malloc_usable_size(p: *mut c_void) -> usize {
     if ip::is_bootstrap(p) {
         // SAFETY: p came from the bootstrap arena.
         return unsafe { ip::bootstrap_size(p) };
+    }
+    if arena::slot_of(p).is_some() {
+        // SAFETY: an arena handed p out and it is live.
+        return unsafe { arena::usable_size(p) };
     }
     let Some((next, shim)) = parts() else {
         return 0;

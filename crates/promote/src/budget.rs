@@ -86,6 +86,7 @@ mod tests {
             huge: false,
             samples: 0,
             sampled_pages: 0,
+            walks: 0,
             sampled: true,
         }
     }

@@ -106,6 +106,11 @@ impl Subscriber {
         })
     }
 
+    /// Samples published since the last [`drain`](Self::drain), read or not.
+    pub fn waiting(&self) -> u64 {
+        self.ring.head().saturating_sub(self.cursor)
+    }
+
     /// Append the addresses sampled since the last call to `out` (write bit cleared), at most
     /// the newest `max` of them: a fast program can publish more samples than are worth
     /// counting, and the newest are the ones that say what is hot now. Returns how many were

@@ -8,6 +8,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use hugewise_sys::alloclog::{self, AllocLog};
+
 use crate::action::{Action, ActionKind};
 use crate::budget::{self, Limit, Share};
 use crate::channel::Subscriber;
@@ -40,6 +42,11 @@ pub struct Config {
     /// daemon are read at once, and the daemon's own actions update what it knows. Reading
     /// page tables is what the daemon's CPU time grows with.
     pub scan_chunks: usize,
+    /// Samples to count before a policy that ranks by samples acts (0: act on the first
+    /// look). Until then the daemon counts without promoting, and looks again as soon as this
+    /// many are waiting instead of a whole interval later: a first decision on the few samples
+    /// of a first scan picks chunks by noise, and each correction costs a collapse.
+    pub first_samples: u64,
 }
 
 impl Default for Config {
@@ -53,6 +60,7 @@ impl Default for Config {
             swap_factor: 2.0,
             max_samples: 1 << 18,
             scan_chunks: 2048,
+            first_samples: 1 << 16,
         }
     }
 }
@@ -67,9 +75,36 @@ struct Managed {
     known: std::collections::BTreeMap<usize, (u16, bool)>,
     /// Where the next partial sweep starts.
     cursor: usize,
+    /// The allocation log the target keeps when it runs under `hugewise exec` (or linked the
+    /// preload library): allocations its rules put on 4 KiB pages are left alone.
+    log: Option<AllocLog>,
+    /// Chunks read huge before and now neither huge nor wholly mapped: the program freed part
+    /// of a huge page (an allocator returning pages), the kernel split its mapping, and the
+    /// page stays whole, freed part and all, until something splits it. Released this
+    /// interval.
+    broken: Vec<usize>,
 }
 
 impl Managed {
+    /// The live allocations the target's log says its rules put on 4 KiB pages.
+    fn base_allocations(&mut self) -> Vec<std::ops::Range<usize>> {
+        // Looked for at every sweep until found: a program makes it at its first allocation
+        // taken over, and the directory holds a few files.
+        if self.log.is_none() {
+            self.log = alloclog::logs_of(self.target.pid())
+                .first()
+                .and_then(|p| AllocLog::open(p).ok());
+        }
+        let Some(log) = &self.log else {
+            return Vec::new();
+        };
+        log.entries()
+            .iter()
+            .filter(|e| e.freed_ns.is_none() && e.policy == alloclog::POLICY_BASE)
+            .map(|e| e.start as usize..(e.start + e.len) as usize)
+            .collect()
+    }
+
     fn new(
         target: Target,
         samples: Option<Subscriber>,
@@ -81,6 +116,8 @@ impl Managed {
             channel,
             known: Default::default(),
             cursor: 0,
+            broken: Vec::new(),
+            log: None,
         }
     }
 
@@ -89,9 +126,11 @@ impl Managed {
     /// last read, sorted by address.
     fn sweep(&mut self, limit: usize, read: &mut u64) -> Result<Vec<(usize, u16, bool)>> {
         let ranges = self.target.huge_capable()?;
+        let kept_small = self.base_allocations();
         let addrs: Vec<usize> = ranges
             .iter()
             .flat_map(|r| (r.start..r.end).step_by(HUGE))
+            .filter(|&a| !kept_small.iter().any(|b| a < b.end && b.start < a + HUGE))
             .collect();
         let mut due: Vec<bool> = addrs
             .iter()
@@ -117,8 +156,15 @@ impl Managed {
             }
             *read += (j - i) as u64;
             for c in self.target.scan(&(addrs[i]..addrs[j - 1] + HUGE))? {
-                self.known
-                    .insert(c.addr, (c.mapped_pages, c.huge == Some(true)));
+                let now = (c.mapped_pages, c.huge == Some(true));
+                let before = self.known.insert(c.addr, now);
+                if before.is_some_and(|b| b.1)
+                    && !now.1
+                    && now.0 > 0
+                    && usize::from(now.0) < BASE_PER_HUGE
+                {
+                    self.broken.push(c.addr);
+                }
             }
             i = j;
         }
@@ -136,6 +182,9 @@ pub struct Daemon {
     t0: Instant,
     last: Option<Instant>,
     ever_sampled: std::collections::BTreeSet<i32>,
+    /// Samples counted so far, over every target, and when the first were.
+    counted: u64,
+    first_counted: Option<Instant>,
     /// Chunks the kernel refused to collapse with `EINVAL` (their mapping says no huge pages,
     /// `MADV_NOHUGEPAGE`): asking again would only be refused again.
     refused: std::collections::HashSet<(i32, usize)>,
@@ -151,6 +200,8 @@ impl Daemon {
             t0,
             last: None,
             ever_sampled: Default::default(),
+            counted: 0,
+            first_counted: None,
             refused: Default::default(),
         }
     }
@@ -211,6 +262,7 @@ impl Daemon {
                     huge,
                     samples: 0,
                     sampled_pages: 0,
+                    walks: 0,
                     sampled: m.samples.is_some(),
                 })),
                 Err(Error::Gone { .. }) => {
@@ -254,6 +306,7 @@ impl Daemon {
         let done = match kind {
             ActionKind::Promote => t.promote(range.clone()),
             ActionKind::Demote => t.demote(range.clone()),
+            ActionKind::Release => t.release(range.clone()),
         };
         let a = match done {
             Ok(a) => a,
@@ -304,6 +357,32 @@ impl Daemon {
         Ok(ok)
     }
 
+    /// Split the huge pages the programs broke (see `Managed::broken`), so that the part they
+    /// freed goes back to the kernel: a huge page only partly mapped is bloat until split.
+    fn release_broken(
+        &mut self,
+        iv: &mut Interval,
+        on_action: &mut dyn FnMut(&Action),
+    ) -> Result<()> {
+        for i in 0..self.targets.len() {
+            for addr in std::mem::take(&mut self.targets[i].broken) {
+                let a = match self.targets[i].target.release(addr..addr + HUGE) {
+                    Ok(a) => a,
+                    // Unmapped since the scan: nothing left to release.
+                    Err(Error::BadRange { .. }) => continue,
+                    Err(e) => return Err(e),
+                };
+                on_action(&a);
+                if a.succeeded() {
+                    iv.released += 1;
+                } else if a.outcome != "gone" {
+                    iv.failed += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// One interval's work: scan, decide, demote, promote. `on_action` hears every action.
     pub fn step(&mut self, on_action: &mut dyn FnMut(&Action)) -> Result<Interval> {
         let cpu0 = hugewise_sys::rusage::thread_cpu_ns();
@@ -328,8 +407,21 @@ impl Daemon {
         iv.budget_bytes = self.cfg.limit.bytes(iv.mapped_bytes);
         let mut huge = chunks.iter().filter(|c| c.huge).count() as u64 * HUGE as u64;
         iv.huge_bytes_before = huge;
+        self.release_broken(&mut iv, on_action)?;
 
-        let d = self.policy.decide(&chunks, dt);
+        self.policy
+            .budget_chunks((iv.budget_bytes / HUGE as u64) as usize);
+        self.counted += iv.samples;
+        if self.counted > 0 && self.first_counted.is_none() {
+            self.first_counted = Some(now);
+        }
+        let mut d = self.policy.decide(&chunks, dt);
+        if self.warming_up() {
+            // The policy has seen the samples (its scores build up), but too few to act on;
+            // the budget is still held.
+            d.promote.clear();
+            d.demote.clear();
+        }
         let mut demoted = vec![false; chunks.len()];
         for &i in &d.demote {
             if chunks[i].huge
@@ -423,18 +515,48 @@ impl Daemon {
             let mut actions = Vec::new();
             let iv = self.step(&mut |a| actions.push(a.clone()))?;
             on_interval(&iv, &actions);
+            let early = self.warming_up();
+            let missing = self.cfg.first_samples.saturating_sub(self.counted);
             while !cancel.load(Ordering::Relaxed) && start.elapsed() < self.cfg.interval {
+                if early && self.samples_waiting() >= missing {
+                    break;
+                }
+                let nap = if early { 10 } else { 50 };
                 std::thread::sleep(
-                    (self.cfg.interval - start.elapsed()).min(Duration::from_millis(50)),
+                    (self.cfg.interval - start.elapsed()).min(Duration::from_millis(nap)),
                 );
             }
         }
         Ok(())
     }
+
+    /// Whether the policy ranks by samples and too few have been counted to act on: fewer
+    /// than `first_samples`, and the first came less than an interval ago (a program that
+    /// names its hot ranges once, or publishes slowly, is acted on an interval later, not
+    /// never). A daemon whose targets publish none does not wait: the policy has nothing to go
+    /// on either way and says so.
+    fn warming_up(&self) -> bool {
+        self.policy.ranks_by_samples()
+            && self.counted < self.cfg.first_samples
+            && self
+                .first_counted
+                .is_none_or(|t| t.elapsed() < self.cfg.interval)
+            && self.targets.iter().any(|m| m.samples.is_some())
+    }
+
+    /// The most samples any target has published since the daemon last read its ring.
+    fn samples_waiting(&self) -> u64 {
+        self.targets
+            .iter()
+            .filter_map(|m| m.samples.as_ref().map(Subscriber::waiting))
+            .max()
+            .unwrap_or(0)
+    }
 }
 
-/// Count `addrs` (one target's samples) into its `chunks` (sorted by address): samples per
-/// chunk and distinct base pages. Runs of consecutive chunks are found once, so a sample costs a
+/// Count `addrs` (one target's samples, in the order written) into its `chunks` (sorted by
+/// address): samples per chunk, distinct base pages, and walks (samples on another page than
+/// the chunk's sample before). Runs of consecutive chunks are found once, so a sample costs a
 /// search over the runs (a few mappings) and an index, not a search over every chunk.
 fn count_samples(chunks: &mut [ChunkInfo], addrs: &[usize]) {
     // (first address, one past the last, index of the first chunk) of each contiguous run.
@@ -446,6 +568,7 @@ fn count_samples(chunks: &mut [ChunkInfo], addrs: &[usize]) {
         }
     }
     let mut bits = vec![[0u64; BASE_PER_HUGE / 64]; chunks.len()];
+    let mut last_page = vec![usize::MAX; chunks.len()];
     for &a in addrs {
         let k = runs.partition_point(|r| r.1 <= a);
         let Some(&(start, end, first)) = runs.get(k) else {
@@ -458,6 +581,10 @@ fn count_samples(chunks: &mut [ChunkInfo], addrs: &[usize]) {
         chunks[i].samples += 1;
         let page = (a - start) % HUGE / 4096;
         bits[i][page / 64] |= 1 << (page % 64);
+        if last_page[i] != page {
+            chunks[i].walks += 1;
+            last_page[i] = page;
+        }
     }
     for (c, b) in chunks.iter_mut().zip(&bits) {
         if c.samples > 0 {
@@ -479,6 +606,7 @@ mod tests {
             huge: false,
             samples: 0,
             sampled_pages: 0,
+            walks: 0,
             sampled: true,
         };
         let mut chunks = [mk(0x4000_0000), mk(0x4020_0000), mk(0x4080_0000)];
@@ -492,10 +620,11 @@ mod tests {
             0x4040_0000,
         ];
         count_samples(&mut chunks, &addrs);
-        let got: Vec<(u32, u16)> = chunks
+        let got: Vec<(u32, u16, u32)> = chunks
             .iter()
-            .map(|c| (c.samples, c.sampled_pages))
+            .map(|c| (c.samples, c.sampled_pages, c.walks))
             .collect();
-        assert_eq!(got, [(3, 2), (1, 1), (0, 0)]);
+        // The first chunk's samples fall on page 0, 0, then 1: two walks.
+        assert_eq!(got, [(3, 2, 2), (1, 1, 1), (0, 0, 0)]);
     }
 }

@@ -20,6 +20,11 @@ pub struct ChunkInfo {
     pub samples: u32,
     /// Distinct base pages among those samples, 0..=512.
     pub sampled_pages: u16,
+    /// Samples on another base page than the chunk's sample before: an estimate of the TLB
+    /// misses (page walks) the accesses cause. A stream through the chunk lands many samples
+    /// in a row on one page and costs one walk a page; random reads over a large array land
+    /// each on a new page and cost a walk each. The PCC counts walks, not accesses.
+    pub walks: u32,
     /// Whether the target publishes access samples at all: without them a policy has only
     /// the mapped pages to go on, and says so.
     pub sampled: bool,
@@ -45,6 +50,14 @@ pub trait Policy: Send {
     /// Look at every chunk of every target (ordered by pid, then address) and decide.
     /// `interval_s` is the time since the last call.
     fn decide(&mut self, chunks: &[ChunkInfo], interval_s: f64) -> Decision;
+    /// How many 2 MiB chunks the budget holds this interval, told before each decision: a
+    /// policy that keeps a fixed number of candidates can keep enough to fill it.
+    fn budget_chunks(&mut self, _chunks: usize) {}
+    /// Whether it ranks chunks by access samples alone, so that a decision on a handful of
+    /// them is noise: the daemon then counts samples without acting until it has enough.
+    fn ranks_by_samples(&self) -> bool {
+        false
+    }
 }
 
 /// Names accepted by [`by_name`].

@@ -62,6 +62,7 @@ pub fn replay(
             let done = match step.kind {
                 ActionKind::Promote => target.promote(chunk..chunk + HUGE),
                 ActionKind::Demote => target.demote(chunk..chunk + HUGE),
+                ActionKind::Release => target.release(chunk..chunk + HUGE),
             };
             let a = match done {
                 Ok(a) => a,

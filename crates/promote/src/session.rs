@@ -271,6 +271,11 @@ impl Log {
                 .iter()
                 .filter(|a| a.kind == ActionKind::Demote && a.succeeded() && a.outcome == "ok")
                 .count() as u64,
+            released: self
+                .actions
+                .iter()
+                .filter(|a| a.kind == ActionKind::Release && a.succeeded())
+                .count() as u64,
             huge_bytes_final: self.intervals.last().map(|i| i.huge_bytes_after),
             collapse_p50_ns: percentile(&lat, 0.5),
             collapse_p99_ns: percentile(&lat, 0.99),

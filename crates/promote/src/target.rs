@@ -151,17 +151,46 @@ impl Target {
     /// a target that exited are recorded in the action, not errors; a bad range or a denied
     /// call is.
     pub fn promote(&self, range: Range<usize>) -> Result<Action> {
-        self.act(range, ActionKind::Promote)
+        self.act(
+            range.clone(),
+            ActionKind::Promote,
+            vec![range],
+            Advice::Collapse,
+        )
     }
 
     /// Split the huge pages of `range` back into 4 KiB pages: `MADV_COLD` over the last 4 KiB
     /// of each chunk, which makes the kernel split a PMD-mapped huge page to deactivate just
     /// that part. The data stays; one base page per chunk is marked cold.
     pub fn demote(&self, range: Range<usize>) -> Result<Action> {
-        self.act(range, ActionKind::Demote)
+        let tails = range
+            .clone()
+            .step_by(HUGE)
+            .map(|c| c + HUGE - 4096..c + HUGE)
+            .collect();
+        self.act(range, ActionKind::Demote, tails, Advice::Cold)
     }
 
-    fn act(&self, range: Range<usize>, kind: ActionKind) -> Result<Action> {
+    /// Split huge pages that are mapped with 4 KiB entries and partly unmapped (an allocator
+    /// gave part of one back): `MADV_COLD` over the whole of each chunk, which makes the
+    /// kernel split such a page (it covers fewer entries than the page has), and the parts
+    /// no longer mapped go back to the kernel at once instead of when memory runs short.
+    pub fn release(&self, range: Range<usize>) -> Result<Action> {
+        self.act(
+            range.clone(),
+            ActionKind::Release,
+            vec![range],
+            Advice::Cold,
+        )
+    }
+
+    fn act(
+        &self,
+        range: Range<usize>,
+        kind: ActionKind,
+        ranges: Vec<Range<usize>>,
+        advice: Advice,
+    ) -> Result<Action> {
         let t_ms = self.t0.elapsed().as_secs_f64() * 1e3;
         let mut action = Action {
             t_ms,
@@ -180,17 +209,6 @@ impl Target {
             }
             r => r?,
         }
-        let (ranges, advice): (Vec<Range<usize>>, Advice) = match kind {
-            ActionKind::Promote => (vec![range.clone()], Advice::Collapse),
-            ActionKind::Demote => (
-                range
-                    .clone()
-                    .step_by(HUGE)
-                    .map(|c| c + HUGE - 4096..c + HUGE)
-                    .collect(),
-                Advice::Cold,
-            ),
-        };
         let t = Instant::now();
         let r = self.pidfd.madvise(&ranges, advice);
         action.latency_ns = t.elapsed().as_nanos() as u64;

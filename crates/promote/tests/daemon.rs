@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use hugewise_promote::action::ActionKind;
 use hugewise_promote::budget::Limit;
 use hugewise_promote::channel::{Publisher, Subscriber};
 use hugewise_promote::daemon::{Config, Daemon};
@@ -26,10 +27,12 @@ fn is_root() -> bool {
     ProcFs::default().kpageflags().is_ok()
 }
 
+/// A daemon that acts on the samples of its first look (the tests publish exact counts).
 fn cfg(limit: Limit) -> Config {
     Config {
         interval: Duration::from_millis(10),
         limit,
+        first_samples: 0,
         ..Config::default()
     }
 }
@@ -40,6 +43,41 @@ fn huge_map(t: &Target, m: &Mapping) -> Vec<bool> {
         .iter()
         .map(|c| c.huge == Some(true))
         .collect()
+}
+
+/// `chunks` 2 MiB chunks faulted in 4 KiB pages, with collapse allowed: no advice at all, so
+/// that with THP `madvise` the faults are 4 KiB and khugepaged (which then scans only
+/// `MADV_HUGEPAGE` areas) leaves them alone, while `MADV_COLLAPSE` ignores the mode. `None`,
+/// and the test skips, when the kernel made huge pages at fault (THP `always`).
+fn four_k_chunks(chunks: usize) -> Option<Mapping> {
+    let mut m = Mapping::anonymous(chunks * HUGE, MapOptions::default()).expect("map");
+    m.touch_pages(4096);
+    let me = Target::attach(
+        &ProcFs::default(),
+        std::process::id() as i32,
+        Instant::now(),
+    )
+    .expect("attach");
+    if huge_map(&me, &m).iter().any(|&h| h) {
+        hugewise_sys::testing::skip("THP `always` gave huge pages at fault");
+        return None;
+    }
+    Some(m)
+}
+
+/// A `pcc` daemon managing this process with `config`, reading the samples of a ring of its own
+/// (named by `name`), and the ring's publisher.
+fn pcc_on_me(name: &str, config: Config) -> (Publisher, Daemon) {
+    let ring = std::env::temp_dir().join(format!("hw-daemon-{name}-{}", std::process::id()));
+    let publisher = Publisher::create_at(&ring, 1 << 16).expect("ring");
+    let t0 = Instant::now();
+    let me = std::process::id() as i32;
+    let mut d = Daemon::new(by_name("pcc").expect("pcc"), config, t0);
+    d.add_with(
+        Target::attach(&ProcFs::default(), me, t0).expect("attach"),
+        Subscriber::open_at(&ring),
+    );
+    (publisher, d)
 }
 
 /// Samples for the chunks in `hot` of `m`, `n` each, spread over all their pages.
@@ -58,21 +96,12 @@ fn pcc_follows_the_samples_within_its_budget() {
         hugewise_sys::testing::skip("frames are visible to root only");
         return;
     }
-    let mut m = Mapping::anonymous(8 * HUGE, MapOptions::default()).expect("map");
-    m.advise(0..m.len(), Advice::NoHugePage)
-        .expect("no THP at fault");
-    m.touch_pages(4096);
-    // NOHUGEPAGE blocks MADV_COLLAPSE too: allow it again now that the pages are in.
-    m.advise(0..m.len(), Advice::HugePage)
-        .expect("allow collapse");
-    let ring = std::env::temp_dir().join(format!("hw-daemon-ring-{}", std::process::id()));
-    let publisher = Publisher::create_at(&ring, 1 << 16).expect("ring");
-    let t0 = Instant::now();
+    let Some(m) = four_k_chunks(8) else {
+        return;
+    };
+    let (publisher, mut d) = pcc_on_me("ring", cfg(Limit::Bytes(4 << 20)));
     let me = std::process::id() as i32;
-    let target = Target::attach(&ProcFs::default(), me, t0).expect("attach");
-    let check = Target::attach(&ProcFs::default(), me, t0).expect("attach");
-    let mut d = Daemon::new(by_name("pcc").expect("pcc"), cfg(Limit::Bytes(4 << 20)), t0);
-    d.add_with(target, Subscriber::open_at(&ring));
+    let check = Target::attach(&ProcFs::default(), me, Instant::now()).expect("attach");
     assert_eq!(d.sampled(), [me]);
 
     heat(&publisher, &m, &[5, 6], 1000);
@@ -94,6 +123,143 @@ fn pcc_follows_the_samples_within_its_budget() {
         "{iv:?}"
     );
     assert_eq!((iv.promoted, iv.demoted), (2, 2));
+}
+
+#[test]
+fn the_first_decision_comes_once_samples_are_in_not_a_whole_interval_later() {
+    let _one = serial();
+    if !is_root() {
+        hugewise_sys::testing::skip("frames are visible to root only");
+        return;
+    }
+    let Some(m) = four_k_chunks(4) else {
+        return;
+    };
+    let ring = std::env::temp_dir().join(format!("hw-daemon-first-{}", std::process::id()));
+    let publisher = Publisher::create_at(&ring, 1 << 16).expect("ring");
+    let t0 = Instant::now();
+    let me = std::process::id() as i32;
+    let target = Target::attach(&ProcFs::default(), me, t0).expect("attach");
+    // An interval of a minute: without the early look nothing would happen in this test.
+    let config = Config {
+        interval: Duration::from_secs(60),
+        limit: Limit::Bytes(2 << 20),
+        first_samples: 1000,
+        ..Config::default()
+    };
+    let mut d = Daemon::new(by_name("pcc").expect("pcc"), config, t0);
+    d.add_with(target, Subscriber::open_at(&ring));
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let mut seen: Vec<(f64, u64, u32)> = Vec::new();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            // After the daemon's first look (no samples yet), 2000 samples on chunk 2.
+            std::thread::sleep(Duration::from_millis(200));
+            heat(&publisher, &m, &[2], 2000);
+        });
+        d.run(&stop, &mut |iv, _| {
+            seen.push((iv.t_ms, iv.samples, iv.promoted));
+            if iv.promoted > 0 || seen.len() > 2 {
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        })
+        .expect("run");
+    });
+    // First look at once, with nothing; the second as soon as the samples were in, well
+    // within the minute, promoting the sampled chunk.
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_eq!((seen[0].1, seen[0].2), (0, 0), "{seen:?}");
+    // (It may look while the samples are still being written: at 1000 of them or more.)
+    assert!(seen[1].1 >= 1000 && seen[1].2 == 1, "{seen:?}");
+    assert!(seen[1].0 < 5_000.0, "{seen:?}");
+}
+
+#[test]
+fn a_sampled_policy_counts_without_acting_until_it_has_enough_samples() {
+    let _one = serial();
+    if !is_root() {
+        hugewise_sys::testing::skip("frames are visible to root only");
+        return;
+    }
+    let Some(m) = four_k_chunks(4) else {
+        return;
+    };
+    // An interval of a minute: only the count ends the warm-up here.
+    let (publisher, mut d) = pcc_on_me(
+        "warm",
+        Config {
+            first_samples: 3000,
+            interval: Duration::from_secs(60),
+            ..cfg(Limit::Bytes(2 << 20))
+        },
+    );
+    let (t0, me) = (Instant::now(), std::process::id() as i32);
+    // 2000 samples, all on chunk 1: counted, not acted on (2000 < 3000).
+    heat(&publisher, &m, &[1], 2000);
+    let iv = d.step(&mut |_| {}).expect("step");
+    assert_eq!((iv.samples, iv.promoted), (2000, 0), "{iv:?}");
+    // 1500 more on chunk 3: 3500 counted; the PCC's scores kept the first interval's heat
+    // (2000 / 2 = 1000 for chunk 1, 1500 for chunk 3): chunk 3 is promoted, within the
+    // budget of one.
+    heat(&publisher, &m, &[3], 1500);
+    let mut acted = Vec::new();
+    let iv = d
+        .step(&mut |a| acted.push((a.kind, a.start)))
+        .expect("step");
+    assert_eq!((iv.samples, iv.promoted), (1500, 1), "{iv:?}");
+    // What the daemon promoted is its actions.
+    let promoted: Vec<usize> = acted
+        .iter()
+        .filter(|a| a.0 == ActionKind::Promote)
+        .map(|a| a.1)
+        .collect();
+    assert_eq!(promoted, [m.addr() + 3 * HUGE], "{acted:?}");
+    let check = Target::attach(&ProcFs::default(), me, t0).expect("attach");
+    assert!(huge_map(&check, &m)[3]);
+    // The linux policy does not rank by samples: with the same ring it acts at once whatever
+    // the setting.
+    let ring = std::env::temp_dir().join(format!("hw-daemon-warm-{me}"));
+    let mut l = Daemon::new(Box::new(Linux::with(1 << 30, 1.0, 511)), config_linux(), t0);
+    l.add_with(
+        Target::attach(&ProcFs::default(), me, t0).expect("attach"),
+        Subscriber::open_at(&ring),
+    );
+    assert!(Subscriber::open_at(&ring).is_some(), "the ring is there");
+    assert!(l.step(&mut |_| {}).expect("step").promoted >= 1);
+}
+
+#[test]
+fn a_slow_publisher_is_acted_on_an_interval_after_its_first_samples() {
+    let _one = serial();
+    if !is_root() {
+        hugewise_sys::testing::skip("frames are visible to root only");
+        return;
+    }
+    let Some(m) = four_k_chunks(2) else {
+        return;
+    };
+    // It would take a billion samples to end the warm-up by count.
+    let (publisher, mut d) = pcc_on_me(
+        "slow",
+        Config {
+            first_samples: 1 << 30,
+            interval: Duration::from_millis(200),
+            ..cfg(Limit::Bytes(2 << 20))
+        },
+    );
+    heat(&publisher, &m, &[1], 100);
+    assert_eq!(d.step(&mut |_| {}).expect("step").promoted, 0);
+    std::thread::sleep(Duration::from_millis(250));
+    heat(&publisher, &m, &[1], 100);
+    let iv = d.step(&mut |_| {}).expect("step");
+    assert_eq!((iv.samples, iv.promoted), (100, 1), "{iv:?}");
+}
+
+fn config_linux() -> Config {
+    Config {
+        first_samples: 1 << 20,
+        ..cfg(Limit::Share(1.0))
+    }
 }
 
 #[test]

@@ -12,6 +12,7 @@ fn chunk(pid: i32, n: usize, mapped: u16, huge: bool) -> ChunkInfo {
         huge,
         samples: 0,
         sampled_pages: 0,
+        walks: 0,
         sampled: true,
     }
 }
@@ -19,6 +20,8 @@ fn chunk(pid: i32, n: usize, mapped: u16, huge: bool) -> ChunkInfo {
 fn sampled(mut c: ChunkInfo, samples: u32, pages: u16) -> ChunkInfo {
     c.samples = samples;
     c.sampled_pages = pages;
+    // Random reads: every sample a walk.
+    c.walks = samples;
     c
 }
 
@@ -168,4 +171,34 @@ fn pcc_ranks_by_decayed_frequency_per_target() {
     // A chunk never touched (nothing mapped) does not enter.
     let mut p = Pcc::default();
     assert!(promoted(&mut p, &[sampled(chunk(1, 0, 0, false), 9, 9)], 1.0).is_empty());
+}
+
+#[test]
+fn pcc_keeps_as_many_candidates_as_the_budget_holds() {
+    // Five sampled chunks, 50 down to 10 samples; a PCC of 2 entries.
+    let five: Vec<ChunkInfo> = (0..5)
+        .map(|n| sampled(chunk(1, n, 512, false), 50 - 10 * n as u32, 10))
+        .collect();
+    let mut p = Pcc::with_capacity(2);
+    assert_eq!(promoted(&mut p, &five, 1.0), [0, 1]);
+    // A budget of 4 chunks: it keeps 4, the best first; a smaller budget than its entries
+    // leaves it at its entries.
+    p.budget_chunks(4);
+    assert_eq!(promoted(&mut p, &five, 1.0), [0, 1, 2, 3]);
+    p.budget_chunks(1);
+    assert_eq!(promoted(&mut p, &five, 1.0).len(), 2);
+}
+
+#[test]
+fn pcc_ranks_a_chunk_read_at_random_above_one_streamed_through() {
+    // One interval: a chunk of an edge array streamed in order (375 samples, 16 in a row on
+    // each page: 24 walks) and a chunk of a property array read at random (200 samples, each
+    // on a new page: 190 walks). The PCC counts walks, so the random one leads.
+    let mut streamed = sampled(chunk(1, 0, 512, false), 375, 24);
+    streamed.walks = 24;
+    let random = sampled(chunk(1, 1, 512, false), 200, 150);
+    let mut random = random;
+    random.walks = 190;
+    let mut p = Pcc::with_capacity(1);
+    assert_eq!(p.decide(&[streamed, random], 1.0).promote, [(1, 190.0)]);
 }

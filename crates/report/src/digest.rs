@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use hugewise_results::collection::Entry;
 use hugewise_results::faultlat::Latency;
 use hugewise_results::pagebench::PagesReport;
-use hugewise_results::promote::{ActionKind, PromoteBenchReport, PromoteReport};
+use hugewise_results::promote::{ActionKind, PromoteBenchWorkload, PromoteReport};
 use hugewise_results::randread::RandreadReport;
 use hugewise_results::sim::Curves;
 use hugewise_results::stats::{Quiet, Summary};
@@ -131,8 +131,8 @@ pub fn randread_bars(r: &RandreadReport) -> Vec<Bar> {
     bars(&samples, summaries)
 }
 
-/// The bars of a `bench promote` result, base first.
-pub fn promote_bench_bars(r: &PromoteBenchReport) -> Vec<Bar> {
+/// The bars of one workload of a `bench promote` result, base first.
+pub fn promote_bench_bars(r: &PromoteBenchWorkload) -> Vec<Bar> {
     let index = |a| r.summary.iter().position(|s| s.arm == a).unwrap_or(0);
     let samples: Vec<Timed<'_>> = r
         .samples
@@ -394,11 +394,13 @@ pub fn contiguity(r: &PromoteReport) -> Vec<(f64, f64)> {
         }
         let delta = a.huge_bytes_after.unwrap_or(match a.kind {
             ActionKind::Promote => a.len_bytes,
-            ActionKind::Demote => 0,
+            ActionKind::Demote | ActionKind::Release => 0,
         }) as i128;
         huge += match a.kind {
             ActionKind::Promote => delta,
-            ActionKind::Demote => -(a.len_bytes as i128 - delta),
+            // A release splits a page the program had already partly freed: its mapping was
+            // split by then, and it leaves the count here.
+            ActionKind::Demote | ActionKind::Release => -(a.len_bytes as i128 - delta),
         };
         pts.push((a.t_ms / 1e3, huge.max(0) as f64 / MIB));
     }

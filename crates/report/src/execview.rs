@@ -3,7 +3,8 @@
 use std::fmt::Write;
 
 use hugewise_results::bloat::BloatReport;
-use hugewise_results::exec::{ExecAllocation, ExecBenchReport, ExecReport};
+use hugewise_results::exec::{ExecAllocation, ExecBenchReport, ExecReport, ProfileReport};
+use hugewise_results::packing::PackingReport;
 
 use crate::fmt::{bytes, ns, pct};
 use crate::table::Table;
@@ -46,12 +47,17 @@ pub fn exec(r: &ExecReport, all: bool) -> String {
         let t = &p.totals;
         let _ = writeln!(
             out,
-            "promotion daemon ({}, budget {}): {} chunk(s) promoted, {} split back, {} refused; \
+            "promotion daemon ({}, budget {}): {} chunk(s) promoted, {} split back{}, {} refused; \
              {} huge at the end; {} of a core",
             p.policy,
             p.budget.as_deref().unwrap_or("-"),
             t.promoted,
             t.demoted,
+            if t.released > 0 {
+                format!(" ({} partly freed, released)", t.released)
+            } else {
+                String::new()
+            },
             t.promote_failed,
             opt_bytes(t.huge_bytes_final),
             t.daemon_core_share.map_or_else(|| "-".into(), pct),
@@ -106,7 +112,9 @@ pub fn exec(r: &ExecReport, all: bool) -> String {
     let idle: Vec<_> = r
         .processes
         .iter()
-        .filter(|p| p.allocations.is_empty() && p.fallbacks == 0 && !p.rules_refused)
+        .filter(|p| {
+            p.allocations.is_empty() && p.fallbacks == 0 && !p.rules_refused && !p.sites_missing
+        })
         .collect();
     for p in r
         .processes
@@ -119,6 +127,13 @@ pub fn exec(r: &ExecReport, all: bool) -> String {
                 "its allocator is not glibc's: its allocations stay with it, and only the \
                  large mappings it makes are adopted"
                     .to_string(),
+            );
+        }
+        if p.sites_missing {
+            notes.push(
+                "some call sites the rules name are not in the program as loaded: was the \
+                 placement made for another build of it? (profile it again)"
+                    .into(),
             );
         }
         if p.rules_refused {
@@ -173,7 +188,10 @@ pub fn exec(r: &ExecReport, all: bool) -> String {
         return out;
     }
     let shown = if all { list.len() } else { list.len().min(10) };
-    list.sort_by_key(|(_, a)| std::cmp::Reverse(a.requested_bytes));
+    // An arena asks for nothing itself: it ranks by what it came to hold.
+    list.sort_by_key(|(_, a)| {
+        std::cmp::Reverse(a.requested_bytes.max(a.peak_resident_bytes.unwrap_or(0)))
+    });
     let mut t = Table::new([
         "pid", "size", "via", "name", "policy", "rule", "advice", "born", "lived", "resident",
         "huge",
@@ -181,9 +199,16 @@ pub fn exec(r: &ExecReport, all: bool) -> String {
     for (pid, a) in list.iter().take(shown) {
         t.row([
             pid.to_string(),
-            bytes(a.requested_bytes),
+            if a.origin == "arena" {
+                "-".into()
+            } else {
+                bytes(a.requested_bytes)
+            },
             a.origin.clone(),
-            a.name.clone().unwrap_or_else(|| "-".into()),
+            a.name
+                .clone()
+                .or_else(|| a.site.clone())
+                .unwrap_or_else(|| "-".into()),
             a.policy.clone(),
             a.rule.map_or_else(|| "-".into(), |i| (i + 1).to_string()),
             a.advice_error.clone().unwrap_or_else(|| "ok".into()),
@@ -349,4 +374,145 @@ fn bloat_table(r: &BloatReport) -> Table {
         t.row(row);
     }
     t
+}
+
+/// `hugewise profile`: the call sites, hottest first, and what the placement gives each.
+pub fn profile(r: &ProfileReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "hugewise profile: {} {} after {}; {} call site(s) seen, accessed share read every {}",
+        command_line(&r.run.command),
+        ended(&r.run),
+        ns(r.run.wall_ns as f64),
+        r.sites.len(),
+        ns(r.run.interval_ns as f64),
+    );
+    if r.sites.is_empty() {
+        return out;
+    }
+    let mut t = Table::new([
+        "site",
+        "kind",
+        "peak resident",
+        "accessed per reading",
+        "placement",
+    ]);
+    const SHOWN: usize = 15;
+    for s in r.sites.iter().take(SHOWN) {
+        t.row([
+            s.site.clone(),
+            match s.allocations {
+                Some(n) => format!("{} x{n}", s.kind),
+                None => s.kind.clone(),
+            },
+            bytes(s.peak_resident_bytes),
+            s.accessed_share.map_or_else(|| "-".into(), pct),
+            s.placement.clone().unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    out.push('\n');
+    out.push_str(&t.render());
+    if r.sites.len() > SHOWN {
+        let _ = writeln!(out, "({} more site(s), colder)", r.sites.len() - SHOWN);
+    }
+    let in_arena: u64 = r
+        .sites
+        .iter()
+        .filter(|s| s.placement.as_deref() == Some("arena"))
+        .map(|s| s.peak_resident_bytes)
+        .sum();
+    let arena_sites = r
+        .sites
+        .iter()
+        .filter(|s| s.placement.as_deref() == Some("arena"))
+        .count();
+    let _ = writeln!(
+        out,
+        "\nhot arena: {arena_sites} site(s), {} of {}; sites at least {} accessed per reading \
+         count as hot",
+        bytes(in_arena),
+        bytes(r.hot_arena_bytes),
+        pct(r.min_accessed_share),
+    );
+    if let Some(f) = &r.placement_file {
+        let _ = writeln!(
+            out,
+            "placement written to {f}: run `hugewise exec --placement {f} -- {}`",
+            command_line(&r.run.command)
+        );
+    }
+    out
+}
+
+fn packing_caption(r: &PackingReport) -> String {
+    let arena: Vec<&str> = r
+        .profile
+        .sites
+        .iter()
+        .filter(|s| s.placement.as_deref() == Some("arena"))
+        .map(|s| s.site.as_str())
+        .collect();
+    format!(
+        "{}: {} rounds, time {}; hot arena from the profile: {} ({} site(s): {})\n\n",
+        command_line(&r.command),
+        r.rounds,
+        r.metric
+            .as_deref()
+            .map_or_else(|| "wall".to_string(), |m| format!("the program's {m}")),
+        bytes(
+            r.profile
+                .sites
+                .iter()
+                .filter(|s| s.placement.as_deref() == Some("arena"))
+                .map(|s| s.peak_resident_bytes)
+                .sum()
+        ),
+        arena.len(),
+        if arena.is_empty() {
+            "none was hot".to_string()
+        } else {
+            arena.join(", ")
+        },
+    )
+}
+
+fn packing_table(r: &PackingReport) -> Table {
+    let mut t = Table::new([
+        "variant",
+        "THP",
+        "time (median)",
+        "spread",
+        "speedup vs 4k",
+        "huge bytes",
+        "huge / thp-all",
+    ]);
+    for v in &r.variants {
+        let time = v
+            .metric_s
+            .as_ref()
+            .map_or(v.wall_ns.median / 1e9, |m| m.median);
+        let spread = v.metric_s.as_ref().map_or(v.wall_ns.mad_rel, |m| m.mad_rel);
+        t.row([
+            v.label.clone(),
+            v.thp.clone(),
+            format!("{time:.3} s"),
+            format!("±{}", pct(spread)),
+            v.speedup_vs_4k
+                .map_or_else(|| "-".into(), |x| format!("{x:.2}x")),
+            v.huge_bytes.map_or_else(|| "-".into(), |h| bytes(h as u64)),
+            v.huge_share_of_thp_all.map_or_else(|| "-".into(), pct),
+        ]);
+    }
+    t
+}
+
+/// `hugewise bench packing`.
+pub fn packing(r: &PackingReport) -> String {
+    format!("{}{}", packing_caption(r), packing_table(r).render())
+}
+
+/// `hugewise bench packing --markdown`.
+pub fn packing_markdown(r: &PackingReport) -> String {
+    format!("{}{}", packing_caption(r), packing_table(r).markdown())
 }

@@ -708,18 +708,22 @@ fn results(page: &mut Page, entries: &[&Entry], c: &Collection) {
                 "per read",
                 &digest::randread_bars(&s.result),
             ),
-            AnyResult::BenchPromote(s) => bars_card(
-                page,
-                &format!("Promotion benchmark: {}", file_name(e)),
-                &format!(
-                    "bench promote over {}, Zipf s = {}, budget {}.",
-                    bytes(s.result.bytes),
-                    s.result.zipf_s,
-                    pct(s.result.budget_share)
-                ),
-                "per read",
-                &digest::promote_bench_bars(&s.result),
-            ),
+            AnyResult::BenchPromote(s) => {
+                for w in &s.result.workloads {
+                    bars_card(
+                        page,
+                        &format!("Promotion benchmark, {}: {}", w.workload, file_name(e)),
+                        &format!(
+                            "bench promote over {}, Zipf s = {}, budget {}.",
+                            bytes(w.bytes),
+                            w.zipf_s,
+                            pct(w.budget_share)
+                        ),
+                        "per read",
+                        &digest::promote_bench_bars(w),
+                    );
+                }
+            }
             _ => {}
         }
     }

@@ -39,6 +39,7 @@ pub fn render(r: &AnyResult, style: Style) -> Option<String> {
             AnyResult::BenchPromote(s) => Some(promoteview::bench_markdown(&s.result)),
             AnyResult::BenchExec(s) => Some(execview::bench_markdown(&s.result)),
             AnyResult::BenchBloat(s) => Some(execview::bloat_markdown(&s.result)),
+            AnyResult::BenchPacking(s) => Some(execview::packing_markdown(&s.result)),
             _ => None,
         };
     }
@@ -66,7 +67,9 @@ pub fn render(r: &AnyResult, style: Style) -> Option<String> {
         AnyResult::Study(s) => studyview::plan(&s.result),
         AnyResult::Swap(s) => studyview::swap_table(&[("swap", &s.result)]),
         AnyResult::Exec(s) => execview::exec(&s.result, false),
+        AnyResult::Profile(s) => execview::profile(&s.result),
         AnyResult::BenchExec(s) => execview::bench(&s.result),
         AnyResult::BenchBloat(s) => execview::bloat(&s.result),
+        AnyResult::BenchPacking(s) => execview::packing(&s.result),
     })
 }

@@ -2,7 +2,9 @@
 
 use std::fmt::Write;
 
-use hugewise_results::promote::{Action, ActionKind, Interval, PromoteBenchReport, PromoteReport};
+use hugewise_results::promote::{
+    Action, ActionKind, Interval, PromoteBenchReport, PromoteBenchWorkload, PromoteReport,
+};
 
 use crate::fmt::{bytes, ns, pct};
 use crate::table::Table;
@@ -10,13 +12,18 @@ use crate::table::Table;
 /// One line for an interval of the daemon, as the live summary shows it.
 pub fn interval_line(iv: &Interval) -> String {
     format!(
-        "t={:>6.1}s  targets {}  huge {} of {} budget  +{} -{} failed {}  samples {}{}  cpu {}",
+        "t={:>6.1}s  targets {}  huge {} of {} budget  +{} -{}{} failed {}  samples {}{}  cpu {}",
         iv.t_ms / 1e3,
         iv.targets,
         bytes(iv.huge_bytes_after),
         bytes(iv.budget_bytes),
         iv.promoted,
         iv.demoted,
+        if iv.released > 0 {
+            format!(" released {}", iv.released)
+        } else {
+            String::new()
+        },
         iv.failed,
         iv.samples,
         if iv.samples_lost > 0 {
@@ -37,6 +44,7 @@ pub fn action_line(a: &Action) -> String {
         match a.kind {
             ActionKind::Promote => "promote",
             ActionKind::Demote => "demote",
+            ActionKind::Release => "release",
         },
         a.start,
         bytes(a.len_bytes),
@@ -96,6 +104,12 @@ pub fn session(r: &PromoteReport) -> String {
         "demoted (read back split)".to_string(),
         t.demoted.to_string(),
     ]);
+    if t.released > 0 {
+        tab.row([
+            "partly freed huge pages released".to_string(),
+            t.released.to_string(),
+        ]);
+    }
     tab.row([
         "huge at the end".to_string(),
         t.huge_bytes_final.map(bytes).unwrap_or_else(|| "-".into()),
@@ -134,13 +148,48 @@ pub fn session(r: &PromoteReport) -> String {
     o
 }
 
-/// `hugewise bench promote`.
+/// `hugewise bench promote`: each workload's table, then one line per workload to compare.
 pub fn bench(r: &PromoteBenchReport) -> String {
+    let mut o = String::new();
+    for w in &r.workloads {
+        o.push_str(&bench_workload(w));
+        o.push('\n');
+    }
+    if r.workloads.len() > 1 {
+        let mut t = Table::new([
+            "workload",
+            "ideal",
+            "plan",
+            "plan / ideal",
+            "daemon",
+            "daemon / ideal",
+            "plan huge",
+        ]);
+        let x = |v: Option<f64>| v.map(|x| format!("{x:.2}x")).unwrap_or_else(|| "-".into());
+        let p = |v: Option<f64>| v.map(pct).unwrap_or_else(|| "-".into());
+        for w in &r.workloads {
+            t.row([
+                w.workload.clone(),
+                x(w.ideal_speedup),
+                x(w.plan_speedup),
+                p(w.plan_share_of_ideal),
+                x(w.daemon_speedup),
+                p(w.daemon_share_of_ideal),
+                p(w.huge_footprint_share),
+            ]);
+        }
+        o.push_str(&t.render());
+    }
+    o
+}
+
+fn bench_workload(r: &PromoteBenchWorkload) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "Zipf reads (s = {}) over {}: {} reads per run; plan and daemon within {} of the region \
-         ({} chunk{}); daemon every {} ms on one sample in {}\n",
+        "{}: Zipf reads (s = {}) over {}: {} reads per run; plan and daemon within {} of the \
+         region ({} chunk{}); daemon every {} ms on one sample in {}\n",
+        r.workload,
         r.zipf_s,
         bytes(r.bytes),
         r.reads,
@@ -198,21 +247,17 @@ pub fn bench(r: &PromoteBenchReport) -> String {
         .filter(|s| s.daemon_cpu_ns.is_some())
         .collect();
     if !daemon.is_empty() {
-        let mut reach: Vec<f64> = daemon.iter().filter_map(|s| s.reach_budget_ms).collect();
-        reach.sort_by(f64::total_cmp);
-        let mut cpu: Vec<f64> = daemon
-            .iter()
-            .filter_map(|s| Some(s.daemon_cpu_ns? as f64 / s.wall_ns.max(1) as f64))
-            .collect();
-        cpu.sort_by(f64::total_cmp);
         let _ = writeln!(
             o,
-            "daemon: budget reached after {} (median), CPU {} of one core (median)",
-            reach
-                .get(reach.len() / 2)
+            "daemon: budget reached after {} (median), CPU {} of one core over the run, {} once \
+             the budget was reached (medians)",
+            r.reach_budget_ms
                 .map(|m| format!("{:.1} s", m / 1e3))
                 .unwrap_or_else(|| "never".into()),
-            cpu.get(cpu.len() / 2).map(|c| pct(*c)).unwrap_or_default()
+            r.daemon_cpu_share.map(pct).unwrap_or_default(),
+            r.daemon_steady_cpu_share
+                .map(pct)
+                .unwrap_or_else(|| "-".into())
         );
     }
     let mut lat: Vec<u64> = r
@@ -233,8 +278,19 @@ pub fn bench(r: &PromoteBenchReport) -> String {
     o
 }
 
-/// A Markdown table of a `bench promote` result, for BENCHMARKS.md.
+/// Markdown tables of a `bench promote` result, for BENCHMARKS.md: one per workload.
 pub fn bench_markdown(r: &PromoteBenchReport) -> String {
+    let mut o = String::new();
+    for (i, w) in r.workloads.iter().enumerate() {
+        if r.workloads.len() > 1 {
+            let _ = writeln!(o, "{}**{}**\n", if i > 0 { "\n" } else { "" }, w.workload);
+        }
+        o.push_str(&bench_markdown_workload(w));
+    }
+    o
+}
+
+fn bench_markdown_workload(r: &PromoteBenchWorkload) -> String {
     let mut o = String::from(
         "| arm | ns/read (median) | min | max | speedup vs base (median of per-round ratios) | share of ideal | huge share |\n|---|---:|---:|---:|---:|---:|---:|\n",
     );

@@ -84,6 +84,16 @@ pub fn work_line(w: &Work) -> String {
             pct(*delete_share),
             variants.join(" / ")
         ),
+        Work::Packing {
+            records,
+            hops,
+            hot_arena_bytes,
+            rounds,
+        } => format!(
+            "packing: {records} hot records among as many cold, {hops} hops; 4k / thp-always / \
+             thp-all / packed-4k / packed, hot arena up to {} ({rounds} rounds)",
+            crate::fmt::bytes(*hot_arena_bytes)
+        ),
         Work::Faultlat {
             size_bytes,
             policy,
@@ -135,11 +145,13 @@ pub fn metric_value(m: &Metric, v: f64) -> String {
         Metric::Speedup { .. }
         | Metric::SpeedupOver { .. }
         | Metric::OvercommitGain { .. }
-        | Metric::Slowdown { .. } => format!("{v:.2}x"),
+        | Metric::Slowdown { .. }
+        | Metric::PackingSpeedup { .. } => format!("{v:.2}x"),
         Metric::ThroughputVsAlways { .. } | Metric::BloatVsAlways { .. } => format!("{v:.2}"),
-        Metric::ShareOfIdeal { .. } | Metric::HugeShare { .. } | Metric::SimShareOfIdeal { .. } => {
-            pct(v)
-        }
+        Metric::ShareOfIdeal { .. }
+        | Metric::HugeShare { .. }
+        | Metric::SimShareOfIdeal { .. }
+        | Metric::PackingHugeShare { .. } => pct(v),
     }
 }
 
@@ -152,7 +164,8 @@ pub fn gap(h: &Headline) -> Option<(String, bool)> {
         Metric::Speedup { .. }
         | Metric::SpeedupOver { .. }
         | Metric::OvercommitGain { .. }
-        | Metric::Slowdown { .. } => format!("{sign}{:.2}×", d.abs()),
+        | Metric::Slowdown { .. }
+        | Metric::PackingSpeedup { .. } => format!("{sign}{:.2}×", d.abs()),
         Metric::ThroughputVsAlways { .. } | Metric::BloatVsAlways { .. } => {
             format!("{sign}{:.2}", d.abs())
         }

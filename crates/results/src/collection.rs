@@ -159,6 +159,13 @@ impl Collection {
                 _ => None,
             })
             .collect();
+        let packings: Vec<_> = runs
+            .iter()
+            .filter_map(|e| match &e.result {
+                AnyResult::BenchPacking(s) => Some(&s.result),
+                _ => None,
+            })
+            .collect();
         crate::study::headlines(
             &p.plan,
             Evidence {
@@ -166,6 +173,7 @@ impl Collection {
                 curves: &curves,
                 swaps: &swaps,
                 bloats: &bloats,
+                packings: &packings,
             },
         )
     }

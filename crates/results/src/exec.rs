@@ -30,6 +30,13 @@ pub struct ExecReport {
     /// Why the promotion daemon stopped early, when it did (the program ran on).
     #[serde(default)]
     pub promote_error: Option<String>,
+    /// A profile run (`hugewise profile`): each call site's small allocations had an arena of
+    /// their own, and how much of each was accessed was read at every interval.
+    #[serde(default)]
+    pub profile: bool,
+    /// Most bytes the hot arena could hold (rules with policy `arena`).
+    #[serde(default)]
+    pub hot_arena_bytes: Option<u64>,
 }
 
 /// One process of the program.
@@ -42,6 +49,10 @@ pub struct ExecProcess {
     pub allocator: String,
     /// Whether the library refused the rules it was given (nothing was taken over).
     pub rules_refused: bool,
+    /// Whether a rule names a call site the program does not have as loaded (a placement made
+    /// for another build of it): such rules match nothing.
+    #[serde(default)]
+    pub sites_missing: bool,
     /// Allocations taken over but not logged (the log was full).
     pub unlogged: u64,
     /// Allocations left to the program's allocator because hugewise could not place them.
@@ -72,7 +83,8 @@ pub struct ExecAllocation {
     /// The name the program gave it (`hugewise_exec.h`), `null` when it gave none.
     #[serde(default)]
     pub name: Option<String>,
-    /// `malloc` or `mmap`.
+    /// `malloc`, `mmap`, or `arena` (an arena of small allocations: one call site's in a
+    /// profile run, or the hot arena).
     pub origin: String,
     /// The kernel's refusal of the advice (errno name), `null` when it took it.
     pub advice_error: Option<String>,
@@ -84,6 +96,14 @@ pub struct ExecAllocation {
     pub peak_resident_bytes: Option<u64>,
     /// Most bytes in huge pages at once; `null` when it was never observed alive.
     pub peak_huge_bytes: Option<u64>,
+    /// The call site that made it (`module+0xoffset`), `null` when unknown.
+    #[serde(default)]
+    pub site: Option<String>,
+    /// In a profile run, the share of its resident bytes whose pages were accessed between two
+    /// readings, averaged over the readings (`null` outside a profile run or when never
+    /// resident).
+    #[serde(default)]
+    pub accessed_share: Option<f64>,
 }
 
 /// Totals over the allocations of one policy.
@@ -104,9 +124,9 @@ pub struct PolicyTotals {
 }
 
 impl ExecReport {
-    /// Totals per policy over every process, in a fixed order (thp, base, system).
+    /// Totals per policy over every process, in a fixed order (thp, arena, base, system).
     pub fn totals(&self) -> Vec<PolicyTotals> {
-        let mut out: Vec<PolicyTotals> = ["thp", "base", "system"]
+        let mut out: Vec<PolicyTotals> = ["thp", "arena", "base", "system"]
             .into_iter()
             .map(|p| PolicyTotals {
                 policy: p.to_string(),
@@ -189,4 +209,43 @@ pub struct ExecBenchVariant {
     pub metric_s: Option<crate::stats::Summary>,
     /// As `speedup_vs_first`, over the program's own times.
     pub metric_speedup_vs_first: Option<f64>,
+}
+
+/// `hugewise profile`: a profile run of a program, the call sites it found hot, and the
+/// placement written from them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileReport {
+    /// The profile run itself.
+    pub run: ExecReport,
+    /// The hot arena the placement may fill.
+    pub hot_arena_bytes: u64,
+    /// A site counts as hot when at least this share of its resident bytes was accessed
+    /// between two readings, on average.
+    pub min_accessed_share: f64,
+    /// Every call site seen, hottest first.
+    pub sites: Vec<ProfileSite>,
+    /// The placement file's text (rules for `hugewise exec --placement`).
+    pub placement: String,
+    /// Where the placement was written.
+    pub placement_file: Option<String>,
+}
+
+/// One call site of a profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileSite {
+    /// `module+0xoffset`.
+    pub site: String,
+    /// `small` (its allocations were below the minimum size and had an arena of their own)
+    /// or `large` (each had a mapping of its own).
+    pub kind: String,
+    /// Large allocations made there (small sites: `null`, their count is not kept).
+    pub allocations: Option<u64>,
+    /// Most bytes resident at once (large sites: summed over its allocations).
+    pub peak_resident_bytes: u64,
+    /// Share of its resident bytes accessed between two readings, averaged; `null` when never
+    /// resident at a reading.
+    pub accessed_share: Option<f64>,
+    /// What the placement gives it: `arena`, `thp`, `base`, or `null` (left to the program's
+    /// allocator: not hot, or the hot arena was full).
+    pub placement: Option<String>,
 }

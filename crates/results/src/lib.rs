@@ -19,6 +19,7 @@ pub mod graph;
 pub mod kernel;
 pub mod machine;
 pub mod meta;
+pub mod packing;
 pub mod page_size;
 pub mod pagebench;
 pub mod plan;
@@ -261,7 +262,7 @@ kinds! {
     /// `hugewise promote`.
     Promote(promote::PromoteReport) = "hugewise/promote", 1;
     /// `hugewise bench promote`.
-    BenchPromote(promote::PromoteBenchReport) = "hugewise/bench-promote", 1;
+    BenchPromote(promote::PromoteBenchReport) = "hugewise/bench-promote", 2;
     /// `hugewise env show`.
     EnvShow(env::EnvShow) = "hugewise/env-show", 1;
     /// `hugewise env thp|hugetlb|khugepaged|page-cluster`.
@@ -280,8 +281,13 @@ kinds! {
     Swap(swapstudy::SwapStudy) = "hugewise/study-swap", 1;
     /// `hugewise exec`: a program run with the preload library.
     Exec(exec::ExecReport) = "hugewise/exec", 1;
+    /// `hugewise profile`: the hot call sites of a program and the placement made of them.
+    Profile(exec::ProfileReport) = "hugewise/profile", 1;
     /// `hugewise bench exec`: one program under several page rules, alternated.
     BenchExec(exec::ExecBenchReport) = "hugewise/bench-exec", 1;
+    /// `hugewise bench packing`: a program's hot call sites packed into a hot arena, against
+    /// 4 KiB pages and THP for everything.
+    BenchPacking(packing::PackingReport) = "hugewise/bench-packing", 1;
     /// `hugewise bench bloat`: a Redis server's memory and speed under THP modes and rules.
     BenchBloat(bloat::BloatReport) = "hugewise/bench-bloat", 1;
 }

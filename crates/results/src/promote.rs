@@ -13,6 +13,9 @@ pub enum ActionKind {
     Promote,
     /// Split back into 4 KiB pages.
     Demote,
+    /// Split a huge page the program had partly freed, so that the freed part goes back to
+    /// the kernel.
+    Release,
 }
 
 /// One action on one range of one process.
@@ -43,7 +46,7 @@ impl Action {
         self.outcome == "ok"
             && match (self.kind, self.huge_bytes_after) {
                 (ActionKind::Promote, Some(h)) => h == self.len_bytes,
-                (ActionKind::Demote, Some(h)) => h == 0,
+                (ActionKind::Demote | ActionKind::Release, Some(h)) => h == 0,
                 (_, None) => true,
             }
     }
@@ -70,6 +73,10 @@ pub struct Interval {
     pub promoted: u32,
     /// Successful demotions.
     pub demoted: u32,
+    /// Huge pages the program had partly freed, split so that the freed part goes back to the
+    /// kernel (counted apart from demotions).
+    #[serde(default)]
+    pub released: u32,
     /// Actions the kernel refused or that did not read back as asked.
     pub failed: u32,
     /// Access samples read.
@@ -95,6 +102,9 @@ pub struct Totals {
     pub promote_failed: u64,
     /// Demotions that read back split.
     pub demoted: u64,
+    /// Partly freed huge pages split so that the freed part went back to the kernel.
+    #[serde(default)]
+    pub released: u64,
     /// Huge bytes in the targets at the end, read back from the kernel (`null` when unknown).
     pub huge_bytes_final: Option<u64>,
     /// Median `MADV_COLLAPSE` latency of one call (`null` without promotions).
@@ -192,6 +202,13 @@ pub struct PromoteBenchSample {
     pub daemon_cpu_ns: Option<u64>,
     /// Daemon arm: wall time of the run, to set the CPU time against.
     pub wall_ns: u64,
+    /// Daemon arm: CPU time of the intervals that began once the budget was reached, the
+    /// steady state after the ramp's collapses (`null` if it never reached the budget).
+    #[serde(default)]
+    pub daemon_steady_cpu_ns: Option<u64>,
+    /// Daemon arm: wall time from the budget's being reached to the clock's stop.
+    #[serde(default)]
+    pub daemon_steady_wall_ns: Option<u64>,
     /// Daemon arm: promotions that succeeded, and that failed.
     pub promotions: Option<(u32, u32)>,
     /// Plan and daemon arms: latency of each `MADV_COLLAPSE` of one 2 MiB chunk, in order.
@@ -217,9 +234,79 @@ pub struct PromoteBenchArm {
     pub huge_footprint_share: f64,
 }
 
-/// The benchmark result.
+/// The benchmark result: one entry per workload, each with its own base and ideal arms.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "BenchCompat")]
 pub struct PromoteBenchReport {
+    /// Workloads in the order run.
+    pub workloads: Vec<PromoteBenchWorkload>,
+}
+
+/// Version 1 held one workload at the top level; it reads as a report of that one workload.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum BenchCompat {
+    Workloads {
+        workloads: Vec<PromoteBenchWorkload>,
+    },
+    One(Box<PromoteBenchWorkload>),
+}
+
+impl From<BenchCompat> for PromoteBenchReport {
+    fn from(c: BenchCompat) -> Self {
+        let workloads = match c {
+            BenchCompat::Workloads { workloads } => workloads,
+            BenchCompat::One(mut w) => {
+                if w.workload.is_empty() {
+                    w.workload = PromoteBenchWorkload::zipf_name(w.zipf_s);
+                }
+                w.fill_headline();
+                vec![*w]
+            }
+        };
+        PromoteBenchReport { workloads }
+    }
+}
+
+/// One workload measured in every arm: the headline first (what `--json` users compare), then
+/// how it was run, every sample and the per-arm summaries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PromoteBenchWorkload {
+    /// The workload's name, `zipf:S` for Zipf reads with exponent S.
+    #[serde(default)]
+    pub workload: String,
+    /// All huge over 4 KiB pages: median of same-round ratios.
+    #[serde(default)]
+    pub ideal_speedup: Option<f64>,
+    /// The plan over 4 KiB pages.
+    #[serde(default)]
+    pub plan_speedup: Option<f64>,
+    /// The daemon over 4 KiB pages.
+    #[serde(default)]
+    pub daemon_speedup: Option<f64>,
+    /// The plan's share of the ideal's gain, (speedup - 1) / (ideal - 1) per round, median.
+    #[serde(default)]
+    pub plan_share_of_ideal: Option<f64>,
+    /// The daemon's share of the ideal's gain.
+    #[serde(default)]
+    pub daemon_share_of_ideal: Option<f64>,
+    /// Share (0..=1) of the region the plan made huge, read back from the kernel (median).
+    #[serde(default)]
+    pub huge_footprint_share: Option<f64>,
+    /// The same for the daemon, when the clock stopped.
+    #[serde(default)]
+    pub daemon_huge_footprint_share: Option<f64>,
+    /// Median time from the clock's start until the daemon's huge bytes reached the budget
+    /// (`null` when it never did in a majority of rounds).
+    #[serde(default)]
+    pub reach_budget_ms: Option<f64>,
+    /// Median CPU time of the daemon's thread over the run's wall time (of one core).
+    #[serde(default)]
+    pub daemon_cpu_share: Option<f64>,
+    /// The same from the moment the budget was reached to the end: what the daemon costs
+    /// once its promotions are done (its scans and sample counting).
+    #[serde(default)]
+    pub daemon_steady_cpu_share: Option<f64>,
     /// Region size.
     pub bytes: u64,
     /// Zipf exponent.
@@ -238,4 +325,54 @@ pub struct PromoteBenchReport {
     pub samples: Vec<PromoteBenchSample>,
     /// Summaries, base first.
     pub summary: Vec<PromoteBenchArm>,
+}
+
+impl PromoteBenchWorkload {
+    /// The name of Zipf reads with exponent `s`.
+    pub fn zipf_name(s: f64) -> String {
+        format!("zipf:{s}")
+    }
+
+    /// Set the headline fields from the summaries and samples.
+    pub fn fill_headline(&mut self) {
+        let arm = |a: Arm| self.summary.iter().find(|s| s.arm == a);
+        self.ideal_speedup = arm(Arm::Ideal).and_then(|s| s.speedup_vs_base);
+        self.plan_speedup = arm(Arm::Plan).and_then(|s| s.speedup_vs_base);
+        self.daemon_speedup = arm(Arm::Daemon).and_then(|s| s.speedup_vs_base);
+        self.plan_share_of_ideal = arm(Arm::Plan).and_then(|s| s.share_of_ideal);
+        self.daemon_share_of_ideal = arm(Arm::Daemon).and_then(|s| s.share_of_ideal);
+        self.huge_footprint_share = arm(Arm::Plan).map(|s| s.huge_footprint_share);
+        self.daemon_huge_footprint_share = arm(Arm::Daemon).map(|s| s.huge_footprint_share);
+        let daemon: Vec<&PromoteBenchSample> = self
+            .samples
+            .iter()
+            .filter(|s| s.arm == Arm::Daemon)
+            .collect();
+        // A run that never reached the budget counts as the longest: the median is then only
+        // a time when most runs reached it.
+        let mut reach: Vec<f64> = daemon
+            .iter()
+            .map(|s| s.reach_budget_ms.unwrap_or(f64::INFINITY))
+            .collect();
+        reach.sort_by(f64::total_cmp);
+        self.reach_budget_ms = reach
+            .get(reach.len() / 2)
+            .copied()
+            .filter(|m| m.is_finite());
+        let mut cpu: Vec<f64> = daemon
+            .iter()
+            .filter_map(|s| Some(s.daemon_cpu_ns? as f64 / s.wall_ns.max(1) as f64))
+            .collect();
+        cpu.sort_by(f64::total_cmp);
+        self.daemon_cpu_share = cpu.get(cpu.len() / 2).copied();
+        let mut steady: Vec<f64> = daemon
+            .iter()
+            .filter_map(|s| {
+                let wall = s.daemon_steady_wall_ns.filter(|&w| w > 0)?;
+                Some(s.daemon_steady_cpu_ns? as f64 / wall as f64)
+            })
+            .collect();
+        steady.sort_by(f64::total_cmp);
+        self.daemon_steady_cpu_share = steady.get(steady.len() / 2).copied();
+    }
 }

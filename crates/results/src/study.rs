@@ -174,6 +174,19 @@ pub enum Work {
         /// Rounds.
         rounds: u32,
     },
+    /// A program profiled, then run on 4 KiB pages, under THP always and THP for everything,
+    /// and with its hot call sites packed into a hot arena (`hugewise bench packing`, the
+    /// built-in workload).
+    Packing {
+        /// Hot records (and as many cold ones).
+        records: u64,
+        /// Pointer-chase steps.
+        hops: u64,
+        /// Most bytes of the hot arena.
+        hot_arena_bytes: u64,
+        /// Rounds.
+        rounds: u32,
+    },
 }
 
 impl Work {
@@ -183,7 +196,7 @@ impl Work {
             Work::Pages { graph, .. } | Work::Curve { graph, .. } | Work::Swap { graph, .. } => {
                 Some(graph)
             }
-            Work::Faultlat { .. } | Work::Bloat { .. } => None,
+            Work::Faultlat { .. } | Work::Bloat { .. } | Work::Packing { .. } => None,
         }
     }
 }
@@ -290,6 +303,18 @@ pub enum Metric {
         /// Variant label.
         variant: String,
     },
+    /// Packing: the variant's speedup over 4 KiB pages only, geometric mean over `packing`
+    /// runs.
+    PackingSpeedup {
+        /// Variant label (`packed`, `thp-all`, ...).
+        variant: String,
+    },
+    /// Packing: the variant's huge bytes over THP for everything's, median over `packing`
+    /// runs.
+    PackingHugeShare {
+        /// Variant label.
+        variant: String,
+    },
 }
 
 /// The median over `bloat` runs of one figure of the variant labelled `label`.
@@ -305,6 +330,18 @@ fn of_bloat_variant(
         .collect();
     let n = xs.len();
     (median(xs), n)
+}
+
+/// One figure of the variant labelled `label` in every `packing` run that has it.
+fn of_packing_variant(
+    ev: Evidence<'_>,
+    label: &str,
+    figure: fn(&crate::packing::PackingVariant) -> Option<f64>,
+) -> Vec<f64> {
+    ev.packings
+        .iter()
+        .filter_map(|r| figure(r.variants.iter().find(|v| v.label == label)?))
+        .collect()
 }
 
 /// A headline: a claim, what this machine measured, and how many runs it rests on.
@@ -362,6 +399,8 @@ pub struct Evidence<'a> {
     pub swaps: &'a [&'a SwapStudy],
     /// `bloat` runs.
     pub bloats: &'a [&'a crate::bloat::BloatReport],
+    /// `packing` runs.
+    pub packings: &'a [&'a crate::packing::PackingReport],
 }
 
 /// The value of `metric` over the runs, and how many runs it rests on (`None` when no run has
@@ -463,6 +502,15 @@ pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
             of_bloat_variant(ev, variant, |v| v.throughput_vs_always)
         }
         Metric::BloatVsAlways { variant } => of_bloat_variant(ev, variant, |v| v.bloat_vs_always),
+        Metric::PackingSpeedup { variant } => {
+            let xs = of_packing_variant(ev, variant, |v| v.speedup_vs_4k);
+            (geomean(&xs), xs.len())
+        }
+        Metric::PackingHugeShare { variant } => {
+            let xs = of_packing_variant(ev, variant, |v| v.huge_share_of_thp_all);
+            let n = xs.len();
+            (median(xs), n)
+        }
         Metric::Slowdown { share } => {
             let xs: Vec<f64> = ev
                 .swaps

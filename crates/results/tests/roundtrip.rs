@@ -87,7 +87,44 @@ fn promotion_session_and_benchmark() {
     };
     assert_eq!(s.result.mode, "daemon");
     assert!(s.result.actions.iter().all(|a| a.succeeded()));
-    round_trip("bench-promote.json", "hugewise/bench-promote");
+    let AnyResult::BenchPromote(b) = round_trip("bench-promote.json", "hugewise/bench-promote")
+    else {
+        panic!("kind")
+    };
+    let names: Vec<&str> = b
+        .result
+        .workloads
+        .iter()
+        .map(|w| w.workload.as_str())
+        .collect();
+    assert_eq!(names, ["zipf:1", "zipf:1.5"]);
+    for w in &b.result.workloads {
+        assert!(w.ideal_speedup.is_some() && w.plan_speedup.is_some());
+        assert!(w
+            .huge_footprint_share
+            .is_some_and(|s| (0.0..=1.0).contains(&s)));
+    }
+}
+
+#[test]
+fn a_version_1_promotion_benchmark_reads_as_its_one_workload() {
+    // Version 1 held one workload at the top level, without its headline.
+    let r = hugewise_results::read(&fixture("bench-promote-v1.json")).expect("read");
+    let AnyResult::BenchPromote(b) = r else {
+        panic!("kind")
+    };
+    let [w] = &b.result.workloads[..] else {
+        panic!("{} workloads", b.result.workloads.len())
+    };
+    assert_eq!(w.workload, "zipf:1");
+    // The headline is filled from the summaries it had.
+    let plan = w
+        .summary
+        .iter()
+        .find(|s| s.arm.name() == "plan")
+        .expect("plan");
+    assert_eq!(w.plan_speedup, plan.speedup_vs_base);
+    assert_eq!(w.huge_footprint_share, Some(plan.huge_footprint_share));
 }
 
 #[test]
@@ -115,6 +152,7 @@ fn study_plan_and_its_headlines() {
         curves: &[],
         swaps: &[],
         bloats: &[],
+        packings: &[],
     };
     let (got, n) = hugewise_results::study::measure(
         &Metric::Speedup {
@@ -212,4 +250,26 @@ fn programs_run_under_exec_and_their_benchmarks() {
         "never against itself"
     );
     assert!(r.result.runs.iter().all(|run| run.phases.len() == 4));
+}
+
+#[test]
+fn a_profile_and_the_packing_benchmark() {
+    let AnyResult::Profile(p) = round_trip("profile.json", "hugewise/profile") else {
+        panic!("kind")
+    };
+    assert!(p.result.run.profile);
+    assert!(p
+        .result
+        .sites
+        .iter()
+        .any(|s| s.placement.as_deref() == Some("arena")));
+    let AnyResult::BenchPacking(b) = round_trip("bench-packing.json", "hugewise/bench-packing")
+    else {
+        panic!("kind")
+    };
+    let v = &b.result.variants;
+    assert_eq!(v[0].label, "4k");
+    assert_eq!(v[0].speedup_vs_4k, None);
+    assert!(v.iter().skip(1).all(|x| x.speedup_vs_4k.is_some()));
+    assert_eq!(b.result.samples.len(), 2 * v.len());
 }

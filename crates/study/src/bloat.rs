@@ -364,6 +364,8 @@ fn one_run(
                             interval: Duration::from_millis(500),
                             stdout_file: Some(dir.join("server.out")),
                             cgroup_procs: Some(cgroup.procs_file()),
+                            profile: false,
+                            hot_arena: hugewise_exec::protocol::DEFAULT_HOT_ARENA,
                             promote: policy.as_ref().map(|p| Engine::Daemon {
                                 policy: p.clone(),
                                 config: DaemonConfig {

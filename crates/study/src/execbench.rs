@@ -62,6 +62,8 @@ pub struct Config {
     pub metric: Option<String>,
     /// Where the program's stdout goes for a moment (a file of the caller's choosing).
     pub scratch: std::path::PathBuf,
+    /// Most bytes of the hot arena (rules with policy `arena`).
+    pub hot_arena: u64,
 }
 
 /// The value of the last `key=NUMBER` line of `text`.
@@ -162,6 +164,8 @@ fn all_rounds(
                             stdout_file: Some(cfg.scratch.clone()),
                             cgroup_procs: None,
                             promote: None,
+                            profile: false,
+                            hot_arena: cfg.hot_arena,
                         },
                         stop,
                         |_| {},

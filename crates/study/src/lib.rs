@@ -15,6 +15,8 @@
 //! - [`swapstudy`]: one kernel under memory limits and overcommit factors, point by point;
 //! - [`bloat`]: a real Redis server's memory and speed under THP modes and page rules;
 //! - [`execbench`]: a program hugewise did not write under several page rules, alternated;
+//! - [`packing`]: a program's hot call sites packed into a hot arena of huge pages, against
+//!   4 KiB pages and THP for everything;
 //! - [`promotebench`]: a skewed workload with 4 KiB pages, all huge, a replayed plan and the
 //!   online daemon, alternated.
 #![deny(missing_docs)]
@@ -28,6 +30,7 @@ pub mod faultlat;
 pub mod graphrun;
 pub mod meta;
 pub mod overcommit;
+pub mod packing;
 pub mod pagebench;
 pub mod presets;
 pub mod promotebench;

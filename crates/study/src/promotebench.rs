@@ -25,6 +25,7 @@ use hugewise_promote::target::Target;
 use hugewise_promote::HUGE;
 pub use hugewise_results::promote::{
     Arm, PromoteBenchArm as ArmSummary, PromoteBenchReport as Report, PromoteBenchSample as Sample,
+    PromoteBenchWorkload as Workload,
 };
 use hugewise_sys::proc::ProcFs;
 
@@ -37,9 +38,9 @@ use crate::{Error, Progress, Result};
 pub struct Config {
     /// Region size.
     pub bytes: Bytes,
-    /// Zipf exponent over the chunks' ranks (1.0: the k-th hottest chunk is read 1/k as often
-    /// as the hottest).
-    pub zipf_s: f64,
+    /// Zipf exponents over the chunks' ranks, one workload each, run in turn (1.0: the k-th
+    /// hottest chunk is read 1/k as often as the hottest; larger: a sharper hot set).
+    pub zipf: Vec<f64>,
     /// Timed reads per run.
     pub reads: u64,
     /// Rounds (each runs every arm once).
@@ -175,16 +176,42 @@ fn make(arm: Arm, words: usize) -> Result<Region<u64>> {
 struct DaemonRun {
     reach_ms: Option<f64>,
     cpu_ns: u64,
+    /// CPU of the intervals that began after the budget was reached, and when that was.
+    steady_cpu_ns: u64,
+    reached_at: Option<Instant>,
+    steady_wall_ns: Option<u64>,
     promoted: u32,
     failed: u32,
     collapse_ns: Vec<u64>,
 }
 
-/// Run the benchmark. `progress` counts runs done of the total.
+/// Run the benchmark: every workload in turn, each with all its arms alternated round by
+/// round. `progress` counts runs done of the total.
 pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
     if cfg.rounds == 0 || cfg.reads == 0 {
         return Err(Error::Config("rounds and reads must be at least 1".into()));
     }
+    if cfg.zipf.is_empty() {
+        return Err(Error::Config("name at least one Zipf exponent".into()));
+    }
+    if let Some(s) = cfg.zipf.iter().find(|s| !(s.is_finite() && **s >= 0.0)) {
+        return Err(Error::Config(format!(
+            "a Zipf exponent is a finite number of at least 0, not {s}"
+        )));
+    }
+    let per = u64::from(cfg.rounds) * Arm::ALL.len() as u64;
+    let total = per * cfg.zipf.len() as u64;
+    let mut workloads = Vec::with_capacity(cfg.zipf.len());
+    for (i, &s) in cfg.zipf.iter().enumerate() {
+        let before = per * i as u64;
+        let mut w = run_workload(cfg, s, &mut |done, _| progress(before + done, total))?;
+        w.fill_headline();
+        workloads.push(w);
+    }
+    Ok(Report { workloads })
+}
+
+fn run_workload(cfg: &Config, zipf_s: f64, progress: Progress<'_>) -> Result<Workload> {
     let chunks = (cfg.bytes.0 as usize / HUGE).max(1);
     if chunks < 2 {
         return Err(Error::Config(
@@ -197,7 +224,7 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
         ));
     }
     let words = chunks * WORDS_PER_CHUNK;
-    let stream = Stream::new(chunks, cfg.zipf_s, cfg.seed);
+    let stream = Stream::new(chunks, zipf_s, cfg.seed);
     let budget_bytes = Limit::Share(cfg.budget_share).bytes((chunks * HUGE) as u64);
     let k = (budget_bytes / HUGE as u64) as usize;
     let plan = profile_plan(&stream, chunks, k, cfg.seed ^ 0x5eed);
@@ -254,6 +281,10 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
                 reach_budget_ms: dr.as_ref().and_then(|d| d.reach_ms),
                 daemon_cpu_ns: dr.as_ref().map(|d| d.cpu_ns),
                 wall_ns: ns,
+                daemon_steady_cpu_ns: dr
+                    .as_ref()
+                    .and_then(|d| d.reach_ms.map(|_| d.steady_cpu_ns)),
+                daemon_steady_wall_ns: dr.as_ref().and_then(|d| d.steady_wall_ns),
                 promotions: dr.as_ref().map(|d| (d.promoted, d.failed)),
                 collapse_ns,
                 quiet: q,
@@ -262,9 +293,20 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
         }
     }
     let summary = summarize_arms(&samples);
-    Ok(Report {
+    Ok(Workload {
+        workload: Workload::zipf_name(zipf_s),
+        ideal_speedup: None,
+        plan_speedup: None,
+        daemon_speedup: None,
+        plan_share_of_ideal: None,
+        daemon_share_of_ideal: None,
+        huge_footprint_share: None,
+        daemon_huge_footprint_share: None,
+        reach_budget_ms: None,
+        daemon_cpu_share: None,
+        daemon_steady_cpu_share: None,
         bytes: (chunks * HUGE) as u64,
-        zipf_s: cfg.zipf_s,
+        zipf_s,
         reads: cfg.reads,
         budget_share: cfg.budget_share,
         plan_chunks: plan.len() as u64,
@@ -300,11 +342,14 @@ fn timed_with_daemon(
     let log: Mutex<DaemonRun> = Mutex::new(DaemonRun {
         reach_ms: None,
         cpu_ns: 0,
+        steady_cpu_ns: 0,
+        reached_at: None,
+        steady_wall_ns: None,
         promoted: 0,
         failed: 0,
         collapse_ns: Vec::new(),
     });
-    let (ns, res) = std::thread::scope(|s| {
+    let (ns, end, res) = std::thread::scope(|s| {
         let h = s.spawn(|| {
             d.run(&stop, &mut |iv, actions| {
                 let mut l = log.lock().unwrap_or_else(|e| e.into_inner());
@@ -315,10 +360,14 @@ fn timed_with_daemon(
                         .map(|a| a.latency_ns),
                 );
                 l.cpu_ns += iv.cpu_ns;
+                if l.reach_ms.is_some() {
+                    l.steady_cpu_ns += iv.cpu_ns;
+                }
                 l.promoted += iv.promoted;
                 l.failed += iv.failed;
                 if l.reach_ms.is_none() && iv.huge_bytes_after + HUGE as u64 > budget_bytes {
                     l.reach_ms = Some(iv.t_ms);
+                    l.reached_at = Some(Instant::now());
                 }
             })
         });
@@ -330,15 +379,21 @@ fn timed_with_daemon(
             Some((&publisher, cfg.sample_every)),
         ));
         let ns = t.elapsed().as_nanos() as u64;
+        let end = Instant::now();
         stop.store(true, Ordering::Relaxed);
-        (ns, h.join())
+        (ns, end, h.join())
     });
     match res {
         Ok(r) => r?,
         Err(_) => return Err(Error::Config("the daemon thread panicked".into())),
     }
     drop(publisher);
-    Ok((ns, log.into_inner().unwrap_or_else(|e| e.into_inner())))
+    let mut run = log.into_inner().unwrap_or_else(|e| e.into_inner());
+    // The steady state: from the budget's being reached to the clock's stop.
+    run.steady_wall_ns = run
+        .reached_at
+        .map(|r| end.saturating_duration_since(r).as_nanos() as u64);
+    Ok((ns, run))
 }
 
 fn summarize_arms(samples: &[Sample]) -> Vec<ArmSummary> {
@@ -418,19 +473,22 @@ mod tests {
     }
 
     #[test]
-    fn a_small_run_measures_every_arm_within_the_budget() {
+    fn a_small_run_measures_every_arm_of_every_workload_within_the_budget() {
         let cfg = Config {
             bytes: Bytes(64 << 20),
-            zipf_s: 1.0,
-            reads: 200_000,
+            zipf: vec![1.0, 1.5],
+            // Enough reads for the daemon's reads to span many intervals
+            // even on a fast machine: it decides one interval after its
+            // first samples, and a run that ends first promotes nothing.
+            reads: 2_000_000,
             rounds: 1,
             budget_share: 0.125,
-            interval: Duration::from_millis(20),
+            interval: Duration::from_millis(10),
             sample_every: 64,
             seed: 3,
         };
-        let mut calls = 0;
-        let r = match run(&cfg, &mut |_, _| calls += 1) {
+        let mut calls = Vec::new();
+        let r = match run(&cfg, &mut |done, total| calls.push((done, total))) {
             Ok(r) => r,
             Err(Error::Config(m)) if m.contains("THP `always`") => {
                 hugewise_sys::testing::skip(&m);
@@ -438,22 +496,60 @@ mod tests {
             }
             Err(e) => panic!("{e}"),
         };
-        assert_eq!((r.samples.len(), calls, r.summary.len()), (4, 4, 4));
-        // 12.5 % of 32 chunks: a plan of 4.
-        assert_eq!(r.plan_chunks, 4);
-        let arm = |a: Arm| r.samples.iter().find(|s| s.arm == a).expect("arm");
-        assert_eq!(arm(Arm::Base).huge_share, 0.0);
-        if ProcFs::default().kpageflags().is_ok() {
-            assert!(
-                (arm(Arm::Plan).huge_share - 0.125).abs() < 1e-9,
-                "{:?}",
-                arm(Arm::Plan)
+        // Progress counts over both workloads: 8 runs.
+        assert_eq!(calls.len(), 8);
+        assert_eq!(calls.last(), Some(&(8, 8)));
+        let names: Vec<&str> = r.workloads.iter().map(|w| w.workload.as_str()).collect();
+        assert_eq!(names, ["zipf:1", "zipf:1.5"]);
+        for w in &r.workloads {
+            assert_eq!((w.samples.len(), w.summary.len()), (4, 4));
+            // 12.5 % of 32 chunks: a plan of 4.
+            assert_eq!(w.plan_chunks, 4);
+            let arm = |a: Arm| w.samples.iter().find(|s| s.arm == a).expect("arm");
+            assert_eq!(arm(Arm::Base).huge_share, 0.0);
+            // The headline is the summaries' figures.
+            let sum = |a: Arm| w.summary.iter().find(|s| s.arm == a).expect("arm");
+            assert_eq!(w.ideal_speedup, sum(Arm::Ideal).speedup_vs_base);
+            assert_eq!(w.plan_speedup, sum(Arm::Plan).speedup_vs_base);
+            assert_eq!(w.daemon_speedup, sum(Arm::Daemon).speedup_vs_base);
+            assert_eq!(
+                w.huge_footprint_share,
+                Some(sum(Arm::Plan).huge_footprint_share)
             );
-            let d = arm(Arm::Daemon);
-            assert!(d.huge_share <= 0.125 + 1e-9, "{d:?}");
-            assert!(d.promotions.is_some_and(|(ok, _)| ok >= 1), "{d:?}");
+            assert!(w.daemon_cpu_share.is_some_and(|c| c > 0.0), "{w:?}");
+            if ProcFs::default().kpageflags().is_ok() {
+                assert!(
+                    (arm(Arm::Plan).huge_share - 0.125).abs() < 1e-9,
+                    "{:?}",
+                    arm(Arm::Plan)
+                );
+                let d = arm(Arm::Daemon);
+                assert!(d.huge_share <= 0.125 + 1e-9, "{d:?}");
+                assert!(d.promotions.is_some_and(|(ok, _)| ok >= 1), "{d:?}");
+            }
+            assert!(w.summary[0].speedup_vs_base.is_none());
+            assert!(w.summary[2].huge_footprint_share > 0.0);
         }
-        assert!(r.summary[0].speedup_vs_base.is_none());
-        assert!(r.summary[2].huge_footprint_share > 0.0);
+    }
+
+    #[test]
+    fn bad_exponents_are_refused_before_anything_is_mapped() {
+        let mut cfg = Config {
+            bytes: Bytes(64 << 20),
+            zipf: vec![],
+            reads: 1,
+            rounds: 1,
+            budget_share: 0.1,
+            interval: Duration::from_millis(20),
+            sample_every: 64,
+            seed: 3,
+        };
+        let msg = |cfg: &Config| match run(cfg, &mut |_, _| {}) {
+            Err(Error::Config(m)) => m,
+            other => panic!("{:?}", other.map(|r| r.workloads.len())),
+        };
+        assert!(msg(&cfg).contains("at least one"));
+        cfg.zipf = vec![1.0, f64::NAN];
+        assert!(msg(&cfg).contains("not NaN"), "{}", msg(&cfg));
     }
 }

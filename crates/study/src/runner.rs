@@ -5,6 +5,7 @@
 //! that does not read back is run again.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use hugewise_env::scoped;
@@ -19,7 +20,9 @@ use hugewise_results::{AnyResult, Kind, Meta, Saved};
 use hugewise_sim::curve::{self, CurveSpec};
 use hugewise_sim::TlbConfig;
 
-use crate::{bloat, capture, faultlat, graphrun, pagebench, save, swapstudy, Error, Result};
+use crate::{
+    bloat, capture, faultlat, graphrun, packing, pagebench, save, swapstudy, Error, Result,
+};
 
 /// The plan's file in a study directory.
 pub const PLAN_FILE: &str = "study.json";
@@ -137,13 +140,18 @@ fn same_runs(a: &StudyPlan, b: &StudyPlan) -> bool {
             .all(|(x, y)| x.id == y.id && x.work == y.work && x.shape == y.shape)
 }
 
-/// Where the generated graph `spec` is kept for the study in `dir`.
+/// Where the generated graph `spec` is kept for the study in `dir`: named by the generators'
+/// output version too, so that a study resumed by a hugewise whose generators changed makes
+/// the graph anew instead of measuring the old one.
 pub fn graph_path(dir: &Path, spec: &str, seed: u64) -> PathBuf {
     let name: String = spec
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect();
-    dir.join(GRAPHS_DIR).join(format!("{name}-seed{seed}.hwg"))
+    dir.join(GRAPHS_DIR).join(format!(
+        "{name}-seed{seed}-g{}.hwg",
+        hugewise_graph::gen::OUTPUT_VERSION
+    ))
 }
 
 /// The input a run loads: a generated graph from the study's cache (generating it the first
@@ -191,6 +199,8 @@ pub fn finished(dir: &Path, id: &str) -> bool {
         AnyResult::Curves(s) => &s.meta,
         AnyResult::Faultlat(s) => &s.meta,
         AnyResult::Swap(s) => &s.meta,
+        AnyResult::BenchBloat(s) => &s.meta,
+        AnyResult::BenchPacking(s) => &s.meta,
         _ => return false,
     };
     meta.study.as_ref().is_some_and(|t| t.run == id)
@@ -350,6 +360,10 @@ fn one(
             write(&path, m, r)?;
             0
         }
+        Done::Packing(r) => {
+            write(&path, m, *r)?;
+            0
+        }
     };
     Ok(Outcome::Done {
         path,
@@ -368,6 +382,7 @@ enum Done {
     Faultlat(faultlat::Report),
     Swap(swapstudy::SwapStudy),
     Bloat(hugewise_results::bloat::BloatReport),
+    Packing(Box<hugewise_results::packing::PackingReport>),
 }
 
 fn config(what: &str, e: impl std::fmt::Display) -> Error {
@@ -578,6 +593,40 @@ fn work(
                 cancel,
                 &mut |d, t| obs.progress(d, t),
             )?))
+        }
+        Work::Packing {
+            records,
+            hops,
+            hot_arena_bytes,
+            rounds,
+        } => {
+            let scratch = packing::scratch()?;
+            let bin = packing::build_workload(scratch.path())?;
+            let cfg = packing::Config {
+                argv: vec![
+                    bin.display().to_string(),
+                    records.to_string(),
+                    hops.to_string(),
+                ],
+                preload: hugewise_exec::run::find_preload(None)?,
+                rounds: *rounds,
+                options: hugewise_exec::placement::Options {
+                    hot_arena: *hot_arena_bytes,
+                    min_share: 0.5,
+                },
+                metric: Some("time_s".into()),
+                scratch: scratch.path().to_path_buf(),
+            };
+            obs.phase("profiling, then running");
+            // The program runs under a flag; the study's cancel is asked after every run.
+            let stop = AtomicBool::new(cancel());
+            packing::run(&cfg, &hugewise_env::Host::real(), &stop, &mut |d, t| {
+                if cancel() {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                obs.progress(d, t)
+            })
+            .map(|r| Done::Packing(Box::new(r)))
         }
     }
 }

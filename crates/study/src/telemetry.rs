@@ -26,7 +26,7 @@ pub struct Config {
     pub interval: Duration,
     /// The process whose faults are counted.
     pub pid: Pid,
-    /// The swap device; `None`: the device of the first active swap area, if any.
+    /// The swap device; `None`: the device of the swap area the kernel fills first, if any.
     pub swap_device: Option<DevNum>,
     /// The memory cgroup directory the run is in, if any.
     pub cgroup: Option<PathBuf>,
@@ -50,10 +50,14 @@ impl Config {
     }
 }
 
-/// The device of the first active swap area (`None` without swap or when its device has no
-/// counters, as for swap on zram without stats).
+/// The device of the swap area the kernel fills first: the highest priority, the first listed
+/// among equals (`None` without swap or when its device has no counters, as for swap on zram
+/// without stats). On a machine with swap of its own beside hugewise's, that is where the
+/// run's page-ins come from until it is full.
 pub fn swap_device(proc: &ProcFs) -> Option<DevNum> {
-    let areas = proc.swaps().ok()?;
+    let mut areas = proc.swaps().ok()?;
+    // Stable: equals keep their order.
+    areas.sort_by_key(|a| std::cmp::Reverse(a.priority));
     areas.iter().find_map(|a| DevNum::of_path(&a.path).ok())
 }
 

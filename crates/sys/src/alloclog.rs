@@ -3,13 +3,14 @@
 //! and whether the kernel took the advice), so that `hugewise exec` and the promotion daemon
 //! see the program's allocations, not only its mappings.
 //!
-//! Layout, little-endian, a 64-byte header then `capacity` entries of 96 bytes. Header words:
+//! Layout, little-endian, a 64-byte header then `capacity` entries of 128 bytes. Header words:
 //! magic `HWALOG01`, version (u32) | capacity (u32) << 32, entries claimed, writer pid,
 //! allocations not logged because the log was full, allocations left to the program's own
 //! allocator because hugewise could not place them, the errno of the last such refusal, flags.
 //! Entry words: state (0 empty, 1 being written, 2 live, 3 freed), mapping start, mapping
 //! length, bytes asked for, packed attributes, birth and death times (CLOCK_MONOTONIC ns), tag,
-//! then 32 bytes of the name the program gave the allocation (NUL-padded).
+//! then 32 bytes of the name the program gave the allocation and 32 bytes of the call site that
+//! made it (`module+0xoffset`; both NUL-padded).
 //!
 //! One process writes (the preload library); readers in other processes see an entry once its
 //! state says live, because the state is stored last with release order.
@@ -22,11 +23,35 @@ use crate::shm::{create_shared, open_shared};
 use crate::{Error, Result};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"HWALOG01");
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 const HEADER_WORDS: usize = 8;
-const ENTRY_WORDS: usize = 12;
+const ENTRY_WORDS: usize = 16;
 /// Bytes of an allocation's name kept in the log.
 pub const NAME_BYTES: usize = 32;
+
+/// Where the logs live (shared memory).
+pub const LOG_DIR: &str = "/dev/shm";
+/// Every log's file name starts with this, then `SESSION.PID`.
+pub const LOG_PREFIX: &str = "hugewise-exec.";
+/// The policy code of an allocation kept on 4 KiB pages (`base`): the promotion daemon
+/// leaves it alone.
+pub const POLICY_BASE: u8 = 1;
+
+/// The logs of process `pid`, whatever their session (a process normally has one).
+pub fn logs_of(pid: i32) -> Vec<std::path::PathBuf> {
+    let suffix = format!(".{pid}");
+    let Ok(dir) = std::fs::read_dir(LOG_DIR) else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with(LOG_PREFIX) && n.ends_with(&suffix))
+        })
+        .map(|e| e.path())
+        .collect()
+}
 
 const WRITING: u64 = 1;
 const LIVE: u64 = 2;
@@ -38,6 +63,9 @@ pub const FLAG_FOREIGN_ALLOCATOR: u64 = 1;
 /// Header flag: the page rules given to the preload library could not be read; nothing was
 /// taken over.
 pub const FLAG_BAD_RULES: u64 = 2;
+/// Header flag: a rule names a call site that is not in the program as loaded (a placement
+/// made for another build of it, or a library not loaded at start).
+pub const FLAG_SITES_MISSING: u64 = 4;
 
 /// How an allocation reached the preload library.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +74,8 @@ pub enum Origin {
     Malloc,
     /// An anonymous private `mmap` the program (or its allocator) made itself.
     Mmap,
+    /// An arena of small objects: one call site's while profiling, or the hot arena.
+    Arena,
 }
 
 /// One allocation as logged.
@@ -73,6 +103,8 @@ pub struct LogEntry {
     pub tag: u64,
     /// The name the program gave it, NUL-padded (all zeros: none).
     pub name: [u8; NAME_BYTES],
+    /// The call site that made it (`module+0xoffset`), NUL-padded (all zeros: unknown).
+    pub site: [u8; NAME_BYTES],
 }
 
 impl LogEntry {
@@ -80,6 +112,7 @@ impl LogEntry {
         let origin = match self.origin {
             Origin::Malloc => 0u64,
             Origin::Mmap => 1,
+            Origin::Arena => 2,
         };
         u64::from(self.policy)
             | (u64::from(self.rule) << 8)
@@ -95,22 +128,17 @@ impl LogEntry {
             requested: w[3],
             policy: (attrs & 0xff) as u8,
             rule: ((attrs >> 8) & 0xffff) as u16,
-            origin: if (attrs >> 24) & 0xff == 1 {
-                Origin::Mmap
-            } else {
-                Origin::Malloc
+            origin: match (attrs >> 24) & 0xff {
+                1 => Origin::Mmap,
+                2 => Origin::Arena,
+                _ => Origin::Malloc,
             },
             advice_errno: ((attrs >> 32) & 0xffff) as u16,
             born_ns: w[5],
             freed_ns: (w[0] == FREED).then_some(w[6]),
             tag: w[7],
-            name: {
-                let mut n = [0u8; NAME_BYTES];
-                for (k, chunk) in n.chunks_exact_mut(8).enumerate() {
-                    chunk.copy_from_slice(&w[8 + k].to_le_bytes());
-                }
-                n
-            },
+            name: padded(&w[8..12]),
+            site: padded(&w[12..16]),
         }
     }
 
@@ -118,6 +146,27 @@ impl LogEntry {
     pub fn name(&self) -> Option<&str> {
         name_of(&self.name)
     }
+
+    /// The call site that made it, if known.
+    pub fn site(&self) -> Option<&str> {
+        name_of(&self.site)
+    }
+}
+
+fn padded(words: &[u64]) -> [u8; NAME_BYTES] {
+    let mut n = [0u8; NAME_BYTES];
+    for (chunk, w) in n.chunks_exact_mut(8).zip(words) {
+        chunk.copy_from_slice(&w.to_le_bytes());
+    }
+    n
+}
+
+/// `text` NUL-padded to [`NAME_BYTES`], cut to `NAME_BYTES - 1` bytes.
+pub fn pad(text: &str) -> [u8; NAME_BYTES] {
+    let mut n = [0u8; NAME_BYTES];
+    let len = text.len().min(NAME_BYTES - 1);
+    n[..len].copy_from_slice(&text.as_bytes()[..len]);
+    n
 }
 
 /// A NUL-padded name as text; None when empty or not UTF-8.
@@ -258,7 +307,12 @@ impl AllocLog {
         {
             w[k + 1].store(v, Ordering::Relaxed);
         }
-        for (k, chunk) in e.name.chunks_exact(8).enumerate() {
+        for (k, chunk) in e
+            .name
+            .chunks_exact(8)
+            .chain(e.site.chunks_exact(8))
+            .enumerate()
+        {
             let mut b = [0u8; 8];
             b.copy_from_slice(chunk);
             w[8 + k].store(u64::from_le_bytes(b), Ordering::Relaxed);
@@ -340,7 +394,8 @@ mod tests {
             born_ns: 7,
             freed_ns: None,
             tag: 0,
-            name: *b"hot.vertices\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0",
+            name: pad("hot.vertices"),
+            site: pad("prog+0x1a2b"),
         }
     }
 
@@ -360,6 +415,7 @@ mod tests {
         assert_eq!(got[0].freed_ns, Some(99));
         assert_eq!(got[1], entry(2 << 21, u16::MAX));
         assert_eq!(got[1].name(), Some("hot.vertices"));
+        assert_eq!(got[1].site(), Some("prog+0x1a2b"));
         let h = r.head();
         assert_eq!(
             (

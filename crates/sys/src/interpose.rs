@@ -801,9 +801,11 @@ extern "C" fn before_fork() {
         std::hint::spin_loop();
     }
     lock();
+    crate::arena::lock_all();
 }
 
 extern "C" fn after_fork_parent() {
+    crate::arena::unlock_all();
     unlock();
     SIDE_LOCK.store(false, Ordering::Release);
 }
@@ -822,6 +824,7 @@ extern "C" fn after_fork_child() {
     for r in &mut s.ranges.items[..s.ranges.len] {
         r.2 = u32::MAX;
     }
+    crate::arena::unlock_all();
     unlock();
     SIDE_LOCK.store(false, Ordering::Release);
 }

@@ -16,6 +16,7 @@
 #![deny(missing_docs)]
 
 pub mod alloclog;
+pub mod arena;
 pub mod atomic;
 pub mod caps;
 pub mod debugfs;

@@ -21,6 +21,10 @@ pub fn bucket(c: &ChunkInfo) -> u32 {
 }
 
 impl Policy for HawkEye {
+    fn ranks_by_samples(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "hawkeye"
     }

@@ -1,9 +1,12 @@
 //! The promotion candidate cache's ranking in software: per target, the `capacity` chunks with
-//! the highest access frequency, every count halved each interval so old heat fades, highest
-//! first. The PCC counts page walks in hardware; here it counts access samples that a
-//! cooperating program publishes, which stand for walks when the footprint is far beyond the
-//! TLB's reach. As in the PCC, a chunk enters only once it has been touched before (some of its
-//! pages are mapped).
+//! the most page walks, every count halved each interval so old heat fades, highest first. The
+//! PCC counts page walks in hardware; here the walks are estimated from the access samples a
+//! cooperating program publishes (a sample on another page than the chunk's sample before), so
+//! that a chunk streamed through in order, which costs one walk a page, does not outrank one
+//! read at random, which costs a walk a read. As in the PCC, a chunk enters only once it has
+//! been touched before (some of its pages are mapped). The hardware PCC has 128 entries; this one keeps at least that many, and
+//! as many as the budget holds when that is more, or a budget larger than 128 chunks could
+//! never be filled with the chunks it ranks best.
 
 use std::collections::HashMap;
 
@@ -12,8 +15,10 @@ use crate::policy::{ChunkInfo, Decision, Policy};
 /// The software PCC.
 #[derive(Debug, Clone)]
 pub struct Pcc {
-    /// Candidates kept per target (the PCC paper's 128 entries).
+    /// Candidates kept per target at least (the PCC paper's 128 entries).
     pub capacity: usize,
+    /// The budget's chunks, when more than `capacity`.
+    budget: usize,
     scores: HashMap<(i32, usize), f64>,
 }
 
@@ -21,6 +26,7 @@ impl Default for Pcc {
     fn default() -> Self {
         Pcc {
             capacity: 128,
+            budget: 0,
             scores: HashMap::new(),
         }
     }
@@ -31,23 +37,33 @@ impl Pcc {
     pub fn with_capacity(capacity: usize) -> Pcc {
         Pcc {
             capacity: capacity.max(1),
+            budget: 0,
             scores: HashMap::new(),
         }
     }
 }
 
 impl Policy for Pcc {
+    fn ranks_by_samples(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "pcc"
     }
 
+    fn budget_chunks(&mut self, chunks: usize) {
+        self.budget = chunks;
+    }
+
     fn decide(&mut self, chunks: &[ChunkInfo], _interval_s: f64) -> Decision {
+        let capacity = self.capacity.max(self.budget);
         let mut next: HashMap<(i32, usize), f64> = HashMap::with_capacity(self.scores.len());
         let mut ranked: Vec<(usize, f64)> = Vec::new();
         for (i, c) in chunks.iter().enumerate() {
             let key = (c.pid, c.addr);
             let old = self.scores.get(&key).copied().unwrap_or(0.0);
-            let score = old / 2.0 + f64::from(c.samples);
+            let score = old / 2.0 + f64::from(c.walks);
             if score <= 0.0 || c.mapped_pages == 0 {
                 continue;
             }
@@ -60,7 +76,7 @@ impl Policy for Pcc {
         for (i, score) in ranked {
             let c = &chunks[i];
             let n = per_target.entry(c.pid).or_default();
-            if *n >= self.capacity {
+            if *n >= capacity {
                 continue;
             }
             *n += 1;

@@ -20,6 +20,8 @@ pub struct MapEntry {
     pub exec: bool,
     /// `p` (private, copy-on-write) rather than `s` (shared).
     pub private: bool,
+    /// Offset in the backing file of the first address (0 for anonymous memory).
+    pub offset: u64,
     /// Inode of the backing file; 0 for anonymous memory.
     pub inode: u64,
     /// The path or pseudo-name (`[heap]`, `[stack]`, `/lib/...`); `None` for an unnamed
@@ -60,7 +62,7 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<Vec<MapEntry>> {
         };
         let range = next("address range")?;
         let perms = next("permissions")?;
-        let _offset = next("offset")?;
+        let offset = next("offset")?;
         let _dev = next("device")?;
         let inode = next("inode")?;
         let (start, end) = range
@@ -84,6 +86,9 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<Vec<MapEntry>> {
             write: perms[1] == b'w',
             exec: perms[2] == b'x',
             private: perms[3] == b'p',
+            offset: u64::from_str_radix(offset, 16).map_err(|_| {
+                Error::parse(path, n, format!("offset {offset:?} is not hexadecimal"))
+            })?,
             inode: inode
                 .parse()
                 .map_err(|_| Error::parse(path, n, format!("inode {inode:?} is not a number")))?,
@@ -101,7 +106,7 @@ mod tests {
 55d0c0a00000-55d0c0a21000 rw-p 00000000 00:00 0                          [heap]
 7f3a40000000-7f3a80000000 rw-p 00000000 00:00 0 
 7f3a80000000-7f3a80200000 rw-s 00000000 00:01 1234                       /dev/zero (deleted)
-7f3a90000000-7f3a90028000 r-xp 00000000 fd:01 5678                       /usr/lib/x86_64-linux-gnu/libc.so.6
+7f3a90000000-7f3a90028000 r-xp 00028000 fd:01 5678                       /usr/lib/x86_64-linux-gnu/libc.so.6
 ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]
 ";
 
@@ -119,6 +124,7 @@ ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsysca
         assert_eq!(m[2].name.as_deref(), Some("/dev/zero (deleted)"));
         assert!(!m[2].private && !m[2].is_private_anon());
         assert!(m[3].exec && !m[3].is_private_anon());
+        assert_eq!((m[3].offset, m[0].offset), (0x28000, 0));
         assert!(!m[4].is_private_anon());
     }
 

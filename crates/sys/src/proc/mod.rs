@@ -209,6 +209,12 @@ impl ProcFs {
         smaps::parse_rollup(&p, &s)
     }
 
+    /// Clear the accessed bits of every page of process `pid` (`clear_refs` 1), so that the
+    /// `Referenced` of its smaps counts only what it touches from now on.
+    pub fn clear_refs(&self, pid: Pid) -> Result<()> {
+        self.trigger(&format!("{}/clear_refs", pid.dir()), "1")
+    }
+
     /// Open `/proc/<pid>/pagemap` for reading entries.
     pub fn pagemap(&self, pid: Pid) -> Result<PageMap> {
         PageMap::open(self.path(&format!("{}/pagemap", pid.dir())))

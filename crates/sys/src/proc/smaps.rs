@@ -38,6 +38,9 @@ pub struct VmaTotals {
     pub hugetlb_bytes: u64,
     /// Locked memory.
     pub locked_bytes: u64,
+    /// Memory whose pages were accessed since the last `clear_refs` (or since they were
+    /// mapped): the accessed bits of the page tables, summed.
+    pub referenced_bytes: u64,
 }
 
 fn totals(map: &std::collections::HashMap<String, u64>) -> VmaTotals {
@@ -48,6 +51,7 @@ fn totals(map: &std::collections::HashMap<String, u64>) -> VmaTotals {
         swap_bytes: get("Swap"),
         hugetlb_bytes: get("Private_Hugetlb") + get("Shared_Hugetlb"),
         locked_bytes: get("Locked"),
+        referenced_bytes: get("Referenced"),
     }
 }
 
@@ -98,6 +102,10 @@ mod tests {
         // Recorded order: a 4 MiB hugetlb mapping, an 8 MiB NOHUGEPAGE one, a 64 MiB THP one.
         assert_eq!(v[0].kernel_page_bytes, 2 << 20);
         assert_eq!(v[0].totals.hugetlb_bytes, 4 << 20);
+        assert_eq!(
+            (v[0].totals.referenced_bytes, v[1].totals.referenced_bytes),
+            (0, 8 << 20)
+        );
         assert!(v[1].advised_no_huge && !v[1].advised_huge);
         assert_eq!(v[1].totals.anon_huge_bytes, 0);
         assert_eq!(v[1].thp_eligible, Some(false));

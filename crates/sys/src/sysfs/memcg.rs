@@ -15,6 +15,11 @@ pub struct MemcgCounters {
     pub limit_hits: Option<u64>,
     /// Major faults inside (`pgmajfault` of `memory.stat`).
     pub major_faults: Option<u64>,
+    /// Most memory charged at once (`memory.max_usage_in_bytes` / `memory.peak`).
+    pub peak_bytes: Option<u64>,
+    /// Processes the OOM killer ended inside (`oom_kill` of `memory.oom_control` /
+    /// `memory.events`).
+    pub oom_kills: Option<u64>,
 }
 
 fn read(path: &Path) -> Option<String> {
@@ -39,11 +44,14 @@ pub fn memcg_counters(dir: &Path) -> Result<MemcgCounters> {
     let stat = read(&dir.join("memory.stat")).unwrap_or_default();
     let num = |f: &str| read(&dir.join(f)).and_then(|s| s.trim().parse().ok());
     Ok(if dir.join("memory.usage_in_bytes").exists() {
+        let oom = read(&dir.join("memory.oom_control")).unwrap_or_default();
         MemcgCounters {
             usage_bytes: num("memory.usage_in_bytes"),
             swap_bytes: keyed(&stat, "swap"),
             limit_hits: num("memory.failcnt"),
             major_faults: keyed(&stat, "pgmajfault"),
+            peak_bytes: num("memory.max_usage_in_bytes"),
+            oom_kills: keyed(&oom, "oom_kill"),
         }
     } else {
         let events = read(&dir.join("memory.events")).unwrap_or_default();
@@ -52,6 +60,8 @@ pub fn memcg_counters(dir: &Path) -> Result<MemcgCounters> {
             swap_bytes: num("memory.swap.current"),
             limit_hits: keyed(&events, "max"),
             major_faults: keyed(&stat, "pgmajfault"),
+            peak_bytes: num("memory.peak"),
+            oom_kills: keyed(&events, "oom_kill"),
         }
     })
 }
@@ -68,20 +78,32 @@ mod tests {
         std::fs::write(v1.join("memory.usage_in_bytes"), "4096\n").expect("w");
         std::fs::write(v1.join("memory.failcnt"), "7\n").expect("w");
         std::fs::write(v1.join("memory.stat"), "cache 0\nswap 8192\npgmajfault 3\n").expect("w");
+        std::fs::write(v1.join("memory.max_usage_in_bytes"), "8192\n").expect("w");
+        std::fs::write(
+            v1.join("memory.oom_control"),
+            "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n",
+        )
+        .expect("w");
         let c = memcg_counters(&v1).expect("v1");
         assert_eq!(
             (c.usage_bytes, c.swap_bytes, c.limit_hits, c.major_faults),
             (Some(4096), Some(8192), Some(7), Some(3))
         );
+        assert_eq!((c.peak_bytes, c.oom_kills), (Some(8192), Some(1)));
         let v2 = dir.path().join("v2");
         std::fs::create_dir(&v2).expect("mkdir");
         std::fs::write(v2.join("memory.current"), "100\n").expect("w");
-        std::fs::write(v2.join("memory.events"), "low 0\nhigh 0\nmax 2\noom 0\n").expect("w");
+        std::fs::write(
+            v2.join("memory.events"),
+            "low 0\nhigh 0\nmax 2\noom 0\noom_kill 4\n",
+        )
+        .expect("w");
         let c = memcg_counters(&v2).expect("v2");
         assert_eq!(
             (c.usage_bytes, c.limit_hits, c.swap_bytes),
             (Some(100), Some(2), None)
         );
+        assert_eq!((c.peak_bytes, c.oom_kills), (None, Some(4)));
         assert!(memcg_counters(&dir.path().join("gone")).is_err());
     }
 }
