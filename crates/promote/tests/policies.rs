@@ -202,3 +202,31 @@ fn pcc_ranks_a_chunk_read_at_random_above_one_streamed_through() {
     let mut p = Pcc::with_capacity(1);
     assert_eq!(p.decide(&[streamed, random], 1.0).promote, [(1, 190.0)]);
 }
+
+#[test]
+fn pcc_values_a_huge_chunk_by_its_heat_even_out_of_the_candidates() {
+    // A PCC of 2 entries; chunks 0 and 1 are huge. Chunk 2 (4 KiB) is a little hotter than
+    // chunk 1: the candidates are 0 and 2, yet chunk 1 keeps its score of 40, so the daemon
+    // (which swaps only for twice the heat) leaves it huge rather than trading it for chunk 2.
+    let chunks = [
+        sampled(chunk(1, 0, 512, true), 100, 100),
+        sampled(chunk(1, 1, 512, true), 40, 40),
+        sampled(chunk(1, 2, 512, false), 45, 45),
+    ];
+    let mut p = Pcc::with_capacity(2);
+    let d = p.decide(&chunks, 1.0);
+    assert_eq!(d.promote, [(2, 45.0)]);
+    assert_eq!(d.keep, [(0, 100.0), (1, 40.0)]);
+    // Its history is kept too: a quiet interval halves it (20), it does not restart at 0.
+    let quiet = [
+        sampled(chunk(1, 0, 512, true), 100, 100),
+        sampled(chunk(1, 1, 512, true), 0, 0),
+        sampled(chunk(1, 2, 512, false), 45, 45),
+    ];
+    let d = p.decide(&quiet, 1.0);
+    assert_eq!(d.keep, [(0, 150.0), (1, 20.0)]);
+    // A huge chunk with no heat left is kept at 0, first to go.
+    let mut fresh = Pcc::with_capacity(2);
+    let d = fresh.decide(&quiet, 1.0);
+    assert!(d.keep.contains(&(1, 0.0)), "{:?}", d.keep);
+}

@@ -166,22 +166,25 @@ fn pull_step<T: Tracer>(
                     // The in-lists are read in order, but the hardware prefetcher stops at
                     // every 4 KiB page: ask for the list of a vertex well ahead.
                     inc.prefetch_neighbors((v + STREAM_AHEAD).min(last) as u32);
-                    // Summed in f64: a hub's thousands of nearly equal shares, added in
-                    // f32, round the same way often enough to move its score by more than
-                    // the convergence bound (a star of 30 000 leaves failed verification).
-                    let mut sum = 0.0f64;
-                    for u in p.neighbors(inc, v as u32) {
-                        let u = p.read(u);
-                        sum += f32::from_bits(p.load(&contrib[u as usize])) as f64;
-                    }
-                    let new = base + d * sum as f32;
-                    let c = (new - p.read(s)).abs() as f64;
-                    p.write(s, new);
-                    if gauss_seidel {
-                        let x = share(out, v, new, p);
-                        p.store(&contrib[v], x.to_bits());
-                    }
-                    c
+                    // A sampler sees one vertex in eight: the rest run without probes.
+                    crate::traced::watch!(p, {
+                        // Summed in f64: a hub's thousands of nearly equal shares, added in
+                        // f32, round the same way often enough to move its score by more than
+                        // the convergence bound (a star of 30 000 leaves failed verification).
+                        let mut sum = 0.0f64;
+                        for u in p.neighbors(inc, v as u32) {
+                            let u = p.read(u);
+                            sum += f32::from_bits(p.load(&contrib[u as usize])) as f64;
+                        }
+                        let new = base + d * sum as f32;
+                        let c = (new - p.read(s)).abs() as f64;
+                        p.write(s, new);
+                        if gauss_seidel {
+                            let x = share(out, v, new, p);
+                            p.store(&contrib[v], x.to_bits());
+                        }
+                        c
+                    })
                 },
             )
             .sum()

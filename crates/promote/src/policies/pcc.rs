@@ -76,19 +76,22 @@ impl Policy for Pcc {
         for (i, score) in ranked {
             let c = &chunks[i];
             let n = per_target.entry(c.pid).or_default();
-            if *n >= capacity {
-                continue;
-            }
-            *n += 1;
-            next.insert((c.pid, c.addr), score);
+            let candidate = *n < capacity;
+            *n += usize::from(candidate);
+            // A huge chunk keeps its own score, a candidate or not. Valued at zero once it
+            // fell just out of the candidates, it was swapped for whichever chunk had just
+            // come in at the budget's edge, and back an interval later: chunks of nearly equal
+            // heat changed hands every interval, each swap a split and a collapse.
             if c.huge {
+                next.insert((c.pid, c.addr), score);
                 d.keep.push((i, score));
-            } else {
+            } else if candidate {
+                next.insert((c.pid, c.addr), score);
                 d.promote.push((i, score));
             }
         }
-        // Huge chunks no longer among the candidates are kept at score 0: the first to go when
-        // the budget needs room.
+        // Huge chunks with no heat at all are kept at score 0: the first to go when the
+        // budget needs room.
         for (i, c) in chunks.iter().enumerate() {
             if c.huge && !next.contains_key(&(c.pid, c.addr)) {
                 d.keep.push((i, 0.0));
