@@ -168,11 +168,15 @@ impl Probe for Off {
 /// Run `$body` with the probe `$p`, or, for the passes the probe skips ([`Probe::idle`]), with
 /// `$p` bound to [`Off`]: the body is compiled twice, once with probes and once without, and
 /// the pass picks one. Wrap the innermost loops of a kernel in it, where a probe's cost per
-/// access is a large share of the loop's.
+/// access is a large share of the loop's. `$p` is the probe's name: a probe or a `&mut` to
+/// one.
 #[macro_export]
 macro_rules! watch {
-    ($p:ident, $body:expr) => {
-        if $crate::traced::Probe::idle($p) {
+    ($p:ident, $body:expr $(,)?) => {
+        if {
+            use $crate::traced::Probe as _;
+            $p.idle()
+        } {
             #[allow(unused_variables)]
             let $p = &mut $crate::traced::Off;
             $body
@@ -389,7 +393,7 @@ impl Drop for SampleSlot<'_> {
 /// One piece of work's sampler: every `every`-th access it sees goes to the thread's
 /// [`SampleSlot`], the rest cost a decrement and a branch. That is still a third more
 /// instructions in a loop as tight as pull PageRank's (a load, a load at random and an add an
-/// edge), and sampled that loop took 1.8 times as long on kron:22: so the loops a kernel wraps
+/// edge), and sampled that loop took 1.73 times as long on kron:22: so the loops a kernel wraps
 /// in [`watch!`] are seen one pass in [`WATCHED_PASS_EVERY`], and the other passes run the
 /// loop compiled without probes. The countdowns are the probe's own fields while a piece runs,
 /// kept in registers rather than behind the slot's lock, and go back to the slot at its end.
@@ -680,17 +684,16 @@ mod tests {
         let path = std::env::temp_dir().join(format!("hw-traced-watch-{}", std::process::id()));
         let ring = hugewise_sys::shm::SampleRing::create(&path, 1024).expect("ring");
         let _ = std::fs::remove_file(&path);
-        let passes = |p: &mut dyn FnMut(usize)| (0..16).for_each(&mut *p);
         let s = sampled(&ring, 1, 1);
-        passes(&mut |pass| {
+        for pass in 0..16 {
+            // A probe held by value, as kernels with a serial step hold theirs.
             let mut p = s.probe();
-            let p = &mut p;
             crate::traced::watch!(p, {
                 for k in 0..4 {
                     p.touch(0x1000 * (pass * 4 + k + 1), false);
                 }
             });
-        });
+        }
         drop(s);
         let mut got = Vec::new();
         ring.read_since(0, &mut got);
@@ -700,52 +703,44 @@ mod tests {
             .flat_map(|&pass| (0..4).map(move |k| (0x1000 * (pass * 4 + k + 1)) as u64))
             .collect();
         assert_eq!(got, want);
-        // A recording sees every pass.
-        let mut all = Vec::new();
-        let mut r = Record::new(
+        // A recording sees every pass, through the lock guard kernels get from `Streams`.
+        let streams = PerThread::new(vec![Record::new(
             1 << 10,
             Box::new(|mut full: Vec<u64>| {
                 full.clear();
                 full
             }),
-        );
-        passes(&mut |pass| {
-            let p = &mut r;
-            crate::traced::watch!(p, all.push(pass));
+        )]);
+        for pass in 0..16 {
+            let mut g = streams.probe();
+            let p = &mut g;
             crate::traced::watch!(p, p.touch(pass, false));
-        });
-        assert_eq!((all.len(), r.count()), (16, 16));
+        }
+        assert_eq!(streams.into_inner()[0].count(), 16);
     }
 
     #[test]
-    fn a_sampled_kernel_publishes_one_access_in_every_of_those_it_traces() {
-        let spec = Spec::default_for("pr").expect("pr");
+    fn a_sampled_kernel_verifies_and_publishes_addresses_in_its_arrays() {
+        let spec = Spec::default_for("bfs").expect("bfs");
         let g = generated("kron:12", true, false);
-        let (_, _, streams) = traced(spec, &g, &[], 1);
-        let traced: usize = streams.iter().map(Vec::len).sum();
-        let path = std::env::temp_dir().join(format!("hw-traced-pr-{}", std::process::id()));
+        let sources = pick_sources(&g, 5, spec.sources_per_trial()).expect("sources");
+        let path = std::env::temp_dir().join(format!("hw-traced-bfs-{}", std::process::id()));
         let ring = hugewise_sys::shm::SampleRing::create(&path, 1 << 20).expect("ring");
         let _ = std::fs::remove_file(&path);
-        let pool = pool(1);
+        let pool = pool(2);
         let mut k = pool
             .install(|| spec.create(&Layout::default(), g.n()))
             .expect("kernel");
-        let s = sampled(&ring, 16, 1);
-        pool.install(|| k.sample(&g, &[], &s)).expect("sampled run");
+        let s = sampled(&ring, 16, 2);
+        pool.install(|| k.sample(&g, &sources, &s))
+            .expect("sampled run");
         drop(s);
-        k.verify(&g, &[]).expect("a sampled run verifies");
+        k.verify(&g, &sources).expect("a sampled run verifies");
         let mut spans = graph_spans(&g);
         spans.extend(k.spans());
         let mut got = Vec::new();
         ring.read_since(0, &mut got);
-        // One thread runs the same accesses as the traced run, and the sampler sees all of
-        // them but those of the pull loop's skipped passes (7 in 8 of the vertices' in-lists,
-        // most of the run): fewer than a sixteenth, more than a sixteenth of an eighth.
-        assert!(
-            got.len() < traced / 16 && got.len() > traced / 16 / 8,
-            "{} of {traced}",
-            got.len()
-        );
+        assert!(!got.is_empty());
         assert!(got.iter().all(|a| spans.iter().any(|s| s.holds(a & !1))));
     }
 

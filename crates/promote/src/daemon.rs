@@ -467,7 +467,9 @@ impl Daemon {
             .filter(|&(i, _)| !self.refused.contains(&(chunks[i].pid, chunks[i].addr)))
             .collect();
         let order = budget::order(&wanted, &chunks, self.cfg.share, &self.cfg.bias);
-        let score: HashMap<usize, f64> = d.promote.iter().copied().collect();
+        let mut score: HashMap<usize, f64> = d.promote.iter().copied().collect();
+        // A candidate takes a huge chunk's place on the heat that lasted.
+        score.extend(d.lasting.iter().copied());
         for i in order.into_iter().take(self.cfg.max_promotions) {
             if huge + HUGE as u64 > iv.budget_bytes {
                 // Full: take the place of the least valued huge chunk if this one is worth

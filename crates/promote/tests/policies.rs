@@ -204,6 +204,31 @@ fn pcc_ranks_a_chunk_read_at_random_above_one_streamed_through() {
 }
 
 #[test]
+fn pcc_says_which_heat_has_lasted() {
+    let mut p = Pcc::with_capacity(4);
+    // Chunk 0 is hot in both looks; chunk 1 only in the second, as a stream passing through.
+    let first = [
+        sampled(chunk(1, 0, 512, false), 100, 100),
+        sampled(chunk(1, 1, 512, false), 0, 0),
+    ];
+    let d = p.decide(&first, 1.0);
+    // New heat, all of it: the lasting score is the one before, nothing.
+    assert_eq!(d.lasting, [(0, 0.0)]);
+    let second = [
+        sampled(chunk(1, 0, 512, false), 100, 100),
+        sampled(chunk(1, 1, 512, false), 300, 300),
+    ];
+    let d = p.decide(&second, 1.0);
+    // Chunk 1 leads (300 against 100 / 2 + 100 = 150) but has lasted nothing; chunk 0 has
+    // lasted 100 and now scores more (150), so 100 is what has lasted of it.
+    assert_eq!(d.promote, [(1, 300.0), (0, 150.0)]);
+    assert_eq!(d.lasting, [(1, 0.0), (0, 100.0)]);
+    // Steady heat: 150 / 2 + 75 = 150, no more than before, so it is not listed.
+    let third = [sampled(chunk(1, 0, 512, false), 75, 75)];
+    assert!(p.decide(&third, 1.0).lasting.is_empty());
+}
+
+#[test]
 fn pcc_values_a_huge_chunk_by_its_heat_even_out_of_the_candidates() {
     // A PCC of 2 entries; chunks 0 and 1 are huge. Chunk 2 (4 KiB) is a little hotter than
     // chunk 1: the candidates are 0 and 2, yet chunk 1 keeps its score of 40, so the daemon

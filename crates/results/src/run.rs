@@ -60,8 +60,8 @@ pub struct RunReport {
     pub huge_footprint_share: f64,
     /// Peak resident memory of the process.
     pub peak_rss_bytes: u64,
-    /// The trials published one access in this many to a promotion daemon (their times
-    /// include that cost); absent when they did not.
+    /// The trials published one access in this many of those their sampler saw to a
+    /// promotion daemon (their times include that cost); absent when they did not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample_every: Option<u32>,
     /// A promotion plan replayed on the run's own arrays while its trials ran.

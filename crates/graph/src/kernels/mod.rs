@@ -39,8 +39,8 @@ pub trait Kernel: Send + Sync {
     fn run(&mut self, g: &Csr, sources: &[u32]) -> Result<()>;
     /// Run once as [`Kernel::run`] does, telling `t` every access of every worker thread.
     fn trace(&mut self, g: &Csr, sources: &[u32], t: &Streams) -> Result<()>;
-    /// Run once as [`Kernel::run`] does, publishing one access in so many to a promotion
-    /// daemon through `s`.
+    /// Run once as [`Kernel::run`] does, publishing one access in so many of those `s` sees
+    /// (see [`crate::traced::watch!`]) to a promotion daemon.
     fn sample(&mut self, g: &Csr, sources: &[u32], s: &Sampled<'_>) -> Result<()>;
     /// Where the kernel's arrays are, for a trace's header (arrays the first run creates are
     /// there after it).

@@ -166,7 +166,8 @@ fn pull_step<T: Tracer>(
                     // The in-lists are read in order, but the hardware prefetcher stops at
                     // every 4 KiB page: ask for the list of a vertex well ahead.
                     inc.prefetch_neighbors((v + STREAM_AHEAD).min(last) as u32);
-                    // A sampler sees one vertex in eight: the rest run without probes.
+                    // A sampler sees one vertex in eight, here and in every loop of an
+                    // iteration: the rest run without probes.
                     crate::traced::watch!(p, {
                         // Summed in f64: a hub's thousands of nearly equal shares, added in
                         // f32, round the same way often enough to move its score by more than
@@ -198,8 +199,10 @@ fn pull_step<T: Tracer>(
             .for_each_init(
                 || t.probe(),
                 |p, (v, c)| {
-                    let x = share(out, v, p.read(&scores[v]), p);
-                    p.write(c, x)
+                    crate::traced::watch!(p, {
+                        let x = share(out, v, p.read(&scores[v]), p);
+                        p.write(c, x)
+                    })
                 },
             );
     }
@@ -238,15 +241,17 @@ fn push_step<T: Tracer>(
             .for_each_init(
                 || t.probe(),
                 |p, u| {
-                    let out = p.neighbors(out_side, u);
-                    if out.is_empty() {
-                        return;
-                    }
-                    let c = p.read(&scores[u as usize]) / out.len() as f32;
-                    for v in out {
-                        let v = p.read(v);
-                        add_f32(&sums[v as usize], c, p);
-                    }
+                    crate::traced::watch!(p, {
+                        let out = p.neighbors(out_side, u);
+                        if out.is_empty() {
+                            return;
+                        }
+                        let c = p.read(&scores[u as usize]) / out.len() as f32;
+                        for v in out {
+                            let v = p.read(v);
+                            add_f32(&sums[v as usize], c, p);
+                        }
+                    })
                 },
             );
     }
@@ -258,10 +263,12 @@ fn push_step<T: Tracer>(
         .map_init(
             || t.probe(),
             |p, (v, s)| {
-                let new = base + d * p.read(&sums[v]);
-                let c = (new - p.read(s)).abs() as f64;
-                p.write(s, new);
-                c
+                crate::traced::watch!(p, {
+                    let new = base + d * p.read(&sums[v]);
+                    let c = (new - p.read(s)).abs() as f64;
+                    p.write(s, new);
+                    c
+                })
             },
         )
         .sum()
@@ -320,6 +327,64 @@ mod tests {
         k.run(g, &[]).expect("run");
         let o = k.outcome(g);
         (k, o)
+    }
+
+    /// Records every access it sees and skips the passes a sampler skips.
+    struct Seen {
+        all: Vec<u64>,
+        passes_left: u32,
+    }
+
+    impl Probe for Seen {
+        fn touch(&mut self, addr: usize, write: bool) {
+            self.all.push(addr as u64 & !1 | u64::from(write));
+        }
+
+        fn idle(&mut self) -> bool {
+            self.passes_left -= 1;
+            if self.passes_left == 0 {
+                self.passes_left = crate::traced::WATCHED_PASS_EVERY;
+                return false;
+            }
+            true
+        }
+    }
+
+    #[test]
+    fn a_sampled_run_publishes_every_nth_access_of_the_passes_it_watches() {
+        let g = generated("kron:10", true, false);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .expect("pool");
+        for mode in [Mode::Pull, Mode::PullGs, Mode::Push] {
+            let mut k = Pr::new(&Layout::default(), g.n(), mode, 1e-4, 1000).expect("pr");
+            // One thread runs the same accesses every time: first what a sampler sees of them,
+            // then the sampled run, whose samples must be every 16th of those.
+            let seen = crate::traced::PerThread::new(vec![Seen {
+                all: Vec::new(),
+                passes_left: 1,
+            }]);
+            pool.install(|| k.body(&g, &seen)).expect("seen");
+            let seen = seen.into_inner().remove(0).all;
+            let path = std::env::temp_dir().join(format!("hw-pr-nth-{}", std::process::id()));
+            let ring = hugewise_sys::shm::SampleRing::create(&path, 1 << 20).expect("ring");
+            let _ = std::fs::remove_file(&path);
+            let s = crate::traced::sampled(&ring, 16, 1);
+            pool.install(|| k.body(&g, &s)).expect("sampled");
+            drop(s);
+            let mut got = Vec::new();
+            ring.read_since(0, &mut got);
+            let want: Vec<u64> = seen.iter().copied().step_by(16).collect();
+            assert!(want.len() > 100, "{mode:?}: {}", want.len());
+            assert!(
+                got == want,
+                "{mode:?}: {} samples, {} wanted",
+                got.len(),
+                want.len()
+            );
+            k.verify(&g, &[]).expect("verifies");
+        }
     }
 
     #[test]

@@ -4,9 +4,11 @@
 //! cooperating program publishes (a sample on another page than the chunk's sample before), so
 //! that a chunk streamed through in order, which costs one walk a page, does not outrank one
 //! read at random, which costs a walk a read. As in the PCC, a chunk enters only once it has
-//! been touched before (some of its pages are mapped). The hardware PCC has 128 entries; this one keeps at least that many, and
-//! as many as the budget holds when that is more, or a budget larger than 128 chunks could
-//! never be filled with the chunks it ranks best.
+//! been touched before (some of its pages are mapped). The hardware PCC has 128 entries; this
+//! one keeps at least that many candidates, and as many as the budget holds when that is
+//! more, or a budget larger than 128 chunks could never be filled with the chunks it ranks
+//! best. Huge chunks keep their scores besides, candidates or not, so that the budget gives
+//! their place only to a chunk that is clearly hotter.
 
 use std::collections::HashMap;
 
@@ -60,6 +62,7 @@ impl Policy for Pcc {
         let capacity = self.capacity.max(self.budget);
         let mut next: HashMap<(i32, usize), f64> = HashMap::with_capacity(self.scores.len());
         let mut ranked: Vec<(usize, f64)> = Vec::new();
+        let mut before: HashMap<usize, f64> = HashMap::new();
         for (i, c) in chunks.iter().enumerate() {
             let key = (c.pid, c.addr);
             let old = self.scores.get(&key).copied().unwrap_or(0.0);
@@ -68,6 +71,7 @@ impl Policy for Pcc {
                 continue;
             }
             ranked.push((i, score));
+            before.insert(i, old);
         }
         ranked.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(std::cmp::Ordering::Equal));
         // Each target keeps its `capacity` best, like one PCC per process.
@@ -88,10 +92,20 @@ impl Policy for Pcc {
             } else if candidate {
                 next.insert((c.pid, c.addr), score);
                 d.promote.push((i, score));
+                // To take a huge chunk's place, heat must have lasted: the lower of this
+                // look's score and the last. A stream through an array heats each chunk it
+                // passes for one look; at a 1 s interval (the PCC paper read its counters
+                // every 30 s) the chunks it had just passed outbid the budget's last huge
+                // chunks at every look (a PageRank on kron:26: 26 swaps a second, each a
+                // split and a collapse, for chunks that were cold again a second later).
+                let old = before.get(&i).copied().unwrap_or(0.0);
+                if old < score {
+                    d.lasting.push((i, old));
+                }
             }
         }
-        // Huge chunks with no heat at all are kept at score 0: the first to go when the
-        // budget needs room.
+        // Huge chunks the PCC never scored (made by the kernel, or huge before any sample
+        // reached them) are kept at score 0: the first to go when the budget needs room.
         for (i, c) in chunks.iter().enumerate() {
             if c.huge && !next.contains_key(&(c.pid, c.addr)) {
                 d.keep.push((i, 0.0));
