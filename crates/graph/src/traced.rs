@@ -349,7 +349,7 @@ pub type Streams = PerThread<Record>;
 const SAMPLE_BATCH: usize = 32;
 
 /// In the loops a kernel wraps in [`watch!`], the sampler sees one pass in this many.
-pub const WATCHED_PASS_EVERY: u32 = 8;
+pub const WATCHED_PASS_EVERY: u32 = 32;
 
 /// What one thread's sampler keeps between pieces of work: the samples not yet published and
 /// where its countdowns stand. Samples are published 32 at a time, one atomic add for each
@@ -680,12 +680,13 @@ mod tests {
     }
 
     #[test]
-    fn a_watched_loop_is_sampled_one_pass_in_eight_and_recorded_in_every_pass() {
+    fn a_watched_loop_is_sampled_one_pass_in_so_many_and_recorded_in_every_pass() {
         let path = std::env::temp_dir().join(format!("hw-traced-watch-{}", std::process::id()));
         let ring = hugewise_sys::shm::SampleRing::create(&path, 1024).expect("ring");
         let _ = std::fs::remove_file(&path);
+        let every = WATCHED_PASS_EVERY as usize;
         let s = sampled(&ring, 1, 1);
-        for pass in 0..16 {
+        for pass in 0..2 * every {
             // A probe held by value, as kernels with a serial step hold theirs.
             let mut p = s.probe();
             crate::traced::watch!(p, {
@@ -697,8 +698,9 @@ mod tests {
         drop(s);
         let mut got = Vec::new();
         ring.read_since(0, &mut got);
-        // Thread 0 sees its first pass, then every eighth: passes 0 and 8, all four accesses.
-        let want: Vec<u64> = [0usize, 8]
+        // Thread 0 sees its first pass, then one in WATCHED_PASS_EVERY: two passes, all four
+        // accesses of each.
+        let want: Vec<u64> = [0, every]
             .iter()
             .flat_map(|&pass| (0..4).map(move |k| (0x1000 * (pass * 4 + k + 1)) as u64))
             .collect();

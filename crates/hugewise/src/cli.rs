@@ -465,7 +465,7 @@ pub struct RunArgs {
     /// Publish one access in N of those the sampler sees to /dev/shm/hugewise-samples.PID,
     /// where `hugewise promote --pid` finds it (the warm-up trial is sampled too, so a daemon
     /// can promote before the timed trials, whose times include the sampling). It
-    /// sees every access, except in PageRank's loops, where it sees one vertex in 8 (the
+    /// sees every access, except in PageRank's loops, where it sees one vertex in 32 (the
     /// rest run without probes, which would slow so tight a loop by 1.7x).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub sample_every: Option<u32>,

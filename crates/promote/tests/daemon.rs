@@ -65,6 +65,17 @@ fn four_k_chunks(chunks: usize) -> Option<Mapping> {
     Some(m)
 }
 
+/// The tests' serial lock and [`four_k_chunks`]; `None`, and the test skips, when frames are
+/// not visible (not root) or the kernel made huge pages at fault.
+fn serial_four_k_chunks(chunks: usize) -> Option<(std::sync::MutexGuard<'static, ()>, Mapping)> {
+    let one = serial();
+    if !is_root() {
+        hugewise_sys::testing::skip("frames are visible to root only");
+        return None;
+    }
+    Some((one, four_k_chunks(chunks)?))
+}
+
 /// A `pcc` daemon managing this process with `config`, reading the samples of a ring of its own
 /// (named by `name`), and the ring's publisher.
 fn pcc_on_me(name: &str, config: Config) -> (Publisher, Daemon) {
@@ -91,12 +102,7 @@ fn heat(p: &Publisher, m: &Mapping, hot: &[usize], n: usize) {
 
 #[test]
 fn pcc_follows_the_samples_within_its_budget() {
-    let _one = serial();
-    if !is_root() {
-        hugewise_sys::testing::skip("frames are visible to root only");
-        return;
-    }
-    let Some(m) = four_k_chunks(8) else {
+    let Some((_one, m)) = serial_four_k_chunks(8) else {
         return;
     };
     let (publisher, mut d) = pcc_on_me("ring", cfg(Limit::Bytes(4 << 20)));
@@ -132,12 +138,7 @@ fn pcc_follows_the_samples_within_its_budget() {
 
 #[test]
 fn the_first_decision_comes_once_samples_are_in_not_a_whole_interval_later() {
-    let _one = serial();
-    if !is_root() {
-        hugewise_sys::testing::skip("frames are visible to root only");
-        return;
-    }
-    let Some(m) = four_k_chunks(4) else {
+    let Some((_one, m)) = serial_four_k_chunks(4) else {
         return;
     };
     let ring = std::env::temp_dir().join(format!("hw-daemon-first-{}", std::process::id()));
@@ -181,12 +182,7 @@ fn the_first_decision_comes_once_samples_are_in_not_a_whole_interval_later() {
 
 #[test]
 fn a_sampled_policy_counts_without_acting_until_it_has_enough_samples() {
-    let _one = serial();
-    if !is_root() {
-        hugewise_sys::testing::skip("frames are visible to root only");
-        return;
-    }
-    let Some(m) = four_k_chunks(4) else {
+    let Some((_one, m)) = serial_four_k_chunks(4) else {
         return;
     };
     // An interval of a minute: only the count ends the warm-up here.
@@ -235,12 +231,7 @@ fn a_sampled_policy_counts_without_acting_until_it_has_enough_samples() {
 
 #[test]
 fn a_slow_publisher_is_acted_on_an_interval_after_its_first_samples() {
-    let _one = serial();
-    if !is_root() {
-        hugewise_sys::testing::skip("frames are visible to root only");
-        return;
-    }
-    let Some(m) = four_k_chunks(2) else {
+    let Some((_one, m)) = serial_four_k_chunks(2) else {
         return;
     };
     // It would take a billion samples to end the warm-up by count.

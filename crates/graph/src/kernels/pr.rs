@@ -166,7 +166,7 @@ fn pull_step<T: Tracer>(
                     // The in-lists are read in order, but the hardware prefetcher stops at
                     // every 4 KiB page: ask for the list of a vertex well ahead.
                     inc.prefetch_neighbors((v + STREAM_AHEAD).min(last) as u32);
-                    // A sampler sees one vertex in eight, here and in every loop of an
+                    // A sampler sees one vertex in 32, here and in every loop of an
                     // iteration: the rest run without probes.
                     crate::traced::watch!(p, {
                         // Summed in f64: a hub's thousands of nearly equal shares, added in
