@@ -129,6 +129,27 @@ fn hotness(g: &Csr) -> Vec<u32> {
         .collect()
 }
 
+/// Vertices grouped by bin (`bins[v]` below `count`), highest bin first, original order inside
+/// a bin: a stable counting sort.
+fn by_bin(bins: &[u8], count: usize) -> Vec<u32> {
+    let rank = |b: u8| count - 1 - b as usize;
+    let mut at = vec![0usize; count];
+    for &b in bins {
+        at[rank(b)] += 1;
+    }
+    let mut sum = 0;
+    for slot in &mut at {
+        sum += std::mem::replace(slot, sum);
+    }
+    let mut order = vec![0u32; bins.len()];
+    for (v, &b) in bins.iter().enumerate() {
+        let slot = &mut at[rank(b)];
+        order[*slot] = v as u32;
+        *slot += 1;
+    }
+    order
+}
+
 /// Compute the new order of `g`'s vertices.
 pub fn order(g: &Csr, method: Method, seed: u64) -> Result<Relabeling> {
     let n = g.n();
@@ -138,13 +159,12 @@ pub fn order(g: &Csr, method: Method, seed: u64) -> Result<Relabeling> {
     let order = match method {
         Method::Dbg => {
             let bounds = [32.0, 16.0, 8.0, 4.0, 2.0, 1.0, 0.5].map(|k| k * mean);
-            let bin = |v: u32| {
-                let d = deg[v as usize] as f64;
-                bounds.iter().position(|&b| d >= b).unwrap_or(bounds.len())
-            };
-            let mut o = ids();
-            o.par_sort_by_key(|&v| bin(v));
-            o
+            let bins: Vec<u8> = deg
+                .par_iter()
+                .map(|&d| bounds.iter().filter(|&&b| d as f64 >= b).count() as u8)
+                .collect();
+            // A bin's index counts the bounds a degree reaches: the hottest bin is 7.
+            by_bin(&bins, bounds.len() + 1)
         }
         Method::DegreeSort => {
             let mut o = ids();
@@ -218,63 +238,56 @@ pub fn relabel(g: &Csr, r: &Relabeling, layout: &Layout) -> Result<Csr> {
 
 fn side(a: &Adjacency, r: &Relabeling, layout: &Layout, names: [&str; 3]) -> Result<Adjacency> {
     let n = a.offsets.len() - 1;
-    let old_range =
-        |old: u32| a.offsets[old as usize] as usize..a.offsets[old as usize + 1] as usize;
-    let groups = [names[0], names[1], "weights"];
-    let mut offsets = layout.region::<u64>(groups[0], names[0], n + 1)?;
+    let old = a.side();
+    let mut offsets = layout.region::<u64>(names[0], names[0], n + 1)?;
     let mut acc = 0u64;
     for new in 0..n {
         offsets[new] = acc;
-        acc += old_range(r.old_id(new as u32)).len() as u64;
+        acc += old.degree(r.old_of_new[new]) as u64;
     }
     offsets[n] = acc;
-    let mut edges = layout.region::<u32>(groups[1], names[1], acc as usize)?;
+    let mut edges = layout.region::<u32>(names[1], names[1], acc as usize)?;
     let mut weights = match &a.weights {
-        Some(_) => Some(layout.region::<u32>(groups[2], names[2], acc as usize)?),
+        Some(_) => Some(layout.region::<u32>("weights", names[2], acc as usize)?),
         None => None,
     };
     let off: &[u64] = &offsets;
-    let mut edge_lists = split(&mut edges, off);
-    match (&mut weights, &a.weights) {
-        (Some(w), Some(old_w)) => {
-            let weight_lists = split(w, off);
-            edge_lists
-                .par_iter_mut()
-                .zip(weight_lists)
-                .enumerate()
-                .with_min_len(1024)
-                .for_each(|(new, (e, w))| {
-                    let range = old_range(r.old_id(new as u32));
-                    let mut pairs: Vec<(u32, u32)> = a.edges[range.clone()]
-                        .iter()
-                        .zip(&old_w[range])
-                        .map(|(&v, &x)| (r.new_id(v), x))
-                        .collect();
-                    pairs.sort_unstable();
-                    for (k, (v, x)) in pairs.into_iter().enumerate() {
-                        e[k] = v;
-                        w[k] = x;
+    let runs = Runs::of(r);
+    let perm: &[u32] = &r.new_of_old;
+    let edge_blocks = blocks(&mut edges, off);
+    let weight_blocks = match &mut weights {
+        Some(w) => blocks(w, off).into_iter().map(|(_, w)| Some(w)).collect(),
+        None => (0..edge_blocks.len()).map(|_| None).collect::<Vec<_>>(),
+    };
+    let old_id = |new: usize| r.old_of_new.get(new).copied();
+    edge_blocks
+        .into_par_iter()
+        .zip(weight_blocks)
+        // Blocks differ in arcs (hubs first, isolated vertices last): one a task, or a thread
+        // can be left with a long run of heavy blocks that rayon cannot split any more.
+        .with_max_len(1)
+        .for_each_init(Scratch::default, |scratch, ((vertices, e), w)| {
+            let base = off[vertices.start] as usize;
+            let mut w = w;
+            for new in vertices {
+                // Each list is read at random (new order is not old order): ask for the
+                // offsets, the list and its first neighbours' new ids a few lists ahead.
+                old.prefetch_ahead(new, LISTS_AHEAD, old_id);
+                if let Some(v) = old_id(new + LISTS_AHEAD / 2) {
+                    for &x in old.neighbors(v).iter().take(PREFETCH_AHEAD) {
+                        hugewise_sys::hint::prefetch(&perm[x as usize]);
                     }
-                });
-        }
-        _ => edge_lists
-            .par_iter_mut()
-            .enumerate()
-            .with_min_len(1024)
-            .for_each(|(new, e)| {
-                let src = &a.edges[old_range(r.old_id(new as u32))];
-                for (k, (slot, &v)) in e.iter_mut().zip(src).enumerate() {
-                    // The permutation is read at random: ask for the line of a later
-                    // neighbour's new id while this one's arrives.
-                    if let Some(&ahead) = src.get(k + PREFETCH_AHEAD) {
-                        hugewise_sys::hint::prefetch(&r.new_of_old[ahead as usize]);
-                    }
-                    *slot = r.new_id(v);
                 }
-                e.sort_unstable();
-            }),
-    }
-    drop(edge_lists);
+                let at = off[new] as usize - base..off[new + 1] as usize - base;
+                let v = r.old_of_new[new];
+                let list = List {
+                    edges: old.neighbors(v),
+                    weights: a.weights.is_some().then(|| old.weights(v)),
+                };
+                let out = (&mut e[at.clone()], w.as_mut().map(|w| &mut w[at]));
+                list.relabel_into(perm, runs.as_ref(), out, scratch);
+            }
+        });
     Ok(Adjacency {
         offsets,
         edges,
@@ -282,19 +295,180 @@ fn side(a: &Adjacency, r: &Relabeling, layout: &Layout, names: [&str; 3]) -> Res
     })
 }
 
+/// Most vertices a parallel task relabels in one go.
+const BLOCK: usize = 4096;
+
+/// Most arcs a parallel task relabels in one go, unless one list has more.
+const BLOCK_ARCS: u64 = 1 << 18;
+
+/// How many lists ahead the relabelling asks for a list's offsets (twice this) and its head.
+const LISTS_AHEAD: usize = 8;
+
 /// How many neighbours ahead the relabelling asks for a permutation entry.
 const PREFETCH_AHEAD: usize = 16;
 
-/// Disjoint per-vertex slices of an array laid out by `offsets`.
-fn split<'a>(all: &'a mut [u32], offsets: &[u64]) -> Vec<&'a mut [u32]> {
-    let mut rest = all;
-    let mut lists = Vec::with_capacity(offsets.len().saturating_sub(1));
-    for w in offsets.windows(2) {
-        let (mine, tail) = std::mem::take(&mut rest).split_at_mut((w[1] - w[0]) as usize);
-        lists.push(mine);
-        rest = tail;
+/// The most runs for which placing by run beats sorting each list.
+const MAX_RUNS: usize = 16;
+
+/// The ranges of new ids over which a relabeling keeps the original order (DBG's bins,
+/// hub-cluster's two groups). A sorted list of original ids becomes, once renamed, one
+/// ascending sequence per run, and the runs follow each other in new-id order; so the renamed
+/// list is sorted by placing each id after the earlier ids of its run, with no comparison sort.
+struct Runs {
+    /// New id at which each run after the first starts, ascending, then `u32::MAX`: a fixed
+    /// length, so that finding a run is a few vector compares.
+    starts: [u32; MAX_RUNS - 1],
+}
+
+impl Runs {
+    /// The runs of `r`, or `None` when there are too many for placing by run to pay (a random
+    /// or degree-sorted order).
+    fn of(r: &Relabeling) -> Option<Runs> {
+        let mut starts = [u32::MAX; MAX_RUNS - 1];
+        let mut next = 0;
+        for (i, w) in r.old_of_new.windows(2).enumerate() {
+            if w[1] < w[0] {
+                *starts.get_mut(next)? = i as u32 + 1;
+                next += 1;
+            }
+        }
+        Some(Runs { starts })
     }
-    lists
+
+    /// Which run a new id is in.
+    #[inline]
+    fn of_id(&self, new: u32) -> usize {
+        self.starts.iter().map(|&s| usize::from(s <= new)).sum()
+    }
+}
+
+/// One vertex's neighbours (and weights) in original ids, sorted.
+struct List<'a> {
+    edges: &'a [u32],
+    weights: Option<&'a [u32]>,
+}
+
+/// Per-task buffers, kept across lists.
+#[derive(Default)]
+struct Scratch {
+    ids: Vec<u32>,
+    runs: Vec<u8>,
+    weights: Vec<u32>,
+    pairs: Vec<(u32, u32)>,
+}
+
+impl List<'_> {
+    /// Write the list renamed by `new_of_old` and sorted into `out`.
+    fn relabel_into(
+        &self,
+        new_of_old: &[u32],
+        runs: Option<&Runs>,
+        out: (&mut [u32], Option<&mut [u32]>),
+        scratch: &mut Scratch,
+    ) {
+        let (e, w) = out;
+        for (k, (slot, &v)) in e.iter_mut().zip(self.edges).enumerate() {
+            // The permutation is read at random: ask for the line of a later neighbour's new
+            // id while this one's arrives (the first few were asked for lists earlier).
+            if let Some(&ahead) = self.edges.get(k + PREFETCH_AHEAD) {
+                hugewise_sys::hint::prefetch(&new_of_old[ahead as usize]);
+            }
+            *slot = new_of_old[v as usize];
+        }
+        match (runs, w, self.weights) {
+            (Some(runs), w, weights) => {
+                let mut w = w.map(|w| (w, weights.unwrap_or_default()));
+                if let Some((w, old)) = &mut w {
+                    w.copy_from_slice(old);
+                }
+                place_by_run(runs, e, w.map(|(w, _)| w), scratch);
+            }
+            (None, Some(w), Some(old)) => {
+                scratch.pairs.clear();
+                scratch
+                    .pairs
+                    .extend(e.iter().copied().zip(old.iter().copied()));
+                scratch.pairs.sort_unstable();
+                for (k, &(v, x)) in scratch.pairs.iter().enumerate() {
+                    e[k] = v;
+                    w[k] = x;
+                }
+            }
+            (None, _, _) => e.sort_unstable(),
+        }
+    }
+}
+
+/// Sort `e` (and `w` alongside) whose ids ascend within each run: a stable counting sort on
+/// the run, which for ids ascending within runs is the sorted order.
+fn place_by_run(runs: &Runs, e: &mut [u32], w: Option<&mut [u32]>, scratch: &mut Scratch) {
+    if e.len() < 2 {
+        return;
+    }
+    let mut at = [0usize; MAX_RUNS];
+    let mut in_order = true;
+    let mut last = 0u32;
+    scratch.runs.clear();
+    for &v in e.iter() {
+        in_order &= v >= last;
+        last = v;
+        let run = runs.of_id(v);
+        at[run] += 1;
+        scratch.runs.push(run as u8);
+    }
+    if in_order {
+        return;
+    }
+    let mut sum = 0;
+    for slot in &mut at {
+        sum += std::mem::replace(slot, sum);
+    }
+    scratch.ids.clear();
+    scratch.ids.extend_from_slice(e);
+    let moves = scratch.ids.iter().zip(&scratch.runs);
+    match w {
+        Some(w) => {
+            scratch.weights.clear();
+            scratch.weights.extend_from_slice(w);
+            for ((&v, &run), &x) in moves.zip(&scratch.weights) {
+                let slot = &mut at[run as usize];
+                e[*slot] = v;
+                w[*slot] = x;
+                *slot += 1;
+            }
+        }
+        None => {
+            for (&v, &run) in moves {
+                let slot = &mut at[run as usize];
+                e[*slot] = v;
+                *slot += 1;
+            }
+        }
+    }
+    debug_assert!(
+        e.windows(2).all(|p| p[0] < p[1]),
+        "ids ascend within each run"
+    );
+}
+
+/// Disjoint slices of an array laid out by `offsets`, one per block of vertices: at most
+/// [`BLOCK`] vertices and, unless one list is longer, [`BLOCK_ARCS`] arcs, so that the hubs a
+/// reordering puts first do not all fall to one task. Each comes with its vertex range.
+fn blocks<'a>(all: &'a mut [u32], offsets: &[u64]) -> Vec<(std::ops::Range<usize>, &'a mut [u32])> {
+    let n = offsets.len().saturating_sub(1);
+    let mut rest = all;
+    let mut out = Vec::new();
+    let mut first = 0;
+    while first < n {
+        let by_arcs = offsets.partition_point(|&o| o <= offsets[first] + BLOCK_ARCS) - 1;
+        let end = by_arcs.clamp(first + 1, (first + BLOCK).min(n));
+        let len = offsets[end] - offsets[first];
+        let (mine, tail) = std::mem::take(&mut rest).split_at_mut(len as usize);
+        out.push((first..end, mine));
+        rest = tail;
+        first = end;
+    }
+    out
 }
 
 #[cfg(test)]
@@ -357,7 +531,12 @@ mod tests {
     fn relabelled_graph_is_the_same_graph() {
         for (spec, sym) in [("kron:10", true), ("kron:9", false)] {
             let g = generated(spec, sym, true);
-            for m in [Method::Dbg, Method::Random] {
+            for m in [
+                Method::Dbg,
+                Method::Random,
+                Method::HubCluster,
+                Method::DegreeSort,
+            ] {
                 let (h, r, _) = reorder(&g, m, 3, &Layout::default()).expect("reorder");
                 assert_eq!(
                     (h.n(), h.arcs(), h.directed()),
@@ -386,6 +565,50 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn orders_that_keep_runs_are_placed_without_sorting() {
+        let g = generated("kron:12", true, false);
+        let runs = |m| {
+            let r = Runs::of(&order(&g, m, 1).expect("order"))?;
+            Some(1 + r.starts.iter().filter(|&&s| s != u32::MAX).count())
+        };
+        assert!(runs(Method::Dbg).is_some_and(|k| (2..=8).contains(&k)));
+        assert_eq!(runs(Method::HubCluster), Some(2));
+        assert_eq!(runs(Method::Random), None);
+        let mut starts = [u32::MAX; MAX_RUNS - 1];
+        starts[..2].copy_from_slice(&[3, 5]);
+        let r = Runs { starts };
+        assert_eq!([0, 2, 3, 4, 5, 9].map(|v| r.of_id(v)), [0, 0, 1, 1, 2, 2]);
+        // Renamed ids ascend within each run: 4 (run 1), 0 2 (run 0), 6 7 (run 2).
+        let (mut e, mut w) = (vec![4, 0, 2, 6, 7], vec![40, 0, 20, 60, 70]);
+        place_by_run(&r, &mut e, Some(&mut w), &mut Scratch::default());
+        assert_eq!((e, w), (vec![0, 2, 4, 6, 7], vec![0, 20, 40, 60, 70]));
+    }
+
+    #[test]
+    fn blocks_split_hubs_from_the_rest_and_cover_every_list_once() {
+        // A hub with more than a block's arcs, then lists of 3 arcs and empty ones.
+        let mut degrees = vec![BLOCK_ARCS as usize + 5];
+        degrees.extend((0..3 * BLOCK).map(|v| if v % 2 == 0 { 3 } else { 0 }));
+        let mut offsets = vec![0u64];
+        for d in &degrees {
+            offsets.push(offsets.last().copied().unwrap_or(0) + *d as u64);
+        }
+        let mut all = vec![0u32; *offsets.last().expect("offsets") as usize];
+        let bs = blocks(&mut all, &offsets);
+        assert_eq!(bs[0].0, 0..1, "the hub is a block of its own");
+        let mut next = 0;
+        for (vertices, slice) in &bs {
+            assert_eq!(vertices.start, next);
+            assert!(vertices.len() <= BLOCK);
+            let arcs = offsets[vertices.end] - offsets[vertices.start];
+            assert_eq!(slice.len() as u64, arcs);
+            assert!(arcs <= BLOCK_ARCS || vertices.len() == 1);
+            next = vertices.end;
+        }
+        assert_eq!(next, degrees.len());
     }
 
     #[test]
