@@ -200,6 +200,10 @@ pub enum Outcome {
         iterations: u32,
         /// Total change of the scores in the last iteration.
         last_change: f64,
+        /// Iterations that ended by extrapolating away a sign-flipping error (Jacobi modes);
+        /// `null` in results written before it was recorded.
+        #[serde(default)]
+        extrapolations: Option<u32>,
     },
     /// Connected components.
     Cc {
@@ -242,6 +246,12 @@ impl Outcome {
             Outcome::Pr {
                 iterations,
                 last_change,
+                extrapolations: Some(k @ 1..),
+            } => format!("{iterations} iterations ({k} extrapolated), change {last_change:.1e}"),
+            Outcome::Pr {
+                iterations,
+                last_change,
+                ..
             } => format!("{iterations} iterations, change {last_change:.1e}"),
             Outcome::Cc {
                 components,

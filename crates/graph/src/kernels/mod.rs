@@ -19,7 +19,7 @@ pub mod pr;
 pub mod sssp;
 pub mod tc;
 
-use std::sync::atomic::{AtomicU32, AtomicU64};
+use std::sync::atomic::AtomicU64;
 
 pub use hugewise_results::kernel::{Outcome, Spec};
 
@@ -131,20 +131,8 @@ pub fn pick_sources(g: &Csr, seed: u64, count: usize) -> Result<Vec<u32>> {
     Ok(out)
 }
 
-/// Atomic `a += x` on an f32 stored as bits: a load, then a store when the swap succeeds (a
+/// Atomic `a += x` on an f64 stored as bits: a load, then a store when the swap succeeds (a
 /// failed swap is recorded as a load).
-pub(crate) fn add_f32<P: Probe>(a: &AtomicU32, x: f32, p: &mut P) {
-    let mut old = p.load(a);
-    loop {
-        let new = (f32::from_bits(old) + x).to_bits();
-        match p.cas_weak(a, old, new) {
-            Ok(_) => return,
-            Err(cur) => old = cur,
-        }
-    }
-}
-
-/// Atomic `a += x` on an f64 stored as bits, recorded as [`add_f32`] is.
 pub(crate) fn add_f64<P: Probe>(a: &AtomicU64, x: f64, p: &mut P) {
     let mut old = p.load(a);
     loop {
