@@ -139,6 +139,8 @@ impl Kernel for Bfs {
 const GRAIN: usize = 1024;
 /// How many queue entries ahead the top-down step prefetches.
 const AHEAD: usize = 8;
+/// Frontiers up to this many vertices are searched on the calling thread.
+const SERIAL_FRONTIER: usize = 256;
 /// Vertices a thread gathers before it reserves room for them in the shared queue.
 const LOCAL_QUEUE: usize = 4096;
 
@@ -271,28 +273,34 @@ fn top_down_step<T: Tracer>(
     t: &T,
 ) -> (usize, u64) {
     let end = AtomicUsize::new(tail);
-    let scout: u64 = queue[head..tail]
-        .par_chunks(64)
-        .map_init(
-            || LocalQueue::new(queue, &end, t.probe()),
-            |local, chunk| {
-                let mut scout = 0u64;
-                for (k, q) in chunk.iter().enumerate() {
-                    out.prefetch_ahead(k, AHEAD, |i| chunk.get(i).map(|x| x.load(Relaxed)));
-                    let u = local.p.load(q);
-                    for e in local.p.neighbors(out, u) {
-                        let v = local.p.read(e);
-                        let pv = &parent[v as usize];
-                        if local.p.load(pv) == NONE && local.p.cas(pv, NONE, u).is_ok() {
-                            local.push(v);
-                            scout += local.p.degree(out, v) as u64;
-                        }
-                    }
+    let visit = |local: &mut LocalQueue<'_, T::Probe<'_>>, chunk: &[AtomicU32]| {
+        let mut scout = 0u64;
+        for (k, q) in chunk.iter().enumerate() {
+            out.prefetch_ahead(k, AHEAD, |i| chunk.get(i).map(|x| x.load(Relaxed)));
+            let u = local.p.load(q);
+            for e in local.p.neighbors(out, u) {
+                let v = local.p.read(e);
+                let pv = &parent[v as usize];
+                if local.p.load(pv) == NONE && local.p.cas(pv, NONE, u).is_ok() {
+                    local.push(v);
+                    scout += local.p.degree(out, v) as u64;
                 }
-                scout
-            },
-        )
-        .sum();
+            }
+        }
+        scout
+    };
+    let frontier = &queue[head..tail];
+    let scout: u64 = if frontier.len() <= SERIAL_FRONTIER {
+        // A high-diameter graph (a road network, a chain) has thousands of levels of a few
+        // vertices each: handing each to the pool costs more than searching it here.
+        let mut local = LocalQueue::new(queue, &end, t.probe());
+        frontier.chunks(64).map(|c| visit(&mut local, c)).sum()
+    } else {
+        frontier
+            .par_chunks(64)
+            .map_init(|| LocalQueue::new(queue, &end, t.probe()), visit)
+            .sum()
+    };
     (end.into_inner(), scout)
 }
 

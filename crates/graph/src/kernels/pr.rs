@@ -16,7 +16,7 @@
 //! Jacobi alone is slow where the graph is bipartite or nearly so (a star, a road network, the
 //! trees of a sparse graph): part of the error flips sign at every iteration and shrinks only by
 //! the damping factor, 61 iterations on a star of 10 M leaves. Both Jacobi modes watch for that
-//! flip in one order-independent number and extrapolate it away ([`Oscillation`]): 5 on the
+//! flip in one order-independent number and extrapolate it away (`Oscillation`): 5 on the
 //! star, 19 instead of 34 on `road:1000x1000`, and as many as before on Kronecker graphs.
 //!
 //! [`verify`] computes the fixed point serially in f64 and bounds the distance to it from the

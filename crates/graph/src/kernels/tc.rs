@@ -328,6 +328,11 @@ impl<'a> Marks<'a> {
     }
 
     fn count<P: Probe>(&self, lists: Side, own: &[u32], order: Order, p: &mut P) -> u64 {
+        // A triangle found here takes two of the candidates: a star's leaves, and most
+        // vertices of a road network, have fewer.
+        if own.len() < 2 {
+            return 0;
+        }
         // Only this thread touches its bitmap: relaxed loads and stores are plain moves.
         let bits = match self {
             Marks::Slot(s) => s,
