@@ -493,7 +493,8 @@ mod tests {
     fn orders_by_hand() {
         let g = star();
         // Degrees: 0:1 1:2 2:1 3:1 4:0 5:5 6..9:1; mean 14/10 = 1.4.
-        // DBG bounds 44.8 22.4 11.2 5.6 2.8 1.4 0.7 0: 5 → bin 4, 1 → bin 5, the 1s → bin 6.
+        // DBG bounds 44.8 22.4 11.2 5.6 2.8 1.4 0.7: 5 reaches 3 of them (bin 3), 1 reaches 2
+        // (bin 2), the 1s reach 1 (bin 1), 4 none; the hottest bin comes first.
         assert_eq!(new_order(&g, Method::Dbg), [5, 1, 0, 2, 3, 6, 7, 8, 9, 4]);
         assert_eq!(
             new_order(&g, Method::DegreeSort),

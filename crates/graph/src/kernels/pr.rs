@@ -402,10 +402,12 @@ impl Sums {
 /// 60 iterations where Gauss–Seidel, which mixes old and new values, needs a few. Vertex order
 /// does not change the fix: it watches one number, the change of the scores weighted by
 /// out-degree, which the flipping error moves (an unweighted total would not: the flip keeps
-/// it). When two successive ratios of that change agree on a flip ρ < 0, the error is along
-/// that one mode: e_{k+1} = ρ e_k, so x* = x_{k+1} + ρ / (1 − ρ) · (x_{k+1} − x_k). With ρ in
-/// [−0.85, 0) the coefficient is in [−0.46, 0), a shorter step, which cannot make an iteration
-/// diverge whatever the other modes do.
+/// it). When two successive ratios of that change are both flips, the error is taken to be
+/// along that one mode, flipping by ρ, their geometric mean (capped at the damping factor; a
+/// second, positive mode makes the two ratios alternate around it): e_{k+1} = ρ e_k, so
+/// x* = x_{k+1} + ρ / (1 − ρ) · (x_{k+1} − x_k). Below a mean of 0.3 the flip dies out on its
+/// own and is left alone. With ρ in [−0.85, −0.3] the coefficient is in [−0.46, −0.23], a
+/// shorter step, which cannot make an iteration diverge whatever the other modes do.
 #[derive(Debug)]
 struct Oscillation {
     /// The weighted total of the iterate the next iteration starts from.
