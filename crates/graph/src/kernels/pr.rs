@@ -83,11 +83,6 @@ impl Pr {
     pub fn scores(&self) -> &[f32] {
         &self.scores
     }
-
-    /// How many iterations of the last run ended with an extrapolation.
-    pub fn extrapolations(&self) -> u32 {
-        self.extrapolations
-    }
 }
 
 impl Pr {
@@ -114,18 +109,22 @@ impl Pr {
         while iterations < self.max_iters {
             iterations += 1;
             let (scores, contrib) = (&mut self.scores[..], &mut self.contrib[..]);
-            let step = match self.mode {
-                Mode::Pull => pull_step(g, scores, contrib, base, d, false, t),
-                Mode::PullGs => pull_step(g, scores, contrib, base, d, true, t),
-                Mode::Push => push_step(g, scores, contrib, base, d, t),
+            change = match self.mode {
+                Mode::Pull => pull_sweep(g, scores, contrib, base, d, false, t),
+                Mode::PullGs => pull_sweep(g, scores, contrib, base, d, true, t),
+                Mode::Push => push_sweep(g, scores, contrib, base, d, t),
             };
-            change = step.change;
             // The scores a run ends with are one plain step from the iterate before them,
             // which is what the convergence bound (and the verifier) rests on.
             let last = change < self.tolerance || iterations == self.max_iters;
             let k = if last { 0.0 } else { flips.coefficient() };
-            if let Some(finish) = step.finish {
-                let sums = finish(k, t);
+            // Jacobi finishes an iteration in a pass of its own, which may extrapolate.
+            let sums = match self.mode {
+                Mode::Pull => Some(refresh(g.out_side(), scores, contrib, k, t)),
+                Mode::Push => Some(push_finish(g.out_side(), scores, contrib, k, t)),
+                Mode::PullGs => None,
+            };
+            if let Some(sums) = sums {
                 flips.hear(sums, k);
                 self.extrapolations += u32::from(k != 0.0);
             }
@@ -176,26 +175,17 @@ impl Kernel for Pr {
     }
 }
 
-/// What an iteration's sweep leaves: the scores' total change, and for Jacobi the pass that
-/// finishes the iteration, given the extrapolation coefficient (see [`Oscillation`]).
-struct Step<'s, T: Tracer> {
-    change: f64,
-    finish: Option<Finish<'s, T>>,
-}
-
-/// Finishes a Jacobi iteration with extrapolation coefficient `k` and returns the weighted sums
-/// [`Oscillation::hear`] takes.
-type Finish<'s, T> = Box<dyn FnOnce(f32, &T) -> Sums + 's>;
-
-fn pull_step<'s, T: Tracer>(
-    g: &'s Csr,
-    scores: &'s mut [f32],
-    contrib: &'s mut [f32],
+/// A pull iteration's sweep: every score from its in-neighbours' contributions. Returns the
+/// scores' total change.
+fn pull_sweep<T: Tracer>(
+    g: &Csr,
+    scores: &mut [f32],
+    contrib: &mut [f32],
     base: f32,
     d: f32,
     gauss_seidel: bool,
     t: &T,
-) -> Step<'s, T> {
+) -> f64 {
     let (inc, out) = (g.in_side(), g.out_side());
     let last = g.n().saturating_sub(1);
     let change = {
@@ -238,9 +228,7 @@ fn pull_step<'s, T: Tracer>(
             )
             .sum()
     };
-    let finish = (!gauss_seidel)
-        .then(|| -> Finish<'s, T> { Box::new(move |k, t| refresh(out, scores, contrib, k, t)) });
-    Step { change, finish }
+    change
 }
 
 /// Jacobi's second pass: the contributions the next iteration reads, from the scores just
@@ -290,14 +278,17 @@ fn share<P: Probe>(out: Side, v: usize, score: f32, p: &mut P) -> f32 {
     }
 }
 
-fn push_step<'s, T: Tracer>(
-    g: &'s Csr,
-    scores: &'s mut [f32],
-    sums: &'s mut [f32],
+/// A push iteration's sweep: the new scores, into `sums` (f64, two f32 slots a vertex), from
+/// every vertex's shares. Returns the scores' total change; [`push_finish`] moves them to
+/// `scores`.
+fn push_sweep<T: Tracer>(
+    g: &Csr,
+    scores: &mut [f32],
+    sums: &mut [f32],
     base: f32,
     d: f32,
     t: &T,
-) -> Step<'s, T> {
+) -> f64 {
     let sums: &mut [f64] = bytemuck::cast_slice_mut(sums);
     sums.par_iter_mut()
         .for_each_init(|| t.probe(), |p, s| p.write(s, 0.0));
@@ -327,8 +318,7 @@ fn push_step<'s, T: Tracer>(
     }
     // The sums become the new scores; the old ones stay until the last pass, which may
     // extrapolate against them.
-    let change = sums
-        .par_iter_mut()
+    sums.par_iter_mut()
         .zip(&*scores)
         .with_min_len(4096)
         .map_init(
@@ -341,34 +331,33 @@ fn push_step<'s, T: Tracer>(
                 })
             },
         )
-        .sum();
-    let out = g.out_side();
-    let finish: Finish<'s, T> = Box::new(move |k, t| {
-        scores
-            .par_iter_mut()
-            .zip(&*sums)
-            .enumerate()
-            .with_min_len(4096)
-            .map_init(
-                || t.probe(),
-                |p, (v, (s, new))| {
-                    crate::traced::watch!(p, {
-                        let new = p.read(new) as f32;
-                        let x = new + k * (new - p.read(s));
-                        p.write(s, x);
-                        match p.degree(out, v as u32) {
-                            0 => Sums::default(),
-                            deg => Sums::of(deg, new, x),
-                        }
-                    })
-                },
-            )
-            .reduce(Sums::default, Sums::add)
-    });
-    Step {
-        change,
-        finish: Some(finish),
-    }
+        .sum()
+}
+
+/// A push iteration's last pass: the new scores from `sums` (extrapolated by `k` against the
+/// last ones, still in `scores`).
+fn push_finish<T: Tracer>(out: Side, scores: &mut [f32], sums: &[f32], k: f32, t: &T) -> Sums {
+    let sums: &[f64] = bytemuck::cast_slice(sums);
+    scores
+        .par_iter_mut()
+        .zip(sums)
+        .enumerate()
+        .with_min_len(4096)
+        .map_init(
+            || t.probe(),
+            |p, (v, (s, new))| {
+                crate::traced::watch!(p, {
+                    let new = p.read(new) as f32;
+                    let x = new + k * (new - p.read(s));
+                    p.write(s, x);
+                    match p.degree(out, v as u32) {
+                        0 => Sums::default(),
+                        deg => Sums::of(deg, new, x),
+                    }
+                })
+            },
+        )
+        .reduce(Sums::default, Sums::add)
 }
 
 /// The out-degree-weighted totals of an iteration's result and of the iterate the next one
