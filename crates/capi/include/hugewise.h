@@ -27,6 +27,13 @@ void hugewise_sample(const void *addr, int write);
 /* Record `weight` accesses spread over the range [start, start + len). */
 void hugewise_hot(const void *start, size_t len, unsigned weight);
 
+/* One sample in how many the daemon asks for, of those the program would publish (1: all).
+ * A daemon whose budget sits still asks for fewer, so that sampling costs the program little
+ * once nothing changes: a program that samples every Nth access should sample every
+ * N * hugewise_thinning()-th. Read it now and then (once per batch of work), not at every
+ * access. 1 when the channel is not open. */
+unsigned hugewise_thinning(void);
+
 /* Close the channel and remove its file. */
 void hugewise_close(void);
 

@@ -397,11 +397,17 @@ impl Drop for SampleSlot<'_> {
 /// in [`watch!`] are seen one pass in [`WATCHED_PASS_EVERY`], and the other passes run the
 /// loop compiled without probes. The countdowns are the probe's own fields while a piece runs,
 /// kept in registers rather than behind the slot's lock, and go back to the slot at its end.
+///
+/// The reader of the ring may ask for fewer samples (a promotion daemon whose budget is full and
+/// steady has no use for more): a piece of work reads the thinning when it starts and stretches
+/// both countdowns by it, so a kernel watched by a settled daemon runs its loops without probes
+/// nearly everywhere.
 #[derive(Debug)]
 pub struct Sample<'s, 'a> {
     left: u32,
     every: u32,
     passes_left: u32,
+    pass_every: u32,
     slot: MutexGuard<'s, SampleSlot<'a>>,
 }
 
@@ -426,7 +432,7 @@ impl Probe for Sample<'_, '_> {
     fn idle(&mut self) -> bool {
         self.passes_left -= 1;
         if self.passes_left == 0 {
-            self.passes_left = WATCHED_PASS_EVERY;
+            self.passes_left = self.pass_every;
             return false;
         }
         true
@@ -450,10 +456,16 @@ impl<'a> Tracer for Sampled<'a> {
 
     fn probe(&self) -> Sample<'_, 'a> {
         let slot = self.slots.mine();
+        let thin = slot.ring.thinning();
+        let every = self.every.saturating_mul(thin);
+        let pass_every = WATCHED_PASS_EVERY.saturating_mul(thin);
+        // A countdown started under more thinning than now is cut short, so that a reader
+        // asking for samples again gets them within one period.
         Sample {
-            left: slot.left,
-            every: self.every,
-            passes_left: slot.passes_left,
+            left: slot.left.min(every),
+            every,
+            passes_left: slot.passes_left.min(pass_every),
+            pass_every,
             slot,
         }
     }
@@ -677,6 +689,41 @@ mod tests {
             .map(|k| (0x1000 * (k + 1)) as u64 | u64::from(k.is_multiple_of(3)))
             .collect();
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn the_sampler_publishes_less_while_the_reader_asks_for_thinning_and_all_again_after() {
+        let path = std::env::temp_dir().join(format!("hw-traced-thin-{}", std::process::id()));
+        let ring = hugewise_sys::shm::SampleRing::create(&path, 1 << 12).expect("ring");
+        let reader = hugewise_sys::shm::SampleRing::open(&path).expect("reader");
+        let _ = std::fs::remove_file(&path);
+        let s = sampled(&ring, 4, 1);
+        let run = |pieces: usize| {
+            for _ in 0..pieces {
+                let mut p = s.probe();
+                for k in 0..64 {
+                    p.touch(0x1000 * (k + 1), false);
+                }
+            }
+        };
+        // 10 pieces of 64 accesses at one in 4: 160 samples, published by batches of 32.
+        run(10);
+        let plain = ring.head();
+        assert_eq!(plain, 160);
+        // Thinned by 8, one in 32: 20 samples for as many accesses.
+        assert!(reader.set_thinning(8));
+        run(10);
+        let thinned = ring.head() - plain;
+        assert!(
+            (0..=32).contains(&thinned),
+            "{thinned} published while thinned"
+        );
+        // Asked again, the sampler is back to one in 4 within the first piece.
+        assert!(reader.set_thinning(1));
+        run(10);
+        drop(s);
+        let back = ring.head() - plain - thinned;
+        assert!((160..=200).contains(&back), "{back} published after");
     }
 
     #[test]

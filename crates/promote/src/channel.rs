@@ -62,6 +62,13 @@ impl Publisher {
         })
     }
 
+    /// The thinning the daemon asks for: a program that samples one access in N should now
+    /// sample one in N times this (read it now and then, not at every access).
+    #[inline]
+    pub fn thinning(&self) -> u32 {
+        self.ring.thinning()
+    }
+
     /// Record one access.
     #[inline]
     pub fn sample(&self, addr: usize, write: bool) {
@@ -104,6 +111,13 @@ impl Subscriber {
             cursor,
             lost: 0,
         })
+    }
+
+    /// Ask the program to publish one sample in `factor` of those it would (1: all); see
+    /// [`crate::thinning`]. Returns whether the ring could take the request (not when the
+    /// daemon may only read it). A program that does not read the request publishes as before.
+    pub fn ask_thinning(&self, factor: u32) -> bool {
+        self.ring.set_thinning(factor)
     }
 
     /// Samples published since the last [`drain`](Self::drain), read or not.

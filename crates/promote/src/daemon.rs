@@ -15,6 +15,7 @@ use crate::budget::{self, Limit, Share};
 use crate::channel::Subscriber;
 use crate::policy::{ChunkInfo, Policy};
 use crate::target::Target;
+use crate::thinning::Thinning;
 use crate::{Error, Result, BASE_PER_HUGE, HUGE};
 pub use hugewise_results::promote::Interval;
 
@@ -47,6 +48,9 @@ pub struct Config {
     /// many are waiting instead of a whole interval later: a first decision on the few samples
     /// of a first scan picks chunks by noise, and each correction costs a collapse.
     pub first_samples: u64,
+    /// The most thinning the daemon asks of a sampling target while its looks find nothing to
+    /// do (1: always every sample); see [`crate::thinning`].
+    pub max_thinning: u32,
 }
 
 impl Default for Config {
@@ -61,6 +65,7 @@ impl Default for Config {
             max_samples: 1 << 18,
             scan_chunks: 2048,
             first_samples: 1 << 16,
+            max_thinning: 64,
         }
     }
 }
@@ -188,13 +193,14 @@ pub struct Daemon {
     /// Chunks the kernel refused to collapse with `EINVAL` (their mapping says no huge pages,
     /// `MADV_NOHUGEPAGE`): asking again would only be refused again.
     refused: std::collections::HashSet<(i32, usize)>,
+    /// How many samples the targets are asked for.
+    thinning: Thinning,
 }
 
 impl Daemon {
     /// A daemon with `policy`, timed from `t0`.
     pub fn new(policy: Box<dyn Policy>, cfg: Config, t0: Instant) -> Daemon {
         Daemon {
-            cfg,
             policy,
             targets: Vec::new(),
             t0,
@@ -203,6 +209,8 @@ impl Daemon {
             counted: 0,
             first_counted: None,
             refused: Default::default(),
+            thinning: Thinning::new(cfg.max_thinning),
+            cfg,
         }
     }
 
@@ -501,6 +509,13 @@ impl Daemon {
             )?;
         }
         iv.huge_bytes_after = huge;
+        let acted = iv.promoted + iv.demoted + iv.failed > 0;
+        let factor = self.thinning.after(acted, self.warming_up());
+        let mut asked = false;
+        for sub in self.targets.iter().filter_map(|m| m.samples.as_ref()) {
+            asked |= sub.ask_thinning(factor);
+        }
+        iv.sample_thinning = asked.then_some(factor);
         iv.cpu_ns = hugewise_sys::rusage::thread_cpu_ns() - cpu0;
         Ok(iv)
     }

@@ -15,7 +15,8 @@
 //! - [`action`]: the record of one promotion or demotion, as data;
 //! - [`replay`]: a plan's promotions applied at their times;
 //! - [`daemon`]: the online engine: every interval, read the targets' chunks and access samples
-//!   ([`channel`]), ask a [`policy`] (one per file in [`policies`]), act within the [`budget`].
+//!   ([`channel`]), ask a [`policy`] (one per file in [`policies`]), act within the [`budget`],
+//!   and ask for fewer samples while nothing changes ([`thinning`]).
 #![forbid(unsafe_code)]
 
 pub mod action;
@@ -30,6 +31,7 @@ pub mod policy;
 pub mod replay;
 pub mod session;
 pub mod target;
+pub mod thinning;
 
 pub use error::{Error, Result};
 

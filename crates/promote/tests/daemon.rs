@@ -11,6 +11,7 @@ use hugewise_promote::daemon::{Config, Daemon};
 use hugewise_promote::policies::linux::Linux;
 use hugewise_promote::policy::by_name;
 use hugewise_promote::target::Target;
+use hugewise_promote::thinning;
 use hugewise_promote::HUGE;
 use hugewise_sys::mmap::{Advice, MapOptions, Mapping};
 use hugewise_sys::proc::ProcFs;
@@ -134,6 +135,42 @@ fn pcc_follows_the_samples_within_its_budget() {
         "{iv:?}"
     );
     assert_eq!((iv.promoted, iv.demoted), (2, 2));
+}
+
+#[test]
+fn a_settled_daemon_asks_for_fewer_samples_and_for_all_again_when_it_acts() {
+    let Some((_one, m)) = serial_four_k_chunks(4) else {
+        return;
+    };
+    let (publisher, mut d) = pcc_on_me("thin", cfg(Limit::Bytes(2 << 20)));
+    heat(&publisher, &m, &[1], 1000);
+    let iv = d.step(&mut |_| {}).expect("step");
+    assert_eq!((iv.promoted, iv.sample_thinning), (1, Some(1)), "{iv:?}");
+    // The budget is full and chunk 1 stays the hottest: nothing to do, look after look, and
+    // the daemon asks the program for fewer samples, step by step.
+    let mut asked = Vec::new();
+    for _ in 0..3 * thinning::CALM_LOOKS {
+        heat(&publisher, &m, &[1], 1000);
+        let iv = d.step(&mut |_| {}).expect("step");
+        assert_eq!((iv.promoted, iv.demoted), (0, 0), "{iv:?}");
+        asked.push(iv.sample_thinning.expect("asked"));
+    }
+    assert_eq!(asked.first(), Some(&1), "{asked:?}");
+    assert_eq!(asked.last(), Some(&64), "{asked:?}");
+    assert!(asked.windows(2).all(|w| w[0] <= w[1]), "{asked:?}");
+    assert_eq!(publisher.thinning(), 64, "the program reads what was asked");
+    // The heat moves to chunk 3 and lasts: the swap is an action, and every sample is asked
+    // for again.
+    for _ in 0..2 {
+        heat(&publisher, &m, &[3], 20_000);
+        let iv = d.step(&mut |_| {}).expect("step");
+        if iv.promoted > 0 {
+            assert_eq!(iv.sample_thinning, Some(1), "{iv:?}");
+            assert_eq!(publisher.thinning(), 1);
+            return;
+        }
+    }
+    panic!("the heat on chunk 3 never took chunk 1's place");
 }
 
 #[test]

@@ -12,7 +12,7 @@ use crate::table::Table;
 /// One line for an interval of the daemon, as the live summary shows it.
 pub fn interval_line(iv: &Interval) -> String {
     format!(
-        "t={:>6.1}s  targets {}  huge {} of {} budget  +{} -{}{} failed {}  samples {}{}  cpu {}",
+        "t={:>6.1}s  targets {}  huge {} of {} budget  +{} -{}{} failed {}  samples {}{}{}  cpu {}",
         iv.t_ms / 1e3,
         iv.targets,
         bytes(iv.huge_bytes_after),
@@ -30,6 +30,10 @@ pub fn interval_line(iv: &Interval) -> String {
             format!(" ({} lost)", iv.samples_lost)
         } else {
             String::new()
+        },
+        match iv.sample_thinning {
+            Some(k) if k > 1 => format!(" (asking 1/{k})"),
+            _ => String::new(),
         },
         ns(iv.cpu_ns as f64)
     )

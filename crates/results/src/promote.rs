@@ -89,6 +89,11 @@ pub struct Interval {
     /// `null` in results from before it was counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chunks_read: Option<u64>,
+    /// One sample in how many the daemon asked the sampling targets to publish after this
+    /// look (1: all; it thins while its looks find nothing to do); `null` when no target took
+    /// the request, and in results from before it was asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_thinning: Option<u32>,
     /// CPU time of the daemon's thread over the whole interval's work.
     pub cpu_ns: u64,
 }

@@ -101,8 +101,8 @@ impl Stream {
         &self.perm
     }
 
-    /// Sum of `n` reads of `data` from seed `seed`; every `every`-th address is handed to
-    /// `sample` when given.
+    /// Sum of `n` reads of `data` from seed `seed`; every `every`-th address (times the
+    /// thinning the daemon asks for) is handed to `sample` when given.
     pub fn reads(&self, data: &[u64], n: u64, seed: u64, sample: Option<(&Publisher, u32)>) -> u64 {
         let chunks = (data.len() / WORDS_PER_CHUNK) as u32;
         let mut x = seed | 1;
@@ -119,9 +119,13 @@ impl Stream {
             let word = chunk * WORDS_PER_CHUNK + (x as usize & (WORDS_PER_CHUNK - 1));
             sum = sum.wrapping_add(data[word]);
             if i == next_sample {
-                next_sample += every;
                 if let Some(p) = publisher {
                     p.sample(&data[word] as *const u64 as usize, false);
+                    // The next sample as far off as the daemon asks (one in `every` times its
+                    // thinning), read at each sample: a settled daemon wants few.
+                    next_sample += every * u64::from(p.thinning());
+                } else {
+                    next_sample += every;
                 }
             }
         }

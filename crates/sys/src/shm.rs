@@ -3,7 +3,9 @@
 //! promotion daemon in another process.
 //!
 //! Layout, little-endian, 64-byte header then `slots` words: magic `HWSAMP01`, version (u32),
-//! slots (u32, a power of two), head (u64: samples ever written), writer pid (u64). A writer
+//! slots (u32, a power of two), head (u64: samples ever written), writer pid (u64), thinning
+//! (u64, written by the reader: publish one sample in this many of those the writer would, 0 or
+//! 1 for all; a writer that does not read it publishes as before). A writer
 //! claims a slot with one `fetch_add` on head and then stores its word, so several threads may
 //! write at once without a lock; a reader may see a claimed slot before its store lands (it
 //! then reads the slot's previous sample), which a sampler tolerates. A reader that falls more
@@ -26,6 +28,11 @@ pub fn ring_path(pid: i32) -> std::path::PathBuf {
 }
 const VERSION: u32 = 1;
 const HEADER: usize = 64;
+/// The header word in which the reader asks for fewer samples.
+const THINNING: usize = 4;
+/// The most thinning a reader may ask for: even thinned, a writer keeps publishing enough for
+/// the reader to notice that what is hot has changed.
+pub const MAX_THINNING: u32 = 1024;
 
 /// A mapped sample ring, unmapped on drop (the file stays until its owner removes it).
 #[derive(Debug)]
@@ -34,6 +41,8 @@ pub struct SampleRing {
     len: usize,
     slots: usize,
     writable: bool,
+    /// Whether this mapping may store the reader's words (the thinning).
+    answers: bool,
 }
 
 // SAFETY: the mapping is only reached through atomics, which are safe to share across threads.
@@ -109,7 +118,23 @@ pub(crate) fn open_shared(
     magic: u64,
     what: &str,
 ) -> Result<(NonNull<u8>, usize)> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    open_shared_as(path, min, magic, what, false)
+}
+
+/// As [`open_shared`], mapped for writing too when `write` (the caller then may store to the
+/// words the format gives its readers).
+fn open_shared_as(
+    path: &Path,
+    min: usize,
+    magic: u64,
+    what: &str,
+    write: bool,
+) -> Result<(NonNull<u8>, usize)> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(write)
+        .open(path)
+        .map_err(|e| Error::io(path, e))?;
     let size = file.metadata().map_err(|e| Error::io(path, e))?.len() as usize;
     if size < min {
         return Err(Error::parse(
@@ -118,7 +143,7 @@ pub(crate) fn open_shared(
             format!("{size} bytes: shorter than the header of {what}"),
         ));
     }
-    let ptr = map_shared(&file, path, size, false)?;
+    let ptr = map_shared(&file, path, size, write)?;
     // SAFETY: the mapping holds at least `min` >= 8 bytes, page aligned; read atomically since
     // a writer in another process may be storing the magic right now.
     let found = unsafe { (*ptr.as_ptr().cast::<AtomicU64>()).load(Ordering::Acquire) };
@@ -145,17 +170,31 @@ impl SampleRing {
             len,
             slots,
             writable: true,
+            answers: true,
         })
     }
 
-    /// Map an existing ring read-only, checking its header.
+    /// Map an existing ring to read it, checking its header. Mapped for writing too where the
+    /// file allows it, so the reader can ask for fewer samples ([`set_thinning`]); read-only
+    /// otherwise.
+    ///
+    /// [`set_thinning`]: Self::set_thinning
     pub fn open(path: &Path) -> Result<SampleRing> {
-        let (ptr, size) = open_shared(path, HEADER, MAGIC, "a sample ring")?;
+        let (ptr, size, answers) = match open_shared_as(path, HEADER, MAGIC, "a sample ring", true)
+        {
+            Ok((p, s)) => (p, s, true),
+            Err(Error::Io { .. }) => {
+                let (p, s) = open_shared(path, HEADER, MAGIC, "a sample ring")?;
+                (p, s, false)
+            }
+            Err(e) => return Err(e),
+        };
         let mut ring = SampleRing {
             ptr,
             len: size,
             slots: 0,
             writable: false,
+            answers,
         };
         let vs = ring.header()[1].load(Ordering::Relaxed);
         let (version, slots) = ((vs & 0xffff_ffff) as u32, (vs >> 32) as usize);
@@ -202,6 +241,23 @@ impl SampleRing {
     /// The pid of the process that created the ring.
     pub fn writer_pid(&self) -> i32 {
         self.header()[3].load(Ordering::Relaxed) as i32
+    }
+
+    /// The thinning the reader asks for: publish one sample in this many (1: all). Read by a
+    /// writer when it starts a piece of work, so a change reaches it within one piece.
+    #[inline]
+    pub fn thinning(&self) -> u32 {
+        (self.header()[THINNING].load(Ordering::Relaxed) as u32).clamp(1, MAX_THINNING)
+    }
+
+    /// Ask the writer to publish one sample in `factor` (clamped to 1..=[`MAX_THINNING`]).
+    /// Returns whether the request could be stored: not on a ring mapped read-only.
+    pub fn set_thinning(&self, factor: u32) -> bool {
+        if !self.answers {
+            return false;
+        }
+        self.header()[THINNING].store(u64::from(factor.clamp(1, MAX_THINNING)), Ordering::Relaxed);
+        true
     }
 
     /// Samples ever written.
@@ -291,6 +347,21 @@ mod tests {
         assert_eq!((c, lost, got.len()), (400, 172, 128));
         assert_eq!((got[0], got[127]), (272, 399));
         std::fs::remove_file(&dir).expect("remove");
+    }
+
+    #[test]
+    fn a_reader_asks_the_writer_for_fewer_samples() {
+        let path = std::env::temp_dir().join(format!("hw-ring-thin-{}", std::process::id()));
+        let w = SampleRing::create(&path, 64).expect("create");
+        assert_eq!(w.thinning(), 1, "a fresh ring asks for every sample");
+        let r = SampleRing::open(&path).expect("open");
+        assert!(r.set_thinning(16));
+        assert_eq!(w.thinning(), 16);
+        assert!(r.set_thinning(1 << 30));
+        assert_eq!(w.thinning(), MAX_THINNING, "clamped");
+        assert!(r.set_thinning(0));
+        assert_eq!(w.thinning(), 1);
+        std::fs::remove_file(&path).expect("remove");
     }
 
     #[test]
