@@ -191,7 +191,20 @@ pub fn promote(a: PromoteArgs, cancel: &std::sync::atomic::AtomicBool) -> anyhow
         eprintln!();
     }
     let code = r.command_exit.unwrap_or(0).clamp(0, 255) as u8;
-    crate::emit(&a.output, r, promoteview::session)?;
+    // A command hugewise started owns stdout (its output may be piped on); the session's
+    // report then goes to stderr, as `env with` and `exec` do.
+    let stream = if a.command.is_empty() {
+        crate::output::Stream::Stdout
+    } else {
+        crate::output::Stream::Stderr
+    };
+    crate::output::emit_to(
+        stream,
+        a.output.json,
+        a.output.out.as_ref(),
+        r,
+        Some(promoteview::session),
+    )?;
     Ok(code)
 }
 

@@ -111,6 +111,7 @@ fn a_started_command_is_promoted_and_its_exit_code_passed_on() {
              m = mmap.mmap(-1, 32 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)\n\
              m.write(b'x' * (32 << 20))\n\
              time.sleep(1.5)\n\
+             print('done')\n\
              sys.exit(3)\n",
         )
         .output()
@@ -121,6 +122,9 @@ fn a_started_command_is_promoted_and_its_exit_code_passed_on() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // The command owns stdout; the session's summary goes to stderr.
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("promoted (read back huge)"));
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&out_file).expect("saved")).expect("JSON");
     assert_eq!(v["command_exit"], 3);

@@ -284,7 +284,8 @@ impl Daemon {
                 addrs.clear();
                 iv.samples_lost += sub.drain(&mut addrs, self.cfg.max_samples);
                 iv.samples += addrs.len() as u64;
-                count_samples(&mut chunks[first..], &addrs);
+                // The samples read now were published at the thinning asked at the last look.
+                count_samples(&mut chunks[first..], &addrs, self.thinning.factor());
             }
             keep.push(m);
         }
@@ -573,9 +574,14 @@ impl Daemon {
 
 /// Count `addrs` (one target's samples, in the order written) into its `chunks` (sorted by
 /// address): samples per chunk, distinct base pages, and walks (samples on another page than
-/// the chunk's sample before). Runs of consecutive chunks are found once, so a sample costs a
+/// the chunk's sample before), each walk counted `thinning` times: the target published one
+/// sample in `thinning` of its usual, and a walk so counted keeps the scores on one scale
+/// while the rate changes. Without it a chunk's score of the look before, at the full rate,
+/// would be weighed against a huge chunk's score of now, at a quarter of it, and a candidate
+/// would take a huge chunk's place on heat it does not have (a PageRank on kron:26 swapped a
+/// thousand chunks a run so). Runs of consecutive chunks are found once, so a sample costs a
 /// search over the runs (a few mappings) and an index, not a search over every chunk.
-fn count_samples(chunks: &mut [ChunkInfo], addrs: &[usize]) {
+fn count_samples(chunks: &mut [ChunkInfo], addrs: &[usize], thinning: u32) {
     // (first address, one past the last, index of the first chunk) of each contiguous run.
     let mut runs: Vec<(usize, usize, usize)> = Vec::new();
     for (i, c) in chunks.iter().enumerate() {
@@ -599,7 +605,7 @@ fn count_samples(chunks: &mut [ChunkInfo], addrs: &[usize]) {
         let page = (a - start) % HUGE / 4096;
         bits[i][page / 64] |= 1 << (page % 64);
         if last_page[i] != page {
-            chunks[i].walks += 1;
+            chunks[i].walks += thinning;
             last_page[i] = page;
         }
     }
@@ -636,12 +642,17 @@ mod tests {
             0x403f_f000,
             0x4040_0000,
         ];
-        count_samples(&mut chunks, &addrs);
+        let mut thinned = chunks.clone();
+        count_samples(&mut chunks, &addrs, 1);
         let got: Vec<(u32, u16, u32)> = chunks
             .iter()
             .map(|c| (c.samples, c.sampled_pages, c.walks))
             .collect();
         // The first chunk's samples fall on page 0, 0, then 1: two walks.
         assert_eq!(got, [(3, 2, 2), (1, 1, 1), (0, 0, 0)]);
+        // Published at one in 16 of the usual, each walk stands for 16.
+        count_samples(&mut thinned, &addrs, 16);
+        let walks: Vec<u32> = thinned.iter().map(|c| c.walks).collect();
+        assert_eq!(walks, [32, 16, 0]);
     }
 }
