@@ -8,18 +8,16 @@
 //! the source is read twice and peak memory stays near the final CSR (plus a degree counter of
 //! 4 bytes and a cursor of 8 bytes per vertex).
 
-use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 use std::time::Instant;
 
 use hugewise_mem::Region;
 pub use hugewise_results::graph::BuildStats;
-use hugewise_sys::atomic;
 use rayon::prelude::*;
 
 use crate::csr::{Adjacency, Csr};
 use crate::fits::{count, Fit, Shape};
 use crate::layout::{Layout, GRAPH_REGIONS};
+use crate::owned;
 use crate::{Error, Result};
 
 /// One edge as read or generated. `w` is 1 for unweighted sources.
@@ -225,23 +223,8 @@ pub fn build(
                 in_deg.resize(len, 0);
             }
         }
-        let (od, id) = (atomic::u32s(&mut out_deg), atomic::u32s(&mut in_deg));
-        let other = if opts.symmetrize { od } else { id };
-        self_loops += chunk
-            .par_chunks(PAR)
-            .map(|c| {
-                let mut loops = 0u64;
-                for e in c {
-                    if e.u == e.v {
-                        loops += 1;
-                        continue;
-                    }
-                    od[e.u as usize].fetch_add(1, Relaxed);
-                    other[e.v as usize].fetch_add(1, Relaxed);
-                }
-                loops
-            })
-            .sum::<u64>();
+        let inc = (!opts.symmetrize).then_some(&mut in_deg[..]);
+        self_loops += owned::count(chunk, &mut out_deg, inc);
         if held.is_some() && holds(out_deg.len() as u64, edges) {
             if let Some(h) = held.as_mut() {
                 h.record(chunk);
@@ -301,28 +284,21 @@ pub fn build(
         .as_ref()
         .map(|a| a.offsets[..n].to_vec())
         .unwrap_or_default();
-    let changed = AtomicBool::new(false);
-    let (oc, ic) = (atomic::u64s(&mut out_cur), atomic::u64s(&mut in_cur));
-    let mut place = |chunk: &[Edge]| {
-        let out = Slots::of(&mut side.out, oc);
-        let inc = side.inc.as_mut().map(|a| Slots::of(a, ic));
-        let back = inc.as_ref().unwrap_or(&out);
-        chunk.par_chunks(PAR).for_each(|c| {
-            for e in c.iter().filter(|e| e.u != e.v) {
-                if !(out.place(e.u, e.v, e.w) && back.place(e.v, e.u, e.w)) {
-                    changed.store(true, Relaxed);
-                    return;
-                }
-            }
-        });
-        Ok(())
-    };
-    match &held {
-        Some(h) => h.replay(&mut place)?,
-        None => src.each_chunk(&mut place)?,
+    let mut full = false;
+    {
+        let inc = side.inc.as_mut().map(|a| (a, &mut in_cur[..]));
+        let mut placer = owned::Placer::new(&mut side.out, &mut out_cur, inc);
+        let mut place = |chunk: &[Edge]| {
+            full |= !placer.place(chunk);
+            Ok(())
+        };
+        match &held {
+            Some(h) => h.replay(&mut place)?,
+            None => src.each_chunk(&mut place)?,
+        }
     }
     drop(held);
-    if changed.load(Relaxed) {
+    if full {
         return Err(Error::Invalid(format!(
             "{name}: the input changed between the builder's two readings"
         )));
@@ -506,39 +482,6 @@ fn offsets(layout: &Layout, group: &str, name: &str, deg: &[u32]) -> Result<Regi
     }
     r[deg.len()] = acc;
     Ok(r)
-}
-
-/// One side's arrays seen as atomics, so that every thread can place arcs: a cursor per
-/// vertex hands out distinct slots, and each list is sorted afterwards.
-struct Slots<'a> {
-    cursor: &'a [AtomicU64],
-    edges: &'a [AtomicU32],
-    weights: Option<&'a [AtomicU32]>,
-}
-
-impl<'a> Slots<'a> {
-    fn of(a: &'a mut Adjacency, cursor: &'a [AtomicU64]) -> Slots<'a> {
-        Slots {
-            cursor,
-            edges: atomic::u32s(&mut a.edges),
-            weights: a.weights.as_mut().map(|w| atomic::u32s(w)),
-        }
-    }
-
-    /// Place the arc `from → to`; false when `from`'s list is already full (the source gave
-    /// more arcs than it counted).
-    #[inline]
-    fn place(&self, from: u32, to: u32, w: u32) -> bool {
-        let at = self.cursor[from as usize].fetch_add(1, Relaxed) as usize;
-        let Some(slot) = self.edges.get(at) else {
-            return false;
-        };
-        slot.store(to, Relaxed);
-        if let Some(ws) = self.weights {
-            ws[at].store(w, Relaxed);
-        }
-        true
-    }
 }
 
 /// Edges per task when a chunk is counted or placed in parallel.
@@ -837,6 +780,50 @@ mod tests {
                     assert_eq!(held.out_weights(v), streamed.out_weights(v));
                 }
             }
+        }
+    }
+
+    /// Gives one arc more on its second reading than on its first.
+    struct Grows {
+        passes: usize,
+    }
+
+    impl EdgeSource for Grows {
+        fn each_chunk(&mut self, f: &mut dyn FnMut(&[Edge]) -> Result<()>) -> Result<()> {
+            self.passes += 1;
+            let mut edges = vec![e(0, 1, 1), e(1, 2, 1), e(2, 3, 1), e(3, 0, 1)];
+            if self.passes > 1 {
+                edges.push(e(2, 1, 1));
+            }
+            f(&edges)
+        }
+
+        fn weighted(&self) -> bool {
+            false
+        }
+
+        fn vertices(&self) -> Option<usize> {
+            Some(4)
+        }
+    }
+
+    #[test]
+    fn an_input_that_gives_more_arcs_on_its_second_reading_is_refused() {
+        for symmetrize in [true, false] {
+            let opts = BuildOptions {
+                symmetrize,
+                // Too little room to hold the edges: the source is read twice.
+                fit: Fit {
+                    cap_bytes: Some(80 << 20),
+                    ..Fit::default()
+                },
+            };
+            let mut src = Grows { passes: 0 };
+            let err = build(&mut src, opts, &Layout::default(), &mut |_| Ok(()))
+                .map(|_| ())
+                .expect_err("a list overflows");
+            assert_eq!(src.passes, 2);
+            assert!(err.to_string().contains("changed between"), "{err}");
         }
     }
 }

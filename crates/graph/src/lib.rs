@@ -16,6 +16,7 @@ pub mod io;
 pub mod kernels;
 pub mod layout;
 pub mod load;
+mod owned;
 pub mod reorder;
 pub mod rng;
 pub mod save;
