@@ -21,18 +21,13 @@ int hugewise_open(size_t slots);
 
 /* Record one access at `addr`; `write` is non-zero for a store. The pcc policy counts an
  * access as a page walk only when it falls on another 4 KiB page than the last one recorded
- * in its 2 MiB chunk: sample accesses as they come, not one address over and over. */
+ * in its 2 MiB chunk: sample accesses as they come, not one address over and over. While the
+ * daemon's budget sits still it asks for fewer samples, and this call then publishes one in
+ * so many of its calls (counted per thread), each standing for that many. */
 void hugewise_sample(const void *addr, int write);
 
 /* Record `weight` accesses spread over the range [start, start + len). */
 void hugewise_hot(const void *start, size_t len, unsigned weight);
-
-/* One sample in how many the daemon asks for, of those the program would publish (1: all).
- * A daemon whose budget sits still asks for fewer, so that sampling costs the program little
- * once nothing changes: a program that samples every Nth access should sample every
- * N * hugewise_thinning()-th. Read it now and then (once per batch of work), not at every
- * access. 1 when the channel is not open. */
-unsigned hugewise_thinning(void);
 
 /* Close the channel and remove its file. */
 void hugewise_close(void);

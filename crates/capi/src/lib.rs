@@ -1,11 +1,11 @@
 //! A C ABI through which any program publishes access samples or hot ranges to the hugewise
 //! promotion daemon (`include/hugewise.h`). It is the channel of [`hugewise_promote::channel`]
-//! behind five functions that never fail the program: when the channel cannot be opened, the
+//! behind four functions that never fail the program: when the channel cannot be opened, the
 //! calls do nothing.
 //!
 //! This crate holds no `unsafe` block. Exporting a symbol under a fixed C name (`no_mangle`)
 //! counts as unsafe code to the compiler because two crates could export the same name; the
-//! `hugewise_` prefix avoids that, and these five functions are the only exports, so the lint
+//! `hugewise_` prefix avoids that, and these four functions are the only exports, so the lint
 //! is allowed on them alone.
 #![deny(unsafe_code)]
 
@@ -46,7 +46,23 @@ pub extern "C" fn hugewise_open(slots: usize) -> i32 {
 #[allow(unsafe_code)]
 #[no_mangle]
 pub extern "C" fn hugewise_sample(addr: *const std::ffi::c_void, write: i32) {
-    with_channel(|p| p.sample(addr as usize, write != 0));
+    // The daemon may ask for fewer samples while nothing changes: one call in `thinning` is
+    // published, standing for that many, counted down per thread.
+    thread_local! {
+        static LEFT: std::cell::Cell<u32> = const { std::cell::Cell::new(1) };
+    }
+    with_channel(|p| {
+        let thin = p.thinning();
+        let left = LEFT.with(|l| {
+            let v = l.get().min(thin);
+            let v = if v <= 1 { thin } else { v - 1 };
+            l.set(v);
+            v
+        });
+        if left == thin {
+            p.sample_weighted(addr as usize, write != 0, thin);
+        }
+    });
 }
 
 /// Record `weight` accesses spread evenly over `[start, start + len)`.
@@ -63,18 +79,6 @@ pub extern "C" fn hugewise_hot(start: *const std::ffi::c_void, len: usize, weigh
             p.sample(start + (k * step) % len, false);
         }
     });
-}
-
-/// One sample in how many the daemon asks this program to publish of those it would (1: all):
-/// a daemon whose budget sits still asks for fewer. A program that samples every Nth access
-/// should sample every N × this-th; read it now and then, not at every access. 1 when the
-/// channel is not open.
-#[allow(unsafe_code)]
-#[no_mangle]
-pub extern "C" fn hugewise_thinning() -> u32 {
-    let mut k = 1;
-    with_channel(|p| k = p.thinning());
-    k
 }
 
 /// Close the channel and remove its file.

@@ -55,22 +55,23 @@ pub fn count(batch: &[Edge], out: &mut [u32], inc: Option<&mut [u32]>) -> u64 {
         .zip(incs)
         .enumerate()
         .map(|(k, (o, mut i))| {
-            let (lo, span) = (bounds[k] as u32, o.len() as u32);
+            // In usize: a graph of 2^32 vertices has ranges past u32.
+            let (lo, span) = (bounds[k], o.len());
             let mut loops = 0u64;
             for e in batch {
                 if e.u == e.v {
                     loops += 1;
                     continue;
                 }
-                let a = e.u.wrapping_sub(lo);
+                let a = (e.u as usize).wrapping_sub(lo);
                 if a < span {
-                    o[a as usize] += 1;
+                    o[a] += 1;
                 }
-                let b = e.v.wrapping_sub(lo);
+                let b = (e.v as usize).wrapping_sub(lo);
                 if b < span {
                     match i {
-                        Some(ref mut i) => i[b as usize] += 1,
-                        None => o[b as usize] += 1,
+                        Some(ref mut i) => i[b] += 1,
+                        None => o[b] += 1,
                     }
                 }
             }
@@ -136,10 +137,12 @@ struct Part<'s> {
 }
 
 impl Part<'_> {
-    /// Place the arc `from → to` (`from` relative to the range); false when its list is full.
+    /// Place the arc `from → to` (`from` relative to the range); false when the range's slots
+    /// are all taken. A list that takes more than its own slots spills into the next list's:
+    /// [`Placer`]'s caller checks every cursor against its list's end afterwards.
     #[inline]
-    fn place(&mut self, from: u32, to: u32, w: u32) -> bool {
-        let c = &mut self.cursor[from as usize];
+    fn place(&mut self, from: usize, to: u32, w: u32) -> bool {
+        let c = &mut self.cursor[from];
         let at = (*c - self.base) as usize;
         *c += 1;
         let Some(slot) = self.edges.get_mut(at) else {
@@ -154,8 +157,9 @@ impl Part<'_> {
 }
 
 /// Places the arcs of batches of edges into a graph's lists, each thread its own range of
-/// vertices. The cursors start as a copy of the offsets; a list that would overflow (the input
-/// gave more arcs than it counted) is reported by [`place`](Self::place).
+/// vertices. The cursors start as a copy of the offsets, and each ends at its list's end when
+/// the input gave the arcs it counted: the caller checks that with [`complete`] (an input
+/// read twice may change between the readings).
 pub struct Placer<'a> {
     bounds: Vec<usize>,
     out: Side<'a>,
@@ -186,7 +190,8 @@ impl<'a> Placer<'a> {
     }
 
     /// Place every arc of `batch`: `u → v` in `u`'s list and `v → u` in `v`'s (the incoming
-    /// side's for a directed graph); self-loops are skipped. False when a list overflowed.
+    /// side's for a directed graph); self-loops are skipped. False when an id is not a vertex
+    /// or a range ran out of slots (the input gave more arcs than it counted).
     pub fn place(&mut self, batch: &[Edge]) -> bool {
         let bounds = &self.bounds;
         let outs = self.out.parts();
@@ -198,14 +203,20 @@ impl<'a> Placer<'a> {
             .zip(incs)
             .enumerate()
             .all(|(k, (mut o, mut i))| {
-                let lo = bounds[k] as u32;
-                let span = (bounds[k + 1] - bounds[k]) as u32;
+                let (lo, span, n) = (
+                    bounds[k],
+                    bounds[k + 1] - bounds[k],
+                    bounds[bounds.len() - 1],
+                );
                 for e in batch.iter().filter(|e| e.u != e.v) {
-                    let a = e.u.wrapping_sub(lo);
+                    if e.u as usize >= n || e.v as usize >= n {
+                        return false;
+                    }
+                    let a = (e.u as usize).wrapping_sub(lo);
                     if a < span && !o.place(a, e.v, e.w) {
                         return false;
                     }
-                    let b = e.v.wrapping_sub(lo);
+                    let b = (e.v as usize).wrapping_sub(lo);
                     if b < span {
                         let back = i.as_mut().unwrap_or(&mut o);
                         if !back.place(b, e.u, e.w) {
@@ -216,6 +227,15 @@ impl<'a> Placer<'a> {
                 true
             })
     }
+}
+
+/// Whether every list got exactly the arcs counted for it: each cursor (after placing) at its
+/// list's end, the next list's offset.
+pub fn complete(cursor: &[u64], offsets: &[u64]) -> bool {
+    cursor
+        .par_iter()
+        .zip(offsets[1..].par_iter())
+        .all(|(c, end)| c == end)
 }
 
 #[cfg(test)]

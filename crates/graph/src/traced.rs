@@ -360,6 +360,8 @@ pub struct SampleSlot<'a> {
     ring: &'a hugewise_sys::shm::SampleRing,
     left: u32,
     passes_left: u32,
+    /// The thinning the held samples were taken at: they are published as standing for it.
+    thin: u32,
     batch: [u64; SAMPLE_BATCH],
     held: usize,
 }
@@ -377,9 +379,9 @@ impl SampleSlot<'_> {
         }
     }
 
-    /// Publish what the thread holds.
+    /// Publish what the thread holds, each sample standing for the thinning it was taken at.
     pub fn flush(&mut self) {
-        self.ring.push_all(&self.batch[..self.held]);
+        self.ring.push_weighted(&self.batch[..self.held], self.thin);
         self.held = 0;
     }
 }
@@ -398,14 +400,21 @@ impl Drop for SampleSlot<'_> {
 /// loop compiled without probes. The countdowns are the probe's own fields while a piece runs,
 /// kept in registers rather than behind the slot's lock, and go back to the slot at its end.
 ///
+///
 /// The reader of the ring may ask for fewer samples (a promotion daemon whose budget is full and
 /// steady has no use for more): a piece of work reads the thinning when it starts and stretches
-/// both countdowns by it, so a kernel watched by a settled daemon runs its loops without probes
-/// nearly everywhere.
+/// one countdown by it, the passes' in the loops a kernel wraps in [`watch!`] (so a kernel
+/// watched by a settled daemon runs its loops without probes nearly everywhere), the accesses'
+/// elsewhere. Its samples are published as standing for that thinning, so the reader can weigh
+/// them. (A piece of work that mixed watched loops with plain ones would sample its plain
+/// loops after a watched pass at the full rate; PageRank, the kernel that watches, watches
+/// every loop.)
 #[derive(Debug)]
 pub struct Sample<'s, 'a> {
     left: u32,
     every: u32,
+    /// One access in this many inside a watched pass: the pass is already thinned.
+    pass_access_every: u32,
     passes_left: u32,
     pass_every: u32,
     slot: MutexGuard<'s, SampleSlot<'a>>,
@@ -433,6 +442,8 @@ impl Probe for Sample<'_, '_> {
         self.passes_left -= 1;
         if self.passes_left == 0 {
             self.passes_left = self.pass_every;
+            self.every = self.pass_access_every;
+            self.left = self.left.min(self.every);
             return false;
         }
         true
@@ -455,8 +466,13 @@ impl<'a> Tracer for Sampled<'a> {
         Self: 's;
 
     fn probe(&self) -> Sample<'_, 'a> {
-        let slot = self.slots.mine();
+        let mut slot = self.slots.mine();
         let thin = slot.ring.thinning();
+        if thin != slot.thin {
+            // What the thread holds was taken at the old thinning and stands for it.
+            slot.flush();
+            slot.thin = thin;
+        }
         let every = self.every.saturating_mul(thin);
         let pass_every = WATCHED_PASS_EVERY.saturating_mul(thin);
         // A countdown started under more thinning than now is cut short, so that a reader
@@ -464,6 +480,7 @@ impl<'a> Tracer for Sampled<'a> {
         Sample {
             left: slot.left.min(every),
             every,
+            pass_access_every: self.every,
             passes_left: slot.passes_left.min(pass_every),
             pass_every,
             slot,
@@ -486,6 +503,7 @@ pub fn sampled(ring: &hugewise_sys::shm::SampleRing, every: u32, threads: usize)
                         ring,
                         left: 1 + phase % every,
                         passes_left: 1 + phase % WATCHED_PASS_EVERY,
+                        thin: 1,
                         batch: [0; SAMPLE_BATCH],
                         held: 0,
                     }
@@ -708,22 +726,18 @@ mod tests {
         };
         // 10 pieces of 64 accesses at one in 4: 160 samples, published by batches of 32.
         run(10);
-        let plain = ring.head();
-        assert_eq!(plain, 160);
-        // Thinned by 8, one in 32: 20 samples for as many accesses.
+        assert_eq!((ring.head(), ring.weight()), (160, 160));
+        // Thinned by 8, one in 32: 200 samples for 100 pieces, 192 of them published so far.
         assert!(reader.set_thinning(8));
-        run(10);
-        let thinned = ring.head() - plain;
-        assert!(
-            (0..=32).contains(&thinned),
-            "{thinned} published while thinned"
-        );
-        // Asked again, the sampler is back to one in 4 within the first piece.
+        run(100);
+        assert_eq!(ring.head(), 160 + 192);
+        // Asked again, the sampler flushes what it took thinned, as standing for 8 each, and
+        // is back to one in 4 at once.
         assert!(reader.set_thinning(1));
         run(10);
         drop(s);
-        let back = ring.head() - plain - thinned;
-        assert!((160..=200).contains(&back), "{back} published after");
+        assert_eq!(ring.head(), 160 + 200 + 160);
+        assert_eq!(ring.weight(), 160 + 200 * 8 + 160);
     }
 
     #[test]

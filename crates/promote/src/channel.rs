@@ -63,10 +63,18 @@ impl Publisher {
     }
 
     /// The thinning the daemon asks for: a program that samples one access in N should now
-    /// sample one in N times this (read it now and then, not at every access).
+    /// sample one in N times this, and publish with [`sample_weighted`](Self::sample_weighted)
+    /// (read it now and then, not at every access).
     #[inline]
     pub fn thinning(&self) -> u32 {
         self.ring.thinning()
+    }
+
+    /// Record one access that stands for `weight` (the thinning it was taken at).
+    #[inline]
+    pub fn sample_weighted(&self, addr: usize, write: bool, weight: u32) {
+        self.ring
+            .push_weighted(&[addr as u64 & !1 | u64::from(write)], weight);
     }
 
     /// Record one access.
@@ -87,13 +95,23 @@ impl Drop for Publisher {
     }
 }
 
-/// The reading end, held by a daemon.
+/// The reading end, held by a daemon. When it goes, it asks the program for every sample
+/// again: a program left thinned by a daemon that stopped would leave the next one too few
+/// samples to start from.
 #[derive(Debug)]
 pub struct Subscriber {
     ring: SampleRing,
     cursor: u64,
+    /// The ring's weight word at the last drain.
+    weight_seen: u64,
     /// Samples overwritten before they were read, in total.
     pub lost: u64,
+}
+
+impl Drop for Subscriber {
+    fn drop(&mut self) {
+        self.ring.set_thinning(1);
+    }
 }
 
 impl Subscriber {
@@ -106,9 +124,11 @@ impl Subscriber {
     pub fn open_at(path: &Path) -> Option<Subscriber> {
         let ring = SampleRing::open(path).ok()?;
         let cursor = ring.head();
+        let weight_seen = ring.weight();
         Some(Subscriber {
             ring,
             cursor,
+            weight_seen,
             lost: 0,
         })
     }
@@ -128,9 +148,14 @@ impl Subscriber {
     /// Append the addresses sampled since the last call to `out` (write bit cleared), at most
     /// the newest `max` of them: a fast program can publish more samples than are worth
     /// counting, and the newest are the ones that say what is hot now. Returns how many were
-    /// passed over (overwritten, or beyond `max`).
-    pub fn drain(&mut self, out: &mut Vec<usize>, max: usize) -> u64 {
+    /// passed over (overwritten, or beyond `max`) and what one sample of these stands for on
+    /// average (the thinning they were published at; 1 from a writer that does not say).
+    pub fn drain(&mut self, out: &mut Vec<usize>, max: usize) -> Drained {
+        let weight = self.ring.weight();
         let head = self.ring.head();
+        let published = head.saturating_sub(self.cursor);
+        let weighed = weight.saturating_sub(self.weight_seen);
+        self.weight_seen = weight;
         let skip_to = head.saturating_sub(max as u64).max(self.cursor);
         let mut raw = Vec::new();
         let (c, lost) = self.ring.read_since(skip_to, &mut raw);
@@ -138,8 +163,24 @@ impl Subscriber {
         self.cursor = c;
         self.lost += passed;
         out.extend(raw.into_iter().map(|s| (s & !1) as usize));
-        passed
+        Drained {
+            passed,
+            weight: if weighed == 0 || published == 0 {
+                1.0
+            } else {
+                (weighed as f64 / published as f64).max(1.0)
+            },
+        }
     }
+}
+
+/// What one [`Subscriber::drain`] read.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Drained {
+    /// Samples passed over: overwritten before they were read, or older than the newest `max`.
+    pub passed: u64,
+    /// What one sample stands for, on average over those published since the last drain.
+    pub weight: f64,
 }
 
 #[cfg(test)]

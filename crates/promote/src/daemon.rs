@@ -200,6 +200,14 @@ pub struct Daemon {
 impl Daemon {
     /// A daemon with `policy`, timed from `t0`.
     pub fn new(policy: Box<dyn Policy>, cfg: Config, t0: Instant) -> Daemon {
+        // Thinned samples keep their scale only for a policy that scores walks (a walk read
+        // stands for as many as it was thinned by); coverage and utilization would read lower
+        // at every step of thinning.
+        let thin_max = if policy.weighs_walks() {
+            cfg.max_thinning
+        } else {
+            1
+        };
         Daemon {
             policy,
             targets: Vec::new(),
@@ -209,7 +217,7 @@ impl Daemon {
             counted: 0,
             first_counted: None,
             refused: Default::default(),
-            thinning: Thinning::new(cfg.max_thinning),
+            thinning: Thinning::new(thin_max),
             cfg,
         }
     }
@@ -282,10 +290,10 @@ impl Daemon {
             if let Some(sub) = m.samples.as_mut() {
                 self.ever_sampled.insert(pid);
                 addrs.clear();
-                iv.samples_lost += sub.drain(&mut addrs, self.cfg.max_samples);
+                let read = sub.drain(&mut addrs, self.cfg.max_samples);
+                iv.samples_lost += read.passed;
                 iv.samples += addrs.len() as u64;
-                // The samples read now were published at the thinning asked at the last look.
-                count_samples(&mut chunks[first..], &addrs, self.thinning.factor());
+                count_samples(&mut chunks[first..], &addrs, read.weight);
             }
             keep.push(m);
         }
@@ -574,14 +582,13 @@ impl Daemon {
 
 /// Count `addrs` (one target's samples, in the order written) into its `chunks` (sorted by
 /// address): samples per chunk, distinct base pages, and walks (samples on another page than
-/// the chunk's sample before), each walk counted `thinning` times: the target published one
-/// sample in `thinning` of its usual, and a walk so counted keeps the scores on one scale
-/// while the rate changes. Without it a chunk's score of the look before, at the full rate,
-/// would be weighed against a huge chunk's score of now, at a quarter of it, and a candidate
-/// would take a huge chunk's place on heat it does not have (a PageRank on kron:26 swapped a
-/// thousand chunks a run so). Runs of consecutive chunks are found once, so a sample costs a
-/// search over the runs (a few mappings) and an index, not a search over every chunk.
-fn count_samples(chunks: &mut [ChunkInfo], addrs: &[usize], thinning: u32) {
+/// the chunk's sample before), the walks weighed by what one sample stands for (`weight`: the
+/// thinning the target published them at, as its ring says). Weighed so, scores keep one
+/// scale while the rate changes. Without it a chunk's score of the look before, at the full
+/// rate, would be weighed against a huge chunk's score of now, at a quarter of it, and a
+/// candidate would take a huge chunk's place on heat it does not have (a PageRank on kron:26
+/// swapped a thousand chunks a run so).
+fn count_samples(chunks: &mut [ChunkInfo], addrs: &[usize], weight: f64) {
     // (first address, one past the last, index of the first chunk) of each contiguous run.
     let mut runs: Vec<(usize, usize, usize)> = Vec::new();
     for (i, c) in chunks.iter().enumerate() {
@@ -605,13 +612,18 @@ fn count_samples(chunks: &mut [ChunkInfo], addrs: &[usize], thinning: u32) {
         let page = (a - start) % HUGE / 4096;
         bits[i][page / 64] |= 1 << (page % 64);
         if last_page[i] != page {
-            chunks[i].walks += thinning;
+            chunks[i].walks += 1;
             last_page[i] = page;
         }
     }
     for (c, b) in chunks.iter_mut().zip(&bits) {
         if c.samples > 0 {
             c.sampled_pages = b.iter().map(|w| w.count_ones() as u16).sum();
+            if weight > 1.0 {
+                c.walks = (f64::from(c.walks) * weight)
+                    .round()
+                    .min(f64::from(u32::MAX)) as u32;
+            }
         }
     }
 }
@@ -643,7 +655,7 @@ mod tests {
             0x4040_0000,
         ];
         let mut thinned = chunks.clone();
-        count_samples(&mut chunks, &addrs, 1);
+        count_samples(&mut chunks, &addrs, 1.0);
         let got: Vec<(u32, u16, u32)> = chunks
             .iter()
             .map(|c| (c.samples, c.sampled_pages, c.walks))
@@ -651,7 +663,7 @@ mod tests {
         // The first chunk's samples fall on page 0, 0, then 1: two walks.
         assert_eq!(got, [(3, 2, 2), (1, 1, 1), (0, 0, 0)]);
         // Published at one in 16 of the usual, each walk stands for 16.
-        count_samples(&mut thinned, &addrs, 16);
+        count_samples(&mut thinned, &addrs, 16.0);
         let walks: Vec<u32> = thinned.iter().map(|c| c.walks).collect();
         assert_eq!(walks, [32, 16, 0]);
     }

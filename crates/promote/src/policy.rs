@@ -62,6 +62,13 @@ pub trait Policy: Send {
     fn ranks_by_samples(&self) -> bool {
         false
     }
+    /// Whether it scores chunks by estimated walks alone. Such scores keep their scale when the
+    /// daemon asks the program for fewer samples (a walk read then stands for as many as the
+    /// thinning), so the daemon may thin for it; coverage and utilization of the samples would
+    /// read lower at every step of thinning, so for other policies it never does.
+    fn weighs_walks(&self) -> bool {
+        false
+    }
 }
 
 /// Names accepted by [`by_name`].

@@ -5,6 +5,8 @@
 //! (a promotion, a demotion, a swap) asks for every sample again. Thinned samples still reach
 //! the policy, so a change in what is hot is seen, a few intervals later than at full rate.
 
+use hugewise_sys::shm::MAX_THINNING;
+
 /// Looks without an action before the daemon thins, and between two steps of thinning.
 pub const CALM_LOOKS: u32 = 3;
 
@@ -20,12 +22,13 @@ pub struct Thinning {
 }
 
 impl Thinning {
-    /// Start at every sample; never thin past `max` (1: never thin).
+    /// Start at every sample; never thin past `max` (1: never thin; at most what a ring
+    /// takes, [`MAX_THINNING`]).
     pub fn new(max: u32) -> Thinning {
         Thinning {
             factor: 1,
             calm: 0,
-            max: max.max(1),
+            max: max.clamp(1, MAX_THINNING),
         }
     }
 
@@ -84,5 +87,8 @@ mod tests {
             assert_eq!(off.after(false, false), 1);
         }
         assert_eq!(Thinning::new(0).after(false, false), 1);
+        let mut big = Thinning::new(u32::MAX);
+        let top = (0..100).map(|_| big.after(false, false)).max();
+        assert_eq!(top, Some(MAX_THINNING), "never past what a ring takes");
     }
 }

@@ -408,12 +408,27 @@ fn the_daemon_counts_only_the_newest_samples() {
     }
     let mut got = Vec::new();
     // 1000 published, 100 wanted: the newest 100, and 900 passed over.
-    assert_eq!(sub.drain(&mut got, 100), 900);
+    let d = sub.drain(&mut got, 100);
+    assert_eq!((d.passed, d.weight), (900, 1.0));
     assert_eq!(got.len(), 100);
     assert_eq!((got[0], got[99]), (900 * 4096, 999 * 4096));
     got.clear();
-    assert_eq!(sub.drain(&mut got, 100), 0);
+    assert_eq!(sub.drain(&mut got, 100).passed, 0);
     assert!(got.is_empty());
+    // 30 samples taken at one in 16 of the usual and 10 plain: each stands for 12.25 on
+    // average, whatever the daemon asked.
+    for i in 0..30u64 {
+        p.sample_weighted(i as usize * 4096, false, 16);
+    }
+    for i in 0..10u64 {
+        p.sample(i as usize * 4096, false);
+    }
+    assert_eq!(sub.drain(&mut got, 100).weight, 12.25);
+    // Dropped, the subscriber asks the program for every sample again.
+    assert!(sub.ask_thinning(64));
+    assert_eq!(p.thinning(), 64);
+    drop(sub);
+    assert_eq!(p.thinning(), 1);
 }
 
 #[test]

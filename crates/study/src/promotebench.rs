@@ -112,6 +112,8 @@ impl Stream {
             None => (None, u64::MAX),
         };
         let mut next_sample = every;
+        // The thinning the gap to the next sample was taken at: that sample stands for it.
+        let mut thin = 1u32;
         for i in 0..n {
             x = xorshift(x);
             let rank = self.table[(x >> (64 - TABLE_BITS)) as usize] as usize;
@@ -120,10 +122,11 @@ impl Stream {
             sum = sum.wrapping_add(data[word]);
             if i == next_sample {
                 if let Some(p) = publisher {
-                    p.sample(&data[word] as *const u64 as usize, false);
+                    p.sample_weighted(&data[word] as *const u64 as usize, false, thin);
                     // The next sample as far off as the daemon asks (one in `every` times its
                     // thinning), read at each sample: a settled daemon wants few.
-                    next_sample += every * u64::from(p.thinning());
+                    thin = p.thinning();
+                    next_sample += every * u64::from(thin);
                 } else {
                     next_sample += every;
                 }

@@ -5,7 +5,9 @@
 //! Layout, little-endian, 64-byte header then `slots` words: magic `HWSAMP01`, version (u32),
 //! slots (u32, a power of two), head (u64: samples ever written), writer pid (u64), thinning
 //! (u64, written by the reader: publish one sample in this many of those the writer would, 0 or
-//! 1 for all; a writer that does not read it publishes as before). A writer
+//! 1 for all; a writer that does not read it publishes as before), weight (u64: the sum over the
+//! samples written of the thinning each was published at, so that a reader can weigh what it
+//! reads by what it stands for; 0 from a writer that does not keep it). A writer
 //! claims a slot with one `fetch_add` on head and then stores its word, so several threads may
 //! write at once without a lock; a reader may see a claimed slot before its store lands (it
 //! then reads the slot's previous sample), which a sampler tolerates. A reader that falls more
@@ -30,6 +32,8 @@ const VERSION: u32 = 1;
 const HEADER: usize = 64;
 /// The header word in which the reader asks for fewer samples.
 const THINNING: usize = 4;
+/// The header word in which writers add up what their samples stand for.
+const WEIGHT: usize = 5;
 /// The most thinning a reader may ask for: even thinned, a writer keeps publishing enough for
 /// the reader to notice that what is hot has changed.
 pub const MAX_THINNING: u32 = 1024;
@@ -130,9 +134,13 @@ fn open_shared_as(
     what: &str,
     write: bool,
 ) -> Result<(NonNull<u8>, usize)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // Never through a link: the files live in world-writable /dev/shm, and a reader that
+    // writes (as root) must write to the file it was pointed at.
     let file = OpenOptions::new()
         .read(true)
         .write(write)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(path)
         .map_err(|e| Error::io(path, e))?;
     let size = file.metadata().map_err(|e| Error::io(path, e))?.len() as usize;
@@ -269,27 +277,36 @@ impl SampleRing {
     /// nothing (the mapping would fault).
     #[inline]
     pub fn push(&self, sample: u64) {
-        debug_assert!(self.writable, "push on a sample ring opened read-only");
-        if !self.writable {
-            return;
-        }
-        let i = self.header()[2].fetch_add(1, Ordering::AcqRel);
-        self.ring()[i as usize & (self.slots - 1)].store(sample, Ordering::Relaxed);
+        self.push_weighted(&[sample], 1);
     }
 
     /// Append `samples` in one claim: one atomic add for all of them, so that threads which
     /// publish often do not take the head's cache line from each other at every sample.
     #[inline]
     pub fn push_all(&self, samples: &[u64]) {
+        self.push_weighted(samples, 1);
+    }
+
+    /// As [`push_all`](Self::push_all), each sample standing for `weight` (the thinning it
+    /// was taken at): a reader then counts it `weight` times.
+    #[inline]
+    pub fn push_weighted(&self, samples: &[u64], weight: u32) {
         debug_assert!(self.writable, "push on a sample ring opened read-only");
         if !self.writable || samples.is_empty() {
             return;
         }
-        let first = self.header()[2].fetch_add(samples.len() as u64, Ordering::AcqRel);
+        let n = samples.len() as u64;
+        let first = self.header()[2].fetch_add(n, Ordering::AcqRel);
         let ring = self.ring();
         for (k, &s) in samples.iter().enumerate() {
             ring[(first as usize).wrapping_add(k) & (self.slots - 1)].store(s, Ordering::Relaxed);
         }
+        self.header()[WEIGHT].fetch_add(n * u64::from(weight.max(1)), Ordering::Relaxed);
+    }
+
+    /// The sum of what every sample written stands for (0 from writers that do not keep it).
+    pub fn weight(&self) -> u64 {
+        self.header()[WEIGHT].load(Ordering::Relaxed)
     }
 
     /// Append the samples written since `cursor` (a head value from an earlier call, 0 at
@@ -361,6 +378,10 @@ mod tests {
         assert_eq!(w.thinning(), MAX_THINNING, "clamped");
         assert!(r.set_thinning(0));
         assert_eq!(w.thinning(), 1);
+        // What the samples stand for adds up: 3 plain, 2 taken at one in 16.
+        w.push_all(&[1, 2, 3]);
+        w.push_weighted(&[4, 5], 16);
+        assert_eq!((r.head(), r.weight()), (5, 35));
         std::fs::remove_file(&path).expect("remove");
     }
 

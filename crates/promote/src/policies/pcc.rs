@@ -50,6 +50,10 @@ impl Policy for Pcc {
         true
     }
 
+    fn weighs_walks(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "pcc"
     }
