@@ -654,7 +654,7 @@ mod tests {
             0x403f_f000,
             0x4040_0000,
         ];
-        let mut thinned = chunks.clone();
+        let mut thinned = chunks;
         count_samples(&mut chunks, &addrs, 1.0);
         let got: Vec<(u32, u16, u32)> = chunks
             .iter()
