@@ -89,6 +89,12 @@ pub struct PromoteArgs {
     /// larger target is swept over several intervals, which bounds the daemon's CPU time.
     #[arg(long, default_value_t = 2048, value_name = "CHUNKS")]
     pub scan_chunks: usize,
+    /// pcc only: the most the daemon thins a program's samples while its looks find nothing to
+    /// do (it asks for one in 4, 16, 64, ... of the usual, and for all again when it acts);
+    /// 1 keeps every sample.
+    #[arg(long, default_value_t = 64, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(hugewise_sys::shm::MAX_THINNING)))]
+    pub max_thinning: u32,
     /// Stop after this long (the targets keep running).
     #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<Duration>,
@@ -155,6 +161,7 @@ pub fn promote(a: PromoteArgs, cancel: &std::sync::atomic::AtomicBool) -> anyhow
                 bias: a.bias.iter().copied().collect::<HashMap<_, _>>(),
                 max_promotions: a.max_promotions as usize,
                 scan_chunks: a.scan_chunks,
+                max_thinning: a.max_thinning,
                 ..daemon::Config::default()
             },
             budget_label: budget_label(a.budget),

@@ -268,3 +268,48 @@ fn a_plan_is_replayed_on_a_run_of_the_same_kernel_and_refused_on_another_graph()
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("this run's holds"), "{err}");
 }
+
+/// The highest thinning the pcc daemon asked of a sampled PageRank, run under `promote` with
+/// `extra` arguments.
+fn thinning_asked(extra: &[&str]) -> Option<u64> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_file = dir.path().join("p.json");
+    let out = hugewise()
+        .args(["promote", "--policy", "pcc", "--budget", "50%"])
+        .args(["--interval", "0.1s"])
+        .args(extra)
+        .arg("--out")
+        .arg(&out_file)
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_hugewise"))
+        .args(["run", "pr", "--graph", "kron:16", "--pages", "all=system"])
+        .args(["--sample-every", "1", "--trials", "300", "--no-progress"])
+        .output()
+        .expect("run hugewise");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out_file).expect("saved")).expect("JSON");
+    assert!(v["totals"]["promoted"].as_u64() > Some(0), "{v}");
+    v["intervals"]
+        .as_array()
+        .expect("intervals")
+        .iter()
+        .filter_map(|iv| iv["sample_thinning"].as_u64())
+        .max()
+}
+
+#[test]
+fn a_settled_pcc_daemon_thins_the_samples_of_a_running_kernel_unless_told_not_to() {
+    if !is_root() {
+        return skip("needs root for process_madvise on another process");
+    }
+    // The kernel samples, the daemon fills its budget and then finds nothing to do: it asks
+    // for fewer samples, and the kernel's ring takes the request.
+    let thinned = thinning_asked(&[]);
+    assert!(thinned > Some(1), "{thinned:?}");
+    assert_eq!(thinning_asked(&["--max-thinning", "1"]), Some(1));
+}
