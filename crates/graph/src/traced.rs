@@ -348,7 +348,8 @@ pub type Streams = PerThread<Record>;
 /// Samples a thread keeps before it publishes them in one claim on the ring.
 const SAMPLE_BATCH: usize = 32;
 
-/// In the loops a kernel wraps in [`watch!`], the sampler sees one pass in this many.
+/// In the loops a kernel wraps in [`watch!`], the sampler sees one pass in this many (times
+/// the thinning the ring's reader asks for).
 pub const WATCHED_PASS_EVERY: u32 = 32;
 
 /// What one thread's sampler keeps between pieces of work: the samples not yet published and
