@@ -249,8 +249,8 @@ from the loaded one before timing (sources are the same vertices, renamed). The 
 alternating order, after checking the machine is quiet.")]
     Pages(PagesArgs),
 
-    /// A skewed random-read workload with 4 KiB pages, all huge, a replayed plan and the
-    /// online daemon within a budget, alternated round by round.
+    /// A skewed random-read workload (or a graph kernel, --graph) with 4 KiB pages, all huge,
+    /// a replayed plan and the online daemon within a budget, alternated round by round.
     #[command(after_help = crate::promotecmd::BENCH_HELP)]
     Promote(crate::promotecmd::BenchPromoteArgs),
 

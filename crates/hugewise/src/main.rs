@@ -314,7 +314,9 @@ fn run(command: Command, progress: Mode) -> anyhow::Result<u8> {
                 emit(&a.output, r, views::pagebench)
             }
         }
-        Command::Bench(BenchCommand::Promote(a)) => promotecmd::bench(a, progress),
+        Command::Bench(BenchCommand::Promote(a)) => {
+            promotecmd::bench(a, progress, &*cancel_flag()?)
+        }
         Command::Bench(BenchCommand::Exec(a)) => execcmd::bench(a, progress, &*cancel_flag()?),
         Command::Bench(BenchCommand::Bloat(a)) => execcmd::bloat(a, progress, &*cancel_flag()?),
         Command::Bench(BenchCommand::Packing(a)) => {

@@ -73,8 +73,8 @@ pub struct PromoteArgs {
     /// Most memory huge at once: a share of the targets' mapped memory (2%) or a size (512MiB).
     #[arg(long, default_value = "2%")]
     pub budget: Amount,
-    /// Time between two looks at the targets (90s, 0.5s, 2m).
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    /// Time between two looks at the targets (90s, 0.5s, 200ms, 2m).
+    #[arg(long, default_value = "1s", value_parser = crate::cli::parse_interval)]
     pub interval: Duration,
     /// How several targets share the budget.
     #[arg(long, value_enum, default_value = "highest")]
@@ -242,7 +242,7 @@ pub struct BenchPromoteArgs {
     #[arg(long, default_value = "4%")]
     pub budget: Amount,
     /// The daemon's interval.
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    #[arg(long, default_value = "1s", value_parser = crate::cli::parse_interval)]
     pub interval: Duration,
     /// One access in this many is published to the daemon.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
@@ -250,6 +250,40 @@ pub struct BenchPromoteArgs {
     /// Seed of the permutation and the reads.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// A graph kernel instead of Zipf reads: the graph as `hugewise run --graph` takes it
+    /// (save a large one as .hwg first). Each arm is then its own `hugewise run` process.
+    #[arg(long, value_name = "GRAPH", conflicts_with_all = ["zipf", "size", "reads", "seed"])]
+    pub graph: Option<String>,
+    /// With --graph: the kernel.
+    #[arg(long, default_value = "pr", requires = "graph")]
+    pub kernel: String,
+    /// With --graph: timed trials per run, after one untimed warm-up trial in which the plan's
+    /// steps and the daemon's ramp happen.
+    #[arg(long, default_value_t = 1, requires = "graph", value_parser = clap::value_parser!(u32).range(1..))]
+    pub trials: u32,
+    /// With --graph: the plan to replay (from `hugewise sim --plan`, with a `pcc` plan at the
+    /// budget). Without it, one is made first from a trace of the kernel (PageRank: one
+    /// iteration) and kept in the work directory.
+    #[arg(long, value_name = "FILE", requires = "graph")]
+    pub plan: Option<PathBuf>,
+    /// With --graph: where the plan, its trace (removed once simulated) and the arms' result
+    /// files go.
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "bench-promote.work",
+        requires = "graph"
+    )]
+    pub work_dir: PathBuf,
+    /// With --graph: one more argument for every arm's `hugewise run` and for the plan's
+    /// trace (repeat it: --run-arg=--threads --run-arg=2).
+    #[arg(
+        long = "run-arg",
+        value_name = "ARG",
+        allow_hyphen_values = true,
+        requires = "graph"
+    )]
+    pub run_args: Vec<String>,
     /// Print a Markdown table instead of the terminal table.
     #[arg(long, conflicts_with = "json")]
     pub markdown: bool,
@@ -259,7 +293,14 @@ pub struct BenchPromoteArgs {
 }
 
 /// Run `hugewise bench promote`.
-pub fn bench(a: BenchPromoteArgs, progress: crate::progress::Mode) -> anyhow::Result<()> {
+pub fn bench(
+    a: BenchPromoteArgs,
+    progress: crate::progress::Mode,
+    cancel: &std::sync::atomic::AtomicBool,
+) -> anyhow::Result<()> {
+    if let Some(graph) = a.graph.clone() {
+        return bench_graph(a, graph, progress, cancel);
+    }
     let budget_share = match a.budget {
         Amount::Percent(p) => p / 100.0,
         Amount::Bytes(b) => b.0 as f64 / a.size.0.max(1) as f64,
@@ -278,6 +319,45 @@ pub fn bench(a: BenchPromoteArgs, progress: crate::progress::Mode) -> anyhow::Re
     let r = promotebench::run(&cfg, &mut |done, total| steps.update(done, total))
         .context("promotion benchmark")?;
     steps.finish();
+    if a.markdown {
+        crate::emit(&a.output, r, promoteview::bench_markdown)
+    } else {
+        crate::emit(&a.output, r, promoteview::bench)
+    }
+}
+
+/// `hugewise bench promote --graph`: the four arms on a graph kernel.
+fn bench_graph(
+    a: BenchPromoteArgs,
+    graph: String,
+    progress: crate::progress::Mode,
+    cancel: &std::sync::atomic::AtomicBool,
+) -> anyhow::Result<()> {
+    let Amount::Percent(p) = a.budget else {
+        anyhow::bail!(
+            "--budget: with --graph the budget is a share of the run's footprint (4%), not a size"
+        );
+    };
+    let cfg = hugewise_study::promotegraph::Config {
+        exe: std::env::current_exe().context("finding the hugewise binary the arms run")?,
+        kernel: a.kernel,
+        graph,
+        run_args: a.run_args,
+        trials: a.trials,
+        rounds: a.rounds,
+        budget_share: p / 100.0,
+        interval: a.interval,
+        sample_every: a.sample_every,
+        plan: a.plan,
+        work_dir: a.work_dir,
+    };
+    let steps = crate::progress::Steps::new(progress, "runs", crate::progress::Unit::Items);
+    let w = hugewise_study::promotegraph::run(&cfg, cancel, &mut |done, total| {
+        steps.update(done, total)
+    })
+    .context("promotion benchmark on a graph kernel")?;
+    steps.finish();
+    let r = promotebench::Report { workloads: vec![w] };
     if a.markdown {
         crate::emit(&a.output, r, promoteview::bench_markdown)
     } else {
@@ -307,6 +387,9 @@ pub(crate) const BENCH_HELP: &str = "Examples:
   hugewise bench promote --size 2GiB --rounds 2 --reads 50M   a quicker look
   hugewise bench promote --zipf 1,1.5 --json     two workloads: a long tail and a sharp hot set
   hugewise bench promote --zipf 1.2 --budget 2% --markdown
+  hugewise bench promote --graph k26.hwg --kernel pr --rounds 3 --out bp-pr.json
+                         PageRank on kron:26 (hugewise graph gen --graph kron:26 --out k26.hwg)
+  hugewise bench promote --graph kron:20 --rounds 1 --plan plan.json   a quick look, a given plan
 
 Arms: base (4 KiB pages), ideal (every chunk huge), plan (the chunks a sampled profile ranks
 highest, collapsed before the clock starts), daemon (the pcc policy on samples the workload
@@ -315,4 +398,8 @@ Share of ideal is (speedup - 1) / (ideal speedup - 1) in the same round. Needs T
 so that the base arm faults 4 KiB pages. --json gives one object per workload under
 `workloads`, its headline first: workload, ideal_speedup, plan_speedup, daemon_speedup, their
 shares of the ideal, huge_footprint_share (the plan's, read back from the kernel), the daemon's,
-reach_budget_ms and daemon_cpu_share.";
+reach_budget_ms and daemon_cpu_share.
+
+With --graph each arm is a `hugewise run` process of its own (a fresh load, so the ideal has the
+graph's arrays huge too): base all=system, ideal all=thp, plan --promote with a pcc plan, daemon
+under `hugewise promote --policy pcc`. Its times are the kernel's seconds per timed trial.";

@@ -313,3 +313,73 @@ fn a_settled_pcc_daemon_thins_the_samples_of_a_running_kernel_unless_told_not_to
     assert!(thinned > Some(1), "{thinned:?}");
     assert_eq!(thinning_asked(&["--max-thinning", "1"]), Some(1));
 }
+
+#[test]
+fn bench_promote_on_a_graph_makes_a_plan_and_measures_four_arms_each_in_its_own_run() {
+    if !is_root() {
+        return skip("needs root for process_madvise on another process");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let work = dir.path().join("work");
+    let out = hugewise()
+        .args(["bench", "promote", "--graph", "kron:16", "--kernel", "pr"])
+        .args(["--rounds", "1", "--trials", "2", "--budget", "50%"])
+        .args([
+            "--interval",
+            "0.1s",
+            "--json",
+            "--no-progress",
+            "--work-dir",
+        ])
+        .arg(&work)
+        .output()
+        .expect("run hugewise");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let w = &v["workloads"][0];
+    assert_eq!(w["workload"], "pr:kron:16");
+    assert_eq!(w["unit"], "s");
+    // The plan was made from a trace (kept; the trace removed) and replayed.
+    assert!(work.join("plan.json").is_file());
+    assert!(!work.join("plan.hwt").exists());
+    assert!(w["graph"]["plan_made_s"].as_f64() > Some(0.0), "{w}");
+    let arm = |name: &str| {
+        w["samples"]
+            .as_array()
+            .expect("samples")
+            .iter()
+            .find(|s| s["arm"] == name)
+            .unwrap_or_else(|| panic!("no {name} sample in {w}"))
+            .clone()
+    };
+    // Shares as each run read them back from the kernel.
+    assert_eq!(arm("base")["huge_share"].as_f64(), Some(0.0), "{w}");
+    assert!(arm("ideal")["huge_share"].as_f64() > Some(0.5), "{w}");
+    let plan = arm("plan");
+    assert!(plan["huge_share"].as_f64() > Some(0.0), "{w}");
+    assert!(plan["promotions"][0].as_u64() > Some(0), "{w}");
+    assert!(w["plan_chunks"].as_u64() > Some(0), "{w}");
+    // The daemon arm ran under `hugewise promote`, whose record is kept.
+    assert!(arm("daemon")["daemon_cpu_ns"].as_u64().is_some(), "{w}");
+    assert!(work.join("round0-daemon-promote.json").is_file());
+    for key in ["ideal_speedup", "plan_speedup", "daemon_speedup"] {
+        assert!(w[key].as_f64().is_some_and(|x| x > 0.0), "{key}: {w}");
+    }
+}
+
+#[test]
+fn bench_promote_on_a_graph_refuses_a_budget_given_as_a_size() {
+    let out = hugewise()
+        .args([
+            "bench", "promote", "--graph", "kron:10", "--budget", "64MiB",
+        ])
+        .output()
+        .expect("run hugewise");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--budget") && err.contains("share"), "{err}");
+}

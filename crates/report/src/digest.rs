@@ -134,19 +134,32 @@ pub fn randread_bars(r: &RandreadReport) -> Vec<Bar> {
 /// The bars of one workload of a `bench promote` result, base first.
 pub fn promote_bench_bars(r: &PromoteBenchWorkload) -> Vec<Bar> {
     let index = |a| r.summary.iter().position(|s| s.arm == a).unwrap_or(0);
+    // Bars are drawn in nanoseconds; a graph workload's times are seconds.
+    let scale = if r.unit == PromoteBenchWorkload::SECONDS {
+        1e9
+    } else {
+        1.0
+    };
     let samples: Vec<Timed<'_>> = r
         .samples
         .iter()
-        .map(|s| (s.round, index(s.arm), s.ns_per_read, &s.quiet))
+        .map(|s| (s.round, index(s.arm), s.time * scale, &s.quiet))
         .collect();
     let summaries = r
         .summary
         .iter()
         .map(|a| {
             let label = a.arm.name().to_string();
+            let t = a.time;
             (
                 label,
-                a.ns_per_read,
+                Summary {
+                    median: t.median * scale,
+                    min: t.min * scale,
+                    max: t.max * scale,
+                    mean: t.mean * scale,
+                    ..t
+                },
                 a.speedup_vs_base,
                 a.huge_footprint_share,
             )

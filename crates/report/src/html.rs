@@ -714,12 +714,15 @@ fn results(page: &mut Page, entries: &[&Entry], c: &Collection) {
                         page,
                         &format!("Promotion benchmark, {}: {}", w.workload, file_name(e)),
                         &format!(
-                            "bench promote over {}, Zipf s = {}, budget {}.",
-                            bytes(w.bytes),
-                            w.zipf_s,
+                            "bench promote, {}; budget {}.",
+                            w.describe(),
                             pct(w.budget_share)
                         ),
-                        "per read",
+                        if w.graph.is_some() {
+                            "per timed trial"
+                        } else {
+                            "per read"
+                        },
                         &digest::promote_bench_bars(w),
                     );
                 }

@@ -187,25 +187,38 @@ pub fn bench(r: &PromoteBenchReport) -> String {
     o
 }
 
+/// The time column's head: what each arm's time is.
+fn unit_head(r: &PromoteBenchWorkload) -> String {
+    if r.unit == PromoteBenchWorkload::SECONDS {
+        "kernel s per trial (median)".into()
+    } else {
+        format!("{} (median)", r.unit)
+    }
+}
+
 fn bench_workload(r: &PromoteBenchWorkload) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "{}: Zipf reads (s = {}) over {}: {} reads per run; plan and daemon within {} of the \
-         region ({} chunk{}); daemon every {} ms on one sample in {}\n",
+        "{}: {}; plan and daemon within {} of the {} ({} chunk{}); daemon every {} ms on \
+         one sample in {}\n",
         r.workload,
-        r.zipf_s,
-        bytes(r.bytes),
-        r.reads,
+        r.describe(),
         pct(r.budget_share),
+        if r.graph.is_some() {
+            "footprint"
+        } else {
+            "region"
+        },
         r.plan_chunks,
         if r.plan_chunks == 1 { "" } else { "s" },
         r.interval_ms,
         r.sample_every
     );
+    let median_head = unit_head(r);
     let mut t = Table::new([
         "arm",
-        "ns/read (median)",
+        median_head.as_str(),
         "min",
         "max",
         "spread (MAD)",
@@ -214,7 +227,7 @@ fn bench_workload(r: &PromoteBenchWorkload) -> String {
         "huge",
     ]);
     for s in &r.summary {
-        let n = &s.ns_per_read;
+        let n = &s.time;
         t.row([
             s.arm.name().to_string(),
             format!("{:.2}", n.median),
@@ -295,11 +308,12 @@ pub fn bench_markdown(r: &PromoteBenchReport) -> String {
 }
 
 fn bench_markdown_workload(r: &PromoteBenchWorkload) -> String {
-    let mut o = String::from(
-        "| arm | ns/read (median) | min | max | speedup vs base (median of per-round ratios) | share of ideal | huge share |\n|---|---:|---:|---:|---:|---:|---:|\n",
+    let mut o = format!(
+        "| arm | {} | min | max | speedup vs base (median of per-round ratios) | share of ideal | huge share |\n|---|---:|---:|---:|---:|---:|---:|\n",
+        unit_head(r)
     );
     for s in &r.summary {
-        let n = &s.ns_per_read;
+        let n = &s.time;
         let _ = writeln!(
             o,
             "| {} | {:.2} | {:.2} | {:.2} | {} | {} | {} |",

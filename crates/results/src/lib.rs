@@ -262,7 +262,7 @@ kinds! {
     /// `hugewise promote`.
     Promote(promote::PromoteReport) = "hugewise/promote", 1;
     /// `hugewise bench promote`.
-    BenchPromote(promote::PromoteBenchReport) = "hugewise/bench-promote", 2;
+    BenchPromote(promote::PromoteBenchReport) = "hugewise/bench-promote", 3;
     /// `hugewise env show`.
     EnvShow(env::EnvShow) = "hugewise/env-show", 1;
     /// `hugewise env thp|hugetlb|khugepaged|page-cluster`.

@@ -194,8 +194,10 @@ pub struct PromoteBenchSample {
     pub round: u32,
     /// Arm.
     pub arm: Arm,
-    /// Nanoseconds per read over the whole timed run.
-    pub ns_per_read: f64,
+    /// The run's time in the workload's unit ([`PromoteBenchWorkload::unit`]): nanoseconds
+    /// per read for Zipf reads, the timed trials' median kernel seconds for a graph kernel.
+    #[serde(alias = "ns_per_read")]
+    pub time: f64,
     /// Share of the region in 2 MiB pages when the clock stopped, read from the kernel.
     pub huge_share: f64,
     /// Time to create and fill the region (and collapse, for `plan`).
@@ -227,8 +229,9 @@ pub struct PromoteBenchSample {
 pub struct PromoteBenchArm {
     /// Arm.
     pub arm: Arm,
-    /// ns per read over rounds.
-    pub ns_per_read: Summary,
+    /// Time over rounds, in the workload's unit.
+    #[serde(alias = "ns_per_read")]
+    pub time: Summary,
     /// Median over rounds of base / this arm in the same round (`null` for base).
     pub speedup_vs_base: Option<f64>,
     /// Median over rounds of (speedup - 1) / (ideal speedup - 1) in the same round: the share
@@ -263,7 +266,7 @@ impl From<BenchCompat> for PromoteBenchReport {
             BenchCompat::Workloads { workloads } => workloads,
             BenchCompat::One(mut w) => {
                 if w.workload.is_empty() {
-                    w.workload = PromoteBenchWorkload::zipf_name(w.zipf_s);
+                    w.workload = PromoteBenchWorkload::zipf_name(w.zipf_s.unwrap_or(1.0));
                 }
                 w.fill_headline();
                 vec![*w]
@@ -312,12 +315,19 @@ pub struct PromoteBenchWorkload {
     /// once its promotions are done (its scans and sample counting).
     #[serde(default)]
     pub daemon_steady_cpu_share: Option<f64>,
-    /// Region size.
+    /// Unit of every `time`: `ns/read` (Zipf reads) or `s` (a graph kernel's timed trial).
+    #[serde(default = "ns_per_read_unit")]
+    pub unit: String,
+    /// Region size (a graph workload: the base arm's footprint, as its run read it back).
     pub bytes: u64,
-    /// Zipf exponent.
-    pub zipf_s: f64,
-    /// Reads per run.
+    /// Zipf exponent (`null` for a graph workload).
+    #[serde(default)]
+    pub zipf_s: Option<f64>,
+    /// Reads per run (Zipf), or timed trials per run after one untimed warm-up (graph).
     pub reads: u64,
+    /// A graph kernel's workload: what ran and where its plan came from.
+    #[serde(default)]
+    pub graph: Option<GraphWorkload>,
     /// Budget as a share of the region.
     pub budget_share: f64,
     /// Chunks in the plan.
@@ -332,10 +342,56 @@ pub struct PromoteBenchWorkload {
     pub summary: Vec<PromoteBenchArm>,
 }
 
+fn ns_per_read_unit() -> String {
+    PromoteBenchWorkload::NS_PER_READ.into()
+}
+
+/// A graph kernel run as a `bench promote` workload: each arm is its own `hugewise run`
+/// process, the daemon's under `hugewise promote`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GraphWorkload {
+    /// Kernel name (`pr`, `bfs`, ...).
+    pub kernel: String,
+    /// The graph as given (`kron:22`, a file).
+    pub graph: String,
+    /// The plan file replayed in the plan arm.
+    pub plan: String,
+    /// The plan was made by this benchmark (a trace and `sim --plan`), in this many seconds;
+    /// `null` when it was given.
+    pub plan_made_s: Option<f64>,
+    /// Extra arguments every arm's `hugewise run` got.
+    pub run_args: Vec<String>,
+}
+
 impl PromoteBenchWorkload {
+    /// Unit of Zipf workloads' times.
+    pub const NS_PER_READ: &'static str = "ns/read";
+    /// Unit of graph workloads' times.
+    pub const SECONDS: &'static str = "s";
+
     /// The name of Zipf reads with exponent `s`.
     pub fn zipf_name(s: f64) -> String {
         format!("zipf:{s}")
+    }
+
+    /// One line on what the workload was.
+    pub fn describe(&self) -> String {
+        match (&self.graph, self.zipf_s) {
+            (Some(g), _) => format!(
+                "{} on {}: {} timed trial{} per run after a warm-up, footprint {} MiB",
+                g.kernel,
+                g.graph,
+                self.reads,
+                if self.reads == 1 { "" } else { "s" },
+                self.bytes >> 20
+            ),
+            (None, Some(s)) => format!(
+                "Zipf reads (s = {s}) over {} MiB: {} reads per run",
+                self.bytes >> 20,
+                self.reads
+            ),
+            (None, None) => self.workload.clone(),
+        }
     }
 
     /// Set the headline fields from the summaries and samples.

@@ -128,6 +128,21 @@ fn a_version_1_promotion_benchmark_reads_as_its_one_workload() {
 }
 
 #[test]
+fn a_version_2_promotion_benchmark_reads_its_times_in_nanoseconds_per_read() {
+    // Version 2 named every time `ns_per_read`, before graph workloads timed in seconds.
+    let r = hugewise_results::read(&fixture("bench-promote-v2.json")).expect("read");
+    let AnyResult::BenchPromote(b) = r else {
+        panic!("kind")
+    };
+    for w in &b.result.workloads {
+        assert_eq!(w.unit, "ns/read");
+        assert!(w.graph.is_none() && w.zipf_s.is_some());
+        assert!(w.samples.iter().all(|s| s.time > 0.0));
+        assert!(w.summary.iter().all(|a| a.time.median > 0.0));
+    }
+}
+
+#[test]
 fn study_plan_and_its_headlines() {
     use hugewise_results::study::{headlines, Evidence, Metric};
     let AnyResult::Study(s) = round_trip("study.json", "hugewise/study") else {

@@ -18,7 +18,8 @@
 //! - [`packing`]: a program's hot call sites packed into a hot arena of huge pages, against
 //!   4 KiB pages and THP for everything;
 //! - [`promotebench`]: a skewed workload with 4 KiB pages, all huge, a replayed plan and the
-//!   online daemon, alternated.
+//!   online daemon, alternated;
+//! - [`promotegraph`]: the same four arms on a graph kernel, each arm its own run.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -34,6 +35,7 @@ pub mod packing;
 pub mod pagebench;
 pub mod presets;
 pub mod promotebench;
+pub mod promotegraph;
 pub mod quiet;
 pub mod randread;
 pub mod runner;

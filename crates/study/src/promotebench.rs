@@ -282,7 +282,7 @@ fn run_workload(cfg: &Config, zipf_s: f64, progress: Progress<'_>) -> Result<Wor
             samples.push(Sample {
                 round,
                 arm,
-                ns_per_read: ns as f64 / cfg.reads as f64,
+                time: ns as f64 / cfg.reads as f64,
                 huge_share,
                 setup_ns,
                 reach_budget_ms: dr.as_ref().and_then(|d| d.reach_ms),
@@ -313,7 +313,9 @@ fn run_workload(cfg: &Config, zipf_s: f64, progress: Progress<'_>) -> Result<Wor
         daemon_cpu_share: None,
         daemon_steady_cpu_share: None,
         bytes: (chunks * HUGE) as u64,
-        zipf_s,
+        unit: Workload::NS_PER_READ.into(),
+        zipf_s: Some(zipf_s),
+        graph: None,
         reads: cfg.reads,
         budget_share: cfg.budget_share,
         plan_chunks: plan.len() as u64,
@@ -403,34 +405,34 @@ fn timed_with_daemon(
     Ok((ns, run))
 }
 
-fn summarize_arms(samples: &[Sample]) -> Vec<ArmSummary> {
+pub(crate) fn summarize_arms(samples: &[Sample]) -> Vec<ArmSummary> {
     let in_round = |arm: Arm, round: u32| {
         samples
             .iter()
             .find(|s| s.arm == arm && s.round == round)
-            .map(|s| s.ns_per_read)
+            .map(|s| s.time)
     };
     Arm::ALL
         .iter()
         .filter_map(|&a| {
             let mine: Vec<&Sample> = samples.iter().filter(|s| s.arm == a).collect();
-            let ns: Vec<f64> = mine.iter().map(|s| s.ns_per_read).collect();
+            let ns: Vec<f64> = mine.iter().map(|s| s.time).collect();
             let speedups: Vec<f64> = mine
                 .iter()
-                .filter_map(|s| Some(in_round(Arm::Base, s.round)? / s.ns_per_read))
+                .filter_map(|s| Some(in_round(Arm::Base, s.round)? / s.time))
                 .collect();
             let shares: Vec<f64> = mine
                 .iter()
                 .filter_map(|s| {
                     let base = in_round(Arm::Base, s.round)?;
                     let ideal = base / in_round(Arm::Ideal, s.round)? - 1.0;
-                    (ideal > 0.0).then(|| (base / s.ns_per_read - 1.0) / ideal)
+                    (ideal > 0.0).then(|| (base / s.time - 1.0) / ideal)
                 })
                 .collect();
             let huge: Vec<f64> = mine.iter().map(|s| s.huge_share).collect();
             Some(ArmSummary {
                 arm: a,
-                ns_per_read: summarize(&ns)?,
+                time: summarize(&ns)?,
                 speedup_vs_base: if a == Arm::Base {
                     None
                 } else {

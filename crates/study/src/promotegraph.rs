@@ -1,0 +1,411 @@
+//! Does promotion pay on a graph kernel? The kernel run four ways, each arm its own `hugewise
+//! run` process, alternated round by round: 4 KiB pages (`base`), every array asking for THP
+//! (`ideal`), a PCC plan replayed in-process (`plan`), and the online daemon promoting the
+//! running kernel from its samples (`daemon`, the run under `hugewise promote`).
+//!
+//! Separate processes give each arm a fresh load, so the graph's own arrays fault with the
+//! arm's pages, and the ideal is the whole footprint huge. Each run has one untimed warm-up
+//! trial: the plan's steps and the daemon's ramp happen in it, and the timed trials after it
+//! measure what the promoted pages buy. The plan, unless given, comes from a trace of the same
+//! kernel on the same graph (one PageRank iteration is enough: every iteration reads alike)
+//! and `hugewise sim --plan` with the `pcc` policy at the same budget. Every share is read
+//! back from the kernel by the runs themselves.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use hugewise_results::promote::{ActionKind, PromoteReport};
+use hugewise_results::run::RunReport;
+use hugewise_results::AnyResult;
+
+use crate::promotebench::{summarize_arms, Arm, Sample, Workload};
+use crate::quiet;
+use crate::stats::median;
+use crate::{Error, Progress, Result};
+
+/// What to measure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// The hugewise binary the arms run.
+    pub exe: PathBuf,
+    /// Kernel name, as `hugewise run` takes it.
+    pub kernel: String,
+    /// The graph, as `hugewise run --graph` takes it (a `.hwg` file loads fastest).
+    pub graph: String,
+    /// Further arguments for every arm's `hugewise run` (and for the trace that makes the
+    /// plan): `--threads 2`, `--mode push`, ...
+    pub run_args: Vec<String>,
+    /// Timed trials per run, after one untimed warm-up.
+    pub trials: u32,
+    /// Rounds (each runs every arm once).
+    pub rounds: u32,
+    /// Share of the footprint the plan and the daemon may make huge.
+    pub budget_share: f64,
+    /// The daemon's interval.
+    pub interval: Duration,
+    /// The daemon arm's run publishes one access in this many.
+    pub sample_every: u32,
+    /// A plan file to replay (from `hugewise sim --plan`); made here when absent.
+    pub plan: Option<PathBuf>,
+    /// Where the plan, its trace (removed once simulated) and every arm's result files go.
+    pub work_dir: PathBuf,
+}
+
+/// The policy whose plan the plan arm replays, and whose daemon the daemon arm runs.
+const POLICY: &str = "pcc";
+
+/// Run the benchmark. `progress` counts runs done of the total (the plan's making counts as
+/// one when it is made here); `cancel` ends it between runs.
+pub fn run(cfg: &Config, cancel: &AtomicBool, progress: Progress<'_>) -> Result<Workload> {
+    if cfg.rounds == 0 || cfg.trials == 0 {
+        return Err(Error::Config("rounds and trials must be at least 1".into()));
+    }
+    if !(cfg.budget_share > 0.0 && cfg.budget_share <= 1.0) {
+        return Err(Error::Config(
+            "the budget is a share above 0 and at most 1".into(),
+        ));
+    }
+    std::fs::create_dir_all(&cfg.work_dir).map_err(|source| Error::Write {
+        path: cfg.work_dir.clone(),
+        source,
+    })?;
+    let runs = u64::from(cfg.rounds) * Arm::ALL.len() as u64;
+    let total = runs + u64::from(cfg.plan.is_none());
+    let (plan, plan_made_s) = match &cfg.plan {
+        Some(p) => (p.clone(), None),
+        None => {
+            let t = Instant::now();
+            let p = make_plan(cfg, cancel)?;
+            progress(1, total);
+            (p, Some(t.elapsed().as_secs_f64()))
+        }
+    };
+    let mut samples = Vec::with_capacity(runs as usize);
+    let mut footprint = 0u64;
+    let mut plan_chunks = 0u64;
+    for round in 0..cfg.rounds {
+        let mut arms = Arm::ALL.to_vec();
+        if round % 2 == 1 {
+            arms.reverse();
+        }
+        for arm in arms {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(Error::Interrupted);
+            }
+            let q = quiet::wait_quiet(0.10, Duration::from_millis(200), 5);
+            let (s, bytes, chunks) = run_arm(cfg, arm, round, &plan, cancel)?;
+            if arm == Arm::Base {
+                if s.huge_share > 0.0 {
+                    return Err(Error::Config(
+                        "the base arm's run got huge pages without asking (THP `always`): run \
+                         with THP `madvise` (hugewise env thp --enabled madvise) so that it \
+                         faults 4 KiB pages"
+                            .into(),
+                    ));
+                }
+                footprint = bytes;
+            }
+            if arm == Arm::Plan {
+                plan_chunks = plan_chunks.max(chunks);
+            }
+            samples.push(Sample { quiet: q, ..s });
+            progress(total - runs + samples.len() as u64, total);
+        }
+    }
+    let summary = summarize_arms(&samples);
+    let mut w = Workload {
+        workload: format!("{}:{}", cfg.kernel, cfg.graph),
+        ideal_speedup: None,
+        plan_speedup: None,
+        daemon_speedup: None,
+        plan_share_of_ideal: None,
+        daemon_share_of_ideal: None,
+        huge_footprint_share: None,
+        daemon_huge_footprint_share: None,
+        reach_budget_ms: None,
+        daemon_cpu_share: None,
+        daemon_steady_cpu_share: None,
+        unit: Workload::SECONDS.into(),
+        bytes: footprint,
+        zipf_s: None,
+        reads: u64::from(cfg.trials),
+        graph: Some(hugewise_results::promote::GraphWorkload {
+            kernel: cfg.kernel.clone(),
+            graph: cfg.graph.clone(),
+            plan: plan.display().to_string(),
+            plan_made_s,
+            run_args: cfg.run_args.clone(),
+        }),
+        budget_share: cfg.budget_share,
+        plan_chunks,
+        interval_ms: cfg.interval.as_millis() as u64,
+        sample_every: cfg.sample_every,
+        samples,
+        summary,
+    };
+    w.fill_headline();
+    Ok(w)
+}
+
+/// `--budget` as the CLI takes it: a percentage.
+fn budget_arg(share: f64) -> String {
+    format!("{}%", share * 100.0)
+}
+
+fn has_flag(args: &[String], flag: &str) -> bool {
+    args.iter()
+        .any(|a| a == flag || a.starts_with(&format!("{flag}=")))
+}
+
+/// Trace the kernel (PageRank: one iteration) and simulate `pcc` at the budget: the plan file.
+fn make_plan(cfg: &Config, cancel: &AtomicBool) -> Result<PathBuf> {
+    let trace = cfg.work_dir.join("plan.hwt");
+    let plan = cfg.work_dir.join("plan.json");
+    let mut args: Vec<String> = vec![
+        "trace".into(),
+        cfg.kernel.clone(),
+        "--graph".into(),
+        cfg.graph.clone(),
+        "--rate-runs".into(),
+        "1".into(),
+        "--no-progress".into(),
+        "--out".into(),
+        trace.display().to_string(),
+    ];
+    args.extend(cfg.run_args.iter().cloned());
+    if cfg.kernel == "pr" && !has_flag(&cfg.run_args, "--max-iters") {
+        args.extend(["--max-iters".into(), "1".into()]);
+    }
+    child(&cfg.exe, &args, cancel)?;
+    let budget = format!("{}", cfg.budget_share * 100.0);
+    let sim = child(
+        &cfg.exe,
+        &[
+            "sim".into(),
+            "--trace".into(),
+            trace.display().to_string(),
+            "--policy".into(),
+            POLICY.into(),
+            "--budget".into(),
+            budget,
+            "--plan".into(),
+            plan.display().to_string(),
+            "--no-progress".into(),
+        ],
+        cancel,
+    );
+    // The trace is as large as the graph; the plan is what is kept.
+    let _ = std::fs::remove_file(&trace);
+    let _ = std::fs::remove_file(trace.with_extension("hwt.json"));
+    sim?;
+    Ok(plan)
+}
+
+/// Run `exe args`, its output discarded unless it fails: then the error names the command
+/// and ends with what it printed last.
+fn child(exe: &Path, args: &[String], cancel: &AtomicBool) -> Result<()> {
+    let out = Command::new(exe)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|e| Error::Config(format!("starting {}: {e}", exe.display())))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    if cancel.load(Ordering::Relaxed) {
+        return Err(Error::Interrupted);
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    let tail: Vec<&str> = err.lines().rev().take(6).collect();
+    Err(Error::Config(format!(
+        "`hugewise {}` failed ({}): {}",
+        args.join(" "),
+        out.status,
+        tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+    )))
+}
+
+/// One arm's run: its sample (quiet not yet set), its arrays' footprint, and the plan's
+/// steps that promoted (plan arm).
+fn run_arm(
+    cfg: &Config,
+    arm: Arm,
+    round: u32,
+    plan: &Path,
+    cancel: &AtomicBool,
+) -> Result<(Sample, u64, u64)> {
+    let out = cfg
+        .work_dir
+        .join(format!("round{round}-{}.json", arm.name()));
+    let record = cfg
+        .work_dir
+        .join(format!("round{round}-{}-promote.json", arm.name()));
+    let pages = match arm {
+        Arm::Ideal => "all=thp",
+        // No advice: 4 KiB faults under THP `madvise`, and collapse stays allowed.
+        Arm::Base | Arm::Plan | Arm::Daemon => "all=system",
+    };
+    let mut run: Vec<String> = vec![
+        "run".into(),
+        cfg.kernel.clone(),
+        "--graph".into(),
+        cfg.graph.clone(),
+        "--pages".into(),
+        pages.into(),
+        "--trials".into(),
+        (cfg.trials + 1).to_string(),
+        "--no-progress".into(),
+        "--out".into(),
+        out.display().to_string(),
+    ];
+    run.extend(cfg.run_args.iter().cloned());
+    let args = match arm {
+        Arm::Plan => {
+            run.extend([
+                "--promote".into(),
+                plan.display().to_string(),
+                "--plan-policy".into(),
+                POLICY.into(),
+                "--plan-budget".into(),
+                budget_arg(cfg.budget_share),
+            ]);
+            run
+        }
+        Arm::Daemon => {
+            run.extend(["--sample-every".into(), cfg.sample_every.to_string()]);
+            let mut a: Vec<String> = vec![
+                "promote".into(),
+                "--policy".into(),
+                POLICY.into(),
+                "--budget".into(),
+                budget_arg(cfg.budget_share),
+                "--interval".into(),
+                format!("{}s", cfg.interval.as_secs_f64()),
+                "--no-progress".into(),
+                "--out".into(),
+                record.display().to_string(),
+                "--".into(),
+                cfg.exe.display().to_string(),
+            ];
+            a.extend(run);
+            a
+        }
+        Arm::Base | Arm::Ideal => run,
+    };
+    let t0 = Instant::now();
+    child(&cfg.exe, &args, cancel)?;
+    let wall_ns = t0.elapsed().as_nanos() as u64;
+    let report = read_run(&out)?;
+    let timed: Vec<f64> = report
+        .trials
+        .iter()
+        .skip(1)
+        .map(|t| t.kernel_ns as f64 / 1e9)
+        .collect();
+    let time = median(&timed).ok_or_else(|| {
+        Error::Config(format!(
+            "{}: no timed trial after the warm-up",
+            out.display()
+        ))
+    })?;
+    let footprint: u64 = report.regions.iter().map(|r| r.data_bytes).sum();
+    let mut s = Sample {
+        round,
+        arm,
+        time,
+        huge_share: report.huge_footprint_share,
+        setup_ns: report.load.load_ns,
+        reach_budget_ms: None,
+        daemon_cpu_ns: None,
+        wall_ns,
+        daemon_steady_cpu_ns: None,
+        daemon_steady_wall_ns: None,
+        promotions: None,
+        collapse_ns: Vec::new(),
+        quiet: None,
+    };
+    let mut chunks = 0;
+    if let Some(r) = &report.replay {
+        s.collapse_ns = collapse_latencies(&r.actions);
+        s.promotions = Some((r.totals.promoted as u32, r.totals.promote_failed as u32));
+        chunks = r.totals.promoted;
+    }
+    if arm == Arm::Daemon {
+        let d = read_promote(&record)?;
+        daemon_fields(&mut s, &d);
+    }
+    Ok((s, footprint, chunks))
+}
+
+fn collapse_latencies(actions: &[hugewise_results::promote::Action]) -> Vec<u64> {
+    actions
+        .iter()
+        .filter(|a| a.kind == ActionKind::Promote && a.succeeded())
+        .map(|a| a.latency_ns)
+        .collect()
+}
+
+/// The daemon's cost and reach from its session record; its wall time stands for the run's.
+fn daemon_fields(s: &mut Sample, d: &PromoteReport) {
+    s.wall_ns = d.wall_ns;
+    s.daemon_cpu_ns = d.totals.daemon_cpu_ns;
+    s.reach_budget_ms = d.totals.reach_budget_ms;
+    s.promotions = Some((d.totals.promoted as u32, d.totals.promote_failed as u32));
+    s.collapse_ns = collapse_latencies(&d.actions);
+    if let Some(reach) = d.totals.reach_budget_ms {
+        // The steady state: intervals that began once the budget was reached.
+        let steady: u64 = d
+            .intervals
+            .iter()
+            .filter(|i| i.t_ms >= reach)
+            .map(|i| i.cpu_ns)
+            .sum();
+        s.daemon_steady_cpu_ns = Some(steady);
+        s.daemon_steady_wall_ns = Some(d.wall_ns.saturating_sub((reach * 1e6) as u64));
+    }
+}
+
+fn read_run(path: &Path) -> Result<RunReport> {
+    match hugewise_results::read(path) {
+        Ok(AnyResult::Run(r)) => Ok(r.result),
+        Ok(other) => Err(Error::Config(format!(
+            "{}: a {} result, not a run",
+            path.display(),
+            other.schema()
+        ))),
+        Err(e) => Err(Error::Config(format!("{}: {e}", path.display()))),
+    }
+}
+
+fn read_promote(path: &Path) -> Result<PromoteReport> {
+    match hugewise_results::read(path) {
+        Ok(AnyResult::Promote(r)) => Ok(r.result),
+        Ok(other) => Err(Error::Config(format!(
+            "{}: a {} result, not a promotion session",
+            path.display(),
+            other.schema()
+        ))),
+        Err(e) => Err(Error::Config(format!("{}: {e}", path.display()))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flag_is_found_alone_or_with_its_value() {
+        let a: Vec<String> = ["--threads", "2", "--max-iters=3"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert!(has_flag(&a, "--threads"));
+        assert!(has_flag(&a, "--max-iters"));
+        assert!(!has_flag(&a, "--mode"));
+        assert_eq!(budget_arg(0.04), "4%");
+    }
+}
