@@ -628,6 +628,10 @@ pub struct TraceArgs {
     /// speedup estimate on them. Takes twice the graph's memory more (0: none).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub calibrate: u32,
+    /// Do not check the traced run's result against the serial reference (which for
+    /// PageRank on a large graph takes far longer than the trace).
+    #[arg(long)]
+    pub no_verify: bool,
     /// Print the capture report as JSON.
     #[arg(long)]
     pub json: bool,

@@ -79,6 +79,7 @@ pub fn trace(a: TraceArgs, progress: Mode) -> anyhow::Result<()> {
         sources: a.settings.source.clone(),
         out: a.out.clone(),
         rate_runs: a.rate_runs,
+        verify: !a.no_verify,
         calibrate_runs: a.calibrate,
     };
     let steps = Steps::new(progress, "tracing", Unit::Items);

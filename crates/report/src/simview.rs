@@ -203,7 +203,15 @@ pub fn capture(r: &CaptureReport) -> String {
         t.row([a.name.clone(), format!("{:#x}", a.base), bytes(a.bytes)]);
     }
     o.push_str(&t.render());
-    let _ = writeln!(o, "verified {}", if r.verified { "yes" } else { "NO" });
+    let _ = writeln!(
+        o,
+        "verified {}",
+        match r.verified {
+            Some(true) => "yes",
+            Some(false) => "NO",
+            None => "not checked",
+        }
+    );
     o
 }
 

@@ -56,8 +56,8 @@ pub struct CaptureReport {
     pub accesses_per_s: Option<f64>,
     /// Untraced times on 4 KiB pages and on THP, for the cost model (`null`: not asked for).
     pub calibration: Option<Calibration>,
-    /// Whether the traced run's result verified.
-    pub verified: bool,
+    /// Whether the traced run's result verified (`null`: not checked, `trace --no-verify`).
+    pub verified: Option<bool>,
 }
 
 /// Untraced wall times of the traced work, measured on this machine.

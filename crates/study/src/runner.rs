@@ -482,6 +482,7 @@ fn work(
                 sources: Vec::new(),
                 out: tmp.clone(),
                 rate_runs: 3,
+                verify: true,
                 calibrate_runs: 0,
             };
             obs.phase("tracing");
