@@ -35,6 +35,10 @@ pub struct Config {
     /// A candidate takes the place of a huge chunk only when its score is this many times the
     /// huge chunk's: hysteresis, so two chunks of equal heat do not swap back and forth.
     pub swap_factor: f64,
+    /// A sampled candidate takes a huge chunk's place only with at least this many samples
+    /// of its own at this look. Thinned, one sample stands for up to 64: a score made of one
+    /// or two is noise, and following it costs a split and a collapse.
+    pub swap_min_samples: u32,
     /// Most samples counted per target and interval (the newest): what bounds the daemon's
     /// CPU time when a program publishes fast.
     pub max_samples: usize,
@@ -62,6 +66,7 @@ impl Default for Config {
             bias: HashMap::new(),
             max_promotions: 128,
             swap_factor: 2.0,
+            swap_min_samples: 8,
             max_samples: 1 << 18,
             scan_chunks: 2048,
             first_samples: 1 << 16,
@@ -492,8 +497,9 @@ impl Daemon {
                 // Full: take the place of the least valued huge chunk if this one is worth
                 // clearly more.
                 let s = score.get(&i).copied().unwrap_or(0.0);
+                let evidence = !chunks[i].sampled || chunks[i].samples >= self.cfg.swap_min_samples;
                 match kept.front() {
-                    Some(&(j, sj)) if s > sj * self.cfg.swap_factor && s > 0.0 => {
+                    Some(&(j, sj)) if s > sj * self.cfg.swap_factor && s > 0.0 && evidence => {
                         kept.pop_front();
                         self.act(
                             &chunks[j],

@@ -174,6 +174,36 @@ fn a_settled_daemon_asks_for_fewer_samples_and_for_all_again_when_it_acts() {
 }
 
 #[test]
+fn a_score_made_of_a_few_heavy_samples_takes_no_huge_chunks_place() {
+    let Some((_one, m)) = serial_four_k_chunks(4) else {
+        return;
+    };
+    let (publisher, mut d) = pcc_on_me("few", cfg(Limit::Bytes(2 << 20)));
+    heat(&publisher, &m, &[1], 1000);
+    let iv = d.step(&mut |_| {}).expect("step");
+    assert_eq!(iv.promoted, 1, "{iv:?}");
+    let few = |n: usize| {
+        for k in 0..n {
+            publisher.sample_weighted(m.addr() + 3 * HUGE + k * 4096, false, 1000);
+        }
+    };
+    // Chunk 3 scores far above chunk 1, look after look, but from four samples that each
+    // stand for a thousand: too few to trust, so no split and no collapse.
+    for _ in 0..3 {
+        few(4);
+        let iv = d.step(&mut |_| {}).expect("step");
+        assert_eq!((iv.promoted, iv.demoted), (0, 0), "{iv:?}");
+    }
+    // With as many samples as a swap asks for, the same heat takes chunk 1's place.
+    few(Config::default().swap_min_samples as usize);
+    let iv = d.step(&mut |_| {}).expect("step");
+    assert_eq!((iv.promoted, iv.demoted), (1, 1), "{iv:?}");
+    let me = std::process::id() as i32;
+    let check = Target::attach(&ProcFs::default(), me, Instant::now()).expect("attach");
+    assert_eq!(&huge_map(&check, &m), &[false, false, false, true]);
+}
+
+#[test]
 fn the_first_decision_comes_once_samples_are_in_not_a_whole_interval_later() {
     let Some((_one, m)) = serial_four_k_chunks(4) else {
         return;
