@@ -373,27 +373,34 @@ fn daemon_fields(s: &mut Sample, d: &PromoteReport) {
 }
 
 fn read_run(path: &Path) -> Result<RunReport> {
-    match hugewise_results::read(path) {
-        Ok(AnyResult::Run(r)) => Ok(r.result),
-        Ok(other) => Err(Error::Config(format!(
-            "{}: a {} result, not a run",
-            path.display(),
-            other.schema()
-        ))),
-        Err(e) => Err(Error::Config(format!("{}: {e}", path.display()))),
-    }
+    read_kind(path, "a run", |r| match r {
+        AnyResult::Run(r) => Ok(r.result),
+        other => Err(other),
+    })
 }
 
 fn read_promote(path: &Path) -> Result<PromoteReport> {
-    match hugewise_results::read(path) {
-        Ok(AnyResult::Promote(r)) => Ok(r.result),
-        Ok(other) => Err(Error::Config(format!(
-            "{}: a {} result, not a promotion session",
+    read_kind(path, "a promotion session", |r| match r {
+        AnyResult::Promote(r) => Ok(r.result),
+        other => Err(other),
+    })
+}
+
+/// The result saved at `path`, when `pick` finds it the kind wanted (`what`).
+fn read_kind<T>(
+    path: &Path,
+    what: &str,
+    pick: impl FnOnce(AnyResult) -> std::result::Result<T, AnyResult>,
+) -> Result<T> {
+    let r = hugewise_results::read(path)
+        .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
+    pick(r).map_err(|other| {
+        Error::Config(format!(
+            "{}: a {} result, not {what}",
             path.display(),
             other.schema()
-        ))),
-        Err(e) => Err(Error::Config(format!("{}: {e}", path.display()))),
-    }
+        ))
+    })
 }
 
 #[cfg(test)]
