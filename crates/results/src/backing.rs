@@ -26,6 +26,8 @@ pub struct Backing {
     /// Present in 2 MiB transparent huge pages.
     pub thp_2m_bytes: u64,
     /// Present in mTHP folios of other sizes, by folio size in KiB (pagemap source only).
+    /// JSON keys are strings; they are read back as numbers.
+    #[serde(deserialize_with = "sizes_as_keys")]
     pub mthp_bytes: BTreeMap<u64, u64>,
     /// Present in hugetlb pages.
     pub hugetlb_bytes: u64,
@@ -38,6 +40,20 @@ pub struct Backing {
     pub huge_chunks: Vec<bool>,
     /// True when smaps mappings reached outside the range, so totals were prorated.
     pub approximate: bool,
+}
+
+/// A map whose keys JSON holds as strings of digits. Reading a saved result goes through a
+/// `serde_json::Value`, whose object keys stay strings for a `u64` key: a run whose arrays got
+/// mTHP folios could not be read back.
+fn sizes_as_keys<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<u64, u64>, D::Error> {
+    let raw = BTreeMap::<String, u64>::deserialize(d)?;
+    raw.into_iter()
+        .map(|(k, v)| {
+            k.parse::<u64>().map(|k| (k, v)).map_err(|_| {
+                serde::de::Error::custom(format!("mthp_bytes: key {k:?} is not a size in KiB"))
+            })
+        })
+        .collect()
 }
 
 impl Backing {

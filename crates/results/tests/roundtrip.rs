@@ -288,3 +288,27 @@ fn a_profile_and_the_packing_benchmark() {
     assert!(v.iter().skip(1).all(|x| x.speedup_vs_4k.is_some()));
     assert_eq!(b.result.samples.len(), 2 * v.len());
 }
+
+#[test]
+fn a_run_whose_arrays_got_mthp_folios_reads_back() {
+    // JSON keeps the folio sizes of `mthp_bytes` as string keys.
+    let path = fixture("run.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("fixture")).expect("json");
+    let at = if v.get("regions").is_some() {
+        "/regions"
+    } else {
+        "/result/regions"
+    };
+    let regions = v
+        .pointer_mut(at)
+        .and_then(|r| r.as_array_mut())
+        .expect("regions");
+    regions[0]["backing"]["mthp_bytes"] = serde_json::json!({ "64": 131072 });
+    let r = AnyResult::from_json(&v.to_string()).expect("reads back");
+    let AnyResult::Run(s) = r else { panic!("kind") };
+    assert_eq!(
+        s.result.regions[0].backing.mthp_bytes.get(&64),
+        Some(&131072)
+    );
+}
