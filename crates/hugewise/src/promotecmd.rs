@@ -255,8 +255,8 @@ pub struct BenchPromoteArgs {
     #[arg(long, value_name = "GRAPH", conflicts_with_all = ["zipf", "size", "reads", "seed"])]
     pub graph: Option<String>,
     /// With --graph: the kernel.
-    #[arg(long, default_value = "pr", requires = "graph")]
-    pub kernel: String,
+    #[arg(long, value_enum, default_value = "pr", requires = "graph")]
+    pub kernel: crate::cli::KernelArg,
     /// With --graph: timed trials per run, after one untimed warm-up trial in which the plan's
     /// steps and the daemon's ramp happen.
     #[arg(long, default_value_t = 1, requires = "graph", value_parser = clap::value_parser!(u32).range(1..))]
@@ -340,7 +340,7 @@ fn bench_graph(
     };
     let cfg = hugewise_study::promotegraph::Config {
         exe: std::env::current_exe().context("finding the hugewise binary the arms run")?,
-        kernel: a.kernel,
+        kernel: a.kernel.name().to_string(),
         graph,
         run_args: a.run_args,
         trials: a.trials,

@@ -383,3 +383,33 @@ fn bench_promote_on_a_graph_refuses_a_budget_given_as_a_size() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--budget") && err.contains("share"), "{err}");
 }
+
+#[test]
+fn bench_promote_on_a_graph_refuses_a_given_plan_it_cannot_replay_before_any_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let refused = |plan: &std::path::Path| {
+        let out = hugewise()
+            .args(["bench", "promote", "--graph", "kron:10", "--plan"])
+            .arg(plan)
+            .arg("--work-dir")
+            .arg(dir.path().join("work"))
+            .output()
+            .expect("run hugewise");
+        assert_eq!(out.status.code(), Some(1));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let missing = dir.path().join("missing.json");
+    let err = refused(&missing);
+    assert!(err.contains("missing.json"), "{err}");
+    // A result of another kind is named as such.
+    let other = dir.path().join("sys.json");
+    let saved = hugewise()
+        .args(["sys", "--json"])
+        .output()
+        .expect("run hugewise");
+    std::fs::write(&other, &saved.stdout).expect("write");
+    let err = refused(&other);
+    assert!(err.contains("not a promotion plan"), "{err}");
+    // Nothing ran: no arm left a result behind.
+    assert!(!dir.path().join("work").join("round0-base.json").exists());
+}

@@ -42,9 +42,9 @@ pub struct Backing {
     pub approximate: bool,
 }
 
-/// A map whose keys JSON holds as strings of digits. Reading a saved result goes through a
-/// `serde_json::Value`, whose object keys stay strings for a `u64` key: a run whose arrays got
-/// mTHP folios could not be read back.
+/// A map whose keys JSON holds as strings of digits. A saved result's fields sit flattened
+/// beside its envelope (`Saved`), and serde reads the maps of a flattened struct without
+/// turning string keys into numbers: a run whose arrays got mTHP folios could not be read back.
 fn sizes_as_keys<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<u64, u64>, D::Error> {
     let raw = BTreeMap::<String, u64>::deserialize(d)?;
     raw.into_iter()

@@ -278,7 +278,7 @@ impl From<BenchCompat> for PromoteBenchReport {
 
 /// One workload measured in every arm: the headline first (what `--json` users compare), then
 /// how it was run, every sample and the per-arm summaries.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PromoteBenchWorkload {
     /// The workload's name, `zipf:S` for Zipf reads with exponent S.
     #[serde(default)]

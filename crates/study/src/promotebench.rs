@@ -302,20 +302,9 @@ fn run_workload(cfg: &Config, zipf_s: f64, progress: Progress<'_>) -> Result<Wor
     let summary = summarize_arms(&samples);
     Ok(Workload {
         workload: Workload::zipf_name(zipf_s),
-        ideal_speedup: None,
-        plan_speedup: None,
-        daemon_speedup: None,
-        plan_share_of_ideal: None,
-        daemon_share_of_ideal: None,
-        huge_footprint_share: None,
-        daemon_huge_footprint_share: None,
-        reach_budget_ms: None,
-        daemon_cpu_share: None,
-        daemon_steady_cpu_share: None,
         bytes: (chunks * HUGE) as u64,
         unit: Workload::NS_PER_READ.into(),
         zipf_s: Some(zipf_s),
-        graph: None,
         reads: cfg.reads,
         budget_share: cfg.budget_share,
         plan_chunks: plan.len() as u64,
@@ -323,6 +312,8 @@ fn run_workload(cfg: &Config, zipf_s: f64, progress: Progress<'_>) -> Result<Wor
         sample_every: cfg.sample_every,
         samples,
         summary,
+        // The headline is filled from the samples by the caller.
+        ..Workload::default()
     })
 }
 

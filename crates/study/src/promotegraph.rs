@@ -67,6 +67,17 @@ pub fn run(cfg: &Config, cancel: &AtomicBool, progress: Progress<'_>) -> Result<
             "the budget is a share above 0 and at most 1".into(),
         ));
     }
+    // Refused before minutes of loading and tracing, not after the base arm: under THP
+    // `always` its run would get huge pages at fault.
+    if hugewise_sys::sysfs::SysFs::default()
+        .thp()
+        .is_ok_and(|t| t.enabled.current == "always")
+    {
+        return Err(thp_always());
+    }
+    if let Some(p) = &cfg.plan {
+        check_plan(p, cfg.budget_share)?;
+    }
     std::fs::create_dir_all(&cfg.work_dir).map_err(|source| Error::Write {
         path: cfg.work_dir.clone(),
         source,
@@ -98,12 +109,7 @@ pub fn run(cfg: &Config, cancel: &AtomicBool, progress: Progress<'_>) -> Result<
             let (s, bytes, chunks) = run_arm(cfg, arm, round, &plan, cancel)?;
             if arm == Arm::Base {
                 if s.huge_share > 0.0 {
-                    return Err(Error::Config(
-                        "the base arm's run got huge pages without asking (THP `always`): run \
-                         with THP `madvise` (hugewise env thp --enabled madvise) so that it \
-                         faults 4 KiB pages"
-                            .into(),
-                    ));
+                    return Err(thp_always());
                 }
                 footprint = bytes;
             }
@@ -117,19 +123,8 @@ pub fn run(cfg: &Config, cancel: &AtomicBool, progress: Progress<'_>) -> Result<
     let summary = summarize_arms(&samples);
     let mut w = Workload {
         workload: format!("{}:{}", cfg.kernel, cfg.graph),
-        ideal_speedup: None,
-        plan_speedup: None,
-        daemon_speedup: None,
-        plan_share_of_ideal: None,
-        daemon_share_of_ideal: None,
-        huge_footprint_share: None,
-        daemon_huge_footprint_share: None,
-        reach_budget_ms: None,
-        daemon_cpu_share: None,
-        daemon_steady_cpu_share: None,
         unit: Workload::SECONDS.into(),
         bytes: footprint,
-        zipf_s: None,
         reads: u64::from(cfg.trials),
         graph: Some(hugewise_results::promote::GraphWorkload {
             kernel: cfg.kernel.clone(),
@@ -144,9 +139,34 @@ pub fn run(cfg: &Config, cancel: &AtomicBool, progress: Progress<'_>) -> Result<
         sample_every: cfg.sample_every,
         samples,
         summary,
+        ..Workload::default()
     };
     w.fill_headline();
     Ok(w)
+}
+
+fn thp_always() -> Error {
+    Error::Config(
+        "THP is `always`, so the base arm's run would get huge pages without asking: run with \
+         THP `madvise` (hugewise env thp --enabled madvise) so that it faults 4 KiB pages"
+            .into(),
+    )
+}
+
+/// A given plan is read and its `pcc` plan at the budget found before any arm runs, not when
+/// the plan arm's turn comes minutes later.
+fn check_plan(path: &Path, budget_share: f64) -> Result<()> {
+    let plans = read_kind(
+        path,
+        "a promotion plan (from hugewise sim --plan)",
+        |r| match r {
+            AnyResult::Plans(p) => Ok(p.result),
+            other => Err(other),
+        },
+    )?;
+    hugewise_promote::plan::select(&plans, Some(POLICY), Some(budget_share))
+        .map(|_| ())
+        .map_err(|e| Error::Config(format!("{}: {e}", path.display())))
 }
 
 /// `--budget` as the CLI takes it: a percentage.
@@ -392,8 +412,8 @@ fn read_kind<T>(
     what: &str,
     pick: impl FnOnce(AnyResult) -> std::result::Result<T, AnyResult>,
 ) -> Result<T> {
-    let r = hugewise_results::read(path)
-        .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
+    // The results crate's error names the file already.
+    let r = hugewise_results::read(path).map_err(|e| Error::Config(e.to_string()))?;
     pick(r).map_err(|other| {
         Error::Config(format!(
             "{}: a {} result, not {what}",
