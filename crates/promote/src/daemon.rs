@@ -15,7 +15,7 @@ use crate::budget::{self, Limit, Share};
 use crate::channel::Subscriber;
 use crate::policy::{ChunkInfo, Policy};
 use crate::target::Target;
-use crate::thinning::Thinning;
+use crate::thinning::{Look, Thinning};
 use crate::{Error, Result, BASE_PER_HUGE, HUGE};
 pub use hugewise_results::promote::Interval;
 
@@ -492,6 +492,8 @@ impl Daemon {
         let mut score: HashMap<usize, f64> = d.promote.iter().copied().collect();
         // A candidate takes a huge chunk's place on the heat that lasted.
         score.extend(d.lasting.iter().copied());
+        // Demotions made to take a huge chunk's place.
+        let mut swaps = 0;
         for i in order.into_iter().take(self.cfg.max_promotions) {
             if huge + HUGE as u64 > iv.budget_bytes {
                 // Full: take the place of the least valued huge chunk if this one is worth
@@ -501,6 +503,7 @@ impl Daemon {
                 match kept.front() {
                     Some(&(j, sj)) if s > sj * self.cfg.swap_factor && s > 0.0 && evidence => {
                         kept.pop_front();
+                        swaps += 1;
                         self.act(
                             &chunks[j],
                             ActionKind::Demote,
@@ -524,8 +527,16 @@ impl Daemon {
             )?;
         }
         iv.huge_bytes_after = huge;
-        let acted = iv.promoted + iv.demoted + iv.failed > 0;
-        let factor = self.thinning.after(acted, self.warming_up());
+        let look = if self.warming_up() {
+            Look::WarmingUp
+        } else if iv.promoted + iv.demoted + iv.failed == 0 {
+            Look::Calm
+        } else if iv.failed == 0 && iv.demoted == swaps && iv.promoted <= swaps {
+            Look::Swapped
+        } else {
+            Look::Changed
+        };
+        let factor = self.thinning.after(look);
         let mut asked = false;
         for sub in self.targets.iter().filter_map(|m| m.samples.as_ref()) {
             asked |= sub.ask_thinning(factor);

@@ -41,9 +41,9 @@ pub struct Decision {
     /// Score of every huge chunk the policy still values (index, score): the budget demotes
     /// the lowest first when it must make room.
     pub keep: Vec<(usize, f64)>,
-    /// For chunks of `promote` whose heat is new, the score that has lasted (index, score):
-    /// what the daemon weighs against a huge chunk's when a candidate would take its place.
-    /// A candidate not listed is weighed at its `promote` score.
+    /// For chunks of `promote`, the score that has lasted (index, score): what the daemon
+    /// weighs against a huge chunk's when a candidate would take its place. A candidate not
+    /// listed is weighed at its `promote` score.
     pub lasting: Vec<(usize, f64)>,
 }
 

@@ -1,8 +1,11 @@
 //! How many access samples the daemon asks a target for. A software sampler costs the target
 //! time on every sample (the PCC's hardware counts page walks for free), and a daemon whose
 //! budget sits still has no use for them: after a few looks without an action it asks the
-//! target to publish one sample in 4, then 16, 64 of what it would; the first look that acts
-//! (a promotion, a demotion, a swap) asks for every sample again. Thinned samples still reach
+//! target to publish one sample in 4, then 16, 64 of what it would; a look that fills or
+//! empties the budget (a promotion into room, a demotion) asks for every sample again, and a
+//! look that only swaps chunks within a full budget steps back one step: a swap changes one
+//! chunk, not what the program does, and asking for every sample after each of them kept a
+//! daemon that swapped a few chunks a minute at the full rate. Thinned samples still reach
 //! the policy, so a change in what is hot is seen, a few intervals later than at full rate.
 
 use hugewise_sys::shm::MAX_THINNING;
@@ -12,6 +15,19 @@ pub const CALM_LOOKS: u32 = 3;
 
 /// Each step of thinning multiplies the factor by this.
 pub const STEP: u32 = 4;
+
+/// What a look did, as far as thinning goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Look {
+    /// Still counting samples before the first decision.
+    WarmingUp,
+    /// Nothing tried.
+    Calm,
+    /// Promotions into a full budget only, each in the place of a chunk it split.
+    Swapped,
+    /// Anything else tried: promotions into room, demotions, releases, failures.
+    Changed,
+}
 
 /// The thinning the daemon asks for, from how its looks went.
 #[derive(Debug, Clone)]
@@ -37,19 +53,24 @@ impl Thinning {
         self.factor
     }
 
-    /// After a look that acted or not (`acted`: any promotion or demotion tried, succeeded or
-    /// not), or that is still warming up (counting samples before the first decision): the
-    /// factor to ask for until the next look.
-    pub fn after(&mut self, acted: bool, warming_up: bool) -> u32 {
-        if acted || warming_up {
-            self.factor = 1;
-            self.calm = 0;
-            return self.factor;
-        }
-        self.calm += 1;
-        if self.calm >= CALM_LOOKS {
-            self.calm = 0;
-            self.factor = self.factor.saturating_mul(STEP).min(self.max);
+    /// After a look that did `look`: the factor to ask for until the next look.
+    pub fn after(&mut self, look: Look) -> u32 {
+        match look {
+            Look::WarmingUp | Look::Changed => {
+                self.factor = 1;
+                self.calm = 0;
+            }
+            Look::Swapped => {
+                self.factor = (self.factor / STEP).max(1);
+                self.calm = 0;
+            }
+            Look::Calm => {
+                self.calm += 1;
+                if self.calm >= CALM_LOOKS {
+                    self.calm = 0;
+                    self.factor = self.factor.saturating_mul(STEP).min(self.max);
+                }
+            }
         }
         self.factor
     }
@@ -62,13 +83,13 @@ mod tests {
     #[test]
     fn calm_looks_thin_step_by_step_up_to_the_cap_and_an_action_restores_every_sample() {
         let mut t = Thinning::new(64);
-        let calm = |t: &mut Thinning, n: u32| (0..n).map(|_| t.after(false, false)).last();
+        let calm = |t: &mut Thinning, n: u32| (0..n).map(|_| t.after(Look::Calm)).last();
         assert_eq!(calm(&mut t, CALM_LOOKS - 1), Some(1));
-        assert_eq!(t.after(false, false), 4);
+        assert_eq!(t.after(Look::Calm), 4);
         assert_eq!(calm(&mut t, CALM_LOOKS), Some(16));
         assert_eq!(calm(&mut t, CALM_LOOKS), Some(64));
         assert_eq!(calm(&mut t, 10 * CALM_LOOKS), Some(64), "capped");
-        assert_eq!(t.after(true, false), 1, "an action asks for every sample");
+        assert_eq!(t.after(Look::Changed), 1, "an action asks for every sample");
         assert_eq!(
             calm(&mut t, CALM_LOOKS - 1),
             Some(1),
@@ -80,15 +101,33 @@ mod tests {
     fn warming_up_never_thins_and_a_cap_of_one_never_thins() {
         let mut t = Thinning::new(64);
         for _ in 0..20 {
-            assert_eq!(t.after(false, true), 1);
+            assert_eq!(t.after(Look::WarmingUp), 1);
         }
         let mut off = Thinning::new(1);
         for _ in 0..20 {
-            assert_eq!(off.after(false, false), 1);
+            assert_eq!(off.after(Look::Calm), 1);
         }
-        assert_eq!(Thinning::new(0).after(false, false), 1);
+        assert_eq!(Thinning::new(0).after(Look::Calm), 1);
+    }
+
+    #[test]
+    fn a_swap_steps_back_one_step_and_the_calm_count_starts_again() {
+        let mut t = Thinning::new(64);
+        for _ in 0..3 * CALM_LOOKS {
+            t.after(Look::Calm);
+        }
+        assert_eq!(t.factor(), 64);
+        assert_eq!(t.after(Look::Swapped), 16);
+        assert_eq!(t.after(Look::Swapped), 4);
+        for _ in 0..CALM_LOOKS - 1 {
+            assert_eq!(t.after(Look::Calm), 4);
+        }
+        assert_eq!(t.after(Look::Calm), 16);
+        assert_eq!(t.after(Look::Swapped), 4);
+        assert_eq!(t.after(Look::Swapped), 1);
+        assert_eq!(t.after(Look::Swapped), 1, "never below every sample");
         let mut big = Thinning::new(u32::MAX);
-        let top = (0..100).map(|_| big.after(false, false)).max();
+        let top = (0..100).map(|_| big.after(Look::Calm)).max();
         assert_eq!(top, Some(MAX_THINNING), "never past what a ring takes");
     }
 }

@@ -159,18 +159,21 @@ fn a_settled_daemon_asks_for_fewer_samples_and_for_all_again_when_it_acts() {
     assert_eq!(asked.last(), Some(&64), "{asked:?}");
     assert!(asked.windows(2).all(|w| w[0] <= w[1]), "{asked:?}");
     assert_eq!(publisher.thinning(), 64, "the program reads what was asked");
-    // The heat moves to chunk 3 and lasts: the swap is an action, and every sample is asked
-    // for again.
+    // The heat moves to chunk 3 and lasts: a swap within the full budget steps the thinning
+    // back one step, not to every sample.
+    let mut swapped = false;
     for _ in 0..2 {
         heat(&publisher, &m, &[3], 20_000);
         let iv = d.step(&mut |_| {}).expect("step");
         if iv.promoted > 0 {
-            assert_eq!(iv.sample_thinning, Some(1), "{iv:?}");
-            assert_eq!(publisher.thinning(), 1);
-            return;
+            assert_eq!((iv.promoted, iv.demoted), (1, 1), "{iv:?}");
+            assert_eq!(iv.sample_thinning, Some(16), "{iv:?}");
+            assert_eq!(publisher.thinning(), 16);
+            swapped = true;
+            break;
         }
     }
-    panic!("the heat on chunk 3 never took chunk 1's place");
+    assert!(swapped, "the heat on chunk 3 never took chunk 1's place");
 }
 
 #[test]

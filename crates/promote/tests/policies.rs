@@ -212,20 +212,56 @@ fn pcc_says_which_heat_has_lasted() {
         sampled(chunk(1, 1, 512, false), 0, 0),
     ];
     let d = p.decide(&first, 1.0);
-    // New heat, all of it: the lasting score is the one before, nothing.
-    assert_eq!(d.lasting, [(0, 0.0)]);
+    // New heat: the fast score is all of it (100), the slow one an eighth of it on the same
+    // scale (100 * 2 / 8 = 25), and what has lasted is the lower.
+    assert_eq!(d.promote, [(0, 100.0)]);
+    assert_eq!(d.lasting, [(0, 25.0)]);
     let second = [
         sampled(chunk(1, 0, 512, false), 100, 100),
         sampled(chunk(1, 1, 512, false), 300, 300),
     ];
     let d = p.decide(&second, 1.0);
-    // Chunk 1 leads (300 against 100 / 2 + 100 = 150) but has lasted nothing; chunk 0 has
-    // lasted 100 and now scores more (150), so 100 is what has lasted of it.
+    // Chunk 1 leads (300 against 100 / 2 + 100 = 150) but has lasted a quarter of a look
+    // (300 / 4 = 75); chunk 0 has lasted 25 * 7 / 8 + 25 = 46.875.
     assert_eq!(d.promote, [(1, 300.0), (0, 150.0)]);
-    assert_eq!(d.lasting, [(1, 0.0), (0, 100.0)]);
-    // Steady heat: 150 / 2 + 75 = 150, no more than before, so it is not listed.
-    let third = [sampled(chunk(1, 0, 512, false), 75, 75)];
-    assert!(p.decide(&third, 1.0).lasting.is_empty());
+    assert_eq!(d.lasting, [(1, 75.0), (0, 46.875)]);
+    // Steady heat: both scores reach twice a look's walks, and what has lasted is all of it.
+    let steady = [sampled(chunk(1, 0, 512, false), 100, 100)];
+    let mut d = p.decide(&steady, 1.0);
+    for _ in 0..60 {
+        d = p.decide(&steady, 1.0);
+    }
+    assert!((d.promote[0].1 - 200.0).abs() < 1e-9, "{d:?}");
+    assert!((d.lasting[0].1 - 200.0).abs() < 0.1, "{d:?}");
+}
+
+#[test]
+fn pcc_never_trades_a_streamed_chunk_for_another_streamed_out_of_phase() {
+    // Two chunks of arrays streamed through once every three looks, as a PageRank iteration
+    // streams its arrays: chunk 0 (huge) at the first look of three, chunk 1 (4 KiB) at the
+    // second, with 10 % more walks. On fast scores the candidate at its peak has twice the
+    // heat of the huge chunk at its trough (330 + 330 / 8 against 300 / 4 + 300 / 32, and
+    // 2.2 times it at the look after), enough for the daemon's swap rule (twice the huge
+    // chunk's score); averaged, they are the same, and no look may offer a swap.
+    let mut p = Pcc::with_capacity(4);
+    let mut worst: f64 = 0.0;
+    for t in 0..60 {
+        let a = if t % 3 == 0 { 300 } else { 0 };
+        let b = if t % 3 == 1 { 330 } else { 0 };
+        let chunks = [
+            sampled(chunk(1, 0, 512, true), a, a as u16),
+            sampled(chunk(1, 1, 512, false), b, b as u16),
+        ];
+        let d = p.decide(&chunks, 1.0);
+        if t < 20 {
+            continue;
+        }
+        let keep = d.keep.iter().find(|k| k.0 == 0).expect("huge chunk kept").1;
+        let lasting = d.lasting.iter().find(|k| k.0 == 1).map_or(0.0, |k| k.1);
+        worst = worst.max(lasting / keep);
+    }
+    assert!(worst > 1.0, "the candidate is the hotter: {worst}");
+    assert!(worst < 1.5, "a swap needs twice the heat: {worst}");
 }
 
 #[test]

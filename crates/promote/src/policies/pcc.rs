@@ -9,6 +9,16 @@
 //! more, or a budget larger than 128 chunks could never be filled with the chunks it ranks
 //! best. Huge chunks keep their scores besides, candidates or not, so that the budget gives
 //! their place only to a chunk that is clearly hotter.
+//!
+//! Each chunk has two scores: a fast one (halved every interval, as the PCC's counters) that
+//! ranks the candidates and fills a budget with room, and a slow one (an average over about
+//! eight intervals) for a swap, which costs a split and a collapse. A swap weighs a
+//! candidate on the lower of the two (the heat that lasted) and a huge chunk on the higher
+//! (the heat it has had). The slow score is what a swap needs: a PageRank iteration streams
+//! through its arrays in a few seconds, so each chunk of a streamed array is hot for one look
+//! in three; on fast scores alone, a chunk at its peak outbid one at its trough at twice the
+//! heat, chunks of the same heat changed places, and on kron:26 the daemon split 95–327
+//! chunks a run for nothing. Averaged, their heat is the same and nothing moves.
 
 use std::collections::HashMap;
 
@@ -21,8 +31,28 @@ pub struct Pcc {
     pub capacity: usize,
     /// The budget's chunks, when more than `capacity`.
     budget: usize,
-    scores: HashMap<(i32, usize), f64>,
+    scores: HashMap<(i32, usize), Heat>,
 }
+
+/// A chunk's two scores, on one scale (steady heat of `w` walks a look scores `2 w` in both).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Heat {
+    fast: f64,
+    slow: f64,
+}
+
+impl Heat {
+    /// What a look with `walks` makes of `self`.
+    fn after(self, walks: f64) -> Heat {
+        Heat {
+            fast: self.fast / 2.0 + walks,
+            slow: self.slow * SLOW_KEEP + walks * (1.0 - SLOW_KEEP) * 2.0,
+        }
+    }
+}
+
+/// Share of the slow score a look keeps: its memory is about `1 / (1 - SLOW_KEEP)` looks.
+const SLOW_KEEP: f64 = 7.0 / 8.0;
 
 impl Default for Pcc {
     fn default() -> Self {
@@ -64,24 +94,30 @@ impl Policy for Pcc {
 
     fn decide(&mut self, chunks: &[ChunkInfo], _interval_s: f64) -> Decision {
         let capacity = self.capacity.max(self.budget);
-        let mut next: HashMap<(i32, usize), f64> = HashMap::with_capacity(self.scores.len());
-        let mut ranked: Vec<(usize, f64)> = Vec::new();
-        let mut before: HashMap<usize, f64> = HashMap::new();
+        let mut next: HashMap<(i32, usize), Heat> = HashMap::with_capacity(self.scores.len());
+        let mut ranked: Vec<(usize, Heat)> = Vec::new();
         for (i, c) in chunks.iter().enumerate() {
             let key = (c.pid, c.addr);
-            let old = self.scores.get(&key).copied().unwrap_or(0.0);
-            let score = old / 2.0 + f64::from(c.walks);
-            if score <= 0.0 || c.mapped_pages == 0 {
+            let heat = self
+                .scores
+                .get(&key)
+                .copied()
+                .unwrap_or_default()
+                .after(f64::from(c.walks));
+            if heat.fast <= 0.0 || c.mapped_pages == 0 {
                 continue;
             }
-            ranked.push((i, score));
-            before.insert(i, old);
+            ranked.push((i, heat));
         }
-        ranked.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(std::cmp::Ordering::Equal));
+        ranked.sort_by(|a, b| {
+            b.1.fast
+                .partial_cmp(&a.1.fast)
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
         // Each target keeps its `capacity` best, like one PCC per process.
         let mut per_target: HashMap<i32, usize> = HashMap::new();
         let mut d = Decision::default();
-        for (i, score) in ranked {
+        for (i, heat) in ranked {
             let c = &chunks[i];
             let n = per_target.entry(c.pid).or_default();
             let candidate = *n < capacity;
@@ -91,21 +127,16 @@ impl Policy for Pcc {
             // come in at the budget's edge, and back an interval later: chunks of nearly equal
             // heat changed hands every interval, each swap a split and a collapse.
             if c.huge {
-                next.insert((c.pid, c.addr), score);
-                d.keep.push((i, score));
+                next.insert((c.pid, c.addr), heat);
+                d.keep.push((i, heat.fast.max(heat.slow)));
             } else if candidate {
-                next.insert((c.pid, c.addr), score);
-                d.promote.push((i, score));
-                // To take a huge chunk's place, heat must have lasted: the lower of this
-                // look's score and the last. A stream through an array heats each chunk it
-                // passes for one look; at a 1 s interval (the PCC paper read its counters
-                // every 30 s) the chunks it had just passed outbid the budget's last huge
-                // chunks at every look (a PageRank on kron:26: 26 swaps a second, each a
-                // split and a collapse, for chunks that were cold again a second later).
-                let old = before.get(&i).copied().unwrap_or(0.0);
-                if old < score {
-                    d.lasting.push((i, old));
-                }
+                next.insert((c.pid, c.addr), heat);
+                d.promote.push((i, heat.fast));
+                // To take a huge chunk's place, heat must have lasted: a stream through an
+                // array heats each chunk it passes for one look, and at a 1 s interval (the
+                // PCC paper read its counters every 30 s) the chunks it had just passed
+                // outbid the budget's last huge chunks at every look.
+                d.lasting.push((i, heat.fast.min(heat.slow)));
             }
         }
         // Huge chunks the PCC never scored (made by the kernel, or huge before any sample
