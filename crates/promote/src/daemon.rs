@@ -204,7 +204,8 @@ pub struct Daemon {
 
 impl Daemon {
     /// A daemon with `policy`, timed from `t0`.
-    pub fn new(policy: Box<dyn Policy>, cfg: Config, t0: Instant) -> Daemon {
+    pub fn new(mut policy: Box<dyn Policy>, cfg: Config, t0: Instant) -> Daemon {
+        policy.looks_every(cfg.interval.as_secs_f64());
         // Thinned samples keep their scale only for a policy that scores walks (a walk read
         // stands for as many as it was thinned by); coverage and utilization would read lower
         // at every step of thinning.

@@ -57,6 +57,9 @@ pub trait Policy: Send {
     /// How many 2 MiB chunks the budget holds this interval, told before each decision: a
     /// policy that keeps a fixed number of candidates can keep enough to fill it.
     fn budget_chunks(&mut self, _chunks: usize) {}
+    /// How far apart the daemon's looks are (its interval, in seconds), told before the first
+    /// decision: a policy that averages over time turns it into a share kept per look.
+    fn looks_every(&mut self, _interval_s: f64) {}
     /// Whether it ranks chunks by access samples alone, so that a decision on a handful of
     /// them is noise: the daemon then counts samples without acting until it has enough.
     fn ranks_by_samples(&self) -> bool {

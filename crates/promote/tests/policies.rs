@@ -1,6 +1,6 @@
 //! Scenario tests of the online policies: hand-built chunks, hand-counted decisions.
 
-use hugewise_promote::policies::{hawkeye, linux::Linux, mega, mega::Mega, pcc::Pcc};
+use hugewise_promote::policies::{hawkeye, linux::Linux, mega, mega::Mega, pcc, pcc::Pcc};
 use hugewise_promote::policy::{by_name, ChunkInfo, Policy, NAMES};
 use hugewise_promote::HUGE;
 
@@ -203,8 +203,14 @@ fn pcc_ranks_a_chunk_read_at_random_above_one_streamed_through() {
     assert_eq!(p.decide(&[streamed, random], 1.0).promote, [(1, 190.0)]);
 }
 
+fn close(got: f64, want: f64) -> bool {
+    (got - want).abs() < 1e-9 * want.abs().max(1.0)
+}
+
 #[test]
 fn pcc_says_which_heat_has_lasted() {
+    // What the slow score keeps of itself over one look a second.
+    let k = (-1.0 / pcc::SLOW_S).exp();
     let mut p = Pcc::with_capacity(4);
     // Chunk 0 is hot in both looks; chunk 1 only in the second, as a stream passing through.
     let first = [
@@ -212,56 +218,102 @@ fn pcc_says_which_heat_has_lasted() {
         sampled(chunk(1, 1, 512, false), 0, 0),
     ];
     let d = p.decide(&first, 1.0);
-    // New heat: the fast score is all of it (100), the slow one an eighth of it on the same
-    // scale (100 * 2 / 8 = 25), and what has lasted is the lower.
+    // New heat: the fast score is all of it (100), the slow one its share of half a minute
+    // on the same scale (100 * 2 * (1 - k), about 6), and what has lasted is the lower.
     assert_eq!(d.promote, [(0, 100.0)]);
-    assert_eq!(d.lasting, [(0, 25.0)]);
+    let slow0 = 200.0 * (1.0 - k);
+    assert!(close(d.lasting[0].1, slow0), "{d:?}");
     let second = [
         sampled(chunk(1, 0, 512, false), 100, 100),
         sampled(chunk(1, 1, 512, false), 300, 300),
     ];
     let d = p.decide(&second, 1.0);
-    // Chunk 1 leads (300 against 100 / 2 + 100 = 150) but has lasted a quarter of a look
-    // (300 / 4 = 75); chunk 0 has lasted 25 * 7 / 8 + 25 = 46.875.
+    // Chunk 1 leads (300 against 100 / 2 + 100 = 150) but has lasted one look of 300; chunk
+    // 0 has lasted two looks of 100.
     assert_eq!(d.promote, [(1, 300.0), (0, 150.0)]);
-    assert_eq!(d.lasting, [(1, 75.0), (0, 46.875)]);
+    assert_eq!(d.lasting.len(), 2);
+    assert!(close(d.lasting[0].1, 600.0 * (1.0 - k)), "{d:?}");
+    assert!(close(d.lasting[1].1, slow0 * k + slow0), "{d:?}");
     // Steady heat: both scores reach twice a look's walks, and what has lasted is all of it.
     let steady = [sampled(chunk(1, 0, 512, false), 100, 100)];
     let mut d = p.decide(&steady, 1.0);
-    for _ in 0..60 {
+    for _ in 0..1000 {
         d = p.decide(&steady, 1.0);
     }
-    assert!((d.promote[0].1 - 200.0).abs() < 1e-9, "{d:?}");
-    assert!((d.lasting[0].1 - 200.0).abs() < 0.1, "{d:?}");
+    assert!(close(d.promote[0].1, 200.0), "{d:?}");
+    assert!((d.lasting[0].1 - 200.0).abs() < 0.01, "{d:?}");
+    // The slow score's memory is in seconds: looking ten times as often, it keeps a tenth as
+    // much of itself at each look. (Read as a huge chunk's value, the higher of the two scores:
+    // the fast one has halved at each look, ten times or once, to below the slow one.)
+    let cold = [sampled(chunk(1, 0, 512, true), 0, 0)];
+    let mut a = p.clone();
+    a.looks_every(0.1);
+    let mut b = p.clone();
+    let mut ten = Default::default();
+    for _ in 0..10 {
+        ten = a.decide(&cold, 0.1);
+    }
+    let one = b.decide(&cold, 1.0);
+    let want = 200.0 * (-1.0 / pcc::SLOW_S).exp();
+    assert!((ten.keep[0].1 - want).abs() < 0.01, "{ten:?}");
+    assert!((one.keep[0].1 - want).abs() < 0.01, "{one:?}");
 }
 
 #[test]
 fn pcc_never_trades_a_streamed_chunk_for_another_streamed_out_of_phase() {
-    // Two chunks of arrays streamed through once every three looks, as a PageRank iteration
-    // streams its arrays: chunk 0 (huge) at the first look of three, chunk 1 (4 KiB) at the
-    // second, with 10 % more walks. On fast scores the candidate at its peak has twice the
-    // heat of the huge chunk at its trough (330 + 330 / 8 against 300 / 4 + 300 / 32, and
-    // 2.2 times it at the look after), enough for the daemon's swap rule (twice the huge
+    // Two chunks of arrays streamed through once every `period` looks, as PageRank's
+    // iterations stream its arrays (on kron:26 an iteration takes nine looks of a second):
+    // chunk 0 (huge) at the first look of each period, chunk 1 (4 KiB) at the second, with
+    // 10 % more walks. On fast scores the candidate at its peak has twice the heat of the
+    // huge chunk at its trough or more, enough for the daemon's swap rule (twice the huge
     // chunk's score); averaged, they are the same, and no look may offer a swap.
-    let mut p = Pcc::with_capacity(4);
-    let mut worst: f64 = 0.0;
-    for t in 0..60 {
-        let a = if t % 3 == 0 { 300 } else { 0 };
-        let b = if t % 3 == 1 { 330 } else { 0 };
-        let chunks = [
-            sampled(chunk(1, 0, 512, true), a, a as u16),
-            sampled(chunk(1, 1, 512, false), b, b as u16),
-        ];
-        let d = p.decide(&chunks, 1.0);
-        if t < 20 {
-            continue;
+    for period in [3, 9] {
+        let mut p = Pcc::with_capacity(4);
+        let mut worst: f64 = 0.0;
+        for t in 0..300 {
+            let a = if t % period == 0 { 300 } else { 0 };
+            let b = if t % period == 1 { 330 } else { 0 };
+            let chunks = [
+                sampled(chunk(1, 0, 512, true), a, a as u16),
+                sampled(chunk(1, 1, 512, false), b, b as u16),
+            ];
+            let d = p.decide(&chunks, 1.0);
+            if t < 100 {
+                continue;
+            }
+            let keep = d.keep.iter().find(|k| k.0 == 0).expect("huge chunk kept").1;
+            let lasting = d.lasting.iter().find(|k| k.0 == 1).map_or(0.0, |k| k.1);
+            worst = worst.max(lasting / keep);
         }
-        let keep = d.keep.iter().find(|k| k.0 == 0).expect("huge chunk kept").1;
-        let lasting = d.lasting.iter().find(|k| k.0 == 1).map_or(0.0, |k| k.1);
-        worst = worst.max(lasting / keep);
+        assert!(
+            worst > 1.0,
+            "period {period}: the candidate is the hotter: {worst}"
+        );
+        assert!(worst < 1.5, "period {period}: a swap needs twice: {worst}");
     }
-    assert!(worst > 1.0, "the candidate is the hotter: {worst}");
-    assert!(worst < 1.5, "a swap needs twice the heat: {worst}");
+}
+
+#[test]
+fn pcc_lets_lasting_heat_take_a_huge_chunks_place_within_seconds() {
+    // A huge chunk at 10 walks a look; a 4 KiB chunk turns hot for good at 100 a look. It
+    // must be worth twice the huge chunk's value within ten looks of a second.
+    let mut p = Pcc::with_capacity(4);
+    for _ in 0..200 {
+        p.decide(&[sampled(chunk(1, 0, 512, true), 10, 10)], 1.0);
+    }
+    let chunks = [
+        sampled(chunk(1, 0, 512, true), 10, 10),
+        sampled(chunk(1, 1, 512, false), 100, 100),
+    ];
+    let looks = (1..=30)
+        .find(|_| {
+            let d = p.decide(&chunks, 1.0);
+            let keep = d.keep.iter().find(|k| k.0 == 0).expect("kept").1;
+            let lasting = d.lasting.iter().find(|k| k.0 == 1).expect("listed").1;
+            lasting > 2.0 * keep
+        })
+        .expect("never");
+    assert!((5..=10).contains(&looks), "{looks} looks");
 }
 
 #[test]

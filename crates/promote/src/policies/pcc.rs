@@ -12,13 +12,15 @@
 //!
 //! Each chunk has two scores: a fast one (halved every interval, as the PCC's counters) that
 //! ranks the candidates and fills a budget with room, and a slow one (an average over about
-//! eight intervals) for a swap, which costs a split and a collapse. A swap weighs a
-//! candidate on the lower of the two (the heat that lasted) and a huge chunk on the higher
-//! (the heat it has had). The slow score is what a swap needs: a PageRank iteration streams
-//! through its arrays in a few seconds, so each chunk of a streamed array is hot for one look
-//! in three; on fast scores alone, a chunk at its peak outbid one at its trough at twice the
-//! heat, chunks of the same heat changed places, and on kron:26 the daemon split 95–327
-//! chunks a run for nothing. Averaged, their heat is the same and nothing moves.
+//! half a minute) for a swap, which costs a split and a collapse. A swap weighs a candidate on
+//! the lower of the two (the heat that lasted) and a huge chunk on the higher (the heat it has
+//! had). The slow score is what a swap needs: a PageRank iteration on kron:26 streams through
+//! its arrays in about nine seconds, so each chunk of a streamed array is hot for one look in
+//! nine; on fast scores a chunk at its peak outbid one at its trough many times over, chunks
+//! of the same heat changed places, and the daemon split hundreds of chunks a run for nothing.
+//! Averaged over more than an iteration their heat is the same and nothing moves. A chunk
+//! that turns hot for good takes a huge chunk's place a few seconds later than on fast scores
+//! (about 7 s at ten times the huge chunk's heat).
 
 use std::collections::HashMap;
 
@@ -32,6 +34,8 @@ pub struct Pcc {
     /// The budget's chunks, when more than `capacity`.
     budget: usize,
     scores: HashMap<(i32, usize), Heat>,
+    /// What the slow score keeps of itself at each look.
+    keep: f64,
 }
 
 /// A chunk's two scores, on one scale (steady heat of `w` walks a look scores `2 w` in both).
@@ -42,17 +46,25 @@ struct Heat {
 }
 
 impl Heat {
-    /// What a look with `walks` makes of `self`.
-    fn after(self, walks: f64) -> Heat {
+    /// What a look with `walks` makes of `self`, the slow score keeping `keep` of itself.
+    fn after(self, walks: f64, keep: f64) -> Heat {
         Heat {
             fast: self.fast / 2.0 + walks,
-            slow: self.slow * SLOW_KEEP + walks * (1.0 - SLOW_KEEP) * 2.0,
+            slow: self.slow * keep + walks * (1.0 - keep) * 2.0,
         }
     }
 }
 
-/// Share of the slow score a look keeps: its memory is about `1 / (1 - SLOW_KEEP)` looks.
-const SLOW_KEEP: f64 = 7.0 / 8.0;
+/// Time constant of the slow score, in seconds: longer than a kernel's pass over its arrays
+/// on the graphs this runs on (an iteration of PageRank at kron:26 takes 9 s here).
+pub const SLOW_S: f64 = 32.0;
+
+/// What the slow score keeps of itself at each look, for looks `interval_s` apart. Per look,
+/// not per second: the first looks of a daemon come faster than its interval (see
+/// `Config::first_samples`), and each holds as many samples as a look at the interval would.
+fn slow_keep(interval_s: f64) -> f64 {
+    (-interval_s.max(0.0) / SLOW_S).exp()
+}
 
 impl Default for Pcc {
     fn default() -> Self {
@@ -60,6 +72,7 @@ impl Default for Pcc {
             capacity: 128,
             budget: 0,
             scores: HashMap::new(),
+            keep: slow_keep(1.0),
         }
     }
 }
@@ -71,6 +84,7 @@ impl Pcc {
             capacity: capacity.max(1),
             budget: 0,
             scores: HashMap::new(),
+            keep: slow_keep(1.0),
         }
     }
 }
@@ -92,6 +106,10 @@ impl Policy for Pcc {
         self.budget = chunks;
     }
 
+    fn looks_every(&mut self, interval_s: f64) {
+        self.keep = slow_keep(interval_s);
+    }
+
     fn decide(&mut self, chunks: &[ChunkInfo], _interval_s: f64) -> Decision {
         let capacity = self.capacity.max(self.budget);
         let mut next: HashMap<(i32, usize), Heat> = HashMap::with_capacity(self.scores.len());
@@ -103,7 +121,7 @@ impl Policy for Pcc {
                 .get(&key)
                 .copied()
                 .unwrap_or_default()
-                .after(f64::from(c.walks));
+                .after(f64::from(c.walks), self.keep);
             if heat.fast <= 0.0 || c.mapped_pages == 0 {
                 continue;
             }
