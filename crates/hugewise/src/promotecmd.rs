@@ -90,8 +90,8 @@ pub struct PromoteArgs {
     #[arg(long, default_value_t = 2048, value_name = "CHUNKS")]
     pub scan_chunks: usize,
     /// pcc only: the most the daemon thins a program's samples while its looks find nothing to
-    /// do (it asks for one in 4, 16, 64, ... of the usual, and for all again when it acts);
-    /// 1 keeps every sample.
+    /// do (it asks for one in 4, 16, 64, ... of the usual, for all again when it fills or
+    /// empties the budget, one step more when it swaps a chunk); 1 keeps every sample.
     #[arg(long, default_value_t = 64, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=i64::from(hugewise_sys::shm::MAX_THINNING)))]
     pub max_thinning: u32,

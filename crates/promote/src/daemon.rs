@@ -493,8 +493,8 @@ impl Daemon {
         let mut score: HashMap<usize, f64> = d.promote.iter().copied().collect();
         // A candidate takes a huge chunk's place on the heat that lasted.
         score.extend(d.lasting.iter().copied());
-        // Demotions made to take a huge chunk's place.
-        let mut swaps = 0;
+        // Demotions made (and read back split) to take a huge chunk's place.
+        let mut swaps = 0u32;
         for i in order.into_iter().take(self.cfg.max_promotions) {
             if huge + HUGE as u64 > iv.budget_bytes {
                 // Full: take the place of the least valued huge chunk if this one is worth
@@ -504,14 +504,15 @@ impl Daemon {
                 match kept.front() {
                     Some(&(j, sj)) if s > sj * self.cfg.swap_factor && s > 0.0 && evidence => {
                         kept.pop_front();
-                        swaps += 1;
-                        self.act(
+                        if self.act(
                             &chunks[j],
                             ActionKind::Demote,
                             &mut iv,
                             &mut huge,
                             on_action,
-                        )?;
+                        )? {
+                            swaps += 1;
+                        }
                         if huge + HUGE as u64 > iv.budget_bytes {
                             break;
                         }
@@ -528,15 +529,7 @@ impl Daemon {
             )?;
         }
         iv.huge_bytes_after = huge;
-        let look = if self.warming_up() {
-            Look::WarmingUp
-        } else if iv.promoted + iv.demoted + iv.failed == 0 {
-            Look::Calm
-        } else if iv.failed == 0 && iv.demoted == swaps && iv.promoted <= swaps {
-            Look::Swapped
-        } else {
-            Look::Changed
-        };
+        let look = Look::of(self.warming_up(), iv.promoted, iv.demoted, iv.failed, swaps);
         let factor = self.thinning.after(look);
         let mut asked = false;
         for sub in self.targets.iter().filter_map(|m| m.samples.as_ref()) {

@@ -2,10 +2,10 @@
 //! time on every sample (the PCC's hardware counts page walks for free), and a daemon whose
 //! budget sits still has no use for them: after a few looks without an action it asks the
 //! target to publish one sample in 4, then 16, 64 of what it would; a look that fills or
-//! empties the budget (a promotion into room, a demotion) asks for every sample again, and a
-//! look that only swaps chunks within a full budget steps back one step: a swap changes one
-//! chunk, not what the program does, and asking for every sample after each of them kept a
-//! daemon that swapped a few chunks a minute at the full rate. Thinned samples still reach
+//! empties the budget (a promotion into room, a demotion), or whose call failed, asks for
+//! every sample again, and a look that only swaps chunks within a full budget steps back one
+//! step: a swap changes one chunk, not what the program does, and asking for every sample
+//! after each of them kept a daemon that swapped a chunk every few seconds at the full rate. Thinned samples still reach
 //! the policy, so a change in what is hot is seen, a few intervals later than at full rate.
 
 use hugewise_sys::shm::MAX_THINNING;
@@ -21,12 +21,29 @@ pub const STEP: u32 = 4;
 pub enum Look {
     /// Still counting samples before the first decision.
     WarmingUp,
-    /// Nothing tried.
+    /// No promotion or demotion tried (releases of huge pages a program broke do not count:
+    /// they follow the program, not the policy).
     Calm,
     /// Promotions into a full budget only, each in the place of a chunk it split.
     Swapped,
-    /// Anything else tried: promotions into room, demotions, releases, failures.
+    /// Anything else tried: promotions into room, demotions, failures.
     Changed,
+}
+
+impl Look {
+    /// What a look did, from its counts: promotions, demotions and failed calls, and how many
+    /// of the demotions were made (and succeeded) to take a huge chunk's place.
+    pub fn of(warming_up: bool, promoted: u32, demoted: u32, failed: u32, swaps: u32) -> Look {
+        if warming_up {
+            Look::WarmingUp
+        } else if promoted + demoted + failed == 0 {
+            Look::Calm
+        } else if failed == 0 && swaps > 0 && demoted == swaps && promoted == swaps {
+            Look::Swapped
+        } else {
+            Look::Changed
+        }
+    }
 }
 
 /// The thinning the daemon asks for, from how its looks went.
@@ -108,6 +125,28 @@ mod tests {
             assert_eq!(off.after(Look::Calm), 1);
         }
         assert_eq!(Thinning::new(0).after(Look::Calm), 1);
+    }
+
+    #[test]
+    fn only_a_look_that_swapped_one_for_one_and_nothing_else_is_a_swap() {
+        // (warming up, promoted, demoted, failed, swaps)
+        assert_eq!(Look::of(true, 0, 0, 0, 0), Look::WarmingUp);
+        assert_eq!(Look::of(false, 0, 0, 0, 0), Look::Calm);
+        assert_eq!(Look::of(false, 3, 3, 0, 3), Look::Swapped);
+        assert_eq!(Look::of(false, 1, 0, 0, 0), Look::Changed, "into room");
+        assert_eq!(Look::of(false, 0, 2, 0, 0), Look::Changed, "a trim");
+        assert_eq!(
+            Look::of(false, 2, 3, 0, 2),
+            Look::Changed,
+            "swaps and a trim"
+        );
+        assert_eq!(
+            Look::of(false, 1, 2, 0, 2),
+            Look::Changed,
+            "a swap that only split"
+        );
+        assert_eq!(Look::of(false, 3, 2, 0, 2), Look::Changed, "swaps and room");
+        assert_eq!(Look::of(false, 1, 1, 1, 1), Look::Changed, "a call failed");
     }
 
     #[test]

@@ -156,7 +156,7 @@ fn pcc_follows_the_samples_within_its_budget() {
 }
 
 #[test]
-fn a_settled_daemon_asks_for_fewer_samples_and_for_all_again_when_it_acts() {
+fn a_settled_daemon_asks_for_fewer_samples_and_a_swap_steps_back_one_step() {
     let Some((_one, m)) = serial_four_k_chunks(4) else {
         return;
     };

@@ -19,8 +19,8 @@
 //! nine; on fast scores a chunk at its peak outbid one at its trough many times over, chunks
 //! of the same heat changed places, and the daemon split hundreds of chunks a run for nothing.
 //! Averaged over more than an iteration their heat is the same and nothing moves. A chunk
-//! that turns hot for good takes a huge chunk's place a few seconds later than on fast scores
-//! (about 7 s at ten times the huge chunk's heat).
+//! that turns hot for good takes a huge chunk's place some looks later than on fast scores
+//! (at the 8th look of a second, at ten times the huge chunk's heat).
 
 use std::collections::HashMap;
 
@@ -59,11 +59,14 @@ impl Heat {
 /// on the graphs this runs on (an iteration of PageRank at kron:26 takes 9 s here).
 pub const SLOW_S: f64 = 32.0;
 
-/// What the slow score keeps of itself at each look, for looks `interval_s` apart. Per look,
-/// not per second: the first looks of a daemon come faster than its interval (see
-/// `Config::first_samples`), and each holds as many samples as a look at the interval would.
+/// What the slow score keeps of itself at each look, for looks `interval_s` apart (at least a
+/// millisecond: at zero it would keep everything and gain nothing, and no swap could ever
+/// be weighed). Decayed per look at the daemon's interval rather than by the clock: the
+/// policy's decisions then depend on its inputs only, so a scenario can step it by hand; a
+/// running daemon looks at its interval, except for its first few looks (see
+/// `Config::first_samples`), when the slow scores are still far from any swap.
 fn slow_keep(interval_s: f64) -> f64 {
-    (-interval_s.max(0.0) / SLOW_S).exp()
+    (-interval_s.max(1e-3) / SLOW_S).exp()
 }
 
 impl Default for Pcc {
