@@ -101,6 +101,24 @@ fn pcc_on_me(name: &str, config: Config) -> (Publisher, Daemon) {
     (publisher, d)
 }
 
+/// Four 4 KiB chunks under a `pcc` daemon (a look a second) with a one-chunk budget, chunk 1
+/// made huge by its first look: where the swap tests start. `None` where the machine cannot.
+fn chunk_1_huge(
+    name: &str,
+) -> Option<(
+    std::sync::MutexGuard<'static, ()>,
+    Mapping,
+    Publisher,
+    Daemon,
+)> {
+    let (one, m) = serial_four_k_chunks(4)?;
+    let (publisher, mut d) = pcc_on_me(name, cfg_each_second(Limit::Bytes(2 << 20)));
+    heat(&publisher, &m, &[1], 1000);
+    let iv = d.step(&mut |_| {}).expect("step");
+    assert_eq!((iv.promoted, iv.sample_thinning), (1, Some(1)), "{iv:?}");
+    Some((one, m, publisher, d))
+}
+
 /// Samples for the chunks in `hot` of `m`, `n` each, spread over all their pages.
 fn heat(p: &Publisher, m: &Mapping, hot: &[usize], n: usize) {
     for &c in hot {
@@ -157,13 +175,9 @@ fn pcc_follows_the_samples_within_its_budget() {
 
 #[test]
 fn a_settled_daemon_asks_for_fewer_samples_and_a_swap_steps_back_one_step() {
-    let Some((_one, m)) = serial_four_k_chunks(4) else {
+    let Some((_one, m, publisher, mut d)) = chunk_1_huge("thin") else {
         return;
     };
-    let (publisher, mut d) = pcc_on_me("thin", cfg_each_second(Limit::Bytes(2 << 20)));
-    heat(&publisher, &m, &[1], 1000);
-    let iv = d.step(&mut |_| {}).expect("step");
-    assert_eq!((iv.promoted, iv.sample_thinning), (1, Some(1)), "{iv:?}");
     // The budget is full and chunk 1 stays the hottest: nothing to do, look after look, and
     // the daemon asks the program for fewer samples, step by step.
     let mut asked = Vec::new();
@@ -196,13 +210,9 @@ fn a_settled_daemon_asks_for_fewer_samples_and_a_swap_steps_back_one_step() {
 
 #[test]
 fn a_score_made_of_a_few_heavy_samples_takes_no_huge_chunks_place() {
-    let Some((_one, m)) = serial_four_k_chunks(4) else {
+    let Some((_one, m, publisher, mut d)) = chunk_1_huge("few") else {
         return;
     };
-    let (publisher, mut d) = pcc_on_me("few", cfg_each_second(Limit::Bytes(2 << 20)));
-    heat(&publisher, &m, &[1], 1000);
-    let iv = d.step(&mut |_| {}).expect("step");
-    assert_eq!(iv.promoted, 1, "{iv:?}");
     let few = |n: usize| {
         for k in 0..n {
             publisher.sample_weighted(m.addr() + 3 * HUGE + k * 4096, false, 1000);
