@@ -471,7 +471,9 @@ pub struct RunArgs {
     pub sample_every: Option<u32>,
     /// Replay this promotion plan (`hugewise sim --plan`, from a trace of the same kernel on
     /// the same graph) on the run's own arrays while its trials run: its regions are found
-    /// here by name, its steps start with the first trial.
+    /// here by name. Steps due at the start are applied before the first trial; the rest at
+    /// their traced times from the first trial's start, and those not due by the last trial's
+    /// end are not applied (the replay's `steps` against its `actions` says so).
     #[arg(long, value_name = "PLAN")]
     pub promote: Option<PathBuf>,
     /// With --promote: the policy whose plan to replay, when the file holds several.

@@ -225,8 +225,10 @@ fn a_plan_is_replayed_on_a_run_of_the_same_kernel_and_refused_on_another_graph()
         "kron:16",
         "--pages",
         "all=system",
+        // Enough trials (a few ms each) for the replay thread to reach the plan's steps,
+        // which fall a fraction of a millisecond into the traced trial.
         "--trials",
-        "3",
+        "20",
         "--promote",
         p,
         "--plan-policy",

@@ -51,8 +51,9 @@ pub struct Config {
 
 /// A plan to replay in-process: one configuration of a `hugewise sim --plan` file, made from a
 /// trace of the same kernel on the same graph. Its regions are found here by name (the
-/// allocator places them elsewhere in every run), and its steps start with the first timed
-/// trial, at the times the traced run reached them.
+/// allocator places them elsewhere in every run). Steps due at the trials' start are applied
+/// before the first timed trial; the rest beside the trials, at the times the traced run
+/// reached them, and those not yet due when the last trial ends are not applied.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Replay {
     /// The plan file.
@@ -324,18 +325,44 @@ pub fn run_with(cfg: &Config, mut extras: Extras<'_>, progress: Progress<'_>) ->
         .map(|r| replay_steps(r, &g, kernel.as_ref()))
         .transpose()?;
     let stop = std::sync::atomic::AtomicBool::new(false);
+    // The replay attaches before the clock starts, and applies the steps due at the trials'
+    // start (the trace had them in place at its first timed access) before the first trial: a
+    // short run could otherwise end before a thread had opened the pidfd and read the maps.
+    let replay = match replay {
+        Some((steps, label)) => {
+            let proc = hugewise_sys::proc::ProcFs::default();
+            let me = hugewise_promote::target::Target::attach(
+                &proc,
+                std::process::id() as i32,
+                Instant::now(),
+            )?;
+            let (now, later): (Vec<_>, Vec<_>) =
+                steps.iter().cloned().partition(|s| s.at.is_zero());
+            let never = std::sync::atomic::AtomicBool::new(false);
+            let early = hugewise_promote::session::run_plan(
+                &me,
+                &now,
+                Instant::now(),
+                &never,
+                &mut |_| {},
+            )?;
+            Some((me, later, early, label, steps.len()))
+        }
+        None => None,
+    };
     let replayed = std::thread::scope(|s| -> Result<_> {
-        // The plan's steps are applied beside the trials, from the first one's start, through
+        // The later steps are applied beside the trials, from the first one's start, through
         // the same path a plan for another process takes (pidfd, process_madvise, read-back).
-        let replayer = replay.map(|(steps, label)| {
+        let replayer = replay.map(|(me, later, mut early, label, steps)| {
             let stop = &stop;
+            let t0 = Instant::now();
             s.spawn(move || -> Result<_> {
-                let t0 = Instant::now();
-                let proc = hugewise_sys::proc::ProcFs::default();
-                let me =
-                    hugewise_promote::target::Target::attach(&proc, std::process::id() as i32, t0)?;
-                let log = hugewise_promote::session::run_plan(&me, &steps, t0, stop, &mut |_| {})?;
-                Ok((label, steps.len(), log))
+                let log = hugewise_promote::session::run_plan(&me, &later, t0, stop, &mut |_| {})?;
+                early.actions.extend(log.actions);
+                early.gone.extend(log.gone);
+                early.cancelled = log.cancelled;
+                early.wall_ns += log.wall_ns;
+                Ok((label, steps, early))
             })
         });
         let mut timed = || -> Result<()> {
