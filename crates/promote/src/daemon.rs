@@ -529,6 +529,7 @@ impl Daemon {
             )?;
         }
         iv.huge_bytes_after = huge;
+        iv.swaps = Some(swaps);
         let look = Look::of(self.warming_up(), iv.promoted, iv.demoted, iv.failed, swaps);
         let factor = self.thinning.after(look);
         let mut asked = false;

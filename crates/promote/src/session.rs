@@ -276,6 +276,12 @@ impl Log {
                 .iter()
                 .filter(|a| a.kind == ActionKind::Release && a.succeeded())
                 .count() as u64,
+            swaps: (!self.intervals.is_empty()).then(|| {
+                self.intervals
+                    .iter()
+                    .map(|i| u64::from(i.swaps.unwrap_or(0)))
+                    .sum()
+            }),
             huge_bytes_final: self.intervals.last().map(|i| i.huge_bytes_after),
             collapse_p50_ns: percentile(&lat, 0.5),
             collapse_p99_ns: percentile(&lat, 0.99),

@@ -185,6 +185,7 @@ fn a_settled_daemon_asks_for_fewer_samples_and_a_swap_steps_back_one_step() {
         heat(&publisher, &m, &[1], 1000);
         let iv = d.step(&mut |_| {}).expect("step");
         assert_eq!((iv.promoted, iv.demoted), (0, 0), "{iv:?}");
+        assert_eq!(iv.swaps, Some(0), "{iv:?}");
         asked.push(iv.sample_thinning.expect("asked"));
     }
     assert_eq!(asked.first(), Some(&1), "{asked:?}");
@@ -199,6 +200,7 @@ fn a_settled_daemon_asks_for_fewer_samples_and_a_swap_steps_back_one_step() {
         let iv = d.step(&mut |_| {}).expect("step");
         if iv.promoted > 0 {
             assert_eq!((iv.promoted, iv.demoted), (1, 1), "{iv:?}");
+            assert_eq!(iv.swaps, Some(1), "the split gave its place: {iv:?}");
             assert_eq!(iv.sample_thinning, Some(16), "{iv:?}");
             assert_eq!(publisher.thinning(), 16);
             swapped = true;

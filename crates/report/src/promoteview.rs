@@ -108,6 +108,12 @@ pub fn session(r: &PromoteReport) -> String {
         "demoted (read back split)".to_string(),
         t.demoted.to_string(),
     ]);
+    if let Some(n) = t.swaps {
+        tab.row([
+            "of which gave their place to a hotter chunk".to_string(),
+            n.to_string(),
+        ]);
+    }
     if t.released > 0 {
         tab.row([
             "partly freed huge pages released".to_string(),
@@ -295,6 +301,59 @@ fn bench_workload(r: &PromoteBenchWorkload) -> String {
     o
 }
 
+/// One round's arms side by side: the base's time, every other arm's speedup over it and, for
+/// the plan and the daemon, their share of the ideal's gain; then what the daemon did.
+fn rounds_markdown(r: &PromoteBenchWorkload) -> String {
+    use hugewise_results::promote::Arm;
+    let mut o = String::from(
+        "| round (order) | base | ideal | plan | daemon | daemon: promotions, splits (swaps), budget reached |\n|---|---:|---:|---:|---:|---:|\n",
+    );
+    let mut rounds: Vec<u32> = r.samples.iter().map(|s| s.round).collect();
+    rounds.sort_unstable();
+    rounds.dedup();
+    for round in rounds {
+        let get = |a: Arm| r.samples.iter().find(|s| s.round == round && s.arm == a);
+        let base = get(Arm::Base).map(|s| s.time);
+        let ideal = get(Arm::Ideal).and_then(|s| Some(base? / s.time));
+        let arm = |a: Arm| {
+            let Some(x) = get(a).and_then(|s| Some(base? / s.time)) else {
+                return "-".to_string();
+            };
+            match (a, ideal) {
+                (Arm::Plan | Arm::Daemon, Some(i)) if i > 1.0 => {
+                    format!("{x:.2}x ({})", pct((x - 1.0) / (i - 1.0)))
+                }
+                _ => format!("{x:.2}x"),
+            }
+        };
+        let daemon = get(Arm::Daemon).map_or_else(
+            || "-".to_string(),
+            |s| {
+                let p = s.promotions.map_or("-".into(), |(ok, _)| ok.to_string());
+                let d = match s.demotions {
+                    Some((n, Some(sw))) => format!("{n} ({sw})"),
+                    Some((n, None)) => n.to_string(),
+                    None => "-".into(),
+                };
+                let reach = s
+                    .reach_budget_ms
+                    .map_or("never".into(), |m| format!("{:.1} s", m / 1e3));
+                format!("{p}, {d}, {reach}")
+            },
+        );
+        let _ = writeln!(
+            o,
+            "| {round} ({}) | {} | {} | {} | {} | {daemon} |",
+            if round % 2 == 0 { "A B C D" } else { "D C B A" },
+            base.map_or("-".into(), |b| format!("{b:.2}")),
+            ideal.map_or("-".into(), |x| format!("{x:.2}x")),
+            arm(Arm::Plan),
+            arm(Arm::Daemon),
+        );
+    }
+    o
+}
+
 /// Markdown tables of a `bench promote` result, for BENCHMARKS.md: one per workload.
 pub fn bench_markdown(r: &PromoteBenchReport) -> String {
     let mut o = String::new();
@@ -328,5 +387,69 @@ fn bench_markdown_workload(r: &PromoteBenchWorkload) -> String {
             pct(s.huge_footprint_share)
         );
     }
+    o.push('\n');
+    o.push_str(&rounds_markdown(r));
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hugewise_results::promote::{Arm, PromoteBenchSample};
+
+    fn sample(round: u32, arm: Arm, time: f64) -> PromoteBenchSample {
+        PromoteBenchSample {
+            round,
+            arm,
+            time,
+            huge_share: 0.0,
+            setup_ns: 0,
+            reach_budget_ms: None,
+            daemon_cpu_ns: None,
+            wall_ns: 0,
+            daemon_steady_cpu_ns: None,
+            daemon_steady_wall_ns: None,
+            promotions: None,
+            demotions: None,
+            collapse_ns: Vec::new(),
+            quiet: None,
+        }
+    }
+
+    #[test]
+    fn each_round_shows_its_own_ratios_and_what_the_daemon_did() {
+        let mut daemon = sample(0, Arm::Daemon, 90.0);
+        daemon.promotions = Some((210, 0));
+        daemon.demotions = Some((160, Some(29)));
+        daemon.reach_budget_ms = Some(9_100.0);
+        let mut late = sample(1, Arm::Daemon, 100.0);
+        late.demotions = Some((3, None));
+        let w = PromoteBenchWorkload {
+            samples: vec![
+                sample(0, Arm::Base, 100.0),
+                sample(0, Arm::Ideal, 80.0),
+                sample(0, Arm::Plan, 84.0),
+                daemon,
+                // Round 1: the ideal lost, so no share of it is shown.
+                late,
+                sample(1, Arm::Plan, 95.0),
+                sample(1, Arm::Ideal, 101.0),
+                sample(1, Arm::Base, 100.0),
+            ],
+            ..Default::default()
+        };
+        let t = rounds_markdown(&w);
+        let rows: Vec<&str> = t.lines().skip(2).collect();
+        // 100 / 80 = 1.25x; the plan 100 / 84 = 1.19x, (0.190 / 0.25) = 76 % of the gain;
+        // the daemon 1.11x, 44 %.
+        assert_eq!(
+            rows[0],
+            "| 0 (A B C D) | 100.00 | 1.25x | 1.19x (76.2%) | 1.11x (44.4%) | 210, 160 (29), 9.1 s |"
+        );
+        assert_eq!(
+            rows[1],
+            "| 1 (D C B A) | 100.00 | 0.99x | 1.05x | 1.00x | -, 3, never |"
+        );
+        assert_eq!(rows.len(), 2);
+    }
 }

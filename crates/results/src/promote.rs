@@ -73,6 +73,11 @@ pub struct Interval {
     pub promoted: u32,
     /// Successful demotions.
     pub demoted: u32,
+    /// Demotions (read back split) made to give a huge chunk's place to a hotter candidate;
+    /// the rest of `demoted` follow the budget down. `null` in results from before swaps were
+    /// counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swaps: Option<u32>,
     /// Huge pages the program had partly freed, split so that the freed part goes back to the
     /// kernel (counted apart from demotions).
     #[serde(default)]
@@ -110,6 +115,10 @@ pub struct Totals {
     /// Partly freed huge pages split so that the freed part went back to the kernel.
     #[serde(default)]
     pub released: u64,
+    /// Of `demoted`, those that gave a huge chunk's place to a hotter candidate (`null` for a
+    /// replay, and in results from before swaps were counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swaps: Option<u64>,
     /// Huge bytes in the targets at the end, read back from the kernel (`null` when unknown).
     pub huge_bytes_final: Option<u64>,
     /// Median `MADV_COLLAPSE` latency of one call (`null` without promotions).
@@ -218,6 +227,11 @@ pub struct PromoteBenchSample {
     pub daemon_steady_wall_ns: Option<u64>,
     /// Daemon arm: promotions that succeeded, and that failed.
     pub promotions: Option<(u32, u32)>,
+    /// Daemon arm: huge chunks split back over the run, and how many of them gave their place
+    /// to a hotter chunk (the rest followed the budget down as the program freed memory).
+    /// `null` for the other arms and in results from before they were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub demotions: Option<(u32, Option<u32>)>,
     /// Plan and daemon arms: latency of each `MADV_COLLAPSE` of one 2 MiB chunk, in order.
     pub collapse_ns: Vec<u64>,
     /// Others' CPU use just before.

@@ -189,6 +189,8 @@ struct DaemonRun {
     steady_wall_ns: Option<u64>,
     promoted: u32,
     failed: u32,
+    demoted: u32,
+    swaps: u32,
     collapse_ns: Vec<u64>,
 }
 
@@ -293,6 +295,7 @@ fn run_workload(cfg: &Config, zipf_s: f64, progress: Progress<'_>) -> Result<Wor
                     .and_then(|d| d.reach_ms.map(|_| d.steady_cpu_ns)),
                 daemon_steady_wall_ns: dr.as_ref().and_then(|d| d.steady_wall_ns),
                 promotions: dr.as_ref().map(|d| (d.promoted, d.failed)),
+                demotions: dr.as_ref().map(|d| (d.demoted, Some(d.swaps))),
                 collapse_ns,
                 quiet: q,
             });
@@ -347,6 +350,8 @@ fn timed_with_daemon(
         steady_wall_ns: None,
         promoted: 0,
         failed: 0,
+        demoted: 0,
+        swaps: 0,
         collapse_ns: Vec::new(),
     });
     let (ns, end, res) = std::thread::scope(|s| {
@@ -365,6 +370,8 @@ fn timed_with_daemon(
                 }
                 l.promoted += iv.promoted;
                 l.failed += iv.failed;
+                l.demoted += iv.demoted;
+                l.swaps += iv.swaps.unwrap_or(0);
                 if l.reach_ms.is_none() && iv.huge_bytes_after + HUGE as u64 > budget_bytes {
                     l.reach_ms = Some(iv.t_ms);
                     l.reached_at = Some(Instant::now());

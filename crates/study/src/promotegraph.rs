@@ -348,6 +348,7 @@ fn run_arm(
         daemon_steady_cpu_ns: None,
         daemon_steady_wall_ns: None,
         promotions: None,
+        demotions: None,
         collapse_ns: Vec::new(),
         quiet: None,
     };
@@ -378,6 +379,7 @@ fn daemon_fields(s: &mut Sample, d: &PromoteReport) {
     s.daemon_cpu_ns = d.totals.daemon_cpu_ns;
     s.reach_budget_ms = d.totals.reach_budget_ms;
     s.promotions = Some((d.totals.promoted as u32, d.totals.promote_failed as u32));
+    s.demotions = Some((d.totals.demoted as u32, d.totals.swaps.map(|n| n as u32)));
     s.collapse_ns = collapse_latencies(&d.actions);
     if let Some(reach) = d.totals.reach_budget_ms {
         // The steady state: intervals that began once the budget was reached.
