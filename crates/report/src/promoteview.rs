@@ -398,22 +398,7 @@ mod tests {
     use hugewise_results::promote::{Arm, PromoteBenchSample};
 
     fn sample(round: u32, arm: Arm, time: f64) -> PromoteBenchSample {
-        PromoteBenchSample {
-            round,
-            arm,
-            time,
-            huge_share: 0.0,
-            setup_ns: 0,
-            reach_budget_ms: None,
-            daemon_cpu_ns: None,
-            wall_ns: 0,
-            daemon_steady_cpu_ns: None,
-            daemon_steady_wall_ns: None,
-            promotions: None,
-            demotions: None,
-            collapse_ns: Vec::new(),
-            quiet: None,
-        }
+        PromoteBenchSample::timed(round, arm, time)
     }
 
     #[test]

@@ -238,6 +238,28 @@ pub struct PromoteBenchSample {
     pub quiet: Option<Quiet>,
 }
 
+impl PromoteBenchSample {
+    /// A run of `arm` in `round` that took `time`, with nothing else known yet.
+    pub fn timed(round: u32, arm: Arm, time: f64) -> Self {
+        PromoteBenchSample {
+            round,
+            arm,
+            time,
+            huge_share: 0.0,
+            setup_ns: 0,
+            reach_budget_ms: None,
+            daemon_cpu_ns: None,
+            wall_ns: 0,
+            daemon_steady_cpu_ns: None,
+            daemon_steady_wall_ns: None,
+            promotions: None,
+            demotions: None,
+            collapse_ns: Vec::new(),
+            quiet: None,
+        }
+    }
+}
+
 /// Per-arm summary.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PromoteBenchArm {

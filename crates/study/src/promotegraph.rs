@@ -337,20 +337,10 @@ fn run_arm(
     })?;
     let footprint: u64 = report.regions.iter().map(|r| r.data_bytes).sum();
     let mut s = Sample {
-        round,
-        arm,
-        time,
         huge_share: report.huge_footprint_share,
         setup_ns: report.load.load_ns,
-        reach_budget_ms: None,
-        daemon_cpu_ns: None,
         wall_ns,
-        daemon_steady_cpu_ns: None,
-        daemon_steady_wall_ns: None,
-        promotions: None,
-        demotions: None,
-        collapse_ns: Vec::new(),
-        quiet: None,
+        ..Sample::timed(round, arm, time)
     };
     let mut chunks = 0;
     if let Some(r) = &report.replay {
