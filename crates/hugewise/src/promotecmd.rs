@@ -257,8 +257,9 @@ pub struct BenchPromoteArgs {
     /// With --graph: the kernel.
     #[arg(long, value_enum, default_value = "pr", requires = "graph")]
     pub kernel: crate::cli::KernelArg,
-    /// With --graph: timed trials per run, after one untimed warm-up trial in which the plan's
-    /// steps and the daemon's ramp happen.
+    /// With --graph: timed trials per run, after the run's untimed warm-up (sampled for the
+    /// daemon, whose ramp happens in it) and, for the plan, one more trial in which its steps
+    /// are made.
     #[arg(long, default_value_t = 1, requires = "graph", value_parser = clap::value_parser!(u32).range(1..))]
     pub trials: u32,
     /// With --graph: the plan to replay (from `hugewise sim --plan`, with a `pcc` plan at the

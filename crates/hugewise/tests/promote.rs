@@ -368,6 +368,19 @@ fn bench_promote_on_a_graph_makes_a_plan_and_measures_four_arms_each_in_its_own_
     // The daemon arm ran under `hugewise promote`, whose record is kept.
     assert!(arm("daemon")["daemon_cpu_ns"].as_u64().is_some(), "{w}");
     assert!(work.join("round0-daemon-promote.json").is_file());
+    // Its splits, and how many gave their place to a hotter chunk.
+    assert!(arm("daemon")["demotions"][1].as_u64().is_some(), "{w}");
+    // Two timed trials each; the plan's run one more, in which its steps were made.
+    let trials = |name: &str| {
+        let f = work.join(format!("round0-{name}.json"));
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&f).expect("run result")).expect("JSON");
+        v["trials"].as_array().expect("trials").len()
+    };
+    assert_eq!(
+        ["base", "ideal", "plan", "daemon"].map(trials),
+        [2, 2, 3, 2]
+    );
     for key in ["ideal_speedup", "plan_speedup", "daemon_speedup"] {
         assert!(w[key].as_f64().is_some_and(|x| x > 0.0), "{key}: {w}");
     }

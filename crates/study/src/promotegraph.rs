@@ -4,9 +4,11 @@
 //! running kernel from its samples (`daemon`, the run under `hugewise promote`).
 //!
 //! Separate processes give each arm a fresh load, so the graph's own arrays fault with the
-//! arm's pages, and the ideal is the whole footprint huge. Each run has one untimed warm-up
-//! trial: the plan's steps and the daemon's ramp happen in it, and the timed trials after it
-//! measure what the promoted pages buy. The plan, unless given, comes from a trace of the same
+//! arm's pages, and the ideal is the whole footprint huge. Every run has the untimed warm-up
+//! that `hugewise run` makes (first touch of the kernel's arrays; sampled for the daemon, whose
+//! ramp happens in it); a replay starts with the run's first trial, so the plan arm runs one
+//! trial more and drops it, its steps made in that trial. The timed trials after them measure
+//! what the promoted pages buy. The plan, unless given, comes from a trace of the same
 //! kernel on the same graph (one PageRank iteration is enough: every iteration reads alike)
 //! and `hugewise sim --plan` with the `pcc` policy at the same budget. Every share is read
 //! back from the kernel by the runs themselves.
@@ -280,7 +282,7 @@ fn run_arm(
         "--pages".into(),
         pages.into(),
         "--trials".into(),
-        (cfg.trials + 1).to_string(),
+        (cfg.trials + setup_trials(arm)).to_string(),
         "--no-progress".into(),
         "--out".into(),
         out.display().to_string(),
@@ -326,7 +328,7 @@ fn run_arm(
     let timed: Vec<f64> = report
         .trials
         .iter()
-        .skip(1)
+        .skip(setup_trials(arm) as usize)
         .map(|t| t.kernel_ns as f64 / 1e9)
         .collect();
     let time = median(&timed).ok_or_else(|| {
@@ -353,6 +355,12 @@ fn run_arm(
         daemon_fields(&mut s, &d);
     }
     Ok((s, footprint, chunks))
+}
+
+/// Trials an arm's run makes before its timed ones: the plan's replay starts with the first
+/// trial (the run's own warm-up is before it), so its steps get a trial of their own.
+fn setup_trials(arm: Arm) -> u32 {
+    u32::from(arm == Arm::Plan)
 }
 
 fn collapse_latencies(actions: &[hugewise_results::promote::Action]) -> Vec<u64> {
