@@ -472,7 +472,7 @@ pub struct RunArgs {
     /// Replay this promotion plan (`hugewise sim --plan`, from a trace of the same kernel on
     /// the same graph) on the run's own arrays while its trials run: its regions are found
     /// here by name. Steps due at the start are applied before the first trial; the rest at
-    /// their traced times from the first trial's start, and those not due by the last trial's
+    /// their traced times from the first trial's start, and those not made by the last trial's
     /// end are not applied (the replay's `steps` against its `actions` says so).
     #[arg(long, value_name = "PLAN")]
     pub promote: Option<PathBuf>,

@@ -258,8 +258,9 @@ pub struct BenchPromoteArgs {
     #[arg(long, value_enum, default_value = "pr", requires = "graph")]
     pub kernel: crate::cli::KernelArg,
     /// With --graph: timed trials per run, after the run's untimed warm-up (sampled for the
-    /// daemon, whose ramp happens in it) and, for the plan, one more trial in which its steps
-    /// are made.
+    /// daemon, whose ramp happens in it if the warm-up lasts long enough) and, for the plan,
+    /// one more trial in which its steps are made (in every arm, for a kernel whose trials
+    /// start from different sources, so that all arms time the same ones).
     #[arg(long, default_value_t = 1, requires = "graph", value_parser = clap::value_parser!(u32).range(1..))]
     pub trials: u32,
     /// With --graph: the plan to replay (from `hugewise sim --plan`, with a `pcc` plan at the
@@ -342,6 +343,7 @@ fn bench_graph(
     let cfg = hugewise_study::promotegraph::Config {
         exe: std::env::current_exe().context("finding the hugewise binary the arms run")?,
         kernel: a.kernel.name().to_string(),
+        takes_sources: a.kernel.spec().sources_per_trial() > 0,
         graph,
         run_args: a.run_args,
         trials: a.trials,

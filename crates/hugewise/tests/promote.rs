@@ -253,6 +253,39 @@ fn a_plan_is_replayed_on_a_run_of_the_same_kernel_and_refused_on_another_graph()
         "{replay}"
     );
 
+    // A plan whose steps are all due at the start (every chunk, the simulator's `all`) is
+    // made before the first trial, however short the run: every step, at a negative time.
+    let (code, out, err) = run(&[
+        "run",
+        "bfs",
+        "--graph",
+        "kron:16",
+        "--pages",
+        "all=system",
+        "--trials",
+        "1",
+        "--promote",
+        p,
+        "--plan-policy",
+        "all",
+        "--json",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let replay = &v["replay"];
+    let actions = replay["actions"].as_array().expect("actions");
+    assert_eq!(
+        Some(actions.len() as u64),
+        replay["steps"].as_u64(),
+        "{replay}"
+    );
+    assert!(
+        actions
+            .iter()
+            .all(|a| a["outcome"] == "ok" && a["t_ms"].as_f64() < Some(0.0)),
+        "{replay}"
+    );
+
     let (code, _, err) = run(&[
         "run",
         "bfs",
@@ -368,21 +401,72 @@ fn bench_promote_on_a_graph_makes_a_plan_and_measures_four_arms_each_in_its_own_
     // The daemon arm ran under `hugewise promote`, whose record is kept.
     assert!(arm("daemon")["daemon_cpu_ns"].as_u64().is_some(), "{w}");
     assert!(work.join("round0-daemon-promote.json").is_file());
-    // Its splits, and how many gave their place to a hotter chunk.
-    assert!(arm("daemon")["demotions"][1].as_u64().is_some(), "{w}");
-    // Two timed trials each; the plan's run one more, in which its steps were made.
-    let trials = |name: &str| {
-        let f = work.join(format!("round0-{name}.json"));
-        let v: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(&f).expect("run result")).expect("JSON");
-        v["trials"].as_array().expect("trials").len()
+    // Its splits, and how many of them gave their place to a hotter chunk.
+    let demotions = &arm("daemon")["demotions"];
+    assert!(demotions[1].as_u64() <= demotions[0].as_u64(), "{w}");
+    assert!(demotions[1].as_u64().is_some(), "{w}");
+    // Two timed trials each; the plan's run one more, in which its steps were made, and
+    // which its time leaves out.
+    let trials = |name: &str| -> Vec<f64> {
+        run_trials(&work, name)
+            .iter()
+            .map(|t| t["kernel_ns"].as_f64().expect("kernel_ns") / 1e9)
+            .collect()
     };
     assert_eq!(
-        ["base", "ideal", "plan", "daemon"].map(trials),
+        ["base", "ideal", "plan", "daemon"].map(|a| trials(a).len()),
         [2, 2, 3, 2]
+    );
+    let plan_timed = trials("plan");
+    let median = (plan_timed[1] + plan_timed[2]) / 2.0;
+    let time = plan["time"].as_f64().expect("time");
+    assert!(
+        (time - median).abs() < 1e-9 * median,
+        "{time} {plan_timed:?}"
     );
     for key in ["ideal_speedup", "plan_speedup", "daemon_speedup"] {
         assert!(w[key].as_f64().is_some_and(|x| x > 0.0), "{key}: {w}");
+    }
+}
+
+/// The trials of one arm's run in round 0 of a `bench promote --graph` work directory.
+fn run_trials(work: &std::path::Path, arm: &str) -> Vec<serde_json::Value> {
+    let f = work.join(format!("round0-{arm}.json"));
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&f).expect("run result")).expect("JSON");
+    v["trials"].as_array().expect("trials").clone()
+}
+
+#[test]
+fn bench_promote_on_bfs_times_every_arm_from_the_same_sources() {
+    if !is_root() {
+        return skip("needs root for process_madvise on another process");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let work = dir.path().join("work");
+    let out = hugewise()
+        .args(["bench", "promote", "--graph", "kron:16", "--kernel", "bfs"])
+        .args(["--rounds", "1", "--trials", "2", "--budget", "50%"])
+        .args(["--interval", "0.1s", "--no-progress", "--work-dir"])
+        .arg(&work)
+        .output()
+        .expect("run hugewise");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Every arm drops a first trial (the plan's steps are made in it), so all time the same
+    // two searches.
+    let timed = |arm: &str| -> Vec<serde_json::Value> {
+        let t = run_trials(&work, arm);
+        assert_eq!(t.len(), 3, "{arm}: {t:?}");
+        t[1..].iter().map(|t| t["sources"].clone()).collect()
+    };
+    let base = timed("base");
+    assert_ne!(base[0], base[1], "two trials from one source: {base:?}");
+    for arm in ["ideal", "plan", "daemon"] {
+        assert_eq!(timed(arm), base, "{arm}");
     }
 }
 

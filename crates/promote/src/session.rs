@@ -276,12 +276,12 @@ impl Log {
                 .iter()
                 .filter(|a| a.kind == ActionKind::Release && a.succeeded())
                 .count() as u64,
-            swaps: (!self.intervals.is_empty()).then(|| {
-                self.intervals
-                    .iter()
-                    .map(|i| u64::from(i.swaps.unwrap_or(0)))
-                    .sum()
-            }),
+            // Unknown (`null`) for a replay, and when any interval did not count them.
+            swaps: if self.intervals.is_empty() {
+                None
+            } else {
+                self.intervals.iter().map(|i| i.swaps.map(u64::from)).sum()
+            },
             huge_bytes_final: self.intervals.last().map(|i| i.huge_bytes_after),
             collapse_p50_ns: percentile(&lat, 0.5),
             collapse_p99_ns: percentile(&lat, 0.99),
@@ -388,5 +388,26 @@ mod tests {
         assert_eq!(t.daemon_core_share, Some(0.005));
         assert_eq!(t.reach_budget_ms, Some(1000.0));
         assert_eq!(t.huge_bytes_final, Some(4 << 20));
+        // The interval did not say how many of its splits were swaps: unknown, not none.
+        assert_eq!(t.swaps, None);
+    }
+
+    #[test]
+    fn swaps_add_up_over_intervals_and_are_unknown_for_a_replay() {
+        let iv = |swaps| Interval {
+            swaps,
+            ..Interval::default()
+        };
+        let daemon = |ivs: Vec<Interval>| {
+            Log {
+                intervals: ivs,
+                ..Log::default()
+            }
+            .totals()
+            .swaps
+        };
+        assert_eq!(daemon(vec![iv(Some(1)), iv(Some(0)), iv(Some(2))]), Some(3));
+        assert_eq!(daemon(vec![iv(Some(1)), iv(None)]), None);
+        assert_eq!(Log::default().totals().swaps, None);
     }
 }

@@ -60,6 +60,11 @@ impl Target {
         })
     }
 
+    /// The same target, its actions timed from `t0` on.
+    pub fn timed_from(self, t0: Instant) -> Target {
+        Target { t0, ..self }
+    }
+
     /// The target's pid.
     pub fn pid(&self) -> i32 {
         self.pid

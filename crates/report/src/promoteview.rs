@@ -305,8 +305,9 @@ fn bench_workload(r: &PromoteBenchWorkload) -> String {
 /// the plan and the daemon, their share of the ideal's gain; then what the daemon did.
 fn rounds_markdown(r: &PromoteBenchWorkload) -> String {
     use hugewise_results::promote::Arm;
-    let mut o = String::from(
-        "| round (order) | base | ideal | plan | daemon | daemon: promotions, splits (swaps), budget reached |\n|---|---:|---:|---:|---:|---:|\n",
+    let mut o = format!(
+        "| round (order) | base ({}) | ideal | plan | daemon | daemon: promotions, splits (swaps), budget reached |\n|---|---:|---:|---:|---:|---:|\n",
+        r.unit
     );
     let mut rounds: Vec<u32> = r.samples.iter().map(|s| s.round).collect();
     rounds.sort_unstable();

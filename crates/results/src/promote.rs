@@ -73,9 +73,10 @@ pub struct Interval {
     pub promoted: u32,
     /// Successful demotions.
     pub demoted: u32,
-    /// Demotions (read back split) made to give a huge chunk's place to a hotter candidate;
-    /// the rest of `demoted` follow the budget down. `null` in results from before swaps were
-    /// counted.
+    /// Demotions (read back split) made to give a huge chunk's place to a hotter candidate
+    /// (counted when the split reads back, whether or not the promotion after it succeeds);
+    /// the rest of `demoted` are the policy's own (`mega`'s) or follow the budget down.
+    /// `null` in results from before swaps were counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swaps: Option<u32>,
     /// Huge pages the program had partly freed, split so that the freed part goes back to the
@@ -115,8 +116,8 @@ pub struct Totals {
     /// Partly freed huge pages split so that the freed part went back to the kernel.
     #[serde(default)]
     pub released: u64,
-    /// Of `demoted`, those that gave a huge chunk's place to a hotter candidate (`null` for a
-    /// replay, and in results from before swaps were counted).
+    /// Of `demoted`, those made to give a huge chunk's place to a hotter candidate (`null` for
+    /// a replay, and when an interval did not count them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swaps: Option<u64>,
     /// Huge bytes in the targets at the end, read back from the kernel (`null` when unknown).
@@ -227,9 +228,10 @@ pub struct PromoteBenchSample {
     pub daemon_steady_wall_ns: Option<u64>,
     /// Daemon arm: promotions that succeeded, and that failed.
     pub promotions: Option<(u32, u32)>,
-    /// Daemon arm: huge chunks split back over the run, and how many of them gave their place
-    /// to a hotter chunk (the rest followed the budget down as the program freed memory).
-    /// `null` for the other arms and in results from before they were kept.
+    /// Daemon arm: huge chunks split back over the run, and how many of them were split to
+    /// give their place to a hotter chunk (the rest are the policy's own demotions or follow
+    /// the budget down as the program frees memory). `null` for the other arms and in results
+    /// from before they were kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub demotions: Option<(u32, Option<u32>)>,
     /// Plan and daemon arms: latency of each `MADV_COLLAPSE` of one 2 MiB chunk, in order.
@@ -239,7 +241,8 @@ pub struct PromoteBenchSample {
 }
 
 impl PromoteBenchSample {
-    /// A run of `arm` in `round` that took `time`, with nothing else known yet.
+    /// A run of `arm` in `round` that took `time`, every other field empty or zero: the
+    /// caller sets what it measured (`huge_share`, `setup_ns` and `wall_ns` at least).
     pub fn timed(round: u32, arm: Arm, time: f64) -> Self {
         PromoteBenchSample {
             round,

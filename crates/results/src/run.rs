@@ -87,7 +87,8 @@ pub struct RunReplay {
     pub label: String,
     /// Steps in the plan.
     pub steps: usize,
-    /// Every action, as read back from the kernel.
+    /// Every action, as read back from the kernel, timed (`t_ms`) from the first trial's
+    /// start: the steps due at the start were made just before it, at negative times.
     pub actions: Vec<crate::promote::Action>,
     /// Totals over the actions.
     pub totals: crate::promote::Totals,

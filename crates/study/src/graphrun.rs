@@ -331,31 +331,34 @@ pub fn run_with(cfg: &Config, mut extras: Extras<'_>, progress: Progress<'_>) ->
     let replay = match replay {
         Some((steps, label)) => {
             let proc = hugewise_sys::proc::ProcFs::default();
+            let t_early = Instant::now();
             let me = hugewise_promote::target::Target::attach(
                 &proc,
                 std::process::id() as i32,
-                Instant::now(),
+                t_early,
             )?;
             let (now, later): (Vec<_>, Vec<_>) =
                 steps.iter().cloned().partition(|s| s.at.is_zero());
             let never = std::sync::atomic::AtomicBool::new(false);
-            let early = hugewise_promote::session::run_plan(
-                &me,
-                &now,
-                Instant::now(),
-                &never,
-                &mut |_| {},
-            )?;
-            Some((me, later, early, label, steps.len()))
+            let early =
+                hugewise_promote::session::run_plan(&me, &now, t_early, &never, &mut |_| {})?;
+            Some((me, later, early, t_early, label, steps.len()))
         }
         None => None,
     };
     let replayed = std::thread::scope(|s| -> Result<_> {
         // The later steps are applied beside the trials, from the first one's start, through
         // the same path a plan for another process takes (pidfd, process_madvise, read-back).
-        let replayer = replay.map(|(me, later, mut early, label, steps)| {
+        // Actions are timed from that start too: the early ones, made before it, at negative
+        // times.
+        let replayer = replay.map(|(me, later, mut early, t_early, label, steps)| {
             let stop = &stop;
             let t0 = Instant::now();
+            let before_ms = t0.duration_since(t_early).as_secs_f64() * 1e3;
+            for a in &mut early.actions {
+                a.t_ms -= before_ms;
+            }
+            let me = me.timed_from(t0);
             s.spawn(move || -> Result<_> {
                 let log = hugewise_promote::session::run_plan(&me, &later, t0, stop, &mut |_| {})?;
                 early.actions.extend(log.actions);

@@ -282,9 +282,6 @@ fn run_workload(cfg: &Config, zipf_s: f64, progress: Progress<'_>) -> Result<Wor
             };
             let huge_share = r.backing()?.huge_bytes() as f64 / r.mapped_bytes() as f64;
             samples.push(Sample {
-                round,
-                arm,
-                time: ns as f64 / cfg.reads as f64,
                 huge_share,
                 setup_ns,
                 reach_budget_ms: dr.as_ref().and_then(|d| d.reach_ms),
@@ -298,6 +295,7 @@ fn run_workload(cfg: &Config, zipf_s: f64, progress: Progress<'_>) -> Result<Wor
                 demotions: dr.as_ref().map(|d| (d.demoted, Some(d.swaps))),
                 collapse_ns,
                 quiet: q,
+                ..Sample::timed(round, arm, ns as f64 / cfg.reads as f64)
             });
             progress(samples.len() as u64, total);
         }

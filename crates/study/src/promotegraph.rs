@@ -6,9 +6,10 @@
 //! Separate processes give each arm a fresh load, so the graph's own arrays fault with the
 //! arm's pages, and the ideal is the whole footprint huge. Every run has the untimed warm-up
 //! that `hugewise run` makes (first touch of the kernel's arrays; sampled for the daemon, whose
-//! ramp happens in it); a replay starts with the run's first trial, so the plan arm runs one
-//! trial more and drops it, its steps made in that trial. The timed trials after them measure
-//! what the promoted pages buy. The plan, unless given, comes from a trace of the same
+//! ramp happens in it when the warm-up outlasts the ramp, as a PageRank at kron:26 does, and
+//! in the timed trials of shorter runs); a replay starts with the run's first trial, so the
+//! plan arm runs one trial more and drops it, its steps made in it (those due at its start
+//! just before it). The timed trials after them measure what the promoted pages buy. The plan, unless given, comes from a trace of the same
 //! kernel on the same graph (one PageRank iteration is enough: every iteration reads alike)
 //! and `hugewise sim --plan` with the `pcc` policy at the same budget. Every share is read
 //! back from the kernel by the runs themselves.
@@ -34,12 +35,16 @@ pub struct Config {
     pub exe: PathBuf,
     /// Kernel name, as `hugewise run` takes it.
     pub kernel: String,
+    /// The kernel starts from sources picked trial by trial (BFS, SSSP, BC): every arm then
+    /// drops a first trial, not only the plan's, so that all arms time the same sources.
+    pub takes_sources: bool,
     /// The graph, as `hugewise run --graph` takes it (a `.hwg` file loads fastest).
     pub graph: String,
     /// Further arguments for every arm's `hugewise run` (and for the trace that makes the
     /// plan): `--threads 2`, `--mode push`, ...
     pub run_args: Vec<String>,
-    /// Timed trials per run, after one untimed warm-up.
+    /// Timed trials per run, after `run`'s untimed warm-up (and the trials
+    /// [`setup_trials`] drops).
     pub trials: u32,
     /// Rounds (each runs every arm once).
     pub rounds: u32,
@@ -282,7 +287,7 @@ fn run_arm(
         "--pages".into(),
         pages.into(),
         "--trials".into(),
-        (cfg.trials + setup_trials(arm)).to_string(),
+        (cfg.trials + setup_trials(cfg, arm)).to_string(),
         "--no-progress".into(),
         "--out".into(),
         out.display().to_string(),
@@ -328,7 +333,7 @@ fn run_arm(
     let timed: Vec<f64> = report
         .trials
         .iter()
-        .skip(setup_trials(arm) as usize)
+        .skip(setup_trials(cfg, arm) as usize)
         .map(|t| t.kernel_ns as f64 / 1e9)
         .collect();
     let time = median(&timed).ok_or_else(|| {
@@ -357,10 +362,11 @@ fn run_arm(
     Ok((s, footprint, chunks))
 }
 
-/// Trials an arm's run makes before its timed ones: the plan's replay starts with the first
-/// trial (the run's own warm-up is before it), so its steps get a trial of their own.
-fn setup_trials(arm: Arm) -> u32 {
-    u32::from(arm == Arm::Plan)
+/// Trials an arm's run makes and drops before its timed ones: the plan's replay starts with
+/// the first trial (the run's own warm-up is before it), so its steps get a trial of their
+/// own; and when trials differ by their sources, every arm drops one, to time the same ones.
+pub fn setup_trials(cfg: &Config, arm: Arm) -> u32 {
+    u32::from(arm == Arm::Plan || cfg.takes_sources)
 }
 
 fn collapse_latencies(actions: &[hugewise_results::promote::Action]) -> Vec<u64> {
