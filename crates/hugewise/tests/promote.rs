@@ -218,23 +218,27 @@ fn a_plan_is_replayed_on_a_run_of_the_same_kernel_and_refused_on_another_graph()
         "sim", "--trace", t, "--policy", "pcc", "--budget", "50", "--plan", p,
     ]);
     assert_eq!(code, Some(0), "{err}");
-    let (code, out, err) = run(&[
-        "run",
-        "bfs",
-        "--graph",
-        "kron:16",
-        "--pages",
-        "all=system",
-        // Enough trials (a few ms each) for the replay thread to reach the plan's steps,
-        // which fall a fraction of a millisecond into the traced trial.
-        "--trials",
-        "20",
-        "--promote",
-        p,
-        "--plan-policy",
-        "pcc",
-        "--json",
-    ]);
+    // `run bfs` on `graph` with the plan of `policy` replayed, and what it printed.
+    let replayed = |graph: &str, trials: &str, policy: &str| {
+        run(&[
+            "run",
+            "bfs",
+            "--graph",
+            graph,
+            "--pages",
+            "all=system",
+            "--trials",
+            trials,
+            "--promote",
+            p,
+            "--plan-policy",
+            policy,
+            "--json",
+        ])
+    };
+    // Enough trials (a few ms each) for the replay thread to reach the plan's steps, which
+    // fall a fraction of a millisecond into the traced trial.
+    let (code, out, err) = replayed("kron:16", "20", "pcc");
     assert_eq!(code, Some(0), "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).expect("json");
     let replay = &v["replay"];
@@ -255,21 +259,7 @@ fn a_plan_is_replayed_on_a_run_of_the_same_kernel_and_refused_on_another_graph()
 
     // A plan whose steps are all due at the start (every chunk, the simulator's `all`) is
     // made before the first trial, however short the run: every step, at a negative time.
-    let (code, out, err) = run(&[
-        "run",
-        "bfs",
-        "--graph",
-        "kron:16",
-        "--pages",
-        "all=system",
-        "--trials",
-        "1",
-        "--promote",
-        p,
-        "--plan-policy",
-        "all",
-        "--json",
-    ]);
+    let (code, out, err) = replayed("kron:16", "1", "all");
     assert_eq!(code, Some(0), "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).expect("json");
     let replay = &v["replay"];
@@ -286,20 +276,7 @@ fn a_plan_is_replayed_on_a_run_of_the_same_kernel_and_refused_on_another_graph()
         "{replay}"
     );
 
-    let (code, _, err) = run(&[
-        "run",
-        "bfs",
-        "--graph",
-        "kron:15",
-        "--pages",
-        "all=system",
-        "--trials",
-        "1",
-        "--promote",
-        p,
-        "--plan-policy",
-        "pcc",
-    ]);
+    let (code, _, err) = replayed("kron:15", "1", "pcc");
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("this run's holds"), "{err}");
 }
