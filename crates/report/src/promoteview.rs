@@ -282,6 +282,25 @@ fn bench_workload(r: &PromoteBenchWorkload) -> String {
                 .map(pct)
                 .unwrap_or_else(|| "-".into())
         );
+        let mut swaps: Vec<u32> = daemon
+            .iter()
+            .filter_map(|s| s.demotions.and_then(|(_, sw)| sw))
+            .collect();
+        swaps.sort_unstable();
+        if let (Some(lo), Some(hi)) = (swaps.first(), swaps.last()) {
+            let n = swaps.len();
+            let median = f64::from(swaps[(n - 1) / 2] + swaps[n / 2]) / 2.0;
+            let range = if lo == hi {
+                lo.to_string()
+            } else {
+                format!("{lo}–{hi}")
+            };
+            let _ = writeln!(
+                o,
+                "daemon: {range} swaps a run (a huge chunk split to give its place to a hotter \
+                 one; median {median})"
+            );
+        }
     }
     let mut lat: Vec<u64> = r
         .samples
@@ -437,5 +456,23 @@ mod tests {
             "| 1 (D C B A) | 100.00 | 0.99x | 1.05x | 1.00x | -, 3, never |"
         );
         assert_eq!(rows.len(), 2);
+    }
+
+    #[test]
+    fn the_summary_gives_the_daemons_swaps_a_run() {
+        let daemon = |round, swaps| {
+            let mut s = sample(round, Arm::Daemon, 60.0);
+            s.daemon_cpu_ns = Some(1);
+            s.demotions = Some((200, Some(swaps)));
+            s
+        };
+        let w = PromoteBenchWorkload {
+            samples: vec![daemon(0, 81), daemon(1, 18), daemon(2, 62), daemon(3, 24)],
+            ..Default::default()
+        };
+        let text = bench_workload(&w);
+        // 18, 24, 62, 81: the median halfway between 24 and 62.
+        assert!(text.contains("daemon: 18–81 swaps a run"), "{text}");
+        assert!(text.contains("median 43)"), "{text}");
     }
 }
