@@ -331,27 +331,8 @@ fn bench_promote_on_a_graph_makes_a_plan_and_measures_four_arms_each_in_its_own_
     if !is_root() {
         return skip("needs root for process_madvise on another process");
     }
-    let dir = tempfile::tempdir().expect("tempdir");
-    let work = dir.path().join("work");
-    let out = hugewise()
-        .args(["bench", "promote", "--graph", "kron:16", "--kernel", "pr"])
-        .args(["--rounds", "1", "--trials", "2", "--budget", "50%"])
-        .args([
-            "--interval",
-            "0.1s",
-            "--json",
-            "--no-progress",
-            "--work-dir",
-        ])
-        .arg(&work)
-        .output()
-        .expect("run hugewise");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let (_dir, work, stdout) = bench_on_kron16("pr");
+    let v: serde_json::Value = serde_json::from_slice(&stdout).expect("JSON");
     let w = &v["workloads"][0];
     assert_eq!(w["workload"], "pr:kron:16");
     assert_eq!(w["unit"], "s");
@@ -406,6 +387,33 @@ fn bench_promote_on_a_graph_makes_a_plan_and_measures_four_arms_each_in_its_own_
     }
 }
 
+/// `bench promote --graph kron:16 --kernel KERNEL`, one round of two timed trials at a 50 %
+/// budget, in a fresh work directory: the directory (kept while the first value lives), the
+/// work directory and the JSON printed.
+fn bench_on_kron16(kernel: &str) -> (tempfile::TempDir, std::path::PathBuf, Vec<u8>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let work = dir.path().join("work");
+    let out = hugewise()
+        .args(["bench", "promote", "--graph", "kron:16", "--kernel", kernel])
+        .args(["--rounds", "1", "--trials", "2", "--budget", "50%"])
+        .args([
+            "--interval",
+            "0.1s",
+            "--json",
+            "--no-progress",
+            "--work-dir",
+        ])
+        .arg(&work)
+        .output()
+        .expect("run hugewise");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (dir, work, out.stdout)
+}
+
 /// The trials of one arm's run in round 0 of a `bench promote --graph` work directory.
 fn run_trials(work: &std::path::Path, arm: &str) -> Vec<serde_json::Value> {
     let f = work.join(format!("round0-{arm}.json"));
@@ -419,20 +427,7 @@ fn bench_promote_on_bfs_times_every_arm_from_the_same_sources() {
     if !is_root() {
         return skip("needs root for process_madvise on another process");
     }
-    let dir = tempfile::tempdir().expect("tempdir");
-    let work = dir.path().join("work");
-    let out = hugewise()
-        .args(["bench", "promote", "--graph", "kron:16", "--kernel", "bfs"])
-        .args(["--rounds", "1", "--trials", "2", "--budget", "50%"])
-        .args(["--interval", "0.1s", "--no-progress", "--work-dir"])
-        .arg(&work)
-        .output()
-        .expect("run hugewise");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (_dir, work, _) = bench_on_kron16("bfs");
     // Every arm drops a first trial (the plan's steps are made in it), so all time the same
     // two searches.
     let timed = |arm: &str| -> Vec<serde_json::Value> {
