@@ -123,10 +123,13 @@ fn a_run_held_to_a_share_of_its_footprint_swaps_and_puts_everything_back() {
             g,
             "--trials",
             "2",
+            // Shares near the whole footprint and `--page-cluster 0` are where cgroup v1's
+            // reclaim gives up and the OOM killer ends the run (README, "Graphs bigger than
+            // memory"); this test is about swapping and putting back, so it stays clear of both.
             "--memory",
-            "70%",
+            "65%",
             "--page-cluster",
-            "0",
+            "1",
             "--swap-file",
             swap_file.to_str().expect("path"),
             "--telemetry",
@@ -141,10 +144,10 @@ fn a_run_held_to_a_share_of_its_footprint_swaps_and_puts_everything_back() {
     let fp = m["footprint_bytes"].as_u64().expect("footprint");
     let limit = m["limit_bytes"].as_u64().expect("limit");
     assert!(
-        (limit as f64 / fp as f64 - 0.7).abs() < 0.01,
+        (limit as f64 / fp as f64 - 0.65).abs() < 0.01,
         "limit {limit} of {fp}"
     );
-    assert_eq!(m["page_cluster"], 0);
+    assert_eq!(m["page_cluster"], 1);
     // The cgroup held the run to its limit, so part of the graph went to swap and came back.
     assert!(m["peak_bytes"].as_u64().expect("peak") <= limit + (4 << 20));
     let t = &v["telemetry"];

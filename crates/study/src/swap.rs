@@ -291,8 +291,10 @@ pub fn supervise(
         Some(s) if s.success() => {}
         Some(s) if oom > 0 => {
             return Err(Error::Config(format!(
-                "the run was OOM-killed in its cgroup ({} MiB) ({s}): swap ran out or the \
-                 kernel could not reclaim fast enough; the machine is put back",
+                "the run was OOM-killed in its cgroup ({} MiB) ({s}): swap ran out, or the \
+                 kernel found no page to reclaim (a share close to the whole footprint, or \
+                 --page-cluster 0, can end this way with swap to spare: try a smaller share); \
+                 the machine is put back",
                 limit.as_ref().map_or(0, |(_, r)| r.limit_bytes >> 20)
             )))
         }
