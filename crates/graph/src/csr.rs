@@ -144,9 +144,10 @@ impl RegionReportExt for RegionReport {
     fn of<T: bytemuck::Pod>(r: &Region<T>) -> Result<RegionReport> {
         Ok(RegionReport {
             name: r.name().to_string(),
-            policy: r.policy().to_string(),
+            policy: r.policy_label(),
             data_bytes: r.data_bytes() as u64,
             backing: r.backing()?,
+            locked_bytes: Some(r.locked_bytes()?).filter(|&b| b > 0),
         })
     }
 }
@@ -303,7 +304,9 @@ impl Csr {
     /// limited cgroup copies it to have it held by that limit.
     pub fn rehome(self) -> Result<Csr> {
         fn copy<T: bytemuck::Pod + Send + Sync>(r: Region<T>) -> Result<Region<T>> {
-            let opts = hugewise_mem::RegionOptions::new(r.policy()).first_touch();
+            let opts = hugewise_mem::RegionOptions::new(r.policy())
+                .first_touch()
+                .locked(r.locks());
             let mut fresh: Region<T> = Region::new(r.name(), r.len(), opts)?;
             const CHUNK: usize = 1 << 16;
             fresh

@@ -59,7 +59,7 @@ impl Layout {
     /// Create the array `name` (policy looked up by `group`, e.g. "frontier" for a bitmap) of
     /// `len` elements, faulted in now so that creation order is allocation order.
     pub fn region<T: Pod>(&self, group: &str, name: &str, len: usize) -> Result<Region<T>> {
-        let mut opts = RegionOptions::new(self.pages.get(group));
+        let mut opts = RegionOptions::new(self.pages.get(group)).locked(self.pages.locked(group));
         opts.populate = Populate::OnCreate;
         Ok(Region::new(name, len.max(1), opts)?)
     }
@@ -70,7 +70,7 @@ impl Layout {
     /// pool is SIGBUS, where a populate is a clean error.
     pub fn filled_region<T: Pod>(&self, group: &str, name: &str, len: usize) -> Result<Region<T>> {
         let policy = self.pages.get(group);
-        let mut opts = RegionOptions::new(policy);
+        let mut opts = RegionOptions::new(policy).locked(self.pages.locked(group));
         if policy.hugetlb().is_none() {
             opts = opts.first_touch();
         }
@@ -80,7 +80,9 @@ impl Layout {
     /// Like [`Layout::region`], but faulted in by first touch: for arrays sized for the worst
     /// case of which a run touches only a part.
     pub fn lazy_region<T: Pod>(&self, group: &str, name: &str, len: usize) -> Result<Region<T>> {
-        let opts = RegionOptions::new(self.pages.get(group)).first_touch();
+        let opts = RegionOptions::new(self.pages.get(group))
+            .first_touch()
+            .locked(self.pages.locked(group));
         Ok(Region::new(name, len.max(1), opts)?)
     }
 }

@@ -64,6 +64,7 @@ one fault per huge page. Latencies include the timer overhead, which is reported
   hugewise run bfs --graph kron:20 --verify
   hugewise run bfs --graph kron:24 --pages all=base,property=thp --alloc-order property-first
   hugewise run bfs --graph kron:24 --reorder dbg --pages all=base,property=thp-prefix:5%
+  hugewise run pr --graph k22.hwg --reorder dbg --memory 50% --pages all=base,property=thp-prefix:20%+lock
   hugewise run bfs --graph data/cnr-2000.el.zst --mode top-down --trials 10
   hugewise run sssp --graph kron:20 --delta 2 --verify     (generators draw weights 1..255)
   hugewise run sssp --graph road:1000x1000 --verify        (weights in metres, delta chosen)
@@ -81,7 +82,8 @@ work; the result says which and why), where GAP takes one per graph (2 on kron a
 
 Arrays: offsets, edges, weights, in-offsets, in-edges (the graph), property, frontier (the
 kernel's). --pages takes <array>=<policy> pairs; all=<policy> sets the rest. Policies: system,
-base, thp, thp-prefix:<size|%>, hugetlb-2m, hugetlb-1g.")]
+base, thp, thp-prefix:<size|%>, hugetlb-2m, hugetlb-1g; +lock after one locks the array in
+memory (the huge prefix only, for thp-prefix), so that under --memory the rest swaps first.")]
     Run(RunArgs),
 
     /// Record every data access of a graph kernel into a .hwt trace (or import Valgrind lackey
@@ -507,7 +509,8 @@ impl PagesArgs {
 /// Page policies, allocation order and vertex order, shared by `run` and `trace`.
 #[derive(Debug, Args)]
 pub struct Placement {
-    /// Page policy per array, e.g. all=base,property=thp-prefix:2%.
+    /// Page policy per array, e.g. all=base,property=thp-prefix:2% (+lock after a policy locks
+    /// that part in memory).
     #[arg(long, default_value = "all=system", value_parser = parse_pages)]
     pub pages: PolicyMap,
     /// Which arrays are faulted in first: natural, ARRAY-first, or a list.

@@ -107,20 +107,23 @@ fn setup() -> Option<Setup> {
     })
 }
 
+/// `hugewise run bfs` on the setup's graph with `args` after it.
+fn bfs(s: &Setup, args: &[&str]) -> Output {
+    let mut all = vec!["run", "bfs", "--graph", &s.graph];
+    all.extend_from_slice(args);
+    hw(&s.state, &all)
+}
+
 #[test]
 fn a_run_held_to_a_share_of_its_footprint_swaps_and_puts_everything_back() {
     let Some(s) = setup() else {
         return;
     };
-    let (state, g, before) = (&s.state, &s.graph, s.before.clone());
+    let before = s.before.clone();
     let swap_file = s.dir.path().join("run.swap");
-    let o = hw(
-        state,
+    let o = bfs(
+        &s,
         &[
-            "run",
-            "bfs",
-            "--graph",
-            g,
             "--trials",
             "2",
             // Shares near the whole footprint and `--page-cluster 0` are where cgroup v1's
@@ -324,6 +327,7 @@ fn a_study_swap_run_measures_every_share_at_every_factor() {
                 graph: "kron:20".into(),
                 kernel: "bfs".into(),
                 pages: "all=base".into(),
+                reorder: None,
                 // 90 %: it swaps, and leaves a debug build's BFS at two threads a core room.
                 // At 80 % (108 MiB) a cgroup v1 limit OOM-killed the run in 4 of 8 tries (a
                 // build beside the first three), with swap a fifth used: the OOM report showed all 110 MiB
@@ -393,4 +397,71 @@ fn a_study_swap_run_measures_every_share_at_every_factor() {
 
 fn cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+#[test]
+fn a_locked_hot_prefix_stays_in_memory_and_a_lock_the_limit_cannot_hold_is_refused() {
+    let Some(s) = setup() else {
+        return;
+    };
+    let before = s.before.clone();
+    let swap_file = s.dir.path().join("lock.swap");
+    let swap = swap_file.to_str().expect("path");
+    let o = bfs(
+        &s,
+        &[
+            "--trials",
+            "1",
+            "--memory",
+            "65%",
+            "--pages",
+            "all=base,property=thp-prefix:20%+lock",
+            "--swap-file",
+            swap,
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let regions = v["regions"].as_array().expect("regions");
+    let property = regions
+        .iter()
+        .find(|r| r["name"] == "property")
+        .expect("property");
+    assert_eq!(property["policy"], "thp-prefix:20%+lock");
+    // 20 % of BFS's 4 MiB parent array, rounded up to one 2 MiB page, read back from the
+    // kernel after the trials: locked, huge, and none of it swapped out while the rest was.
+    assert_eq!(property["locked_bytes"], 2 << 20);
+    let b = &property["backing"];
+    assert!(b["thp_2m_bytes"].as_u64() >= Some(2 << 20), "{b}");
+    let data = property["data_bytes"].as_u64().expect("data");
+    assert!(b["swapped_bytes"].as_u64() <= Some(data - (2 << 20)), "{b}");
+    assert!(regions
+        .iter()
+        .filter(|r| r["name"] != "property")
+        .all(|r| r.get("locked_bytes").is_none()));
+    let swapped: u64 = regions
+        .iter()
+        .filter_map(|r| r["backing"]["swapped_bytes"].as_u64())
+        .sum();
+    assert!(swapped > 0, "held to 65 %, part of the graph is in swap");
+    assert_eq!(machine(), before);
+    // Every array locked cannot fit in 65 % of them: refused before the worker joins a cgroup.
+    let o = bfs(
+        &s,
+        &[
+            "--memory",
+            "65%",
+            "--pages",
+            "all=base+lock",
+            "--swap-file",
+            swap,
+        ],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(err.contains("locked by +lock"), "{err}");
+    assert!(err.contains("lock less"), "{err}");
+    assert!(!swap_file.exists());
+    assert_eq!(machine(), before);
 }

@@ -25,6 +25,19 @@ pub enum Error {
         /// The sysfs file to write.
         knob: String,
     },
+    /// `+lock` could not lock the region in memory.
+    #[error("region '{region}': locking {bytes} bytes in memory (+lock){hint}: {source}")]
+    Lock {
+        /// Region name.
+        region: String,
+        /// Bytes asked to lock.
+        bytes: u64,
+        /// What usually causes the errno, or empty.
+        hint: &'static str,
+        /// Cause.
+        #[source]
+        source: hugewise_sys::Error,
+    },
     /// A kernel call failed.
     #[error("region '{region}': {source}")]
     Sys {

@@ -26,7 +26,8 @@ pub enum PagePolicy {
     Hugetlb1G,
 }
 
-const VALID: &str = "system, base, thp, thp-prefix:<size or %>, hugetlb-2m, hugetlb-1g";
+const VALID: &str = "system, base, thp, thp-prefix:<size or %>, hugetlb-2m, hugetlb-1g (in a \
+                     region map, any of them followed by +lock)";
 
 impl PagePolicy {
     /// The hugetlb page size, for the hugetlb policies.
@@ -85,17 +86,58 @@ impl Serialize for PagePolicy {
 }
 
 /// Policies per region name, parsed from `offsets=base,edges=thp,all=base`; `all` is the
-/// default for names not listed, and later entries win.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// default for names not listed, and later entries win. A policy may end in `+lock`: the
+/// region's pages are then locked in memory (`mlock`), the huge prefix only for `thp-prefix`,
+/// so that a memory limit swaps out everything else first.
+#[derive(Debug, Clone, PartialEq)]
 pub struct PolicyMap {
-    default: PagePolicy,
-    by_name: Vec<(String, PagePolicy)>,
+    default: Pages,
+    by_name: Vec<(String, Pages)>,
+}
+
+impl Serialize for PolicyMap {
+    /// As written on the command line, in the canonical form [`fmt::Display`] gives.
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// One region's entry: its policy, and whether its pages are locked in memory.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Pages {
+    policy: PagePolicy,
+    lock: bool,
+}
+
+impl Pages {
+    fn parse(s: &str) -> Result<Pages> {
+        let t = s.trim();
+        Ok(match t.strip_suffix("+lock") {
+            Some(p) => Pages {
+                policy: p.parse()?,
+                lock: true,
+            },
+            None => Pages {
+                policy: t.parse()?,
+                lock: false,
+            },
+        })
+    }
+}
+
+impl fmt::Display for Pages {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{}", self.policy, if self.lock { "+lock" } else { "" })
+    }
 }
 
 impl Default for PolicyMap {
     fn default() -> Self {
         PolicyMap {
-            default: PagePolicy::System,
+            default: Pages {
+                policy: PagePolicy::System,
+                lock: false,
+            },
             by_name: Vec::new(),
         }
     }
@@ -111,7 +153,7 @@ impl PolicyMap {
                     "'{part}': expected <region>=<policy>, e.g. all=thp"
                 ))
             })?;
-            let (name, pol) = (name.trim(), pol.parse()?);
+            let (name, pol) = (name.trim(), Pages::parse(pol)?);
             if name == "all" {
                 map.default = pol;
                 map.by_name.clear();
@@ -128,14 +170,23 @@ impl PolicyMap {
         Ok(map)
     }
 
-    /// The policy of region `name`.
-    pub fn get(&self, name: &str) -> PagePolicy {
+    fn entry(&self, name: &str) -> Pages {
         self.by_name
             .iter()
             .rev()
             .find(|(n, _)| n == name)
             .map(|(_, p)| *p)
             .unwrap_or(self.default)
+    }
+
+    /// The policy of region `name`.
+    pub fn get(&self, name: &str) -> PagePolicy {
+        self.entry(name).policy
+    }
+
+    /// Whether region `name` is to be locked in memory (`+lock`).
+    pub fn locked(&self, name: &str) -> bool {
+        self.entry(name).lock
     }
 }
 
@@ -262,6 +313,21 @@ mod tests {
         let m = PolicyMap::parse("edges=thp,all=base,property=thp-prefix:2%", R).expect("map");
         assert_eq!(m.to_string(), "all=base,property=thp-prefix:2%");
         assert_eq!(PolicyMap::parse(&m.to_string(), R).expect("again"), m);
+    }
+
+    #[test]
+    fn lock_rides_on_a_policy() {
+        let m = PolicyMap::parse("all=base,property=thp-prefix:5%+lock", R).expect("map");
+        assert!(m.locked("property"));
+        assert!(!m.locked("edges"));
+        assert!(matches!(m.get("property"), PagePolicy::ThpPrefix(_)));
+        assert_eq!(m.to_string(), "all=base,property=thp-prefix:5%+lock");
+        assert_eq!(PolicyMap::parse(&m.to_string(), R).expect("again"), m);
+        let m = PolicyMap::parse("all=thp+lock,property=base", R).expect("map");
+        assert!(m.locked("edges") && !m.locked("property"));
+        let e = PolicyMap::parse("property=lock", R).expect_err("no policy");
+        assert!(e.to_string().contains("unknown page policy 'lock'"), "{e}");
+        assert!(PolicyMap::parse("property=thp+locked", R).is_err());
     }
 
     #[test]

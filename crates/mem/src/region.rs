@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use bytemuck::Pod;
 use hugewise_sys::debugfs;
-use hugewise_sys::errno::{EAGAIN, EINVAL};
+use hugewise_sys::errno::{EAGAIN, EINVAL, ENOMEM, EPERM};
 use hugewise_sys::mmap::{Advice, MapOptions, Mapping};
 use hugewise_sys::page_size::align_up;
 use hugewise_sys::proc::ProcFs;
@@ -39,6 +39,9 @@ pub struct RegionOptions {
     pub populate: Populate,
     /// Align the start to 1 GiB rather than 2 MiB (hugetlb-1g always is).
     pub align_1g: bool,
+    /// Lock the policy's part in memory once created (`mlock`; it faults the pages in): the
+    /// huge prefix for `thp-prefix`, the whole region otherwise.
+    pub lock: bool,
 }
 
 impl RegionOptions {
@@ -48,7 +51,14 @@ impl RegionOptions {
             policy,
             populate: Populate::OnCreate,
             align_1g: false,
+            lock: false,
         }
+    }
+
+    /// The same, locked in memory (`lock` true) or not.
+    pub fn locked(mut self, lock: bool) -> Self {
+        self.lock = lock;
+        self
     }
 
     /// The same, faulted in by first touch instead.
@@ -116,6 +126,7 @@ pub struct Region<T: Pod> {
     len: usize,
     policy: PagePolicy,
     populate: Populate,
+    lock: bool,
     files: KernelFiles,
     _t: PhantomData<T>,
 }
@@ -162,6 +173,7 @@ impl<T: Pod> Region<T> {
             len,
             policy: opts.policy,
             populate: opts.populate,
+            lock: opts.lock,
             files,
             _t: PhantomData,
         };
@@ -169,7 +181,55 @@ impl<T: Pod> Region<T> {
         if opts.populate == Populate::OnCreate {
             r.populate_all()?;
         }
+        if r.lock {
+            r.lock_in_memory()?;
+        }
         Ok(r)
+    }
+
+    /// `+lock`: the huge prefix for `thp-prefix`, the whole mapping otherwise. A region
+    /// populated on creation is locked now; one its program faults in (a reader's threads, an
+    /// array sized for the worst case) is locked page by page as it is touched.
+    fn lock_in_memory(&self) -> Result<()> {
+        let bytes = match self.policy {
+            PagePolicy::ThpPrefix(_) => self.prefix_bytes(),
+            _ => self.map.len(),
+        };
+        let done = match self.populate {
+            Populate::OnCreate => hugewise_sys::lock::mlock_range(&self.map, 0..bytes),
+            Populate::FirstTouch => hugewise_sys::lock::mlock_on_fault_range(&self.map, 0..bytes),
+        };
+        done.map_err(|source| {
+            let errno = source.errno();
+            Error::Lock {
+                region: self.name.clone(),
+                bytes: bytes as u64,
+                hint: if [Some(ENOMEM), Some(EAGAIN), Some(EPERM)].contains(&errno) {
+                    " (over RLIMIT_MEMLOCK or out of memory: run as root, or lock less)"
+                } else {
+                    ""
+                },
+                source,
+            }
+        })
+    }
+
+    /// Bytes of the region locked in memory now, read from the kernel (`Locked` of the
+    /// region's mappings in smaps); 0 without `+lock`.
+    pub fn locked_bytes(&self) -> Result<u64> {
+        if !self.lock {
+            return Ok(0);
+        }
+        let (start, end) = (self.map.addr(), self.map.addr() + self.map.len());
+        Ok(self
+            .files
+            .proc
+            .smaps(hugewise_sys::proc::Pid::Current)
+            .map_err(|e| sys(&self.name, e))?
+            .iter()
+            .filter(|v| v.start >= start && v.end <= end)
+            .map(|v| v.totals.locked_bytes)
+            .sum())
     }
 
     fn apply_policy(&self) -> Result<()> {
@@ -228,6 +288,16 @@ impl<T: Pod> Region<T> {
             .map_err(|e| sys(&self.name, e))?;
         self.len = len;
         Ok(())
+    }
+
+    /// Whether the region asked to be locked in memory (`+lock`), for copies of it.
+    pub fn locks(&self) -> bool {
+        self.lock
+    }
+
+    /// The policy as a region map writes it (`thp-prefix:5%+lock`).
+    pub fn policy_label(&self) -> String {
+        format!("{}{}", self.policy, if self.lock { "+lock" } else { "" })
     }
 
     /// Region name.

@@ -56,12 +56,17 @@ pub fn work_line(w: &Work) -> String {
             graph,
             kernel,
             pages,
+            reorder,
             shares,
             factors,
             page_cluster,
             trials,
         } => format!(
-            "{kernel} on {graph} ({pages}{}): memory {} x overcommit {} ({trials} trials each)",
+            "{kernel} on {graph} ({pages}{}{}): memory {} x overcommit {} ({trials} trials each)",
+            reorder
+                .as_ref()
+                .map(|m| format!(", reorder {m}"))
+                .unwrap_or_default(),
             page_cluster
                 .map(|n| format!(", page-cluster {n}"))
                 .unwrap_or_default(),

@@ -16,6 +16,9 @@ pub struct RegionReport {
     pub data_bytes: u64,
     /// Backing read from the kernel.
     pub backing: Backing,
+    /// Bytes locked in memory from the start of the array (`+lock`; absent when none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locked_bytes: Option<u64>,
 }
 
 /// Where the build spent its time, and what it removed.

@@ -149,8 +149,12 @@ pub enum Work {
         graph: String,
         /// Kernel name.
         kernel: String,
-        /// Page policies of every array (`all=base`, `all=thp`).
+        /// Page policies of every array (`all=base`, `all=thp`,
+        /// `all=base,property=thp-prefix:5%+lock`).
         pages: String,
+        /// Vertex order the runs use (`dbg`), or `null` for the graph's own.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reorder: Option<String>,
         /// Shares of the footprint allowed in memory (1 = all of it), largest first.
         shares: Vec<f64>,
         /// Overcommit factors (`1`, `4`, `auto`).
@@ -523,10 +527,11 @@ pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
     }
 }
 
-/// A `swap` run the swapping headlines stand on: 4 KiB pages and the machine's readahead (the
-/// THP and readahead-off runs answer other questions).
+/// A `swap` run the swapping headlines stand on: 4 KiB pages, the graph's own vertex order and
+/// the machine's readahead (the THP, hot-prefix and readahead-off runs answer other
+/// questions).
 fn plain_swap(r: &SwapStudy) -> bool {
-    r.pages == "all=base" && r.page_cluster.is_none()
+    r.pages == "all=base" && r.reorder.is_none() && r.page_cluster.is_none()
 }
 
 /// The headlines of `plan` over the runs given.

@@ -15,6 +15,9 @@ pub struct SwapStudy {
     pub kernel: String,
     /// Page policies of every array.
     pub pages: String,
+    /// Vertex order the points ran in (`dbg`), `null` for the graph's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reorder: Option<String>,
     /// `vm.page-cluster` asked for (`null`: the machine's).
     pub page_cluster: Option<u32>,
     /// Every point, in the order run.

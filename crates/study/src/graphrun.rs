@@ -183,12 +183,21 @@ pub struct Footprint {
     /// Arrays with one entry per vertex (offsets and the kernel's): every step of a kernel
     /// touches them, so a limit below them cannot make progress at a useful pace.
     pub vertex_bytes: u64,
+    /// Bytes locked in memory (`+lock`) outside the per-vertex arrays: charged under the limit
+    /// for good, so the limit must hold them besides the per-vertex arrays.
+    pub locked_other_bytes: u64,
 }
 
 impl Footprint {
     /// Everything.
     pub fn total_bytes(&self) -> u64 {
         self.graph_bytes + self.kernel_bytes
+    }
+
+    /// What must stay in memory for a kernel to make progress: the per-vertex arrays and
+    /// whatever else is locked.
+    pub fn floor_bytes(&self) -> u64 {
+        self.vertex_bytes + self.locked_other_bytes
     }
 }
 
@@ -269,17 +278,24 @@ pub fn run_with(cfg: &Config, mut extras: Extras<'_>, progress: Progress<'_>) ->
     if let Some(contain) = extras.contain.as_mut() {
         let kernel_regions = kernel.regions().map_err(Error::from_graph)?;
         let kernel_bytes: u64 = kernel_regions.iter().map(|r| r.data_bytes).sum();
-        let offsets: u64 = g
-            .regions()
-            .map_err(Error::from_graph)?
+        let graph_regions = g.regions().map_err(Error::from_graph)?;
+        let offsets: u64 = graph_regions
             .iter()
             .filter(|r| r.name.contains("offsets"))
             .map(|r| r.data_bytes)
+            .sum();
+        // The per-vertex arrays count whole; a lock elsewhere (edges) adds to what must stay.
+        // Hugetlb pages are not charged to a memory cgroup, locked or not.
+        let locked_other_bytes = graph_regions
+            .iter()
+            .filter(|r| !r.name.contains("offsets") && !r.policy.starts_with("hugetlb"))
+            .filter_map(|r| r.locked_bytes)
             .sum();
         let fp = Footprint {
             graph_bytes: g.data_bytes(),
             kernel_bytes,
             vertex_bytes: offsets + kernel_bytes,
+            locked_other_bytes,
         };
         // The kernel's arrays were faulted in before the move: make them again inside.
         drop(kernel);

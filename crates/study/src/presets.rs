@@ -316,6 +316,7 @@ fn estimate_s(work: &Work, shape: &Shape) -> f64 {
             Work::Swap {
                 graph,
                 kernel,
+                reorder,
                 shares,
                 factors,
                 trials,
@@ -344,10 +345,13 @@ fn estimate_s(work: &Work, shape: &Shape) -> f64 {
                         *trials as f64 + 1.0 + exploring
                     })
                     .sum();
+                // Each point loads the graph and copies it under the limit; a reordering costs
+                // about one more load.
+                let loads = if reorder.is_some() { 3.0 } else { 2.0 };
                 shares
                     .iter()
                     .map(|&s| {
-                        factors.len() as f64 * (load(graph) * 2.0 + 3.0)
+                        factors.len() as f64 * (load(graph) * loads + 3.0)
                             + trial * slowdown(s) * all_trials
                     })
                     .sum::<f64>()
@@ -944,6 +948,7 @@ pub fn expand(name: &str, o: &Options) -> Result<StudyPlan> {
                                 graph: g.to_string(),
                                 kernel: k.to_string(),
                                 pages: "all=base".into(),
+                                reorder: None,
                                 shares: shares.clone(),
                                 factors: factors.iter().map(|f| f.to_string()).collect(),
                                 page_cluster: *pc,
@@ -961,12 +966,47 @@ pub fn expand(name: &str, o: &Options) -> Result<StudyPlan> {
                         graph: g.to_string(),
                         kernel: "bfs".into(),
                         pages: "all=thp".into(),
+                        reorder: None,
                         shares: vec![1.0, 0.5],
                         factors: vec!["1".into()],
                         page_cluster: None,
                         trials,
                     },
                 ));
+                // The hot prefix under swapping: PageRank after DBG on 4 KiB pages, with the
+                // hot prefix of its property array huge, and huge and locked in memory.
+                if !q {
+                    let prefix = format!("property=thp-prefix:{HOT_PREFIX}");
+                    for (id, what, pages) in [
+                        ("swap-dbg-pr", "4 KiB pages", "all=base".to_string()),
+                        (
+                            "swap-hot-pr",
+                            "the hot prefix THP",
+                            format!("all=base,{prefix}"),
+                        ),
+                        (
+                            "swap-hot-lock-pr",
+                            "the hot prefix THP and locked",
+                            format!("all=base,{prefix}+lock"),
+                        ),
+                    ] {
+                        runs.push(pages_run(
+                            format!("{id}-{}", slug(g)),
+                            format!("pr on {g} after DBG, {what}, held to shares of its footprint"),
+                            none.clone(),
+                            Work::Swap {
+                                graph: g.to_string(),
+                                kernel: "pr".into(),
+                                pages,
+                                reorder: Some("dbg".into()),
+                                shares: vec![1.0, 0.5],
+                                factors: vec!["1".into()],
+                                page_cluster: None,
+                                trials,
+                            },
+                        ));
+                    }
+                }
             }
             claims.extend(swap_claims());
         }

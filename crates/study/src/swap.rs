@@ -18,8 +18,9 @@
 //! timed apart as `settle_ns`.
 //!
 //! The protocol on the worker's stdin and stdout, one line each way before the result:
-//! worker → `footprint <total bytes> <per-vertex bytes>`; supervisor → `cgroup <limit bytes>
-//! <share> <path>` or `abort`; then the worker prints its result as JSON and exits.
+//! worker → `footprint <total bytes> <per-vertex bytes> <other locked bytes>`;
+//! supervisor → `cgroup <limit bytes> <share> <path>` or `abort`; then the worker prints its
+//! result as JSON and exits.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -103,21 +104,31 @@ pub fn precheck(host: &Host, plan: &Plan) -> Result<()> {
 /// The cgroup limit for `share` of `fp`, or why it is too small to make progress.
 pub fn limit_for(share: f64, fp: &Footprint) -> Result<u64> {
     let limit = ((fp.total_bytes() as f64 * share).ceil() as u64).div_ceil(4096) * 4096;
-    let need = fp.vertex_bytes + PROGRESS_SLACK;
+    let need = fp.floor_bytes() + PROGRESS_SLACK;
     if limit < need {
         let at_least = (need as f64 / fp.total_bytes().max(1) as f64 * 100.0).ceil();
         return Err(Error::Config(format!(
             "--memory {:.0}% is {} MiB of the {} MiB footprint, below the {} MiB the kernel needs \
-             to make progress (its per-vertex arrays, {} MiB, which every step touches, and {} \
+             to make progress (its per-vertex arrays, {} MiB, which every step touches,{} and {} \
              MiB besides): {}",
             share * 100.0,
             limit >> 20,
             fp.total_bytes() >> 20,
             need >> 20,
             fp.vertex_bytes >> 20,
+            if fp.locked_other_bytes > 0 {
+                format!(" {} MiB locked by +lock,", fp.locked_other_bytes >> 20)
+            } else {
+                String::new()
+            },
             PROGRESS_SLACK >> 20,
             if at_least <= 100.0 {
                 format!("give at least {at_least:.0}%")
+            } else if fp.locked_other_bytes > 0 {
+                format!(
+                    "lock less: +lock holds {} MiB outside the per-vertex arrays",
+                    fp.locked_other_bytes >> 20
+                )
             } else {
                 "the graph is too small to run short of memory: take a larger one".into()
             }
@@ -146,10 +157,12 @@ fn parse_footprint(line: &str) -> Option<Footprint> {
     let mut f = line.strip_prefix("footprint ")?.split(' ');
     let total: u64 = f.next()?.parse().ok()?;
     let vertex_bytes: u64 = f.next()?.parse().ok()?;
+    let locked_other_bytes: u64 = f.next()?.parse().ok()?;
     Some(Footprint {
         graph_bytes: total,
         kernel_bytes: 0,
         vertex_bytes,
+        locked_other_bytes,
     })
 }
 
@@ -328,9 +341,15 @@ pub fn contain_worker(
     input: &mut dyn BufRead,
     output: &mut dyn Write,
 ) -> Result<Contained> {
-    writeln!(output, "footprint {} {}", fp.total_bytes(), fp.vertex_bytes)
-        .and_then(|()| output.flush())
-        .map_err(|e| Error::Config(format!("telling the supervisor: {e}")))?;
+    writeln!(
+        output,
+        "footprint {} {} {}",
+        fp.total_bytes(),
+        fp.vertex_bytes,
+        fp.locked_other_bytes
+    )
+    .and_then(|()| output.flush())
+    .map_err(|e| Error::Config(format!("telling the supervisor: {e}")))?;
     let line = read_line(input)?.unwrap_or_default();
     let parsed = (|| {
         let rest = line.strip_prefix("cgroup ")?;
@@ -383,7 +402,20 @@ mod tests {
             graph_bytes: total,
             kernel_bytes: 0,
             vertex_bytes: vertex,
+            locked_other_bytes: 0,
         }
+    }
+
+    #[test]
+    fn locked_arrays_raise_the_floor() {
+        let f = Footprint {
+            locked_other_bytes: 300 << 20,
+            ..fp(1000 << 20, 100 << 20)
+        };
+        assert_eq!(limit_for(0.5, &f).expect("half"), 500 << 20);
+        let e = limit_for(0.4, &f).expect_err("locked");
+        assert!(e.to_string().contains("300 MiB locked by +lock"), "{e}");
+        assert!(e.to_string().contains("give at least 47%"), "{e}");
     }
 
     #[test]
@@ -397,14 +429,24 @@ mod tests {
 
     #[test]
     fn the_protocol_round_trip() {
-        let f = fp(3 << 30, 1 << 20);
+        let f = Footprint {
+            locked_other_bytes: 7 << 20,
+            ..fp(3 << 30, 1 << 20)
+        };
         let mut said = Vec::new();
         let mut answer = "abort\n".as_bytes();
         let e = contain_worker(&f, &mut answer, &mut said).expect_err("refused");
         assert!(e.to_string().contains("refused"), "{e}");
         let line = String::from_utf8(said).expect("utf8");
         let back = parse_footprint(line.trim_end()).expect("parse");
-        assert_eq!((back.total_bytes(), back.vertex_bytes), (3 << 30, 1 << 20));
+        assert_eq!(
+            (
+                back.total_bytes(),
+                back.vertex_bytes,
+                back.locked_other_bytes
+            ),
+            (3 << 30, 1 << 20, 7 << 20)
+        );
         let mut bad = "cgroup 1 0.5 /no/such/cgroup\n".as_bytes();
         let e = contain_worker(&f, &mut bad, &mut Vec::new()).expect_err("no cgroup");
         assert!(e.to_string().contains("joining"), "{e}");

@@ -35,6 +35,8 @@ pub struct Config {
     pub kernel: String,
     /// Page policies of every array.
     pub pages: String,
+    /// Vertex order (`dbg`), or `None` for the graph's own.
+    pub reorder: Option<String>,
     /// Shares of the footprint, largest first.
     pub shares: Vec<f64>,
     /// Overcommit factors (`1`, `4`, `auto`).
@@ -81,6 +83,9 @@ pub fn worker_args(c: &Config, share: f64, factor: &str) -> Vec<String> {
     ];
     if let Some(n) = c.page_cluster {
         a.extend(["--page-cluster".into(), n.to_string()]);
+    }
+    if let Some(m) = &c.reorder {
+        a.extend(["--reorder".into(), m.clone()]);
     }
     a.push("--contained".into());
     a
@@ -152,6 +157,7 @@ pub fn run(
         graph_spec: c.graph_spec.clone(),
         kernel: c.kernel.clone(),
         pages: c.pages.clone(),
+        reorder: c.reorder.clone(),
         page_cluster: c.page_cluster,
         points,
     })
@@ -170,6 +176,7 @@ mod tests {
             seed: 1,
             kernel: "bfs".into(),
             pages: "all=thp".into(),
+            reorder: Some("dbg".into()),
             shares: vec![1.0, 0.3],
             factors: vec!["1".into(), "auto".into()],
             page_cluster: Some(0),
@@ -183,7 +190,7 @@ mod tests {
         assert!(s.contains(
             "--overcommit auto --swap-file /var/tmp/hugewise-study-swap-bfs-kron20.swap"
         ));
-        assert!(s.contains("--page-cluster 0"));
+        assert!(s.contains("--page-cluster 0 --reorder dbg"), "{s}");
         assert!(
             s.contains("--trials 8 "),
             "auto explores beside its 3 trials: {s}"

@@ -34,6 +34,26 @@ pub fn munlock_range(m: &Mapping, range: std::ops::Range<usize>) -> Result<()> {
     lock_call(m, range, false)
 }
 
+/// Lock the pages of `range` (offsets into `m`, 4 KiB aligned) as they are faulted in
+/// (`mlock2(MLOCK_ONFAULT)`): pages present now are locked, the rest when first touched, so a
+/// mapping filled by several threads is not faulted in by this call first.
+pub fn mlock_on_fault_range(m: &Mapping, range: std::ops::Range<usize>) -> Result<()> {
+    m.check_range(&range)?;
+    // SAFETY: the range lies inside the live mapping `m` owns (checked above); mlock2 changes
+    // residency, never contents.
+    let rc = unsafe {
+        libc::mlock2(
+            m.as_ptr().add(range.start).cast(),
+            range.len(),
+            libc::MLOCK_ONFAULT,
+        )
+    };
+    if rc != 0 {
+        return Err(Error::last_os("mlock2"));
+    }
+    Ok(())
+}
+
 fn lock_call(m: &Mapping, range: std::ops::Range<usize>, lock: bool) -> Result<()> {
     m.check_range(&range)?;
     // SAFETY: the range lies inside the live mapping `m` owns (checked above); mlock and
@@ -115,6 +135,18 @@ mod tests {
             Ok(()) => munlock(&m).expect("munlock"),
             Err(e) => crate::testing::skip(format!("mlock refused here: {e}")),
         }
+    }
+
+    #[test]
+    fn lock_on_fault_locks_only_what_is_touched() {
+        let mut m = Mapping::anonymous(64 << 10, MapOptions::default()).expect("mmap");
+        assert!(mlock_on_fault_range(&m, 0..(128 << 10)).is_err());
+        if let Err(e) = mlock_on_fault_range(&m, 0..(64 << 10)) {
+            crate::testing::skip(format!("mlock2 refused here: {e}"));
+            return;
+        }
+        m.touch_pages(4096);
+        munlock(&m).expect("munlock");
     }
 
     #[test]
