@@ -7,6 +7,16 @@ fn hugewise() -> Command {
     Command::new(env!("CARGO_BIN_EXE_hugewise"))
 }
 
+/// `out`, once it is known to have succeeded (else its stderr is the failure).
+fn succeeded(out: std::process::Output) -> std::process::Output {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 fn is_root() -> bool {
     std::fs::File::open("/proc/kpageflags").is_ok()
 }
@@ -61,11 +71,7 @@ fn the_daemon_promotes_a_running_process_within_its_budget() {
         .expect("run hugewise");
     let _ = c.kill();
     let _ = c.wait();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = succeeded(out);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(v["schema"], "hugewise/promote");
     assert_eq!(v["mode"], "daemon");
@@ -286,22 +292,19 @@ fn a_plan_is_replayed_on_a_run_of_the_same_kernel_and_refused_on_another_graph()
 fn thinning_asked(extra: &[&str]) -> Option<u64> {
     let dir = tempfile::tempdir().expect("tempdir");
     let out_file = dir.path().join("p.json");
-    let out = hugewise()
-        .args(["promote", "--policy", "pcc", "--budget", "50%"])
-        .args(["--interval", "0.1s"])
-        .args(extra)
-        .arg("--out")
-        .arg(&out_file)
-        .arg("--")
-        .arg(env!("CARGO_BIN_EXE_hugewise"))
-        .args(["run", "pr", "--graph", "kron:16", "--pages", "all=system"])
-        .args(["--sample-every", "1", "--trials", "300", "--no-progress"])
-        .output()
-        .expect("run hugewise");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeeded(
+        hugewise()
+            .args(["promote", "--policy", "pcc", "--budget", "50%"])
+            .args(["--interval", "0.1s"])
+            .args(extra)
+            .arg("--out")
+            .arg(&out_file)
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_hugewise"))
+            .args(["run", "pr", "--graph", "kron:16", "--pages", "all=system"])
+            .args(["--sample-every", "1", "--trials", "300", "--no-progress"])
+            .output()
+            .expect("run hugewise"),
     );
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&out_file).expect("saved")).expect("JSON");
@@ -393,23 +396,20 @@ fn bench_promote_on_a_graph_makes_a_plan_and_measures_four_arms_each_in_its_own_
 fn bench_on_kron16(kernel: &str) -> (tempfile::TempDir, std::path::PathBuf, Vec<u8>) {
     let dir = tempfile::tempdir().expect("tempdir");
     let work = dir.path().join("work");
-    let out = hugewise()
-        .args(["bench", "promote", "--graph", "kron:16", "--kernel", kernel])
-        .args(["--rounds", "1", "--trials", "2", "--budget", "50%"])
-        .args([
-            "--interval",
-            "0.1s",
-            "--json",
-            "--no-progress",
-            "--work-dir",
-        ])
-        .arg(&work)
-        .output()
-        .expect("run hugewise");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = succeeded(
+        hugewise()
+            .args(["bench", "promote", "--graph", "kron:16", "--kernel", kernel])
+            .args(["--rounds", "1", "--trials", "2", "--budget", "50%"])
+            .args([
+                "--interval",
+                "0.1s",
+                "--json",
+                "--no-progress",
+                "--work-dir",
+            ])
+            .arg(&work)
+            .output()
+            .expect("run hugewise"),
     );
     (dir, work, out.stdout)
 }

@@ -39,8 +39,9 @@ pub struct RegionOptions {
     pub populate: Populate,
     /// Align the start to 1 GiB rather than 2 MiB (hugetlb-1g always is).
     pub align_1g: bool,
-    /// Lock the policy's part in memory once created (`mlock`; it faults the pages in): the
-    /// huge prefix for `thp-prefix`, the whole region otherwise.
+    /// Lock the policy's part in memory once created (`mlock`): the huge prefix for
+    /// `thp-prefix`, the whole region otherwise; a region faulted in by first touch is locked
+    /// page by page as it is touched.
     pub lock: bool,
 }
 
@@ -215,11 +216,8 @@ impl<T: Pod> Region<T> {
     }
 
     /// Bytes of the region locked in memory now, read from the kernel (`Locked` of the
-    /// region's mappings in smaps); 0 without `+lock`.
+    /// region's mappings in smaps).
     pub fn locked_bytes(&self) -> Result<u64> {
-        if !self.lock {
-            return Ok(0);
-        }
         let (start, end) = (self.map.addr(), self.map.addr() + self.map.len());
         Ok(self
             .files

@@ -22,7 +22,7 @@ pub const GAIN: f64 = 0.05;
 /// Above this share of CPU time in the kernel, more threads only contend. Swapping itself is
 /// system time: on kron:22 at 50 % and 30 % of the footprint (2026-11-27) a fixed ×16 ran at
 /// 52–57 % and was the fastest factor for CC and PageRank, where a bound of 50 % had stopped
-/// the climb at ×4 or ×8, 8–49 % slower.
+/// the climb at ×4 or ×8 in four runs of six, right after a doubling that paid 10–19 %.
 pub const SYSTEM_BOUND: f64 = 0.7;
 /// Below this share of idle and iowait time, with fewer page-ins per second than
 /// [`PAGE_INS_QUIET`], nothing waits and factor 1 stays.

@@ -26,48 +26,42 @@ pub fn munlock(m: &Mapping) -> Result<()> {
 /// Lock the pages of `range` (offsets into `m`, 4 KiB aligned) in memory. Locking a part of a
 /// mapping splits its kernel VMA in up to three.
 pub fn mlock_range(m: &Mapping, range: std::ops::Range<usize>) -> Result<()> {
-    lock_call(m, range, true)
+    lock_call(m, range, Call::Lock)
 }
 
 /// Unlock the pages of `range` (offsets into `m`).
 pub fn munlock_range(m: &Mapping, range: std::ops::Range<usize>) -> Result<()> {
-    lock_call(m, range, false)
+    lock_call(m, range, Call::Unlock)
 }
 
 /// Lock the pages of `range` (offsets into `m`, 4 KiB aligned) as they are faulted in
 /// (`mlock2(MLOCK_ONFAULT)`): pages present now are locked, the rest when first touched, so a
 /// mapping filled by several threads is not faulted in by this call first.
 pub fn mlock_on_fault_range(m: &Mapping, range: std::ops::Range<usize>) -> Result<()> {
-    m.check_range(&range)?;
-    // SAFETY: the range lies inside the live mapping `m` owns (checked above); mlock2 changes
-    // residency, never contents.
-    let rc = unsafe {
-        libc::mlock2(
-            m.as_ptr().add(range.start).cast(),
-            range.len(),
-            libc::MLOCK_ONFAULT,
-        )
-    };
-    if rc != 0 {
-        return Err(Error::last_os("mlock2"));
-    }
-    Ok(())
+    lock_call(m, range, Call::LockOnFault)
 }
 
-fn lock_call(m: &Mapping, range: std::ops::Range<usize>, lock: bool) -> Result<()> {
+#[derive(Clone, Copy)]
+enum Call {
+    Lock,
+    LockOnFault,
+    Unlock,
+}
+
+fn lock_call(m: &Mapping, range: std::ops::Range<usize>, call: Call) -> Result<()> {
     m.check_range(&range)?;
-    // SAFETY: the range lies inside the live mapping `m` owns (checked above); mlock and
-    // munlock change residency, never contents.
-    let rc = unsafe {
+    // SAFETY: the range lies inside the live mapping `m` owns (checked above); mlock, mlock2
+    // and munlock change residency, never contents.
+    let (rc, name) = unsafe {
         let p = m.as_ptr().add(range.start).cast();
-        if lock {
-            libc::mlock(p, range.len())
-        } else {
-            libc::munlock(p, range.len())
+        match call {
+            Call::Lock => (libc::mlock(p, range.len()), "mlock"),
+            Call::LockOnFault => (libc::mlock2(p, range.len(), libc::MLOCK_ONFAULT), "mlock2"),
+            Call::Unlock => (libc::munlock(p, range.len()), "munlock"),
         }
     };
     if rc != 0 {
-        return Err(Error::last_os(if lock { "mlock" } else { "munlock" }));
+        return Err(Error::last_os(name));
     }
     Ok(())
 }
