@@ -134,6 +134,7 @@ fn run_kernel(a: cli::RunArgs, progress: Mode) -> anyhow::Result<()> {
                 _ => swap::SwapSource::File(a.swap_file.clone()),
             },
             page_cluster: a.page_cluster,
+            stats_flush: a.stats_flush.0,
         };
         let exe = std::env::current_exe().context("finding this program to run the worker")?;
         let mut worker = vec![exe.display().to_string()];

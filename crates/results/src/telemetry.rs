@@ -154,6 +154,23 @@ pub struct MemoryLimit {
     pub limit_hits: Option<u64>,
     /// OOM kills inside the cgroup.
     pub oom_kills: Option<u64>,
+    /// The supervisor's reads of the cgroup's `memory.stat` during the run (`null`: none,
+    /// `--stats-flush off` or a result from before them).
+    #[serde(default)]
+    pub stats_flush: Option<StatsFlush>,
+}
+
+/// Reads of a cgroup's `memory.stat` at a fixed interval while a run swaps in it: each makes
+/// the kernel flush the cgroup's statistics, which keeps cgroup v1's OOM killer from ending a
+/// run that still has swap (measured: BENCHMARKS.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatsFlush {
+    /// Time between reads.
+    pub interval_ms: f64,
+    /// Reads made.
+    pub reads: u64,
+    /// Time the reads took, summed: what the flushing cost the machine.
+    pub busy_ms: f64,
 }
 
 /// How `--overcommit auto` chose its factor.

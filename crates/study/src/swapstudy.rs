@@ -121,6 +121,7 @@ pub fn run(
                 share,
                 swap: SwapSource::File(c.swap_file.clone()),
                 page_cluster: c.page_cluster,
+                stats_flush: Some(swap::STATS_FLUSH),
             };
             let point = match swap::supervise(&host, &plan, &worker_args(c, share, factor), cancel)
             {

@@ -8,7 +8,7 @@ mod thp;
 
 pub use block::{BlockStat, DevNum};
 pub use hugetlb::HugetlbPool;
-pub use memcg::{memcg_counters, MemcgCounters};
+pub use memcg::{flush_stats, memcg_counters, MemcgCounters};
 pub use thp::{Khugepaged, MthpSize, Selector, ThpSettings};
 
 use std::path::{Path, PathBuf};
