@@ -183,7 +183,8 @@ pub struct OvercommitChoice {
     /// Why, step by step.
     pub reasons: Vec<String>,
     /// Trials run while exploring, before the factor was settled (`null`: the trials ran out
-    /// first); the trials after them ran at the chosen factor.
+    /// first); the trials after them ran at the factor settled on, or at another whose median
+    /// overtook it (`reasons` says when).
     #[serde(default)]
     pub settled_after: Option<usize>,
 }
