@@ -431,7 +431,7 @@ fn a_locked_hot_prefix_stays_in_memory_and_a_lock_the_limit_cannot_hold_is_refus
     assert_eq!(property["policy"], "thp-prefix:20%+lock");
     // Run without telemetry, whose sampler reads memory.stat too: the supervisor's own reads
     // (--stats-flush, 50ms by default) are what keep cgroup v1 from OOM-killing this run (it
-    // did in 6 of 15 runs without them).
+    // did in 8 of 22 runs with `--stats-flush off`).
     let flush = &v["memory"]["stats_flush"];
     assert_eq!(flush["interval_ms"], 50.0);
     assert!(flush["reads"].as_u64() > Some(0), "{flush}");

@@ -483,7 +483,7 @@ fn swapping(r: &RunReport) -> String {
         let _ = writeln!(
             o,
             "\nmemory  {} of the {} footprint: limit {} ({}); swap {}; page-cluster {}; \
-             graph copied under the limit in {}; peak {}, {} limit hits, {} OOM kills",
+             graph copied under the limit in {}; peak {}, {} limit hits, {} OOM kills; {}",
             pct(m.share),
             bytes(m.footprint_bytes),
             bytes(m.limit_bytes),
@@ -497,6 +497,18 @@ fn swapping(r: &RunReport) -> String {
             m.peak_bytes.map_or("-".into(), bytes),
             m.limit_hits.map_or("-".into(), |n| n.to_string()),
             m.oom_kills.map_or("-".into(), |n| n.to_string()),
+            match &m.stats_flush {
+                None => "memory.stat not read".to_string(),
+                Some(f) => format!(
+                    "memory.stat read every {:.0} ms ({} reads, {}){}",
+                    f.interval_ms,
+                    f.reads,
+                    ns(f.busy_ms * 1e6),
+                    f.stopped
+                        .as_ref()
+                        .map_or(String::new(), |w| format!(", stopped {w}"))
+                ),
+            },
         );
     }
     if let Some(c) = &r.overcommit {

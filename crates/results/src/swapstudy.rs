@@ -39,27 +39,26 @@ pub struct SwapPoint {
 
 impl SwapPoint {
     /// Median kernel time of the point's trials, in seconds: for `auto`, of the trials after
-    /// it settled on a factor (its steady state; [`SwapPoint::exploring_s`] is what finding the
-    /// factor cost), or of all trials when it never settled.
+    /// it first settled on a factor (its steady state, probes of other factors included;
+    /// [`SwapPoint::exploring_s`] is what finding the factor cost), `None` when it settled on
+    /// its last trial, or of all trials when it never settled.
     pub fn median_s(&self) -> Option<f64> {
         let run = self.run.as_ref()?;
-        if let Some(k) = run.overcommit.as_ref().and_then(|c| c.settled_after) {
-            let mut after: Vec<f64> = run.trials[k.min(run.trials.len())..]
-                .iter()
-                .map(|t| t.kernel_ns as f64)
-                .collect();
-            if !after.is_empty() {
-                after.sort_by(f64::total_cmp);
-                let m = after.len() / 2;
-                let med = if after.len() % 2 == 1 {
-                    after[m]
-                } else {
-                    (after[m - 1] + after[m]) / 2.0
-                };
-                return Some(med / 1e9);
-            }
-        }
-        Some(run.kernel_ns.median / 1e9)
+        let Some(k) = run.overcommit.as_ref().and_then(|c| c.settled_after) else {
+            return Some(run.kernel_ns.median / 1e9);
+        };
+        let mut after: Vec<f64> = run.trials[k.min(run.trials.len())..]
+            .iter()
+            .map(|t| t.kernel_ns as f64)
+            .collect();
+        after.sort_by(f64::total_cmp);
+        let m = after.len() / 2;
+        let med = match after.len() {
+            0 => return None,
+            n if n % 2 == 1 => after[m],
+            _ => (after[m - 1] + after[m]) / 2.0,
+        };
+        Some(med / 1e9)
     }
 
     /// For `auto`: seconds of the trials it spent exploring factors before it settled.
@@ -87,5 +86,49 @@ impl SwapStudy {
     pub fn baseline_s(&self) -> Option<f64> {
         let top = self.points.iter().map(|p| p.share).fold(0.0, f64::max);
         self.point(top, "1").and_then(SwapPoint::median_s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::telemetry::OvercommitChoice;
+
+    /// A saved run (its envelope's extra keys are ignored), with these trial times and the
+    /// controller's record.
+    fn point(times_s: &[u64], settled_after: Option<usize>) -> SwapPoint {
+        let text = include_str!("../tests/fixtures/run.json");
+        let mut run: RunReport = serde_json::from_str(text).expect("fixture");
+        let first = run.trials[0].clone();
+        run.trials = times_s
+            .iter()
+            .map(|&s| {
+                let mut t = first.clone();
+                t.kernel_ns = s * 1_000_000_000;
+                t
+            })
+            .collect();
+        run.overcommit = Some(OvercommitChoice {
+            factors: vec![1; times_s.len()],
+            chosen: 1,
+            reasons: Vec::new(),
+            settled_after,
+        });
+        SwapPoint {
+            share: 0.5,
+            factor: "auto".into(),
+            run: Some(run),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn auto_is_timed_by_its_trials_after_it_first_settled() {
+        // Three exploring trials, then a steady state with one probe (9) among them.
+        let p = point(&[10, 7, 8, 5, 9, 4, 6], Some(3));
+        assert_eq!(p.median_s(), Some(5.5));
+        assert_eq!(p.exploring_s(), Some(25.0));
+        // Settled on its last trial: no steady state to time.
+        assert_eq!(point(&[10, 7, 8], Some(3)).median_s(), None);
     }
 }

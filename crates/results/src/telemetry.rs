@@ -161,16 +161,21 @@ pub struct MemoryLimit {
 }
 
 /// Reads of a cgroup's `memory.stat` at a fixed interval while a run swaps in it: each makes
-/// the kernel flush the cgroup's statistics, which keeps cgroup v1's OOM killer from ending a
-/// run that still has swap (measured: BENCHMARKS.md).
+/// the kernel flush the cgroup's statistics. On cgroup v1, BFS with a locked hot prefix at 65 %
+/// of its footprint was OOM-killed with swap to spare in 8 of 22 runs without them and none of
+/// 22 with them (BENCHMARKS.md, "Stale statistics and the OOM killer").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StatsFlush {
     /// Time between reads.
     pub interval_ms: f64,
     /// Reads made.
     pub reads: u64,
-    /// Time the reads took, summed: what the flushing cost the machine.
+    /// Wall time the reads took, summed (the reading thread's, outside the run's cgroup).
     pub busy_ms: f64,
+    /// Why the reads stopped before the run ended (a read failed); `null`: they went on to
+    /// the end.
+    #[serde(default)]
+    pub stopped: Option<String>,
 }
 
 /// How `--overcommit auto` chose its factor.

@@ -14,9 +14,13 @@
 //!
 //! Each factor is judged by the median of its trials, and the judging goes on after the
 //! controller settles: one lucky trial while exploring can make a factor look best (CC at 50 %
-//! on kron:22 settled on ×2 after a trial 1.8x faster than ×2's steady state), so when the
-//! settled factor's median falls behind another factor's by more than [`GAIN`], the next trial
-//! runs at that one.
+//! on kron:22 settled on ×2 after a trial 1.5–1.6x faster than ×2's later ones, and stayed
+//! 1.8x behind the best fixed factor). When the settled factor's median falls more than
+//! [`GAIN`] behind another factor's, that factor gets one *probe*: a fresh trial, which must
+//! beat the settled median by [`GAIN`] to take over (old times from early, often faster
+//! trials alone never move it, so a slow drift of every trial cannot make it swing). A probe
+//! that wins resumes the climb above it. Each factor is probed at most once, so the controller
+//! makes at most `FACTORS.len() - 1` probes.
 
 pub use hugewise_results::telemetry::OvercommitChoice;
 
@@ -45,7 +49,9 @@ pub const PATIENT_WAIT: f64 = 0.3;
 pub struct Controller {
     cpus: usize,
     at: usize,
-    settled: bool,
+    mode: Mode,
+    /// Factor indices probed after settling (each at most once).
+    probed: Vec<bool>,
     /// Trials observed when the controller settled.
     settled_after: Option<usize>,
     /// The one extra doubling has been spent.
@@ -54,6 +60,17 @@ pub struct Controller {
     times: Vec<Vec<u64>>,
     factors: Vec<u32>,
     reasons: Vec<String>,
+}
+
+/// Where the controller is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Doubling while it pays.
+    Exploring,
+    /// Running the kept factor.
+    Settled,
+    /// The next trial is a probe of another factor; `kept` is the settled one.
+    Probing { kept: usize },
 }
 
 fn secs(ns: u64) -> f64 {
@@ -66,7 +83,8 @@ impl Controller {
         Controller {
             cpus: cpus.max(1),
             at: 0,
-            settled: false,
+            mode: Mode::Exploring,
+            probed: vec![false; FACTORS.len()],
             settled_after: None,
             patience_spent: false,
             times: vec![Vec::new(); FACTORS.len()],
@@ -93,7 +111,7 @@ impl Controller {
         match t.len() {
             0 => None,
             n if n % 2 == 1 => Some(t[m]),
-            _ => Some(t[m - 1] / 2 + t[m] / 2),
+            _ => Some(t[m - 1].midpoint(t[m])),
         }
     }
 
@@ -107,8 +125,8 @@ impl Controller {
     fn settle(&mut self, why: String) {
         let (i, _) = self.fastest(0..FACTORS.len()).unwrap_or((0, 0));
         self.at = i;
-        self.settled = true;
-        self.settled_after = Some(self.factors.len());
+        self.mode = Mode::Settled;
+        self.settled_after.get_or_insert(self.factors.len());
         self.reasons
             .push(format!("{why}: settled on ×{}", FACTORS[i]));
     }
@@ -119,9 +137,10 @@ impl Controller {
         self.factors.push(f);
         let prev_best = self.fastest(0..self.at).map(|(_, e)| e);
         self.times[self.at].push(kernel_ns);
-        if self.settled {
-            self.revisit();
-            return;
+        match self.mode {
+            Mode::Settled => return self.revisit(),
+            Mode::Probing { kept } => return self.judge_probe(kept, kernel_ns),
+            Mode::Exploring => {}
         }
         let cpu = telemetry.and_then(|t| t.cpu);
         let wait = cpu.map(|c| c.idle_share + c.iowait_share);
@@ -205,19 +224,17 @@ impl Controller {
         }
     }
 
-    /// Once settled: move to another factor whose median beats this one's by more than
-    /// [`GAIN`].
+    /// Once settled: when another factor, not probed yet, has a median more than [`GAIN`]
+    /// ahead of this one's, run one trial there.
     fn revisit(&mut self) {
         let here = self.at;
-        let (Some(mine), Some((i, theirs))) = (
-            self.estimate(here),
-            self.fastest((0..FACTORS.len()).filter(|&i| i != here)),
-        ) else {
+        let rivals = (0..FACTORS.len()).filter(|&i| i != here && !self.probed[i]);
+        let (Some(mine), Some((i, theirs))) = (self.estimate(here), self.fastest(rivals)) else {
             return;
         };
         if (theirs as f64) < mine as f64 * (1.0 - GAIN) {
             self.reasons.push(format!(
-                "×{}: median {:.3} s over {} trials, behind ×{}'s {:.3} s over {}: switch to ×{}",
+                "×{}: median {:.3} s over {} trials, behind ×{}'s {:.3} s over {}: probe ×{}",
                 FACTORS[here],
                 secs(mine),
                 self.times[here].len(),
@@ -226,27 +243,69 @@ impl Controller {
                 self.times[i].len(),
                 FACTORS[i]
             ));
+            self.probed[i] = true;
+            self.mode = Mode::Probing { kept: here };
             self.at = i;
         }
     }
 
-    /// What was chosen and why.
+    /// The probe at [`Controller::factor`] took `kernel_ns`: keep it if it beats the kept
+    /// factor's median by [`GAIN`] (and climb on above it), else go back.
+    fn judge_probe(&mut self, kept: usize, kernel_ns: u64) {
+        let (f, k) = (FACTORS[self.at], FACTORS[kept]);
+        let theirs = self.estimate(kept).unwrap_or(u64::MAX);
+        let gain = 1.0 - kernel_ns as f64 / theirs as f64;
+        if gain < GAIN {
+            self.reasons.push(format!(
+                "probe ×{f}: {:.3} s, {:+.0}% against ×{k}'s median {:.3} s: back to ×{k}",
+                secs(kernel_ns),
+                gain * 100.0,
+                secs(theirs)
+            ));
+            self.at = kept;
+            self.mode = Mode::Settled;
+        } else if self.at + 1 < FACTORS.len() {
+            self.reasons.push(format!(
+                "probe ×{f}: {:.3} s, {:.0}% faster than ×{k}'s median {:.3} s: keep it and \
+                 climb on, ×{}",
+                secs(kernel_ns),
+                gain * 100.0,
+                secs(theirs),
+                FACTORS[self.at + 1]
+            ));
+            self.at += 1;
+            self.mode = Mode::Exploring;
+            self.patience_spent = false;
+        } else {
+            self.reasons.push(format!(
+                "probe ×{f}: {:.3} s, {:.0}% faster than ×{k}'s median {:.3} s: settled on ×{f}",
+                secs(kernel_ns),
+                gain * 100.0,
+                secs(theirs)
+            ));
+            self.mode = Mode::Settled;
+        }
+    }
+
+    /// What was chosen and why: the settled factor (the kept one when a probe was due but the
+    /// trials ran out first), or, when they ran out while exploring, the factor with the
+    /// fastest median.
     pub fn finish(self) -> OvercommitChoice {
         let settled_after = self.settled_after;
-        let chosen = if self.settled {
-            self.factor()
-        } else {
-            // Trials ran out while exploring: the fastest so far.
-            let mut c = self.clone();
-            c.settle("trials ran out".into());
-            c.factor()
+        let mut reasons = self.reasons.clone();
+        let chosen = match self.mode {
+            Mode::Settled => self.factor(),
+            Mode::Probing { kept } => FACTORS[kept],
+            Mode::Exploring => {
+                let mut c = self.clone();
+                c.settle("trials ran out".into());
+                reasons.push(format!(
+                    "trials ran out while exploring: the fastest median was ×{}",
+                    c.factor()
+                ));
+                c.factor()
+            }
         };
-        let mut reasons = self.reasons;
-        if !self.settled {
-            reasons.push(format!(
-                "trials ran out while exploring: the fastest was ×{chosen}"
-            ));
-        }
         OvercommitChoice {
             factors: self.factors,
             chosen,
@@ -321,31 +380,68 @@ mod tests {
     }
 
     #[test]
-    fn a_lucky_trial_while_exploring_is_found_out_after_settling() {
+    fn a_lucky_trial_while_exploring_is_found_out_by_a_probe_that_climbs_on() {
         let mut c = Controller::new(1);
         let waiting = tel(0.6, 0.1, 5000.0);
         // ×2 is lucky once (60); ×4 and ×8 (patience) lose against it: settle on ×2. Its next
-        // trial shows its real pace (95; median 77), behind ×4's 70: switch to ×4, and stay
-        // while ×4 keeps its pace.
+        // trial shows its pace (95; median 77.5), behind ×4's 70: probe ×4, which beats it
+        // (72) and climbs on: ×8 (65) pays, ×16 (68) does not: settle on the fastest median,
+        // ×16's 68 against ×8's 70 (75 then 65).
         for (ns, want_next) in [
             (100, 2),
             (60, 4),
             (70, 8),
             (75, 2),
             (95, 4),
-            (72, 4),
-            (71, 4),
+            (72, 8),
+            (65, 16),
+            (68, 16),
+            (67, 16),
         ] {
             c.observe(ns, Some(&waiting));
             assert_eq!(c.factor(), want_next, "{:?}", c.reasons);
         }
         let r = c.finish();
-        assert_eq!(r.chosen, 4);
-        assert_eq!(r.settled_after, Some(4));
-        assert!(
-            r.reasons.iter().any(|s| s.contains("switch to ×4")),
-            "{r:?}"
-        );
+        assert_eq!(r.chosen, 16);
+        assert_eq!(r.settled_after, Some(4), "the first settling");
+        assert!(r.reasons.iter().any(|s| s.contains("probe ×4")), "{r:?}");
+    }
+
+    #[test]
+    fn trials_that_all_drift_slower_make_a_probe_or_two_and_no_switch() {
+        let mut c = Controller::new(1);
+        let waiting = tel(0.6, 0.1, 5000.0);
+        // Every factor equally fast, every trial 2 slower than the last: the early trials'
+        // times look better and better, but each probe runs now, as slow as the rest.
+        let mut t = 100;
+        c.observe(t, Some(&waiting)); // ×1: 100
+        for ns in [80, 85, 84] {
+            c.observe(ns, Some(&waiting)); // ×2, ×4, ×8: settle on ×2
+        }
+        assert_eq!(c.factor(), 2);
+        let mut probes = 0;
+        for _ in 0..20 {
+            t = t.max(86) + 2;
+            let f = c.factor();
+            c.observe(t, Some(&waiting));
+            if f != 2 {
+                probes += 1;
+                assert_eq!(c.factor(), 2, "a probe that did not pay goes back");
+            }
+        }
+        assert!(probes <= 3, "{probes} probes: {:?}", c.reasons);
+        assert_eq!(c.finish().chosen, 2);
+    }
+
+    #[test]
+    fn a_probe_due_when_the_trials_run_out_leaves_the_kept_factor_chosen() {
+        let mut c = Controller::new(1);
+        let waiting = tel(0.6, 0.1, 5000.0);
+        for ns in [100, 60, 70, 75, 95] {
+            c.observe(ns, Some(&waiting));
+        }
+        assert_eq!(c.factor(), 4, "a probe of ×4 is next");
+        assert_eq!(c.finish().chosen, 2);
     }
 
     #[test]

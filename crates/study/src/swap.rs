@@ -74,31 +74,35 @@ pub struct Plan {
 /// The supervisor's default [`Plan::stats_flush`].
 pub const STATS_FLUSH: Duration = Duration::from_millis(50);
 
-/// A thread that reads a cgroup's `memory.stat` every interval until dropped or finished.
+/// A thread that reads a cgroup's `memory.stat` every interval until finished or dropped.
 ///
-/// Why: on 6.18 with cgroup v1, a run swapping in a small cgroup was OOM-killed with swap to
-/// spare in 6 of 15 runs (locked BFS at 65 %), and in none of 15 while a loop read this file
-/// every 50 ms; a loop reading `memory.usage_in_bytes` instead killed 8 of 15 (BENCHMARKS.md,
-/// "Stale statistics and the OOM killer"). Reading the file makes the kernel flush the cgroup's
-/// per-CPU statistics; the supervisor does it from outside the cgroup, so none of it is charged
-/// to the run.
+/// Why: on 6.18 with cgroup v1, BFS on kron:20 with a locked hot prefix (`+lock`) at 65 % of
+/// its footprint was OOM-killed with swap to spare in 8 of 22 runs without these reads and in
+/// none of 22 with them; a loop reading `memory.usage_in_bytes` instead did not help (8 of 15
+/// killed), one reading `memory.stat` did (none of 15) (BENCHMARKS.md, "Stale statistics and
+/// the OOM killer"). Reading the file makes the kernel flush the cgroup's per-CPU statistics.
+/// The supervisor does it from outside the cgroup, so nothing of it is charged to the run.
 pub struct StatsFlusher {
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<StatsFlush>>,
-    interval: Duration,
 }
 
 impl StatsFlusher {
-    /// Start reading `dir`'s `memory.stat` every `interval`.
+    /// Start reading `dir`'s `memory.stat` every `interval`. A failed read ends the thread
+    /// and is recorded as why it stopped (the cgroup is removed only after [`Self::finish`]).
     pub fn start(dir: &Path, interval: Duration) -> StatsFlusher {
         let stop = Arc::new(AtomicBool::new(false));
         let (flag, dir) = (stop.clone(), dir.to_path_buf());
         let handle = std::thread::spawn(move || {
-            let (mut reads, mut busy) = (0u64, Duration::ZERO);
+            let (mut reads, mut busy, mut stopped) = (0u64, Duration::ZERO, None);
+            let t0 = Instant::now();
             while !flag.load(Ordering::Relaxed) {
                 let t = Instant::now();
-                // A cgroup removed under it (the run is over) ends the loop.
-                if hugewise_sys::sysfs::flush_stats(&dir).is_err() {
+                if let Err(e) = hugewise_sys::sysfs::flush_stats(&dir) {
+                    stopped = Some(format!(
+                        "after {:.1} s and {reads} reads: {e}",
+                        t0.elapsed().as_secs_f64()
+                    ));
                     break;
                 }
                 busy += t.elapsed();
@@ -109,22 +113,19 @@ impl StatsFlusher {
                 interval_ms: interval.as_secs_f64() * 1e3,
                 reads,
                 busy_ms: busy.as_secs_f64() * 1e3,
+                stopped,
             }
         });
         StatsFlusher {
             stop,
             handle: Some(handle),
-            interval,
         }
     }
 
-    /// Stop and say how many reads were made and what they cost.
-    pub fn finish(mut self) -> StatsFlush {
-        self.halt().unwrap_or(StatsFlush {
-            interval_ms: self.interval.as_secs_f64() * 1e3,
-            reads: 0,
-            busy_ms: 0.0,
-        })
+    /// Stop, and say how many reads were made, what they took and whether they stopped early
+    /// (`None` if the thread panicked).
+    pub fn finish(mut self) -> Option<StatsFlush> {
+        self.halt()
     }
 
     fn halt(&mut self) -> Option<StatsFlush> {
@@ -363,7 +364,7 @@ pub fn supervise(
         _ => None,
     };
     let status = hugewise_env::group::wait_or_end(&mut child, pid, &stop_worker).ok();
-    let flushed = flusher.map(StatsFlusher::finish);
+    let flushed = flusher.and_then(StatsFlusher::finish);
     let text = reader.join().unwrap_or_default();
     let _ = session.end_command(seq);
     let usage = limit.as_ref().map(|(cg, _)| cg.usage());
@@ -489,6 +490,33 @@ mod tests {
             vertex_bytes: vertex,
             locked_other_bytes: 0,
         }
+    }
+
+    #[test]
+    fn the_stats_flusher_reads_until_finished_and_says_why_it_stopped_early() {
+        let dir = tempfile::tempdir().expect("tmp");
+        std::fs::write(dir.path().join("memory.stat"), "cache 0\n").expect("w");
+        // A long interval: finish wakes the thread instead of waiting it out.
+        let f = StatsFlusher::start(dir.path(), Duration::from_secs(10));
+        std::thread::sleep(Duration::from_millis(50));
+        let t = Instant::now();
+        let r = f.finish().expect("joined");
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+        assert_eq!(
+            (r.reads, r.interval_ms, r.stopped.clone()),
+            (1, 10_000.0, None)
+        );
+        // The file gone: the thread ends by itself and says so.
+        let f = StatsFlusher::start(dir.path(), Duration::from_millis(1));
+        std::thread::sleep(Duration::from_millis(30));
+        std::fs::remove_file(dir.path().join("memory.stat")).expect("rm");
+        std::thread::sleep(Duration::from_millis(30));
+        let r = f.finish().expect("joined");
+        assert!(r.reads > 1, "{r:?}");
+        let why = r.stopped.expect("stopped early");
+        assert!(why.contains("memory.stat"), "{why}");
+        // Dropped without finish: the thread is stopped and joined, not left running.
+        drop(StatsFlusher::start(dir.path(), Duration::from_secs(10)));
     }
 
     #[test]
