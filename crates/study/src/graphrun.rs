@@ -286,10 +286,17 @@ pub fn run_with(cfg: &Config, mut extras: Extras<'_>, progress: Progress<'_>) ->
             .sum();
         // The per-vertex arrays count whole; a lock elsewhere (edges) adds to what must stay.
         // Hugetlb pages are not charged to a memory cgroup, locked or not.
+        // A graph array is whole in memory once loaded, so a whole-array lock holds all of it;
+        // the read-back from smaps (its `Locked` is proportional) came back short once in six
+        // runs here, which let a run that could not fit start and be OOM-killed.
         let locked_other_bytes = graph_regions
             .iter()
             .filter(|r| !r.name.contains("offsets") && !r.policy.starts_with("hugetlb"))
-            .filter_map(|r| r.locked_bytes)
+            .filter_map(|r| {
+                let whole = r.policy.ends_with("+lock") && !r.policy.starts_with("thp-prefix");
+                let read = r.locked_bytes?;
+                Some(if whole { read.max(r.data_bytes) } else { read })
+            })
             .sum();
         let fp = Footprint {
             graph_bytes: g.data_bytes(),
