@@ -286,9 +286,10 @@ pub fn run_with(cfg: &Config, mut extras: Extras<'_>, progress: Progress<'_>) ->
             .sum();
         // The per-vertex arrays count whole; a lock elsewhere (edges) adds to what must stay.
         // Hugetlb pages are not charged to a memory cgroup, locked or not.
-        // A graph array is whole in memory once loaded, so a whole-array lock holds all of it;
-        // the read-back from smaps (its `Locked` is proportional) came back short once in six
-        // runs here, which let a run that could not fit start and be OOM-killed.
+        // A graph array is whole in memory once loaded, so a whole-array lock holds all of it.
+        // The read-back from smaps came back short once in six runs here, which let a run that
+        // could not fit start and be OOM-killed. Cause not found; a suspect: `locked_bytes`
+        // sums only the VMAs inside the region, and two adjacent locked mappings can merge.
         let locked_other_bytes = graph_regions
             .iter()
             .filter(|r| !r.name.contains("offsets") && !r.policy.starts_with("hugetlb"))
