@@ -12,6 +12,7 @@
 mod backing;
 mod bytes;
 mod error;
+mod locked;
 mod policy;
 mod region;
 

@@ -215,19 +215,13 @@ impl<T: Pod> Region<T> {
         })
     }
 
-    /// Bytes of the region locked in memory now, read from the kernel (`Locked` of the
-    /// region's mappings in smaps).
+    /// Bytes of the region locked in memory now, read from the kernel: `Locked` of the
+    /// region's mappings in smaps, and for a locked mapping the kernel merged with a neighbour
+    /// past the region's bounds, the resident pages of the part inside.
     pub fn locked_bytes(&self) -> Result<u64> {
-        let (start, end) = (self.map.addr(), self.map.addr() + self.map.len());
-        Ok(self
-            .files
-            .proc
-            .smaps(hugewise_sys::proc::Pid::Current)
-            .map_err(|e| sys(&self.name, e))?
-            .iter()
-            .filter(|v| v.start >= start && v.end <= end)
-            .map(|v| v.totals.locked_bytes)
-            .sum())
+        let start = self.map.addr();
+        crate::locked::read(&self.files.proc, start, start + self.map.len())
+            .map_err(|e| sys(&self.name, e))
     }
 
     fn apply_policy(&self) -> Result<()> {

@@ -273,3 +273,49 @@ fn a_locked_prefix_is_locked_and_the_rest_is_not() {
     lazy[..MIB / 8].fill(1);
     assert_eq!(lazy.locked_bytes().expect("locked"), MIB as u64);
 }
+
+#[test]
+fn two_adjacent_locked_regions_the_kernel_merged_each_count_their_own() {
+    if !is_root() {
+        hugewise_sys::testing::skip("mlock may pass RLIMIT_MEMLOCK without root");
+        return;
+    }
+    // Regions made for their program to fault in and locked alike: when two land side by
+    // side, mlock merges their mappings into one VMA that crosses both bounds.
+    let lazy = || -> Region<u64> {
+        Region::new(
+            "locked-lazy",
+            4 * MIB / 8,
+            RegionOptions::new(PagePolicy::Base)
+                .first_touch()
+                .locked(true),
+        )
+        .expect("region")
+    };
+    let mut made = vec![lazy()];
+    let pair = (0..16).find_map(|_| {
+        made.push(lazy());
+        let r = made.len() - 1;
+        (0..r).find_map(|i| {
+            let (a, b) = (&made[i], &made[r]);
+            (a.addr() + a.mapped_bytes() == b.addr() || b.addr() + b.mapped_bytes() == a.addr())
+                .then_some((i, r))
+        })
+    });
+    let Some((i, j)) = pair else {
+        hugewise_sys::testing::skip("no two regions landed side by side");
+        return;
+    };
+    made[i][..MIB / 8].fill(1);
+    made[j][..2 * MIB / 8].fill(1);
+    let proc = hugewise_sys::proc::ProcFs::default();
+    let vmas = proc.smaps(hugewise_sys::proc::Pid::Current).expect("smaps");
+    let lo = made[i].addr().min(made[j].addr());
+    let merged = vmas
+        .iter()
+        .any(|v| v.locked && v.start <= lo && v.end >= lo + 8 * MIB);
+    assert!(merged, "adjacent regions locked alike share one VMA");
+    // Each counts what was touched in it, not zero (what summing whole VMAs gave) nor both.
+    assert_eq!(made[i].locked_bytes().expect("locked"), MIB as u64);
+    assert_eq!(made[j].locked_bytes().expect("locked"), 2 * MIB as u64);
+}

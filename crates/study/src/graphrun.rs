@@ -286,17 +286,22 @@ pub fn run_with(cfg: &Config, mut extras: Extras<'_>, progress: Progress<'_>) ->
             .sum();
         // The per-vertex arrays count whole; a lock elsewhere (edges) adds to what must stay.
         // Hugetlb pages are not charged to a memory cgroup, locked or not.
-        // A graph array is whole in memory once loaded, so a whole-array lock holds all of it.
-        // The read-back from smaps came back short once in six runs here, which let a run that
-        // could not fit start and be OOM-killed. Cause not found; a suspect: `locked_bytes`
-        // sums only the VMAs inside the region, and two adjacent locked mappings can merge.
+        // A graph array is whole in memory once loaded, so a whole-array lock holds all of it
+        // whatever the read-back says. The read-back (before 2026-11-27 it summed only the
+        // VMAs inside a region, and two adjacent locked arrays can merge into one VMA) came
+        // back short once in six runs here, which let a run that could not fit start and be
+        // OOM-killed.
         let locked_other_bytes = graph_regions
             .iter()
             .filter(|r| !r.name.contains("offsets") && !r.policy.starts_with("hugetlb"))
-            .filter_map(|r| {
+            .map(|r| {
                 let whole = r.policy.ends_with("+lock") && !r.policy.starts_with("thp-prefix");
-                let read = r.locked_bytes?;
-                Some(if whole { read.max(r.data_bytes) } else { read })
+                let read = r.locked_bytes.unwrap_or(0);
+                if whole {
+                    read.max(r.data_bytes)
+                } else {
+                    read
+                }
             })
             .sum();
         let fp = Footprint {

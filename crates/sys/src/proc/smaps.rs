@@ -21,6 +21,9 @@ pub struct Vma {
     pub advised_huge: bool,
     /// `nh` in VmFlags: MADV_NOHUGEPAGE was given.
     pub advised_no_huge: bool,
+    /// `lo` in VmFlags: the mapping is locked (`mlock`, or `mlock2` on fault), so each of its
+    /// resident pages is locked.
+    pub locked: bool,
     /// `THPeligible: 1`, when the kernel reports it.
     pub thp_eligible: Option<bool>,
 }
@@ -72,6 +75,7 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<Vec<Vma>> {
                 totals: totals(&ext.map),
                 advised_huge: flags.contains(procfs_core::process::VmFlags::HG),
                 advised_no_huge: flags.contains(procfs_core::process::VmFlags::NH),
+                locked: flags.contains(procfs_core::process::VmFlags::LO),
                 thp_eligible: ext.map.get("THPeligible").map(|v| *v != 0),
             }
         })
@@ -112,6 +116,27 @@ mod tests {
         assert!(v[2].advised_huge);
         assert_eq!(v[2].totals.anon_huge_bytes, 60 << 20);
         assert_eq!(v[2].thp_eligible, Some(true));
+    }
+
+    #[test]
+    fn a_locked_mapping_says_so() {
+        let text = "7f0000000000-7f0000400000 rw-p 00000000 00:00 0 \n\
+                    Size:               4096 kB\n\
+                    Rss:                2048 kB\n\
+                    Locked:             2048 kB\n\
+                    VmFlags: rd wr mr mw me lo ac \n\
+                    7f0000400000-7f0000800000 rw-p 00000000 00:00 0 \n\
+                    Size:               4096 kB\n\
+                    Rss:                4096 kB\n\
+                    Locked:                0 kB\n\
+                    VmFlags: rd wr mr mw me ac \n";
+        let v = parse(Path::new("smaps"), text).expect("parse");
+        assert_eq!(
+            v.iter()
+                .map(|m| (m.locked, m.totals.locked_bytes))
+                .collect::<Vec<_>>(),
+            [(true, 2 << 20), (false, 0)]
+        );
     }
 
     #[test]
