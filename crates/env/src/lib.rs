@@ -12,7 +12,7 @@
 //!
 //! Pieces: [`knob`] (the closed list of settings), [`journal`], [`change`], [`session`],
 //! [`state`] (measured memory state), [`pressure`], [`fragment`], [`probe`] (THP probe),
-//! [`cgroup`], [`swapfile`], [`group`] (the command's process group), [`scoped`] (apply, run a
+//! [`cgroup`], [`flush`] (keeps a cgroup's statistics fresh), [`swapfile`], [`group`] (the command's process group), [`scoped`] (apply, run a
 //! command, restore), [`show`].
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
@@ -21,6 +21,7 @@ pub mod actions;
 pub mod cgroup;
 pub mod change;
 mod error;
+pub mod flush;
 pub mod fragment;
 pub mod group;
 pub mod host;

@@ -17,6 +17,7 @@ pub use hugewise_results::env::{
 use serde::Serialize;
 
 use crate::cgroup;
+use crate::flush::StatsFlusher;
 use crate::fragment::{self, Fragmenter};
 use crate::host::Host;
 use crate::journal::Lifetime;
@@ -321,7 +322,8 @@ fn outcome_of(status: ExitStatus) -> (Option<i32>, Option<i32>) {
 }
 
 /// Run `cmd`, in a fresh memory cgroup limited to `limit_bytes` when given (created in
-/// `session`, removed when it ends). On cancel the command gets SIGTERM, then SIGKILL after
+/// `session`, removed when it ends, its statistics kept fresh by a [`StatsFlusher`] while the
+/// command runs). On cancel the command gets SIGTERM, then SIGKILL after
 /// five seconds.
 pub fn run_command(
     session: &mut Session,
@@ -361,9 +363,14 @@ pub fn run_command(
             return Err(e);
         }
     };
+    // Fresh statistics for the kernel's OOM decisions while the command runs (see `flush`).
+    let flusher = cg
+        .as_ref()
+        .map(|c| StatsFlusher::start(&c.path, crate::flush::STATS_FLUSH));
     // The session's restore ends the group if waiting fails.
     let status =
         crate::group::wait_or_end(&mut child, pid, cancel).map_err(|e| Error::io(program, e))?;
+    let stats_flush = flusher.and_then(StatsFlusher::finish);
     let wall_seconds = t0.elapsed().as_secs_f64();
     let (exit_code, signal) = outcome_of(status);
     // Whatever the command left running in its group ends with it.
@@ -380,6 +387,7 @@ pub fn run_command(
         wall_seconds,
         cgroup: cg.map(|c| c.path),
         cgroup_usage: usage,
+        stats_flush,
         left_running: (left.processes > 0).then_some(left.outcome),
     })
 }

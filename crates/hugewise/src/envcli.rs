@@ -86,7 +86,10 @@ pages.")]
   hugewise env limit --memory 2GiB -- hugewise run bfs --graph kron:22
 
 cgroup v2 is used where its root delegates the memory controller, else the v1 memory
-hierarchy. The exit code is the command's.")]
+hierarchy. While the command runs, hugewise reads the cgroup's memory.stat every 50 ms from
+outside it: each read makes the kernel flush the cgroup's per-CPU statistics, which on cgroup v1
+kept a locked run near its limit from being OOM-killed with swap to spare (see `run --help`,
+--stats-flush). The reads are counted in the report. The exit code is the command's.")]
     Limit(EnvLimitArgs),
 
     /// Shape the machine, run a command in it, and put everything back.
@@ -308,7 +311,8 @@ pub struct EnvWithArgs {
     /// Make this share of the free memory that remains useless for 2 MiB pages.
     #[arg(long, value_name = "LEVEL", value_parser = parse_level)]
     pub fragment: Option<f64>,
-    /// Run the command in a memory cgroup with this limit.
+    /// Run the command in a memory cgroup with this limit (its statistics kept fresh by a read
+    /// of memory.stat every 50 ms, as `env limit` does).
     #[arg(long, value_name = "SIZE")]
     pub limit_memory: Option<Bytes>,
     /// THP probe before the command: auto, off, or a size.

@@ -9,7 +9,7 @@ use hugewise_results::env::{
 };
 use hugewise_results::machine::Selector;
 
-use crate::fmt::{bytes, bytes_compact, pct};
+use crate::fmt::{bytes, bytes_compact, pct, stats_flush};
 
 /// One line: free memory, free 2 MiB blocks, fragmentation level.
 pub fn memory_line(m: &MemoryState) -> String {
@@ -206,6 +206,9 @@ pub fn run_outcome(r: &RunOutcome) -> String {
                 .map(|v| v.to_string())
                 .unwrap_or_else(|| "?".into()),
         );
+    }
+    if let Some(f) = &r.stats_flush {
+        let _ = writeln!(o, "          {} while it ran", stats_flush(f));
     }
     o
 }

@@ -59,6 +59,20 @@ pub fn pct(share: f64) -> String {
     format!("{:.1}%", share * 100.0)
 }
 
+/// The reads of a cgroup's `memory.stat` made while a command ran: how often, how many, what
+/// they took, and why they stopped early if they did.
+pub fn stats_flush(f: &hugewise_results::telemetry::StatsFlush) -> String {
+    format!(
+        "memory.stat read every {:.0} ms ({} reads, {}){}",
+        f.interval_ms,
+        f.reads,
+        ns(f.busy_ms * 1e6),
+        f.stopped
+            .as_ref()
+            .map_or(String::new(), |w| format!(", stopped {w}"))
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

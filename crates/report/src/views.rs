@@ -10,7 +10,7 @@ use hugewise_results::randread::RandreadReport;
 use hugewise_results::run::{InfoReport, RunReport};
 use hugewise_results::stats::{Quiet, BUSY_SHARE};
 
-use crate::fmt::{bytes, ns, pct};
+use crate::fmt::{bytes, ns, pct, stats_flush};
 use crate::table::Table;
 
 fn yes_no(p: &Probe) -> String {
@@ -497,18 +497,9 @@ fn swapping(r: &RunReport) -> String {
             m.peak_bytes.map_or("-".into(), bytes),
             m.limit_hits.map_or("-".into(), |n| n.to_string()),
             m.oom_kills.map_or("-".into(), |n| n.to_string()),
-            match &m.stats_flush {
-                None => "memory.stat not read".to_string(),
-                Some(f) => format!(
-                    "memory.stat read every {:.0} ms ({} reads, {}){}",
-                    f.interval_ms,
-                    f.reads,
-                    ns(f.busy_ms * 1e6),
-                    f.stopped
-                        .as_ref()
-                        .map_or(String::new(), |w| format!(", stopped {w}"))
-                ),
-            },
+            m.stats_flush
+                .as_ref()
+                .map_or("memory.stat not read".to_string(), stats_flush),
         );
     }
     if let Some(c) = &r.overcommit {

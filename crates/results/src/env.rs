@@ -370,6 +370,10 @@ pub struct RunOutcome {
     pub cgroup: Option<PathBuf>,
     /// What the cgroup saw.
     pub cgroup_usage: Option<Usage>,
+    /// The reads of the cgroup's `memory.stat` made while the command ran, when limited
+    /// (`null` in results written before 2026-11-27).
+    #[serde(default)]
+    pub stats_flush: Option<crate::telemetry::StatsFlush>,
     /// What the command left running in its process group when it ended, and how it was
     /// ended; `null` when nothing was left.
     pub left_running: Option<String>,
