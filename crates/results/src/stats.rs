@@ -19,6 +19,22 @@ pub struct Summary {
     pub mad_rel: f64,
 }
 
+/// The median of `v`: the mean of the two middle values for an even count, `None` when `v`
+/// is empty or holds a NaN. The one median every summary, estimate and view uses.
+pub fn median(v: &[f64]) -> Option<f64> {
+    if v.is_empty() || v.iter().any(|x| x.is_nan()) {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let m = s.len() / 2;
+    Some(if s.len() % 2 == 1 {
+        s[m]
+    } else {
+        (s[m - 1] + s[m]) / 2.0
+    })
+}
+
 /// Others' share of the CPUs above which a sample counts as taken on a busy machine: the
 /// quiet check waits for the machine to fall to it, and a sample taken when it gave up waiting
 /// is flagged.

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::env::ShapeReport;
 use crate::pagebench::PagesReport;
 use crate::sim::Curves;
+use crate::stats::median;
 use crate::swapstudy::SwapStudy;
 
 /// A preset expanded for this machine.
@@ -333,7 +334,7 @@ fn of_bloat_variant(
         .filter_map(|r| figure(r.variants.iter().find(|v| v.label == label)?))
         .collect();
     let n = xs.len();
-    (median(xs), n)
+    (median(&xs), n)
 }
 
 /// One figure of the variant labelled `label` in every `packing` run that has it.
@@ -362,16 +363,6 @@ pub struct Headline {
 /// The least gain of the ideal layout that a share of it is computed from: below it, the
 /// ratio divides noise by noise.
 pub const MIN_IDEAL_GAIN: f64 = 0.05;
-
-fn median(mut xs: Vec<f64>) -> Option<f64> {
-    xs.sort_by(f64::total_cmp);
-    let n = xs.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(xs[n / 2]),
-        _ => Some((xs[n / 2 - 1] + xs[n / 2]) / 2.0),
-    }
-}
 
 fn geomean(xs: &[f64]) -> Option<f64> {
     if xs.is_empty() || xs.iter().any(|x| *x <= 0.0) {
@@ -462,7 +453,7 @@ pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
                 })
                 .collect();
             let n = xs.len();
-            (median(xs), n)
+            (median(&xs), n)
         }
         Metric::SimShareOfIdeal { policy, budget } => {
             let xs: Vec<f64> = ev
@@ -479,7 +470,7 @@ pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
                 })
                 .collect();
             let n = xs.len();
-            (median(xs), n)
+            (median(&xs), n)
         }
         Metric::OvercommitGain { factor, shares } => {
             let in_shares = |s: f64| {
@@ -513,7 +504,7 @@ pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
         Metric::PackingHugeShare { variant } => {
             let xs = of_packing_variant(ev, variant, |v| v.huge_share_of_thp_all);
             let n = xs.len();
-            (median(xs), n)
+            (median(&xs), n)
         }
         Metric::Slowdown { share } => {
             let xs: Vec<f64> = ev

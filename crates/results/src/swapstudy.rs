@@ -47,18 +47,11 @@ impl SwapPoint {
         let Some(k) = run.overcommit.as_ref().and_then(|c| c.settled_after) else {
             return Some(run.kernel_ns.median / 1e9);
         };
-        let mut after: Vec<f64> = run.trials[k.min(run.trials.len())..]
+        let after: Vec<f64> = run.trials[k.min(run.trials.len())..]
             .iter()
-            .map(|t| t.kernel_ns as f64)
+            .map(|t| t.kernel_ns as f64 / 1e9)
             .collect();
-        after.sort_by(f64::total_cmp);
-        let m = after.len() / 2;
-        let med = match after.len() {
-            0 => return None,
-            n if n % 2 == 1 => after[m],
-            _ => (after[m - 1] + after[m]) / 2.0,
-        };
-        Some(med / 1e9)
+        crate::stats::median(&after)
     }
 
     /// For `auto`: seconds of the trials it spent exploring factors before it settled.

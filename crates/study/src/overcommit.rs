@@ -105,14 +105,8 @@ impl Controller {
 
     /// The median trial of factor index `i` (the mean of the middle two for an even count).
     fn estimate(&self, i: usize) -> Option<u64> {
-        let mut t = self.times[i].clone();
-        t.sort_unstable();
-        let m = t.len() / 2;
-        match t.len() {
-            0 => None,
-            n if n % 2 == 1 => Some(t[m]),
-            _ => Some(t[m - 1].midpoint(t[m])),
-        }
+        let t: Vec<f64> = self.times[i].iter().map(|&ns| ns as f64).collect();
+        crate::stats::median(&t).map(|m| m as u64)
     }
 
     /// The factor index with the lowest median, and that median.

@@ -1,21 +1,6 @@
 //! Summaries of raw samples: median and spread, never a mean alone.
 
-pub use hugewise_results::stats::Summary;
-
-/// The median of `v` (`None` when empty or any value is NaN).
-pub fn median(v: &[f64]) -> Option<f64> {
-    if v.is_empty() || v.iter().any(|x| x.is_nan()) {
-        return None;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let m = s.len() / 2;
-    Some(if s.len() % 2 == 1 {
-        s[m]
-    } else {
-        (s[m - 1] + s[m]) / 2.0
-    })
-}
+pub use hugewise_results::stats::{median, Summary};
 
 /// Summarise `v`; `None` when empty.
 pub fn summarize(v: &[f64]) -> Option<Summary> {
