@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 pub use hugewise_results::telemetry::StatsFlush;
 
-/// The default interval: what `hugewise run --memory` and `env with --limit` use.
+/// The default interval: what `run --memory`, `env limit` and `env with --limit-memory` use.
 pub const STATS_FLUSH: Duration = Duration::from_millis(50);
 
 /// A thread that reads a cgroup's `memory.stat` every interval until finished or dropped.
@@ -18,8 +18,10 @@ pub const STATS_FLUSH: Duration = Duration::from_millis(50);
 /// none of 22 with them; a loop reading `memory.usage_in_bytes` instead did not help (8 of 15
 /// killed), one reading `memory.stat` did (none of 15) (BENCHMARKS.md, "Stale statistics and
 /// the OOM killer"). Reading the file makes the kernel flush the cgroup's per-CPU statistics.
-/// The reads are made from outside the cgroup, so nothing of them is charged to it. Every
-/// memory cgroup hugewise makes for a run gets one.
+/// The reads are made from outside the cgroup, so nothing of them is charged to it. The
+/// cgroups of `run --memory` (unless `--stats-flush off`), `env limit` and `env with
+/// --limit-memory` get one; the bloat study's does not need one (its sampler reads
+/// `memory.stat` itself).
 pub struct StatsFlusher {
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<StatsFlush>>,

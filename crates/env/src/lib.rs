@@ -12,8 +12,8 @@
 //!
 //! Pieces: [`knob`] (the closed list of settings), [`journal`], [`change`], [`session`],
 //! [`state`] (measured memory state), [`pressure`], [`fragment`], [`probe`] (THP probe),
-//! [`cgroup`], [`flush`] (keeps a cgroup's statistics fresh), [`swapfile`], [`group`] (the command's process group), [`scoped`] (apply, run a
-//! command, restore), [`show`].
+//! [`cgroup`], [`flush`] (keeps a cgroup's statistics fresh), [`swapfile`], [`group`] (the
+//! command's process group), [`scoped`] (apply, run a command, restore), [`show`].
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 

@@ -370,8 +370,8 @@ pub fn run_command(
     // The session's restore ends the group if waiting fails.
     let status =
         crate::group::wait_or_end(&mut child, pid, cancel).map_err(|e| Error::io(program, e))?;
-    let stats_flush = flusher.and_then(StatsFlusher::finish);
     let wall_seconds = t0.elapsed().as_secs_f64();
+    let stats_flush = flusher.and_then(StatsFlusher::finish);
     let (exit_code, signal) = outcome_of(status);
     // Whatever the command left running in its group ends with it.
     let left = session.end_command(seq)?;

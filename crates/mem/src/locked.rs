@@ -5,19 +5,26 @@
 //! regions both locked with the same page policy can share a VMA that crosses both bounds.
 //! A VMA wholly inside the range counts its `Locked`; a locked VMA crossing a bound counts
 //! the overlap's resident pages, read from pagemap (every resident page of a locked mapping
-//! is locked, and none of them is in swap).
+//! is locked, and none of them is in swap). A page only read, mapped to the shared zero page,
+//! counts there and not in `Locked`: the overlap can read high, never low.
 
 use hugewise_sys::proc::{Pid, ProcFs, Vma};
+use hugewise_sys::PageSize;
 
-const PAGE: usize = 4096;
+const PAGE: usize = PageSize::Size4K.bytes();
 
 /// Locked bytes of `[start, end)` of this process.
 pub(crate) fn read(proc: &ProcFs, start: usize, end: usize) -> hugewise_sys::Result<u64> {
     let vmas = proc.smaps(Pid::Current)?;
-    let pagemap = proc.pagemap(Pid::Current)?;
+    // Opened only for a mapping that crosses a bound, which is rare.
+    let mut pagemap = None;
     sum(&vmas, start, end, |lo, hi| {
-        let entries = pagemap.read(lo, (hi - lo).div_ceil(PAGE))?;
-        Ok(entries.iter().filter(|e| e.present()).count() as u64 * PAGE as u64)
+        let map = match &mut pagemap {
+            Some(m) => m,
+            None => pagemap.insert(proc.pagemap(Pid::Current)?),
+        };
+        let entries = map.read(lo, (hi - lo).div_ceil(PAGE))?;
+        Ok((entries.iter().filter(|e| e.present()).count() * PAGE) as u64)
     })
 }
 
@@ -72,7 +79,8 @@ mod tests {
     #[test]
     fn a_merged_locked_mapping_counts_its_resident_overlap() {
         // Two 4 MiB regions locked alike, merged by the kernel into one 8 MiB VMA, fully
-        // resident; an unlocked mapping beside them, and one inside the second region.
+        // resident, and an unlocked mapping after them; the second range asked for, [4, 12)
+        // MiB, holds half of the merged VMA and all of the unlocked one (its `Locked`, 0).
         let vmas = [
             vma(0, 8 * MIB, true, 8 << 20),
             vma(8 * MIB, 12 * MIB, false, 0),

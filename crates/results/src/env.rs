@@ -370,8 +370,8 @@ pub struct RunOutcome {
     pub cgroup: Option<PathBuf>,
     /// What the cgroup saw.
     pub cgroup_usage: Option<Usage>,
-    /// The reads of the cgroup's `memory.stat` made while the command ran, when limited
-    /// (`null` in results written before 2026-11-27).
+    /// The reads of the cgroup's `memory.stat` made while the command ran; absent in results
+    /// written before 2026-11-27, `null` when not limited or when the reading thread failed.
     #[serde(default)]
     pub stats_flush: Option<crate::telemetry::StatsFlush>,
     /// What the command left running in its process group when it ended, and how it was

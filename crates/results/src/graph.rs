@@ -16,7 +16,8 @@ pub struct RegionReport {
     pub data_bytes: u64,
     /// Backing read from the kernel.
     pub backing: Backing,
-    /// Bytes locked in memory from the start of the array (`+lock`; absent when none).
+    /// Bytes locked in memory from the start of the array, read from the kernel for a region
+    /// asked to lock (`+lock`); absent for the others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locked_bytes: Option<u64>,
 }

@@ -20,7 +20,7 @@ pub struct Summary {
 }
 
 /// The median of `v`: the mean of the two middle values for an even count, `None` when `v`
-/// is empty or holds a NaN. The one median every summary, estimate and view uses.
+/// is empty or holds a NaN. The libraries' one median (summaries, views, `auto`'s estimates).
 pub fn median(v: &[f64]) -> Option<f64> {
     if v.is_empty() || v.iter().any(|x| x.is_nan()) {
         return None;
@@ -55,5 +55,18 @@ impl Quiet {
     /// Whether others were busier than [`BUSY_SHARE`] when the sample was taken.
     pub fn busy(&self) -> bool {
         self.others_busy_share > BUSY_SHARE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_odd_even_and_empty() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[1.0, f64::NAN]), None);
     }
 }

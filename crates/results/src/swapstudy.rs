@@ -49,9 +49,9 @@ impl SwapPoint {
         };
         let after: Vec<f64> = run.trials[k.min(run.trials.len())..]
             .iter()
-            .map(|t| t.kernel_ns as f64 / 1e9)
+            .map(|t| t.kernel_ns as f64)
             .collect();
-        crate::stats::median(&after)
+        crate::stats::median(&after).map(|ns| ns / 1e9)
     }
 
     /// For `auto`: seconds of the trials it spent exploring factors before it settled.

@@ -10,6 +10,7 @@ use hugewise_graph::load::{load, Input, LoadOptions, LoadStats};
 use hugewise_graph::reorder::{self, Method, Relabeling, ReorderStats};
 use hugewise_graph::traced::sampled;
 use hugewise_graph::{Csr, Layout};
+use hugewise_results::graph::RegionReport;
 pub use hugewise_results::graph::{Degrees, GraphInfo, GraphWritten};
 pub use hugewise_results::run::{InfoReport, RunReplay, RunReport as Report, Trial};
 use hugewise_results::telemetry::{MemoryLimit, OvercommitChoice};
@@ -225,6 +226,28 @@ pub struct Extras<'a> {
     pub auto_overcommit: bool,
 }
 
+/// Bytes the graph's arrays hold locked besides the per-vertex ones (which count whole in the
+/// limit's floor anyway): what a memory limit must leave room for. Hugetlb pages are not
+/// charged to a memory cgroup, locked or not. A graph array is whole in memory once loaded, so
+/// a whole-array lock holds all of it whatever the read-back says: the read-back once came
+/// back short in six runs here (two adjacent locked arrays merged into one mapping, fixed in
+/// `Region::locked_bytes` since), which let a run that could not fit start and be OOM-killed.
+fn locked_outside_vertex_arrays(graph_regions: &[RegionReport]) -> u64 {
+    graph_regions
+        .iter()
+        .filter(|r| !r.name.contains("offsets") && !r.policy.starts_with("hugetlb"))
+        .map(|r| {
+            let whole = r.policy.ends_with("+lock") && !r.policy.starts_with("thp-prefix");
+            let read = r.locked_bytes.unwrap_or(0);
+            if whole {
+                read.max(r.data_bytes)
+            } else {
+                read
+            }
+        })
+        .sum()
+}
+
 /// [`run`] with telemetry, a memory limit and an automatic overcommit factor.
 pub fn run_with(cfg: &Config, mut extras: Extras<'_>, progress: Progress<'_>) -> Result<Report> {
     if cfg.trials == 0 {
@@ -284,26 +307,7 @@ pub fn run_with(cfg: &Config, mut extras: Extras<'_>, progress: Progress<'_>) ->
             .filter(|r| r.name.contains("offsets"))
             .map(|r| r.data_bytes)
             .sum();
-        // The per-vertex arrays count whole; a lock elsewhere (edges) adds to what must stay.
-        // Hugetlb pages are not charged to a memory cgroup, locked or not.
-        // A graph array is whole in memory once loaded, so a whole-array lock holds all of it
-        // whatever the read-back says. The read-back (before 2026-11-27 it summed only the
-        // VMAs inside a region, and two adjacent locked arrays can merge into one VMA) came
-        // back short once in six runs here, which let a run that could not fit start and be
-        // OOM-killed.
-        let locked_other_bytes = graph_regions
-            .iter()
-            .filter(|r| !r.name.contains("offsets") && !r.policy.starts_with("hugetlb"))
-            .map(|r| {
-                let whole = r.policy.ends_with("+lock") && !r.policy.starts_with("thp-prefix");
-                let read = r.locked_bytes.unwrap_or(0);
-                if whole {
-                    read.max(r.data_bytes)
-                } else {
-                    read
-                }
-            })
-            .sum();
+        let locked_other_bytes = locked_outside_vertex_arrays(&graph_regions);
         let fp = Footprint {
             graph_bytes: g.data_bytes(),
             kernel_bytes,
@@ -673,5 +677,36 @@ mod tests {
         assert_eq!(i.graph.vertices, 1024);
         assert!(i.degrees.max >= i.degrees.median);
         assert!((i.degrees.mean - 32.0).abs() < 2.0, "{}", i.degrees.mean);
+    }
+
+    #[test]
+    fn the_floor_counts_a_whole_array_lock_even_when_it_reads_back_nothing() {
+        let region = |name: &str, policy: &str, data: u64, locked: Option<u64>| RegionReport {
+            name: name.into(),
+            policy: policy.into(),
+            data_bytes: data,
+            backing: serde_json::from_value(serde_json::json!({
+                "source": "smaps", "total_bytes": data, "base_bytes": data, "thp_2m_bytes": 0,
+                "mthp_bytes": {}, "hugetlb_bytes": 0, "not_present_bytes": 0,
+                "swapped_bytes": 0, "huge_chunks": [], "approximate": false
+            }))
+            .expect("backing"),
+            locked_bytes: locked,
+        };
+        let regions = [
+            // Per-vertex: counted elsewhere.
+            region("out-offsets", "base+lock", 100, Some(100)),
+            // Whole-array lock read back as 0 or short: the array's size counts.
+            region("out-edges", "base+lock", 1000, Some(0)),
+            region("in-edges", "base+lock", 800, Some(300)),
+            // A locked prefix counts what the kernel says.
+            region("weights", "thp-prefix:20%+lock", 500, Some(104)),
+            // Not charged to the cgroup.
+            region("in-offsets", "hugetlb-2m+lock", 100, Some(100)),
+            region("other", "hugetlb-2m+lock", 400, Some(400)),
+            // Not locked.
+            region("more", "base", 700, None),
+        ];
+        assert_eq!(locked_outside_vertex_arrays(&regions), 1000 + 800 + 104);
     }
 }

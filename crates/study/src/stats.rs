@@ -22,14 +22,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn median_odd_even_and_empty() {
-        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
-        assert_eq!(median(&[]), None);
-        assert_eq!(median(&[1.0, f64::NAN]), None);
-    }
-
-    #[test]
     fn summary_by_hand() {
         let s = summarize(&[10.0, 12.0, 11.0, 30.0, 9.0]).expect("summary");
         assert_eq!(s.n, 5);
