@@ -403,7 +403,16 @@ pub fn run_with(cfg: &Config, mut extras: Extras<'_>, progress: Progress<'_>) ->
         });
         let mut timed = || -> Result<()> {
             for i in 0..cfg.trials as usize {
-                let src = sources(i);
+                // While `auto` explores, each trial runs from the first trial's sources, so
+                // that factors are compared on the same work: BFS on kron:24 at 50 % took
+                // 20.0–32.5 s at ×1 from three sources, and `auto` settled on ×2 after ×4's
+                // trial drew a slow one. Settled, trial i runs from the i-th sources, as at a
+                // fixed factor, so steady trials compare with a fixed factor's trial by trial.
+                let at = match &controller {
+                    Some(c) if c.exploring() => 0,
+                    _ => i,
+                };
+                let src = sources(at);
                 let mark = sampler.as_ref().map(|s| s.mark());
                 let threads = controller.as_ref().map(|c| c.threads());
                 let trial_pool = match threads {
@@ -438,7 +447,7 @@ pub fn run_with(cfg: &Config, mut extras: Extras<'_>, progress: Progress<'_>) ->
                     (None, None, None)
                 };
                 trials.push(Trial {
-                    sources: original_sources[i * per_trial..(i + 1) * per_trial].to_vec(),
+                    sources: original_sources[at * per_trial..(at + 1) * per_trial].to_vec(),
                     kernel_ns,
                     edges_per_s: g.edges() as f64 / (kernel_ns.max(1) as f64 / 1e9),
                     outcome,
@@ -607,6 +616,25 @@ mod tests {
         c.sources = vec![1 << 20];
         let e = run(&c, &mut |_, _| {}).expect_err("no such vertex");
         assert!(e.to_string().contains("not a vertex"), "{e}");
+    }
+
+    #[test]
+    fn auto_explores_on_the_first_sources_and_runs_each_trials_own_once_settled() {
+        let mut c = cfg("all=base", "natural");
+        c.trials = 8;
+        c.sources = (1..=8).collect();
+        let extras = Extras {
+            auto_overcommit: true,
+            ..Extras::default()
+        };
+        let r = run_with(&c, extras, &mut |_, _| {}).expect("run");
+        let oc = r.overcommit.as_ref().expect("auto's choice");
+        let settled = oc.settled_after.unwrap_or(r.trials.len());
+        assert!(settled >= 2, "no telemetry: it tries ×2 at least ({oc:?})");
+        for (i, t) in r.trials.iter().enumerate() {
+            let want = if i < settled { 1 } else { i as u32 + 1 };
+            assert_eq!(t.sources, [want], "trial {i}, settled after {settled}");
+        }
     }
 
     #[test]
