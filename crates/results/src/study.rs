@@ -332,6 +332,7 @@ fn of_bloat_variant(
         .bloats
         .iter()
         .filter_map(|r| figure(r.variants.iter().find(|v| v.label == label)?))
+        .filter(|x| x.is_finite())
         .collect();
     let n = xs.len();
     (median(&xs), n)
@@ -346,6 +347,7 @@ fn of_packing_variant(
     ev.packings
         .iter()
         .filter_map(|r| figure(r.variants.iter().find(|v| v.label == label)?))
+        .filter(|x| x.is_finite())
         .collect()
 }
 
@@ -399,7 +401,8 @@ pub struct Evidence<'a> {
 }
 
 /// The value of `metric` over the runs, and how many runs it rests on (`None` when no run has
-/// what it needs).
+/// what it needs). A figure that is not finite (a ratio of two zero medians) is left out and
+/// not counted: a headline never shows runs behind a value it does not have.
 pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
     match metric {
         Metric::Speedup { variant } => {
@@ -407,6 +410,7 @@ pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
                 .pages
                 .iter()
                 .filter_map(|r| speedup(r, variant))
+                .filter(|x| x.is_finite())
                 .collect();
             (geomean(&xs), xs.len())
         }
@@ -415,6 +419,7 @@ pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
                 .pages
                 .iter()
                 .filter_map(|r| Some(speedup(r, variant)? / speedup(r, over)?))
+                .filter(|x| x.is_finite())
                 .collect();
             (geomean(&xs), xs.len())
         }
@@ -433,6 +438,7 @@ pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
                     };
                     Some((speedup(r, variant)? / under, speedup(r, ideal)?))
                 })
+                .filter(|(v, i)| v.is_finite() && i.is_finite())
                 .unzip();
             // A share of a gain within the noise of the measurement says nothing.
             let share = match (geomean(&v), geomean(&i)) {
@@ -451,6 +457,7 @@ pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
                         .find(|v| v.name.as_deref() == Some(variant))
                         .map(|v| v.huge_footprint_share)
                 })
+                .filter(|x| x.is_finite())
                 .collect();
             let n = xs.len();
             (median(&xs), n)
@@ -468,6 +475,7 @@ pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
                     let gain = all.est_speedup - 1.0;
                     (gain.abs() > 1e-9).then(|| (at.est_speedup - 1.0) / gain)
                 })
+                .filter(|x| x.is_finite())
                 .collect();
             let n = xs.len();
             (median(&xs), n)
@@ -487,7 +495,8 @@ pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
                     r.points
                         .iter()
                         .filter(|p| p.factor == *factor && in_shares(p.share))
-                        .filter_map(|p| Some(r.point(p.share, "1")?.median_s()? / p.median_s()?)),
+                        .filter_map(|p| Some(r.point(p.share, "1")?.median_s()? / p.median_s()?))
+                        .filter(|x| x.is_finite()),
                 );
                 runs += usize::from(xs.len() > before);
             }
@@ -512,6 +521,7 @@ pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
                 .iter()
                 .filter(|r| plain_swap(r))
                 .filter_map(|r| Some(r.point(*share, "1")?.median_s()? / r.baseline_s()?))
+                .filter(|x| x.is_finite())
                 .collect();
             (geomean(&xs), xs.len())
         }

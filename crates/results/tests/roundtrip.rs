@@ -198,6 +198,28 @@ fn study_plan_and_its_headlines() {
     } else {
         assert_eq!(share, None, "a gain of {want} is within the noise");
     }
+    // A ratio that is not a number (a 0/0 median) is no measurement: it neither gives a value
+    // nor counts as a run behind one.
+    let mut nan = r.clone();
+    nan.summary[1].speedup_vs_first = Some(f64::NAN);
+    let both = [&r, &nan];
+    let (got, n) = hugewise_results::study::measure(
+        &Metric::Speedup {
+            variant: "huge".into(),
+        },
+        Evidence { pages: &both, ..ev },
+    );
+    assert_eq!((got, n), (Some(want), 1));
+    let (got, n) = hugewise_results::study::measure(
+        &Metric::Speedup {
+            variant: "huge".into(),
+        },
+        Evidence {
+            pages: &[&nan],
+            ..ev
+        },
+    );
+    assert_eq!((got, n), (None, 0));
 }
 
 #[test]

@@ -113,6 +113,7 @@ pub fn limit_for(share: f64, fp: &Footprint) -> Result<u64> {
     let need = fp.floor_bytes() + PROGRESS_SLACK;
     if limit < need {
         let at_least = (need as f64 / fp.total_bytes().max(1) as f64 * 100.0).ceil();
+        let vertex_share = fp.vertex_bytes as f64 / fp.total_bytes().max(1) as f64;
         return Err(Error::Config(format!(
             "--memory {:.0}% is {} MiB of the {} MiB footprint, below the {} MiB the kernel needs \
              to make progress (its per-vertex arrays, {} MiB, which every step touches,{} and {} \
@@ -134,6 +135,18 @@ pub fn limit_for(share: f64, fp: &Footprint) -> Result<u64> {
                 format!(
                     "lock less: +lock holds {} MiB outside the per-vertex arrays",
                     fp.locked_other_bytes >> 20
+                )
+            } else if vertex_share >= share {
+                // A sparse graph (a road network: under 3 arcs a vertex) keeps most of its
+                // footprint in per-vertex arrays: no size of it runs at this share.
+                format!(
+                    "these arrays alone are {:.0}% of the footprint, so a graph of this shape \
+                     cannot run at {:.0}% at any size: give more than {:.0}% on a graph large \
+                     enough that the {} MiB besides fit too",
+                    vertex_share * 100.0,
+                    share * 100.0,
+                    vertex_share * 100.0,
+                    PROGRESS_SLACK >> 20
                 )
             } else {
                 "the graph is too small to run short of memory: take a larger one".into()
@@ -439,6 +452,20 @@ mod tests {
         let e = limit_for(0.1, &f).expect_err("too small");
         assert!(e.to_string().contains("give at least 17%"), "{e}");
         assert_eq!(swap_bytes_for(500 << 20, &f), 1256 << 20);
+    }
+
+    #[test]
+    fn a_graph_too_small_is_told_apart_from_one_too_sparse_for_the_share() {
+        // road:1000x1000 under BFS: 26 MiB, 15 MiB of it per-vertex arrays.
+        let road = fp(26 << 20, 15 << 20);
+        let e = limit_for(0.5, &road).expect_err("sparse").to_string();
+        assert!(e.contains("alone are 58% of the footprint"), "{e}");
+        assert!(e.contains("cannot run at 50% at any size"), "{e}");
+        // At 70 % the shape would do; this one is too small for the 64 MiB besides.
+        let e = limit_for(0.7, &road).expect_err("small").to_string();
+        assert!(e.contains("too small to run short of memory"), "{e}");
+        // The same shape, 36 times larger (road:6000x6000), runs at 70 %.
+        assert!(limit_for(0.7, &fp(936 << 20, 540 << 20)).is_ok());
     }
 
     #[test]
