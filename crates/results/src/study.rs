@@ -402,7 +402,7 @@ pub struct Evidence<'a> {
 
 /// The value of `metric` over the runs, and how many runs it rests on (`None` when no run has
 /// what it needs). A figure that is not finite (a ratio of two zero medians) is left out and
-/// not counted: a headline never shows runs behind a value it does not have.
+/// not counted as a run.
 pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
     match metric {
         Metric::Speedup { variant } => {

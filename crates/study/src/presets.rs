@@ -198,7 +198,8 @@ fn kernel_ns_per_arc(kernel: &str) -> f64 {
     }
 }
 
-/// Vertices and arcs of a generator spec (`None` for a file).
+/// Vertices and arcs of a generator or shape spec, arcs at most (`None` for a file): a road
+/// keeps about 70 % of its edge slots.
 fn size_of(graph: &str) -> Option<(u64, u64)> {
     match Input::parse(graph).ok()? {
         Input::Gen(GenSpec {
@@ -207,7 +208,8 @@ fn size_of(graph: &str) -> Option<(u64, u64)> {
             let n = 1u64 << scale;
             Some((n, n * edge_factor as u64 * 2))
         }
-        Input::File(_) | Input::Shape(_) => None,
+        Input::Shape(spec) => Some((spec.vertices(), 2 * spec.slots())),
+        Input::File(_) => None,
     }
 }
 
@@ -549,7 +551,8 @@ fn swap_claims() -> Vec<Claim> {
 }
 
 /// The swap preset's road-like mesh: 36 M vertices, large enough that its per-vertex arrays and
-/// the kernel's 64 MiB besides fit in 70 % of its footprint (about 940 MiB under BFS).
+/// the 64 MiB a run needs besides ([`crate::swap::PROGRESS_SLACK`]) fit in 70 % of its
+/// footprint (947 MiB under BFS).
 const ROAD: &str = "road:6000x6000";
 
 /// The least share of its footprint the road mesh runs at (see [`crate::swap::limit_for`]).

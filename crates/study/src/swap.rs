@@ -131,25 +131,32 @@ pub fn limit_for(share: f64, fp: &Footprint) -> Result<u64> {
             PROGRESS_SLACK >> 20,
             if at_least <= 100.0 {
                 format!("give at least {at_least:.0}%")
-            } else if fp.locked_other_bytes > 0 {
-                format!(
-                    "lock less: +lock holds {} MiB outside the per-vertex arrays",
-                    fp.locked_other_bytes >> 20
-                )
             } else if vertex_share >= share {
                 // A sparse graph (a road network: under 3 arcs a vertex) keeps most of its
                 // footprint in per-vertex arrays: no size of it runs at this share.
                 format!(
-                    "these arrays alone are {:.0}% of the footprint, so a graph of this shape \
-                     cannot run at {:.0}% at any size: give more than {:.0}% on a graph large \
+                    "these arrays alone are {:.1}% of the footprint, so a graph of this shape \
+                     cannot run at {:.0}% at any size: give more than {:.1}% on a graph large \
                      enough that the {} MiB besides fit too",
                     vertex_share * 100.0,
                     share * 100.0,
                     vertex_share * 100.0,
                     PROGRESS_SLACK >> 20
                 )
+            } else if fp.locked_other_bytes > 0 {
+                format!(
+                    "lock less: +lock holds {} MiB outside the per-vertex arrays",
+                    fp.locked_other_bytes >> 20
+                )
             } else {
-                "the graph is too small to run short of memory: take a larger one".into()
+                // The same shape, larger: its share of the footprint past the per-vertex
+                // arrays must hold the slack.
+                let fits = PROGRESS_SLACK as f64 / (share - vertex_share);
+                format!(
+                    "the graph is too small to run short of memory: take one of the same shape \
+                     with a footprint of at least {} MiB",
+                    (fits / (1 << 20) as f64).ceil()
+                )
             }
         )));
     }
@@ -459,11 +466,20 @@ mod tests {
         // road:1000x1000 under BFS: 26 MiB, 15 MiB of it per-vertex arrays.
         let road = fp(26 << 20, 15 << 20);
         let e = limit_for(0.5, &road).expect_err("sparse").to_string();
-        assert!(e.contains("alone are 58% of the footprint"), "{e}");
+        assert!(e.contains("alone are 57.7% of the footprint"), "{e}");
         assert!(e.contains("cannot run at 50% at any size"), "{e}");
-        // At 70 % the shape would do; this one is too small for the 64 MiB besides.
-        let e = limit_for(0.7, &road).expect_err("small").to_string();
+        // At 65 % the shape would do; this one is too small for the 64 MiB besides, which take
+        // a footprint of 64 MiB / (0.65 - 15/26) = 875.8 MiB.
+        let e = limit_for(0.65, &road).expect_err("small").to_string();
         assert!(e.contains("too small to run short of memory"), "{e}");
+        assert!(e.contains("footprint of at least 876 MiB"), "{e}");
+        // Locking cannot be the way out of a share below the per-vertex arrays.
+        let locked = Footprint {
+            locked_other_bytes: 4 << 20,
+            ..road
+        };
+        let e = limit_for(0.5, &locked).expect_err("sparse").to_string();
+        assert!(e.contains("at any size") && !e.contains("lock less"), "{e}");
         // The same shape, 36 times larger (road:6000x6000), runs at 70 %.
         assert!(limit_for(0.7, &fp(936 << 20, 540 << 20)).is_ok());
     }
