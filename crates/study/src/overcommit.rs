@@ -12,8 +12,8 @@
 //! the noise ([`PATIENT_LOSS_PERCENT`]), gets one more doubling before the controller settles. A
 //! larger loss is no noise: BFS on a road mesh at 70 % (2026-11-27) ran 54 % slower at ×2 and
 //! 90 % slower at ×4 than at ×1, with the cores waiting more, not less, and fewer page-ins a
-//! second (21 456 at ×1, 16 651 at ×2, 13 982 at ×4). When the first
-//! trial shows the cores busy and nothing paged in, it never leaves factor 1.
+//! second (21 456 at ×1, 16 651 at ×2, 13 982 at ×4). When the first trial shows the cores
+//! busy and nothing paged in, it never leaves factor 1.
 //!
 //! Each factor is judged by the median of its trials, and the judging goes on after the
 //! controller settles: one lucky trial while exploring can make a factor look best (CC at 50 %
@@ -51,9 +51,10 @@ pub const PAGE_INS_QUIET: f64 = 100.0;
 /// At or above this share of idle and iowait time, a doubling that did not pay is given one
 /// more doubling (once) before settling.
 pub const PATIENT_WAIT: f64 = 0.3;
-/// ... as long as it took at most this much longer than the best before (in percent): the same
-/// trial under swapping took 7.80 s in one run and 10.95 s in another (40 % longer; kron:22,
-/// 2026-11-23), so a loss up to that may be noise, and a larger one is real.
+/// ... as long as it took at most this much longer than the best before (in percent): the
+/// median of the same point (BFS on kron:22 at 50 %, ×1) was 7.80 s in one run of the quick
+/// swap study and 10.95 s in another (40 % longer; 2026-11-23), so a loss up to that may be
+/// noise, and a larger one is real.
 pub const PATIENT_LOSS_PERCENT: u64 = 40;
 
 /// Chooses the factor of the next trial from the last ones.

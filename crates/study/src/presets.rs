@@ -198,8 +198,9 @@ fn kernel_ns_per_arc(kernel: &str) -> f64 {
     }
 }
 
-/// Vertices and arcs of a generator or shape spec, arcs at most (`None` for a file): a road
-/// keeps about 70 % of its edge slots.
+/// Vertices and arcs of a generator or shape spec (`None` for a file). A shape's arcs are an
+/// upper bound, every edge slot filled: a road keeps about half of them (road:6000x6000: 51 M
+/// edges of 108 M slots).
 fn size_of(graph: &str) -> Option<(u64, u64)> {
     match Input::parse(graph).ok()? {
         Input::Gen(GenSpec {
@@ -937,8 +938,10 @@ pub fn expand(name: &str, o: &Options) -> Result<StudyPlan> {
             let trials = if q { 3 } else { rounds.max(3) };
             for g in graphs {
                 // Under 3 arcs a vertex, the road mesh keeps nearly 60 % of its footprint in
-                // per-vertex arrays, which every step touches: it can run short of memory only
-                // down to 70 %, and its even degrees leave nothing for huge pages to single out.
+                // per-vertex arrays, which every step touches: of the shares, it runs short of
+                // memory only at 70 %. The THP and hot-prefix runs below ask about skewed
+                // degrees (DBG's hot vertices), which a mesh of a few neighbours a vertex does
+                // not have.
                 let road = *g == ROAD;
                 let shares: Vec<f64> = if road {
                     shares
