@@ -246,9 +246,12 @@ fn side(a: &Adjacency, r: &Relabeling, layout: &Layout, names: [&str; 3]) -> Res
         acc += old.degree(r.old_of_new[new]) as u64;
     }
     offsets[n] = acc;
-    let mut edges = layout.region::<u32>(names[1], names[1], acc as usize)?;
+    // Every slot is written below, by both threads: each faults in the pages it fills, where
+    // a populate on creation would fault them all on this thread first (at kron:24, 2 GiB of
+    // fresh pages, which this machine's host backs lazily).
+    let mut edges = layout.filled_region::<u32>(names[1], names[1], acc as usize)?;
     let mut weights = match &a.weights {
-        Some(_) => Some(layout.region::<u32>("weights", names[2], acc as usize)?),
+        Some(_) => Some(layout.filled_region::<u32>("weights", names[2], acc as usize)?),
         None => None,
     };
     let off: &[u64] = &offsets;
