@@ -250,9 +250,15 @@ pub struct BenchPromoteArgs {
     /// Seed of the permutation and the reads.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Cache lines of each 4 KiB page the reads go to, a power of two from 1 to 64 (every
+    /// line). With 1 the hot chunks' data fits the caches while their pages overflow the TLB:
+    /// records a page apart whose headers alone are read, where walks of 4 KiB page tables
+    /// are the reads' cost.
+    #[arg(long, default_value_t = 64, value_name = "LINES")]
+    pub lines_per_page: u32,
     /// A graph kernel instead of Zipf reads: the graph as `hugewise run --graph` takes it
     /// (save a large one as .hwg first). Each arm is then its own `hugewise run` process.
-    #[arg(long, value_name = "GRAPH", conflicts_with_all = ["zipf", "size", "reads", "seed"])]
+    #[arg(long, value_name = "GRAPH", conflicts_with_all = ["zipf", "size", "reads", "seed", "lines_per_page"])]
     pub graph: Option<String>,
     /// With --graph: the kernel.
     #[arg(long, value_enum, default_value = "pr", requires = "graph")]
@@ -316,6 +322,7 @@ pub fn bench(
         interval: a.interval,
         sample_every: a.sample_every,
         seed: a.seed,
+        lines_per_page: a.lines_per_page,
     };
     let steps = crate::progress::Steps::new(progress, "runs", crate::progress::Unit::Items);
     let r = promotebench::run(&cfg, &mut |done, total| steps.update(done, total))

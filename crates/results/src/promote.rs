@@ -305,7 +305,7 @@ impl From<BenchCompat> for PromoteBenchReport {
             BenchCompat::Workloads { workloads } => workloads,
             BenchCompat::One(mut w) => {
                 if w.workload.is_empty() {
-                    w.workload = PromoteBenchWorkload::zipf_name(w.zipf_s.unwrap_or(1.0));
+                    w.workload = PromoteBenchWorkload::zipf_name(w.zipf_s.unwrap_or(1.0), 64);
                 }
                 w.fill_headline();
                 vec![*w]
@@ -362,6 +362,10 @@ pub struct PromoteBenchWorkload {
     /// Zipf exponent (`null` for a graph workload).
     #[serde(default)]
     pub zipf_s: Option<f64>,
+    /// Cache lines of each 4 KiB page the Zipf reads go to (64: all of them; `null` in files
+    /// from before the choice, which read every line, and for a graph workload).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lines_per_page: Option<u32>,
     /// Reads per run (Zipf), or timed trials per run after one untimed warm-up (graph).
     pub reads: u64,
     /// A graph kernel's workload: what ran and where its plan came from.
@@ -408,9 +412,14 @@ impl PromoteBenchWorkload {
     /// Unit of graph workloads' times.
     pub const SECONDS: &'static str = "s";
 
-    /// The name of Zipf reads with exponent `s`.
-    pub fn zipf_name(s: f64) -> String {
-        format!("zipf:{s}")
+    /// The name of Zipf reads with exponent `s` over `lines` cache lines of each page:
+    /// `zipf:S`, or `zipf:S:lines:L` when the reads keep to fewer than all 64.
+    pub fn zipf_name(s: f64, lines: u32) -> String {
+        if lines >= 64 {
+            format!("zipf:{s}")
+        } else {
+            format!("zipf:{s}:lines:{lines}")
+        }
     }
 
     /// One line on what the workload was.
@@ -425,8 +434,15 @@ impl PromoteBenchWorkload {
                 self.bytes >> 20
             ),
             (None, Some(s)) => format!(
-                "Zipf reads (s = {s}) over {} MiB: {} reads per run",
+                "Zipf reads (s = {s}) over {} MiB{}: {} reads per run",
                 self.bytes >> 20,
+                match self.lines_per_page {
+                    Some(l) if l < 64 => format!(
+                        ", {l} cache line{} of each 4 KiB page",
+                        if l == 1 { "" } else { "s" }
+                    ),
+                    _ => String::new(),
+                },
                 self.reads
             ),
             (None, None) => self.workload.clone(),

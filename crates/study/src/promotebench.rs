@@ -4,7 +4,12 @@
 //!
 //! The workload reads 8-byte words at random: the 2 MiB chunk from a Zipf distribution over
 //! the chunks' ranks, the word uniformly inside it, and the ranks spread over the region by a
-//! seeded permutation, so the hot set is scattered as a program's hot objects are. The plan
+//! seeded permutation, so the hot set is scattered as a program's hot objects are. Reads may
+//! keep to the first few cache lines of each 4 KiB page (`lines_per_page`): the hot chunks'
+//! data then fits the caches while their pages still overflow the TLB, the pattern of records
+//! a page or more apart whose headers alone are read (a property array of large records, a
+//! hash table of page-sized buckets), where a walk of 4 KiB page tables, not the data, is the
+//! read's cost. The plan
 //! holds the chunks a sampled profile of the same access stream ranks highest (the software
 //! PCC's ranking), as many as the budget allows. The daemon runs the `pcc` policy on the
 //! samples the workload publishes (one access in `sample_every`) through the same channel any
@@ -53,6 +58,9 @@ pub struct Config {
     pub sample_every: u32,
     /// Seed of the permutation and the address stream.
     pub seed: u64,
+    /// Cache lines of each 4 KiB page the reads go to: a power of two from 1 to 64 (every
+    /// line).
+    pub lines_per_page: u32,
 }
 
 /// The access stream: chunk ranks drawn from a Zipf table, mapped to chunks by a permutation.
@@ -62,10 +70,16 @@ pub struct Stream {
     table: Vec<u16>,
     /// Chunk of each rank.
     perm: Vec<u32>,
+    /// Words of each page the reads go to, minus one (a mask), or `None` for every word of the
+    /// chunk.
+    page_words: Option<usize>,
 }
 
 const TABLE_BITS: u32 = 16;
 const WORDS_PER_CHUNK: usize = HUGE / 8;
+const WORDS_PER_PAGE: usize = 4096 / 8;
+const PAGES_PER_CHUNK: usize = HUGE / 4096;
+const WORDS_PER_LINE: usize = 64 / 8;
 
 impl Stream {
     /// The stream over `chunks` chunks (at most 65 536: 128 GiB) with exponent `s`, permuted
@@ -93,7 +107,35 @@ impl Stream {
             x = xorshift(x);
             perm.swap(i, (x % (i as u64 + 1)) as usize);
         }
-        Stream { table, perm }
+        Stream {
+            table,
+            perm,
+            page_words: None,
+        }
+    }
+
+    /// The same stream, reading only the first `lines` cache lines of each 4 KiB page (a power
+    /// of two from 1 to 64).
+    pub fn lines_per_page(mut self, lines: u32) -> Result<Stream> {
+        if !(1..=64).contains(&lines) || !lines.is_power_of_two() {
+            return Err(Error::Config(format!(
+                "lines per page is a power of two from 1 to 64, not {lines}"
+            )));
+        }
+        self.page_words = (lines < 64).then(|| lines as usize * WORDS_PER_LINE - 1);
+        Ok(self)
+    }
+
+    /// The word of a chunk that draw `x` reads (its top bits chose the chunk).
+    #[inline]
+    fn word_in_chunk(&self, x: u64) -> usize {
+        match self.page_words {
+            None => x as usize & (WORDS_PER_CHUNK - 1),
+            Some(mask) => {
+                let page = (x >> 20) as usize & (PAGES_PER_CHUNK - 1);
+                page * WORDS_PER_PAGE + (x as usize & mask)
+            }
+        }
     }
 
     /// Chunks in order of expected heat, hottest first.
@@ -118,7 +160,7 @@ impl Stream {
             x = xorshift(x);
             let rank = self.table[(x >> (64 - TABLE_BITS)) as usize] as usize;
             let chunk = self.perm[rank.min(self.perm.len() - 1)].min(chunks - 1) as usize;
-            let word = chunk * WORDS_PER_CHUNK + (x as usize & (WORDS_PER_CHUNK - 1));
+            let word = chunk * WORDS_PER_CHUNK + self.word_in_chunk(x);
             sum = sum.wrapping_add(data[word]);
             if i == next_sample {
                 if let Some(p) = publisher {
@@ -233,7 +275,7 @@ fn run_workload(cfg: &Config, zipf_s: f64, progress: Progress<'_>) -> Result<Wor
         ));
     }
     let words = chunks * WORDS_PER_CHUNK;
-    let stream = Stream::new(chunks, zipf_s, cfg.seed);
+    let stream = Stream::new(chunks, zipf_s, cfg.seed).lines_per_page(cfg.lines_per_page)?;
     let budget_bytes = Limit::Share(cfg.budget_share).bytes((chunks * HUGE) as u64);
     let k = (budget_bytes / HUGE as u64) as usize;
     let plan = profile_plan(&stream, chunks, k, cfg.seed ^ 0x5eed);
@@ -302,10 +344,11 @@ fn run_workload(cfg: &Config, zipf_s: f64, progress: Progress<'_>) -> Result<Wor
     }
     let summary = summarize_arms(&samples);
     Ok(Workload {
-        workload: Workload::zipf_name(zipf_s),
+        workload: Workload::zipf_name(zipf_s, cfg.lines_per_page),
         bytes: (chunks * HUGE) as u64,
         unit: Workload::NS_PER_READ.into(),
         zipf_s: Some(zipf_s),
+        lines_per_page: Some(cfg.lines_per_page),
         reads: cfg.reads,
         budget_share: cfg.budget_share,
         plan_chunks: plan.len() as u64,
@@ -478,6 +521,36 @@ mod tests {
     }
 
     #[test]
+    fn reads_keep_to_the_first_lines_of_each_page_and_spread_over_its_pages() {
+        // Ones in the first two lines of every page, zeros elsewhere: reads of two lines a
+        // page sum to their count.
+        let data: Vec<u64> = (0..4 * WORDS_PER_CHUNK)
+            .map(|w| u64::from(w % WORDS_PER_PAGE < 2 * WORDS_PER_LINE))
+            .collect();
+        let s = Stream::new(4, 1.0, 1).lines_per_page(2).expect("two lines");
+        assert_eq!(s.reads(&data, 100_000, 5, None), 100_000);
+        // Every page of a chunk is read, not only the first.
+        let mut x = 9u64;
+        let pages: std::collections::BTreeSet<usize> = (0..20_000)
+            .map(|_| {
+                x = xorshift(x);
+                s.word_in_chunk(x) / WORDS_PER_PAGE
+            })
+            .collect();
+        assert_eq!(pages.len(), PAGES_PER_CHUNK);
+        // All 64 lines is the whole chunk, as before the choice existed.
+        let all = Stream::new(4, 1.0, 1).lines_per_page(64).expect("64");
+        assert_eq!(all.word_in_chunk(0x3_ffff), 0x3_ffff);
+        for bad in [0, 3, 128] {
+            let e = Stream::new(4, 1.0, 1).lines_per_page(bad).err();
+            assert!(
+                matches!(&e, Some(Error::Config(m)) if m.contains("power of two")),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
     fn a_small_run_measures_every_arm_of_every_workload_within_the_budget() {
         let cfg = Config {
             bytes: Bytes(64 << 20),
@@ -491,6 +564,7 @@ mod tests {
             interval: Duration::from_millis(10),
             sample_every: 64,
             seed: 3,
+            lines_per_page: 64,
         };
         let mut calls = Vec::new();
         let r = match run(&cfg, &mut |done, total| calls.push((done, total))) {
@@ -548,6 +622,7 @@ mod tests {
             interval: Duration::from_millis(20),
             sample_every: 64,
             seed: 3,
+            lines_per_page: 64,
         };
         let msg = |cfg: &Config| match run(cfg, &mut |_, _| {}) {
             Err(Error::Config(m)) => m,
