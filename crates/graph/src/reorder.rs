@@ -246,7 +246,7 @@ fn side(a: &Adjacency, r: &Relabeling, layout: &Layout, names: [&str; 3]) -> Res
         acc += old.degree(r.old_of_new[new]) as u64;
     }
     offsets[n] = acc;
-    // Every slot is written below, by both threads: each faults in the pages it fills, where
+    // Every slot is written below, by the pool's threads: each faults in the pages it fills, where
     // a populate on creation would fault them all on this thread first (at kron:24, 2 GiB of
     // fresh pages, which this machine's host backs lazily).
     let mut edges = layout.filled_region::<u32>(names[1], names[1], acc as usize)?;

@@ -319,7 +319,8 @@ impl From<BenchCompat> for PromoteBenchReport {
 /// how it was run, every sample and the per-arm summaries.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PromoteBenchWorkload {
-    /// The workload's name, `zipf:S` for Zipf reads with exponent S.
+    /// The workload's name: `zipf:S` for Zipf reads with exponent S, `zipf:S:lines:L` when
+    /// they keep to L cache lines of each page.
     #[serde(default)]
     pub workload: String,
     /// All huge over 4 KiB pages: median of same-round ratios.
@@ -362,8 +363,8 @@ pub struct PromoteBenchWorkload {
     /// Zipf exponent (`null` for a graph workload).
     #[serde(default)]
     pub zipf_s: Option<f64>,
-    /// Cache lines of each 4 KiB page the Zipf reads go to (64: all of them; `null` in files
-    /// from before the choice, which read every line, and for a graph workload).
+    /// Cache lines of each 4 KiB page the Zipf reads go to (64: all of them). Absent in files
+    /// from before the choice, which read every line, and for a graph workload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lines_per_page: Option<u32>,
     /// Reads per run (Zipf), or timed trials per run after one untimed warm-up (graph).
