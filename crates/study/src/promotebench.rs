@@ -27,12 +27,13 @@ use hugewise_promote::channel::{Publisher, Subscriber};
 use hugewise_promote::daemon::{self, Daemon};
 use hugewise_promote::replay::{replay, Step};
 use hugewise_promote::target::Target;
-use hugewise_promote::HUGE;
+use hugewise_promote::{BASE_PER_HUGE, HUGE};
 pub use hugewise_results::promote::{
     Arm, PromoteBenchArm as ArmSummary, PromoteBenchReport as Report, PromoteBenchSample as Sample,
     PromoteBenchWorkload as Workload,
 };
 use hugewise_sys::proc::ProcFs;
+use hugewise_sys::PageSize;
 
 use crate::quiet;
 use crate::stats::{median, summarize};
@@ -77,8 +78,9 @@ pub struct Stream {
 
 const TABLE_BITS: u32 = 16;
 const WORDS_PER_CHUNK: usize = HUGE / 8;
-const WORDS_PER_PAGE: usize = 4096 / 8;
-const PAGES_PER_CHUNK: usize = HUGE / 4096;
+const WORDS_PER_PAGE: usize = PageSize::Size4K.bytes() / 8;
+const PAGES_PER_CHUNK: usize = BASE_PER_HUGE;
+/// Words in a cache line (64 bytes).
 const WORDS_PER_LINE: usize = 64 / 8;
 
 impl Stream {

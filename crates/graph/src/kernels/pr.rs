@@ -247,12 +247,9 @@ fn pull_sweep<T: Tracer>(
                             let c = (new - p.read(s)).abs() as f64;
                             p.write(s, new);
                             if gauss_seidel {
-                                let deg = p.read(&o[1]) - p.read(&o[0]);
-                                let x = if deg == 0 {
-                                    0.0
-                                } else {
-                                    new / deg as i64 as f32
-                                };
+                                let start = p.read(&o[0]);
+                                let deg = p.read(&o[1]) - start;
+                                let x = if deg == 0 { 0.0 } else { new / deg as f32 };
                                 p.store(&contrib[v], x.to_bits());
                             }
                             c
