@@ -368,10 +368,13 @@ fn the_programs_exit_code_is_passed_on_and_bad_input_is_named() {
 #[test]
 fn the_promotion_daemon_gives_huge_pages_to_a_program_run_on_4k_pages() {
     let dir = scratch("promote");
+    // The program waits long enough for a daemon that starts late: in a CI run with every test
+    // binary beside it, a 3 s wait once left the daemon 0.2 s of the program's life and no
+    // promotion.
     let script = "import time\n\
                   big = bytearray(64 << 20)\n\
                   for i in range(0, len(big), 4096):\n    big[i] = 1\n\
-                  time.sleep(3)\n\
+                  time.sleep(8)\n\
                   print(sum(big[::4096]))\n";
     let r = same_output(
         &dir,
