@@ -229,9 +229,14 @@ pub struct BenchPromoteArgs {
     #[arg(long, default_value = "8GiB", allow_negative_numbers = true)]
     pub size: Bytes,
     /// Zipf exponents over the 2 MiB chunks' ranks, comma-separated: one workload each, run in
-    /// turn, each against its own base and ideal.
-    #[arg(long, default_value = "1", value_delimiter = ',', num_args = 1..)]
+    /// turn, each against its own base and ideal [default: 1, without --hotspot].
+    #[arg(long, value_delimiter = ',', num_args = 1..)]
     pub zipf: Vec<f64>,
+    /// Hot spots, comma-separated, each `CHUNKS:READS` in percent: READS of the reads spread
+    /// evenly over CHUNKS of the 2 MiB chunks (scattered over the region), the rest evenly over
+    /// the others (`4%:99%`). One workload each, run after the Zipf ones.
+    #[arg(long, value_delimiter = ',', num_args = 1.., value_name = "CHUNKS:READS", value_parser = parse_hotspot)]
+    pub hotspot: Vec<(f64, f64)>,
     /// Timed reads per run (k/M/G suffixes are decimal).
     #[arg(long, default_value = "200M", value_parser = parse_count)]
     pub reads: u64,
@@ -251,14 +256,20 @@ pub struct BenchPromoteArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Cache lines of each 4 KiB page the reads go to, a power of two from 1 to 64 (every
-    /// line). With 1 the hot chunks' data fits the caches while their pages overflow the TLB:
+    /// line); they start at an offset that moves from page to page, so they fill every cache
+    /// set. With 1 the hot chunks' data fits the caches while their pages overflow the TLB:
     /// records a page apart whose headers alone are read, where walks of 4 KiB page tables
     /// are the reads' cost.
     #[arg(long, default_value_t = 64, value_name = "LINES")]
     pub lines_per_page: u32,
+    /// Make each read's address wait for the word read before it, as a pointer chase or a
+    /// traversal does: a page walk then cannot overlap other reads, and its whole latency is
+    /// the read's. The addresses are the same as without it.
+    #[arg(long)]
+    pub chase: bool,
     /// A graph kernel instead of Zipf reads: the graph as `hugewise run --graph` takes it
     /// (save a large one as .hwg first). Each arm is then its own `hugewise run` process.
-    #[arg(long, value_name = "GRAPH", conflicts_with_all = ["zipf", "size", "reads", "seed", "lines_per_page"])]
+    #[arg(long, value_name = "GRAPH", conflicts_with_all = ["zipf", "hotspot", "size", "reads", "seed", "lines_per_page", "chase"])]
     pub graph: Option<String>,
     /// With --graph: the kernel.
     #[arg(long, value_enum, default_value = "pr", requires = "graph")]
@@ -300,6 +311,24 @@ pub struct BenchPromoteArgs {
     pub output: Output,
 }
 
+/// `4%:99%` (the % signs optional) as shares: (0.04, 0.99).
+fn parse_hotspot(s: &str) -> Result<(f64, f64), String> {
+    let pct = |p: &str| {
+        let v: f64 = p.trim().trim_end_matches('%').parse().ok()?;
+        (v.is_finite()).then_some(v / 100.0)
+    };
+    let (chunks, reads) = s
+        .split_once(':')
+        .and_then(|(c, r)| Some((pct(c)?, pct(r)?)))
+        .ok_or_else(|| format!("'{s}': a hot spot is CHUNKS:READS in percent, such as 4%:99%"))?;
+    if !(chunks > 0.0 && chunks < 1.0 && (0.0..=1.0).contains(&reads)) {
+        return Err(format!(
+            "'{s}': the hot chunks are above 0% and below 100%, the reads from 0% to 100%"
+        ));
+    }
+    Ok((chunks, reads))
+}
+
 /// Run `hugewise bench promote`.
 pub fn bench(
     a: BenchPromoteArgs,
@@ -315,7 +344,21 @@ pub fn bench(
     };
     let cfg = promotebench::Config {
         bytes: a.size,
-        zipf: a.zipf,
+        skews: {
+            let zipf = if a.zipf.is_empty() && a.hotspot.is_empty() {
+                vec![1.0]
+            } else {
+                a.zipf
+            };
+            zipf.into_iter()
+                .map(promotebench::Skew::Zipf)
+                .chain(
+                    a.hotspot
+                        .into_iter()
+                        .map(|(chunks, reads)| promotebench::Skew::Hotspot { chunks, reads }),
+                )
+                .collect()
+        },
         reads: a.reads,
         rounds: a.rounds,
         budget_share,
@@ -323,6 +366,7 @@ pub fn bench(
         sample_every: a.sample_every,
         seed: a.seed,
         lines_per_page: a.lines_per_page,
+        chase: a.chase,
     };
     let steps = crate::progress::Steps::new(progress, "runs", crate::progress::Unit::Items);
     let r = promotebench::run(&cfg, &mut |done, total| steps.update(done, total))
@@ -397,6 +441,8 @@ pub(crate) const BENCH_HELP: &str = "Examples:
   hugewise bench promote --size 2GiB --rounds 2 --reads 50M   a quicker look
   hugewise bench promote --zipf 1,1.5 --json     two workloads: a long tail and a sharp hot set
   hugewise bench promote --zipf 1.2 --budget 2% --markdown
+  hugewise bench promote --hotspot 4%:99% --lines-per-page 1 --chase
+                         99 % of dependent reads on 4 % of the chunks, one line of each page
   hugewise bench promote --graph k26.hwg --kernel pr --rounds 3 --out bp-pr.json
                          PageRank on kron:26 (hugewise graph gen --graph kron:26 --out k26.hwg)
   hugewise bench promote --graph kron:20 --rounds 1 --plan plan.json   a quick look, a given plan
@@ -413,3 +459,24 @@ reach_budget_ms and daemon_cpu_share.
 With --graph each arm is a `hugewise run` process of its own (a fresh load, so the ideal has the
 graph's arrays huge too): base all=system, ideal all=thp, plan --promote with a pcc plan, daemon
 under `hugewise promote --policy pcc`. Its times are the kernel's seconds per timed trial.";
+
+#[cfg(test)]
+mod tests {
+    use super::parse_hotspot;
+
+    #[test]
+    fn hot_spots_parse_as_shares_and_bad_ones_name_themselves() {
+        assert_eq!(parse_hotspot("4%:99%"), Ok((0.04, 0.99)));
+        let (c, r) = parse_hotspot(" 1 : 99.9 ").expect("no % signs");
+        assert!(
+            (c - 0.01).abs() < 1e-12 && (r - 0.999).abs() < 1e-12,
+            "{c} {r}"
+        );
+        for bad in [
+            "4%", "x:99%", "0%:99%", "100%:50%", "4%:101%", "4%:-1%", "nan:5",
+        ] {
+            let e = parse_hotspot(bad).expect_err(bad);
+            assert!(e.contains(&format!("'{bad}'")), "{e}");
+        }
+    }
+}

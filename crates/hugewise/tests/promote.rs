@@ -484,3 +484,52 @@ fn bench_promote_on_a_graph_refuses_a_given_plan_it_cannot_replay_before_any_run
     // Nothing ran: no arm left a result behind.
     assert!(!dir.path().join("work").join("round0-base.json").exists());
 }
+
+#[test]
+fn bench_promote_runs_a_chased_hot_spot_and_names_it_in_the_json() {
+    let out = hugewise()
+        .args([
+            "bench",
+            "promote",
+            "--size",
+            "64MiB",
+            "--hotspot",
+            "12.5%:99%",
+            "--lines-per-page",
+            "1",
+            "--chase",
+            "--reads",
+            "2M",
+            "--rounds",
+            "1",
+            "--budget",
+            "12.5%",
+            "--interval",
+            "10ms",
+            "--json",
+        ])
+        .output()
+        .expect("run hugewise");
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("THP `always`") {
+        return skip("THP `always`: the base arm cannot be 4 KiB");
+    }
+    let out = succeeded(out);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let w = &v["workloads"][0];
+    assert_eq!(w["workload"], "hot:12.5%:99%:lines:1:chase", "{w}");
+    // 4 of 32 chunks hot, as drawn; the lines staggered, the reads chained.
+    assert_eq!(w["hotspot"]["chunks"], 0.125);
+    assert_eq!(w["chase"], true);
+    assert_eq!(w["lines_staggered"], true);
+    assert!(w["zipf_s"].is_null());
+    assert!(w["ideal_speedup"].as_f64().is_some_and(|s| s > 0.0), "{w}");
+    // A hot spot that leaves no chunk cold is refused by name.
+    let bad = hugewise()
+        .args(["bench", "promote", "--hotspot", "100%:50%"])
+        .output()
+        .expect("run hugewise");
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("'100%:50%'"), "{err}");
+}

@@ -305,7 +305,8 @@ impl From<BenchCompat> for PromoteBenchReport {
             BenchCompat::Workloads { workloads } => workloads,
             BenchCompat::One(mut w) => {
                 if w.workload.is_empty() {
-                    w.workload = PromoteBenchWorkload::zipf_name(w.zipf_s.unwrap_or(1.0), 64);
+                    w.workload =
+                        PromoteBenchWorkload::zipf_name(w.zipf_s.unwrap_or(1.0), 64, false);
                 }
                 w.fill_headline();
                 vec![*w]
@@ -319,8 +320,9 @@ impl From<BenchCompat> for PromoteBenchReport {
 /// how it was run, every sample and the per-arm summaries.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PromoteBenchWorkload {
-    /// The workload's name: `zipf:S` for Zipf reads with exponent S, `zipf:S:lines:L` when
-    /// they keep to L cache lines of each page.
+    /// The workload's name: `zipf:S` for Zipf reads with exponent S, `hot:C%:R%` for R % of
+    /// the reads over C % of the chunks, then `:lines:L` when they keep to L cache lines of
+    /// each page and `:chase` when each waited for the one before.
     #[serde(default)]
     pub workload: String,
     /// All huge over 4 KiB pages: median of same-round ratios.
@@ -360,13 +362,26 @@ pub struct PromoteBenchWorkload {
     pub unit: String,
     /// Region size (a graph workload: the base arm's footprint, as its run read it back).
     pub bytes: u64,
-    /// Zipf exponent (`null` for a graph workload).
+    /// Zipf exponent (`null` for a graph workload or a hot spot).
     #[serde(default)]
     pub zipf_s: Option<f64>,
-    /// Cache lines of each 4 KiB page the Zipf reads go to (64: all of them). Absent in files
+    /// The hot spot the reads were drawn from, when they were not Zipf's: the shares as drawn
+    /// (the chunks rounded to whole ones, the reads to 2^-32).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hotspot: Option<Hotspot>,
+    /// Cache lines of each 4 KiB page the reads go to (64: all of them). Absent in files
     /// from before the choice, which read every line, and for a graph workload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lines_per_page: Option<u32>,
+    /// The lines read began at an offset that moved from page to page (so that they fell in
+    /// every cache set). Absent in files from before, whose reads kept to the first lines of
+    /// each page, all in the same 1/64 of the caches' sets.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lines_staggered: bool,
+    /// Each read's address waited for the read before it (a chase). Absent when not, and
+    /// for a graph workload.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub chase: bool,
     /// Reads per run (Zipf), or timed trials per run after one untimed warm-up (graph).
     pub reads: u64,
     /// A graph kernel's workload: what ran and where its plan came from.
@@ -386,8 +401,23 @@ pub struct PromoteBenchWorkload {
     pub summary: Vec<PromoteBenchArm>,
 }
 
+/// A share as a percentage to four decimals, without trailing zeros (0.999 is `99.9`).
+fn percent(share: f64) -> String {
+    format!("{}", (share * 1e6).round() / 1e4)
+}
+
 fn ns_per_read_unit() -> String {
     PromoteBenchWorkload::NS_PER_READ.into()
+}
+
+/// Reads drawn from a hot spot: a share of them spread evenly over a share of the chunks, the
+/// rest evenly over the others.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Hotspot {
+    /// Share of the chunks that are hot (0–1).
+    pub chunks: f64,
+    /// Share of the reads that go to them (0–1).
+    pub reads: f64,
 }
 
 /// A graph kernel run as a `bench promote` workload: each arm is its own `hugewise run`
@@ -414,19 +444,60 @@ impl PromoteBenchWorkload {
     pub const SECONDS: &'static str = "s";
 
     /// The name of Zipf reads with exponent `s` over `lines` cache lines of each page:
-    /// `zipf:S`, or `zipf:S:lines:L` when the reads keep to fewer than all 64.
-    pub fn zipf_name(s: f64, lines: u32) -> String {
-        if lines >= 64 {
-            format!("zipf:{s}")
-        } else {
-            format!("zipf:{s}:lines:{lines}")
+    /// `zipf:S`, then `:lines:L` when the reads keep to fewer than all 64 and `:chase` when
+    /// each waited for the one before.
+    pub fn zipf_name(s: f64, lines: u32, chase: bool) -> String {
+        Self::name_with(format!("zipf:{s}"), lines, chase)
+    }
+
+    /// The name of reads from a hot spot: `hot:C%:R%`, with the same suffixes as
+    /// [`Self::zipf_name`].
+    pub fn hotspot_name(chunks: f64, reads: f64, lines: u32, chase: bool) -> String {
+        Self::name_with(
+            format!("hot:{}%:{}%", percent(chunks), percent(reads)),
+            lines,
+            chase,
+        )
+    }
+
+    fn name_with(mut name: String, lines: u32, chase: bool) -> String {
+        if lines < 64 {
+            name.push_str(&format!(":lines:{lines}"));
         }
+        if chase {
+            name.push_str(":chase");
+        }
+        name
     }
 
     /// One line on what the workload was.
     pub fn describe(&self) -> String {
-        match (&self.graph, self.zipf_s) {
-            (Some(g), _) => format!(
+        let reads = |what: String| {
+            let lines = match self.lines_per_page {
+                Some(l) if l < 64 => format!(
+                    ", {l} {}cache line{} of each 4 KiB page",
+                    if self.lines_staggered {
+                        "staggered "
+                    } else {
+                        "leading "
+                    },
+                    if l == 1 { "" } else { "s" }
+                ),
+                _ => String::new(),
+            };
+            let chase = if self.chase {
+                ", each read waiting for the one before"
+            } else {
+                ""
+            };
+            format!(
+                "{what} over {} MiB{lines}{chase}: {} reads per run",
+                self.bytes >> 20,
+                self.reads
+            )
+        };
+        match (&self.graph, self.zipf_s, self.hotspot) {
+            (Some(g), _, _) => format!(
                 "{} on {}: {} timed trial{} per run after a warm-up, footprint {} MiB",
                 g.kernel,
                 g.graph,
@@ -434,19 +505,13 @@ impl PromoteBenchWorkload {
                 if self.reads == 1 { "" } else { "s" },
                 self.bytes >> 20
             ),
-            (None, Some(s)) => format!(
-                "Zipf reads (s = {s}) over {} MiB{}: {} reads per run",
-                self.bytes >> 20,
-                match self.lines_per_page {
-                    Some(l) if l < 64 => format!(
-                        ", {l} cache line{} of each 4 KiB page",
-                        if l == 1 { "" } else { "s" }
-                    ),
-                    _ => String::new(),
-                },
-                self.reads
-            ),
-            (None, None) => self.workload.clone(),
+            (None, Some(s), _) => reads(format!("Zipf reads (s = {s})")),
+            (None, None, Some(h)) => reads(format!(
+                "Reads from a hot spot ({}% of them over {}% of the chunks)",
+                percent(h.reads),
+                percent(h.chunks)
+            )),
+            (None, None, None) => self.workload.clone(),
         }
     }
 
