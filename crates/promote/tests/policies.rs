@@ -190,6 +190,36 @@ fn pcc_keeps_as_many_candidates_as_the_budget_holds() {
 }
 
 #[test]
+fn pcc_leaves_cold_chunks_out_of_a_budget_with_room() {
+    // A hot spot: 4 chunks with 1 000 walks a look, 60 with one walk each (a mean of 63.4,
+    // an eighth of it 7.9). A budget of 64 chunks has room for all; only the hot are worth
+    // a collapse.
+    let mut spot: Vec<ChunkInfo> = (0..64)
+        .map(|n| sampled(chunk(1, n, 512, false), if n < 4 { 1000 } else { 1 }, 1))
+        .collect();
+    let mut p = Pcc::with_capacity(128);
+    p.budget_chunks(64);
+    assert_eq!(promoted(&mut p, &spot, 1.0), [0, 1, 2, 3]);
+    // Even heat: every chunk stays above the floor. Touched chunks without samples count in
+    // the mean: 8 chunks of 100 walks among 56 silent ones (mean 12.5) are all in.
+    let mut p = Pcc::with_capacity(128);
+    let even: Vec<ChunkInfo> = (0..64)
+        .map(|n| sampled(chunk(1, n, 512, false), 90 + (n % 3) as u32 * 10, 1))
+        .collect();
+    assert_eq!(promoted(&mut p, &even, 1.0).len(), 64);
+    let mut p = Pcc::with_capacity(128);
+    for (n, c) in spot.iter_mut().enumerate() {
+        *c = sampled(chunk(1, n, 512, false), if n < 8 { 100 } else { 0 }, 1);
+    }
+    assert_eq!(promoted(&mut p, &spot, 1.0), (0..8).collect::<Vec<_>>());
+    // Each target is weighed against its own mean: a second target's cold chunk with 2 walks
+    // and nothing else is its whole share, and goes in.
+    spot.push(sampled(chunk(2, 0, 512, false), 2, 1));
+    let mut p = Pcc::with_capacity(128);
+    assert_eq!(promoted(&mut p, &spot, 1.0).len(), 9);
+}
+
+#[test]
 fn pcc_ranks_a_chunk_read_at_random_above_one_streamed_through() {
     // One interval: a chunk of an edge array streamed in order (375 samples, 16 in a row on
     // each page: 24 walks) and a chunk of a property array read at random (200 samples, each

@@ -270,18 +270,34 @@ fn bench_workload(r: &PromoteBenchWorkload) -> String {
         .filter(|s| s.daemon_cpu_ns.is_some())
         .collect();
     if !daemon.is_empty() {
-        let _ = writeln!(
-            o,
-            "daemon: budget reached after {} (median), CPU {} of one core over the run, {} once \
-             the budget was reached (medians)",
-            r.reach_budget_ms
-                .map(|m| format!("{:.1} s", m / 1e3))
-                .unwrap_or_else(|| "never".into()),
-            r.daemon_cpu_share.map(pct).unwrap_or_default(),
-            r.daemon_steady_cpu_share
-                .map(pct)
-                .unwrap_or_else(|| "-".into())
-        );
+        match (r.reach_budget_ms, r.settled_ms) {
+            (None, Some(settled)) => {
+                let _ = writeln!(
+                    o,
+                    "daemon: stayed below its budget, last promotion after {:.1} s (median), CPU \
+                     {} of one core over the run, {} after its last promotion (medians)",
+                    settled / 1e3,
+                    r.daemon_cpu_share.map(pct).unwrap_or_default(),
+                    r.daemon_steady_cpu_share
+                        .map(pct)
+                        .unwrap_or_else(|| "-".into())
+                );
+            }
+            _ => {
+                let _ = writeln!(
+                    o,
+                    "daemon: budget reached after {} (median), CPU {} of one core over the run, \
+                     {} once the budget was reached (medians)",
+                    r.reach_budget_ms
+                        .map(|m| format!("{:.1} s", m / 1e3))
+                        .unwrap_or_else(|| "never".into()),
+                    r.daemon_cpu_share.map(pct).unwrap_or_default(),
+                    r.daemon_steady_cpu_share
+                        .map(pct)
+                        .unwrap_or_else(|| "-".into())
+                );
+            }
+        }
         let mut swaps: Vec<u32> = daemon
             .iter()
             .filter_map(|s| s.demotions.and_then(|(_, sw)| sw))
@@ -355,9 +371,11 @@ fn rounds_markdown(r: &PromoteBenchWorkload) -> String {
                     Some((n, None)) => n.to_string(),
                     None => "-".into(),
                 };
-                let reach = s
-                    .reach_budget_ms
-                    .map_or("never".into(), |m| format!("{:.1} s", m / 1e3));
+                let reach = match (s.reach_budget_ms, s.settled_ms) {
+                    (Some(m), _) => format!("{:.1} s", m / 1e3),
+                    (None, Some(m)) => format!("never (last promotion {:.1} s)", m / 1e3),
+                    (None, None) => "never".into(),
+                };
                 format!("{p}, {d}, {reach}")
             },
         );
@@ -429,6 +447,7 @@ mod tests {
         daemon.reach_budget_ms = Some(9_100.0);
         let mut late = sample(1, Arm::Daemon, 100.0);
         late.demotions = Some((3, None));
+        late.settled_ms = Some(1_250.0);
         let w = PromoteBenchWorkload {
             samples: vec![
                 sample(0, Arm::Base, 100.0),
@@ -453,7 +472,7 @@ mod tests {
         );
         assert_eq!(
             rows[1],
-            "| 1 (D C B A) | 100.00 | 0.99x | 1.05x | 1.00x | -, 3, never |"
+            "| 1 (D C B A) | 100.00 | 0.99x | 1.05x | 1.00x | -, 3, never (last promotion 1.2 s) |"
         );
         assert_eq!(rows.len(), 2);
     }
@@ -474,5 +493,35 @@ mod tests {
         // 18, 24, 62, 81: the median halfway between 24 and 62.
         assert!(text.contains("daemon: 18–81 swaps a run"), "{text}");
         assert!(text.contains("median 43)"), "{text}");
+    }
+
+    #[test]
+    fn a_daemon_below_its_budget_is_said_to_have_settled() {
+        let daemon = |round, settled: Option<f64>| {
+            let mut s = sample(round, Arm::Daemon, 60.0);
+            s.daemon_cpu_ns = Some(40);
+            s.wall_ns = 1_000;
+            s.settled_ms = settled;
+            s.daemon_steady_cpu_ns = Some(14);
+            s.daemon_steady_wall_ns = Some(1_000);
+            s
+        };
+        let mut w = PromoteBenchWorkload {
+            samples: vec![
+                daemon(0, Some(1_300.0)),
+                daemon(1, Some(1_100.0)),
+                daemon(2, None),
+            ],
+            ..Default::default()
+        };
+        w.fill_headline();
+        // Never at the budget; settled at 1.1 s, 1.3 s and never: the median is 1.3 s.
+        assert_eq!((w.reach_budget_ms, w.settled_ms), (None, Some(1_300.0)));
+        let text = bench_workload(&w);
+        assert!(
+            text.contains("stayed below its budget, last promotion after 1.3 s (median), CPU 4.0%"),
+            "{text}"
+        );
+        assert!(text.contains("1.4% after its last promotion"), "{text}");
     }
 }

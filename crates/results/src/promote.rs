@@ -219,11 +219,17 @@ pub struct PromoteBenchSample {
     pub daemon_cpu_ns: Option<u64>,
     /// Daemon arm: wall time of the run, to set the CPU time against.
     pub wall_ns: u64,
+    /// Daemon arm: from the clock's start until the end of the last interval that promoted
+    /// (`null` if none did). Below the budget, the daemon settled then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled_ms: Option<f64>,
     /// Daemon arm: CPU time of the intervals that began once the budget was reached, the
-    /// steady state after the ramp's collapses (`null` if it never reached the budget).
+    /// steady state after the ramp's collapses, or, for a daemon that stayed below its budget,
+    /// after its last promotion (`null` if it did neither).
     #[serde(default)]
     pub daemon_steady_cpu_ns: Option<u64>,
-    /// Daemon arm: wall time from the budget's being reached to the clock's stop.
+    /// Daemon arm: wall time from the budget's being reached (or the daemon's settling) to
+    /// the clock's stop.
     #[serde(default)]
     pub daemon_steady_wall_ns: Option<u64>,
     /// Daemon arm: promotions that succeeded, and that failed.
@@ -251,6 +257,7 @@ impl PromoteBenchSample {
             huge_share: 0.0,
             setup_ns: 0,
             reach_budget_ms: None,
+            settled_ms: None,
             daemon_cpu_ns: None,
             wall_ns: 0,
             daemon_steady_cpu_ns: None,
@@ -353,10 +360,15 @@ pub struct PromoteBenchWorkload {
     /// Median CPU time of the daemon's thread over the run's wall time (of one core).
     #[serde(default)]
     pub daemon_cpu_share: Option<f64>,
-    /// The same from the moment the budget was reached to the end: what the daemon costs
-    /// once its promotions are done (its scans and sample counting).
+    /// The same from the moment the budget was reached (or the daemon settled below it) to
+    /// the end: what the daemon costs once its promotions are done (its scans and sample
+    /// counting).
     #[serde(default)]
     pub daemon_steady_cpu_share: Option<f64>,
+    /// Median time from the clock's start until the daemon's last promotion, in rounds where
+    /// it stayed below its budget (`null` when it reached the budget in most rounds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled_ms: Option<f64>,
     /// Unit of every `time`: `ns/read` (Zipf reads) or `s` (a graph kernel's timed trial).
     #[serde(default = "ns_per_read_unit")]
     pub unit: String,
@@ -539,6 +551,20 @@ impl PromoteBenchWorkload {
         reach.sort_by(f64::total_cmp);
         self.reach_budget_ms = reach
             .get(reach.len() / 2)
+            .copied()
+            .filter(|m| m.is_finite());
+        // Below the budget: when the daemon made its last promotion, a run that reached the
+        // budget or never promoted counting as the longest.
+        let mut settled: Vec<f64> = daemon
+            .iter()
+            .map(|s| match (s.reach_budget_ms, s.settled_ms) {
+                (None, Some(m)) => m,
+                _ => f64::INFINITY,
+            })
+            .collect();
+        settled.sort_by(f64::total_cmp);
+        self.settled_ms = settled
+            .get(settled.len() / 2)
             .copied()
             .filter(|m| m.is_finite());
         let mut cpu: Vec<f64> = daemon

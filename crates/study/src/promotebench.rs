@@ -387,6 +387,12 @@ struct DaemonRun {
     steady_cpu_ns: u64,
     reached_at: Option<Instant>,
     steady_wall_ns: Option<u64>,
+    /// The last interval that promoted: when (from the clock's start, and as an instant), and
+    /// the daemon's CPU up to its end. A daemon that stays below its budget (nothing else
+    /// worth a collapse) is settled from then on.
+    settled_ms: Option<f64>,
+    settled_at: Option<Instant>,
+    cpu_at_settle_ns: u64,
     promoted: u32,
     failed: u32,
     demoted: u32,
@@ -489,9 +495,10 @@ fn run_workload(cfg: &Config, skew: Skew, progress: Progress<'_>) -> Result<Work
                 reach_budget_ms: dr.as_ref().and_then(|d| d.reach_ms),
                 daemon_cpu_ns: dr.as_ref().map(|d| d.cpu_ns),
                 wall_ns: ns,
+                settled_ms: dr.as_ref().and_then(|d| d.settled_ms),
                 daemon_steady_cpu_ns: dr
                     .as_ref()
-                    .and_then(|d| d.reach_ms.map(|_| d.steady_cpu_ns)),
+                    .and_then(|d| d.steady_wall_ns.map(|_| d.steady_cpu_ns)),
                 daemon_steady_wall_ns: dr.as_ref().and_then(|d| d.steady_wall_ns),
                 promotions: dr.as_ref().map(|d| (d.promoted, d.failed)),
                 demotions: dr.as_ref().map(|d| (d.demoted, Some(d.swaps))),
@@ -560,6 +567,9 @@ fn timed_with_daemon(
         steady_cpu_ns: 0,
         reached_at: None,
         steady_wall_ns: None,
+        settled_ms: None,
+        settled_at: None,
+        cpu_at_settle_ns: 0,
         promoted: 0,
         failed: 0,
         demoted: 0,
@@ -581,6 +591,11 @@ fn timed_with_daemon(
                     l.steady_cpu_ns += iv.cpu_ns;
                 }
                 l.promoted += iv.promoted;
+                if iv.promoted > 0 {
+                    l.settled_ms = Some(iv.t_ms);
+                    l.settled_at = Some(Instant::now());
+                    l.cpu_at_settle_ns = l.cpu_ns;
+                }
                 l.failed += iv.failed;
                 l.demoted += iv.demoted;
                 l.swaps += iv.swaps.unwrap_or(0);
@@ -608,10 +623,18 @@ fn timed_with_daemon(
     }
     drop(publisher);
     let mut run = log.into_inner().unwrap_or_else(|e| e.into_inner());
-    // The steady state: from the budget's being reached to the clock's stop.
-    run.steady_wall_ns = run
-        .reached_at
-        .map(|r| end.saturating_duration_since(r).as_nanos() as u64);
+    // The steady state: from the budget's being reached to the clock's stop, or, for a
+    // daemon that stayed below its budget, from its last promotion.
+    match (run.reached_at, run.settled_at) {
+        (Some(r), _) => {
+            run.steady_wall_ns = Some(end.saturating_duration_since(r).as_nanos() as u64);
+        }
+        (None, Some(at)) => {
+            run.steady_wall_ns = Some(end.saturating_duration_since(at).as_nanos() as u64);
+            run.steady_cpu_ns = run.cpu_ns - run.cpu_at_settle_ns;
+        }
+        (None, None) => {}
+    }
     Ok((ns, run))
 }
 
@@ -874,6 +897,11 @@ mod tests {
                 let d = arm(Arm::Daemon);
                 assert!(d.huge_share <= 0.125 + 1e-9, "{d:?}");
                 assert!(d.promotions.is_some_and(|(ok, _)| ok >= 1), "{d:?}");
+                // Either at its budget or settled below it, and timed either way.
+                assert!(
+                    d.reach_budget_ms.is_some() || d.settled_ms.is_some(),
+                    "{d:?}"
+                );
             }
             assert!(w.summary[0].speedup_vs_base.is_none());
             assert!(w.summary[2].huge_footprint_share > 0.0);
