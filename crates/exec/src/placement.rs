@@ -158,6 +158,8 @@ pub fn profile(
         profile: true,
         ..cfg.clone()
     };
+    let proc = hugewise_sys::proc::ProcFs::default();
+    let kdamonds_before = proc.kdamonds().unwrap_or(0);
     let run = crate::run::run(&cfg, stop, tick)?;
     let p = plan(&run, opts);
     Ok(ProfileReport {
@@ -167,6 +169,7 @@ pub fn profile(
         sites: p.sites,
         placement: p.text,
         placement_file: None,
+        kdamonds: kdamonds_before.max(proc.kdamonds().unwrap_or(0)) as u32,
     })
 }
 

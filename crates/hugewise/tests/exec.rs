@@ -526,6 +526,14 @@ fn a_profile_finds_the_hot_call_site_and_its_placement_packs_it_into_huge_pages(
         .find(|s| s.peak_resident_bytes >= 64 << 20)
         .unwrap_or_else(|| panic!("the cold site: {mine:?}"));
     let share = |s: &hugewise_results::exec::ProfileSite| s.accessed_share.expect("seen");
+    if p.kdamonds > 0 {
+        // The machine's own DAMON clears the accessed bits the profile reads (seen: the hot
+        // site at 20-38 % instead of over 50 %, the cold one up to 17 %).
+        hugewise_sys::testing::skip(
+            "a kdamond ran beside the profile and cleared the accessed bits it reads",
+        );
+        return;
+    }
     assert!(
         share(hot) >= 0.5 && share(cold) < share(hot) / 2.0,
         "hot {hot:?} cold {cold:?}"

@@ -435,6 +435,15 @@ pub fn profile(r: &ProfileReport) -> String {
         bytes(r.hot_arena_bytes),
         pct(r.min_accessed_share),
     );
+    if r.kdamonds > 0 {
+        let _ = writeln!(
+            out,
+            "warning: {} DAMON thread(s) (kdamond) ran beside the profile; DAMON clears the same \
+             accessed bits, so the shares above read low and a hot site may fall under {}",
+            r.kdamonds,
+            pct(r.min_accessed_share),
+        );
+    }
     if let Some(f) = &r.placement_file {
         let _ = writeln!(
             out,

@@ -228,6 +228,14 @@ pub struct ProfileReport {
     pub placement: String,
     /// Where the placement was written.
     pub placement_file: Option<String>,
+    /// DAMON worker threads (`kdamond.N`) that ran beside the profile: they clear accessed bits
+    /// too, so the shares read low. Absent when none ran.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub kdamonds: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// One call site of a profile.

@@ -284,6 +284,23 @@ impl ProcFs {
             .collect())
     }
 
+    /// How many DAMON worker threads (`kdamond.N`) run: each may clear the accessed bits of the
+    /// pages it monitors, the same bits `clear_refs` and smaps `Referenced` work with, so that
+    /// a reader of `Referenced` sees fewer pages accessed than were. Counted from the threads'
+    /// names under the root, without reading DAMON's own sysfs files.
+    pub fn kdamonds(&self) -> Result<usize> {
+        let mut n = 0;
+        for pid in self.pids()? {
+            if self
+                .stat(pid)?
+                .is_some_and(|s| s.comm.starts_with("kdamond"))
+            {
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
     /// The live processes (zombies left out: they have ended and only wait to be reaped) whose
     /// process group is `pgid`.
     pub fn group_members(&self, pgid: i32) -> Result<Vec<ProcStat>> {
@@ -467,6 +484,22 @@ mod tests {
             .start_time(std::process::id() as i32)
             .expect("own stat");
         assert!(real.is_some());
+    }
+
+    #[test]
+    fn kdamond_threads_are_counted_by_name() {
+        let stat = |pid: i32, comm: &str| {
+            format!("{pid} ({comm}) S 2 0 0 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 {pid}00 0\n")
+        };
+        let (a, b, c) = (
+            stat(77, "kdamond.0"),
+            stat(78, "kdamond.1"),
+            stat(79, "kswapd0"),
+        );
+        let (_d, proc) = tree(&[("77/stat", &a), ("78/stat", &b), ("79/stat", &c)]);
+        assert_eq!(proc.kdamonds().expect("scan"), 2);
+        let (_d, none) = tree(&[("79/stat", &c)]);
+        assert_eq!(none.kdamonds().expect("scan"), 0);
     }
 
     #[test]
