@@ -32,6 +32,12 @@ pub struct Replayed {
     pub cancelled: bool,
 }
 
+/// Times a step the kernel refused with `EAGAIN` is tried again.
+pub const AGAIN_RETRIES: u32 = 2;
+
+/// Pause before trying a step again.
+const AGAIN_PAUSE: Duration = Duration::from_millis(20);
+
 /// Apply `steps` (sorted by time) to `target` from `t0`, one 2 MiB chunk per call, sleeping
 /// until each step is due in slices short enough to notice `cancel` within 50 ms.
 pub fn replay(
@@ -59,25 +65,35 @@ pub fn replay(
                 out.cancelled = true;
                 return Ok(out);
             }
-            let done = match step.kind {
-                ActionKind::Promote => target.promote(chunk..chunk + HUGE),
-                ActionKind::Demote => target.demote(chunk..chunk + HUGE),
-                ActionKind::Release => target.release(chunk..chunk + HUGE),
-            };
-            let a = match done {
-                Ok(a) => a,
-                Err(Error::Gone { .. }) => {
+            for attempt in 0..=AGAIN_RETRIES {
+                let done = match step.kind {
+                    ActionKind::Promote => target.promote(chunk..chunk + HUGE),
+                    ActionKind::Demote => target.demote(chunk..chunk + HUGE),
+                    ActionKind::Release => target.release(chunk..chunk + HUGE),
+                };
+                let a = match done {
+                    Ok(a) => a,
+                    Err(Error::Gone { .. }) => {
+                        out.target_gone = true;
+                        return Ok(out);
+                    }
+                    Err(e) => return Err(e),
+                };
+                on_action(&a);
+                let gone = a.outcome == "gone";
+                let again = a.outcome == "EAGAIN";
+                out.actions.push(a);
+                if gone {
                     out.target_gone = true;
                     return Ok(out);
                 }
-                Err(e) => return Err(e),
-            };
-            on_action(&a);
-            let gone = a.outcome == "gone";
-            out.actions.push(a);
-            if gone {
-                out.target_gone = true;
-                return Ok(out);
+                if !again || attempt == AGAIN_RETRIES {
+                    break;
+                }
+                // The kernel could not take the pages this time (pages still in a CPU's LRU
+                // batch just after they were faulted, or being migrated): a plan's step is
+                // due now, so it is tried again shortly, each attempt logged.
+                std::thread::sleep(AGAIN_PAUSE);
             }
         }
     }
