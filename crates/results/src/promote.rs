@@ -232,7 +232,8 @@ pub struct PromoteBenchSample {
     /// the clock's stop.
     #[serde(default)]
     pub daemon_steady_wall_ns: Option<u64>,
-    /// Daemon arm: promotions that succeeded, and that failed.
+    /// Daemon arm: promotions that succeeded, and that failed. Plan arm: the plan's chunks
+    /// made huge, and those that were not (a kernel refusal after the retries).
     pub promotions: Option<(u32, u32)>,
     /// Daemon arm: huge chunks split back over the run, and how many of them were split to
     /// give their place to a hotter chunk (the rest are the policy's own demotions or follow

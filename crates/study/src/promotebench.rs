@@ -459,6 +459,8 @@ fn run_workload(cfg: &Config, skew: Skew, progress: Progress<'_>) -> Result<Work
             let t0 = Instant::now();
             let r = make(arm, words)?;
             let mut collapse_ns = Vec::new();
+            // Plan arm: its chunks made huge, and those that were not (after retries).
+            let mut plan_outcomes = None;
             if arm == Arm::Plan {
                 let target = Target::attach(&proc, me, t0)?;
                 let steps: Vec<Step> = plan
@@ -474,6 +476,8 @@ fn run_workload(cfg: &Config, skew: Skew, progress: Progress<'_>) -> Result<Work
                     .collect();
                 let done = replay(&target, &steps, t0, &AtomicBool::new(false), &mut |_| {})?;
                 collapse_ns = done.actions.iter().map(|a| a.latency_ns).collect();
+                let ok = done.actions.iter().filter(|a| a.outcome == "ok").count() as u32;
+                plan_outcomes = Some((ok, plan.len() as u32 - ok.min(plan.len() as u32)));
             }
             let setup_ns = t0.elapsed().as_nanos() as u64;
             let q = quiet::wait_quiet(0.10, Duration::from_millis(200), 5);
@@ -500,7 +504,10 @@ fn run_workload(cfg: &Config, skew: Skew, progress: Progress<'_>) -> Result<Work
                     .as_ref()
                     .and_then(|d| d.steady_wall_ns.map(|_| d.steady_cpu_ns)),
                 daemon_steady_wall_ns: dr.as_ref().and_then(|d| d.steady_wall_ns),
-                promotions: dr.as_ref().map(|d| (d.promoted, d.failed)),
+                promotions: dr
+                    .as_ref()
+                    .map(|d| (d.promoted, d.failed))
+                    .or(plan_outcomes),
                 demotions: dr.as_ref().map(|d| (d.demoted, Some(d.swaps))),
                 collapse_ns,
                 quiet: q,
@@ -889,10 +896,16 @@ mod tests {
             );
             assert!(w.daemon_cpu_share.is_some_and(|c| c > 0.0), "{w:?}");
             if ProcFs::default().kpageflags().is_ok() {
+                // The plan's chunks read back huge are the ones its steps report made: all 4,
+                // unless the kernel refused one even after the retries (seen once in a full CI
+                // run: 3 of 4).
+                let plan = arm(Arm::Plan);
+                let (ok, failed) = plan.promotions.expect("the plan's outcomes");
+                assert_eq!(ok + failed, 4, "{plan:?}");
+                assert!(ok >= 3, "{plan:?}");
                 assert!(
-                    (arm(Arm::Plan).huge_share - 0.125).abs() < 1e-9,
-                    "{:?}",
-                    arm(Arm::Plan)
+                    (plan.huge_share - f64::from(ok) / 32.0).abs() < 1e-9,
+                    "{plan:?}"
                 );
                 let d = arm(Arm::Daemon);
                 assert!(d.huge_share <= 0.125 + 1e-9, "{d:?}");
