@@ -525,3 +525,25 @@ pub fn packing(r: &PackingReport) -> String {
 pub fn packing_markdown(r: &PackingReport) -> String {
     format!("{}{}", packing_caption(r), packing_table(r).markdown())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hugewise_results::Saved;
+
+    #[test]
+    fn a_profile_beside_a_kdamond_warns_that_its_shares_read_low() {
+        let text = include_str!("../../results/tests/fixtures/profile.json");
+        let mut r = Saved::<ProfileReport>::from_json(text)
+            .expect("the saved profile")
+            .result;
+        r.kdamonds = 0;
+        assert!(!profile(&r).contains("kdamond"));
+        r.kdamonds = 1;
+        let out = profile(&r);
+        assert!(
+            out.contains("warning: 1 DAMON thread(s) (kdamond) ran beside the profile"),
+            "{out}"
+        );
+    }
+}

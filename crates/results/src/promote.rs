@@ -219,8 +219,9 @@ pub struct PromoteBenchSample {
     pub daemon_cpu_ns: Option<u64>,
     /// Daemon arm: wall time of the run, to set the CPU time against.
     pub wall_ns: u64,
-    /// Daemon arm: from the clock's start until the end of the last interval that promoted
-    /// (`null` if none did). Below the budget, the daemon settled then.
+    /// Daemon arm: from the daemon's start (just before the clock's) until the last look
+    /// that promoted began (`null` if none did). Below the budget, the daemon settled in that
+    /// look.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled_ms: Option<f64>,
     /// Daemon arm: CPU time of the intervals that began once the budget was reached, the
@@ -366,8 +367,9 @@ pub struct PromoteBenchWorkload {
     /// counting).
     #[serde(default)]
     pub daemon_steady_cpu_share: Option<f64>,
-    /// Median time from the clock's start until the daemon's last promotion, in rounds where
-    /// it stayed below its budget (`null` when it reached the budget in most rounds).
+    /// Median time from the daemon's start until its last look that promoted began, in
+    /// rounds where it stayed below its budget (`null` when it reached the budget in most
+    /// rounds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled_ms: Option<f64>,
     /// Unit of every `time`: `ns/read` (Zipf reads) or `s` (a graph kernel's timed trial).
@@ -412,6 +414,13 @@ pub struct PromoteBenchWorkload {
     pub samples: Vec<PromoteBenchSample>,
     /// Summaries, base first.
     pub summary: Vec<PromoteBenchArm>,
+}
+
+/// The middle value of `v` (the upper of the two middle ones for an even count), `None` when
+/// empty.
+fn upper_median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
 }
 
 /// A share as a percentage to four decimals, without trailing zeros (0.999 is `99.9`).
@@ -545,43 +554,39 @@ impl PromoteBenchWorkload {
             .collect();
         // A run that never reached the budget counts as the longest: the median is then only
         // a time when most runs reached it.
-        let mut reach: Vec<f64> = daemon
-            .iter()
-            .map(|s| s.reach_budget_ms.unwrap_or(f64::INFINITY))
-            .collect();
-        reach.sort_by(f64::total_cmp);
-        self.reach_budget_ms = reach
-            .get(reach.len() / 2)
-            .copied()
-            .filter(|m| m.is_finite());
+        self.reach_budget_ms = upper_median(
+            daemon
+                .iter()
+                .map(|s| s.reach_budget_ms.unwrap_or(f64::INFINITY))
+                .collect(),
+        )
+        .filter(|m| m.is_finite());
         // Below the budget: when the daemon made its last promotion, a run that reached the
         // budget or never promoted counting as the longest.
-        let mut settled: Vec<f64> = daemon
-            .iter()
-            .map(|s| match (s.reach_budget_ms, s.settled_ms) {
-                (None, Some(m)) => m,
-                _ => f64::INFINITY,
-            })
-            .collect();
-        settled.sort_by(f64::total_cmp);
-        self.settled_ms = settled
-            .get(settled.len() / 2)
-            .copied()
-            .filter(|m| m.is_finite());
-        let mut cpu: Vec<f64> = daemon
-            .iter()
-            .filter_map(|s| Some(s.daemon_cpu_ns? as f64 / s.wall_ns.max(1) as f64))
-            .collect();
-        cpu.sort_by(f64::total_cmp);
-        self.daemon_cpu_share = cpu.get(cpu.len() / 2).copied();
-        let mut steady: Vec<f64> = daemon
-            .iter()
-            .filter_map(|s| {
-                let wall = s.daemon_steady_wall_ns.filter(|&w| w > 0)?;
-                Some(s.daemon_steady_cpu_ns? as f64 / wall as f64)
-            })
-            .collect();
-        steady.sort_by(f64::total_cmp);
-        self.daemon_steady_cpu_share = steady.get(steady.len() / 2).copied();
+        self.settled_ms = upper_median(
+            daemon
+                .iter()
+                .map(|s| match (s.reach_budget_ms, s.settled_ms) {
+                    (None, Some(m)) => m,
+                    _ => f64::INFINITY,
+                })
+                .collect(),
+        )
+        .filter(|m| m.is_finite());
+        self.daemon_cpu_share = upper_median(
+            daemon
+                .iter()
+                .filter_map(|s| Some(s.daemon_cpu_ns? as f64 / s.wall_ns.max(1) as f64))
+                .collect(),
+        );
+        self.daemon_steady_cpu_share = upper_median(
+            daemon
+                .iter()
+                .filter_map(|s| {
+                    let wall = s.daemon_steady_wall_ns.filter(|&w| w > 0)?;
+                    Some(s.daemon_steady_cpu_ns? as f64 / wall as f64)
+                })
+                .collect(),
+        );
     }
 }

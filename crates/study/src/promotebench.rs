@@ -387,8 +387,8 @@ struct DaemonRun {
     steady_cpu_ns: u64,
     reached_at: Option<Instant>,
     steady_wall_ns: Option<u64>,
-    /// The last interval that promoted: when (from the clock's start, and as an instant), and
-    /// the daemon's CPU up to its end. A daemon that stays below its budget (nothing else
+    /// The last look that promoted: when it began (from the daemon's start), when it was
+    /// reported (an instant), and the daemon's CPU up to then. A daemon that stays below its budget (nothing else
     /// worth a collapse) is settled from then on.
     settled_ms: Option<f64>,
     settled_at: Option<Instant>,
