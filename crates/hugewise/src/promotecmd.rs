@@ -267,9 +267,16 @@ pub struct BenchPromoteArgs {
     /// the read's. The addresses are the same as without it.
     #[arg(long)]
     pub chase: bool,
+    /// Run every arm of a round on the same physical pages: the region is faulted with 4 KiB
+    /// pages and collapsed whole, then split in place from arm to arm (ideal, plan, base, then
+    /// the daemon from 4 KiB pages). Arms then differ in their page tables only, not in where
+    /// their memory landed, which in a virtual machine decides how the host maps it; the
+    /// order within a round is fixed.
+    #[arg(long)]
+    pub same_frames: bool,
     /// A graph kernel instead of Zipf reads: the graph as `hugewise run --graph` takes it
     /// (save a large one as .hwg first). Each arm is then its own `hugewise run` process.
-    #[arg(long, value_name = "GRAPH", conflicts_with_all = ["zipf", "hotspot", "size", "reads", "seed", "lines_per_page", "chase"])]
+    #[arg(long, value_name = "GRAPH", conflicts_with_all = ["zipf", "hotspot", "size", "reads", "seed", "lines_per_page", "chase", "same_frames"])]
     pub graph: Option<String>,
     /// With --graph: the kernel.
     #[arg(long, value_enum, default_value = "pr", requires = "graph")]
@@ -367,6 +374,7 @@ pub fn bench(
         seed: a.seed,
         lines_per_page: a.lines_per_page,
         chase: a.chase,
+        same_frames: a.same_frames,
     };
     let steps = crate::progress::Steps::new(progress, "runs", crate::progress::Unit::Items);
     let r = promotebench::run(&cfg, &mut |done, total| steps.update(done, total))
@@ -450,11 +458,16 @@ pub(crate) const BENCH_HELP: &str = "Examples:
 Arms: base (4 KiB pages), ideal (every chunk huge), plan (the chunks a sampled profile ranks
 highest, collapsed before the clock starts), daemon (the pcc policy on samples the workload
 publishes, promoting while the clock runs). The plan and the daemon get the same budget.
-Share of ideal is (speedup - 1) / (ideal speedup - 1) in the same round. Needs THP `madvise`
+Share of ideal is (speedup - 1) / (ideal speedup - 1) in the same round, its median over rounds;
+saving share is (base - arm) / (base - ideal) from the medians of times over the ideal's,
+steadier when the ideal gains little in some rounds. With --same-frames the order is fixed (ideal, plan, base, daemon): the ideal runs
+right after the whole region was collapsed, the plan keeps its chunks of that collapse, and the
+daemon starts from 4 KiB pages. Needs THP `madvise`
 so that the base arm faults 4 KiB pages. --json gives one object per workload under
 `workloads`, its headline first: workload, ideal_speedup, plan_speedup, daemon_speedup, their
-shares of the ideal, huge_footprint_share (the plan's, read back from the kernel), the daemon's,
-reach_budget_ms and daemon_cpu_share.
+shares of the ideal (per round, and of its saving: plan_share_of_ideal_saving,
+daemon_share_of_ideal_saving), huge_footprint_share (the plan's, read back from the
+kernel), the daemon's, reach_budget_ms and daemon_cpu_share.
 
 With --graph each arm is a `hugewise run` process of its own (a fresh load, so the ideal has the
 graph's arrays huge too): base all=system, ideal all=thp, plan --promote with a pcc plan, daemon

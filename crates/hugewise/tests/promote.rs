@@ -533,3 +533,41 @@ fn bench_promote_runs_a_chased_hot_spot_and_names_it_in_the_json() {
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.contains("'100%:50%'"), "{err}");
 }
+
+#[test]
+fn bench_promote_on_shared_frames_runs_the_arms_in_the_order_of_the_splits() {
+    let out = hugewise()
+        .args([
+            "bench",
+            "promote",
+            "--size",
+            "32MiB",
+            "--hotspot",
+            "12.5%:99%",
+            "--lines-per-page",
+            "1",
+            "--reads",
+            "1M",
+            "--rounds",
+            "1",
+            "--budget",
+            "12.5%",
+            "--interval",
+            "10ms",
+            "--same-frames",
+            "--markdown",
+        ])
+        .output()
+        .expect("run hugewise");
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("THP `always`")
+        || err.contains("MADV_COLLAPSE made only")
+        || err.contains("cannot share frames")
+    {
+        return skip("the region could not start all huge here");
+    }
+    let out = succeeded(out);
+    let md = String::from_utf8_lossy(&out.stdout);
+    // Ideal, plan, base, then the daemon: the order of the splits.
+    assert!(md.contains("| 0 (B C A D) |"), "{md}");
+}

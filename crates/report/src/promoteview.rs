@@ -171,8 +171,10 @@ pub fn bench(r: &PromoteBenchReport) -> String {
             "ideal",
             "plan",
             "plan / ideal",
+            "plan saving",
             "daemon",
             "daemon / ideal",
+            "daemon saving",
             "plan huge",
         ]);
         let x = |v: Option<f64>| v.map(|x| format!("{x:.2}x")).unwrap_or_else(|| "-".into());
@@ -183,14 +185,29 @@ pub fn bench(r: &PromoteBenchReport) -> String {
                 x(w.ideal_speedup),
                 x(w.plan_speedup),
                 p(w.plan_share_of_ideal),
+                p(w.plan_share_of_ideal_saving),
                 x(w.daemon_speedup),
                 p(w.daemon_share_of_ideal),
+                p(w.daemon_share_of_ideal_saving),
                 p(w.huge_footprint_share),
             ]);
         }
         o.push_str(&t.render());
     }
     o
+}
+
+/// An arm against the ideal: its per-round share of the ideal's gain, its time over the
+/// ideal's and its share of the ideal's saving, `-` where they do not apply.
+fn against_ideal(s: &hugewise_results::promote::PromoteBenchArm) -> [String; 3] {
+    let dash = || "-".to_string();
+    [
+        s.share_of_ideal.map(pct).unwrap_or_else(dash),
+        s.time_vs_ideal
+            .map(|x| format!("{x:.2}"))
+            .unwrap_or_else(dash),
+        s.share_of_ideal_saving.map(pct).unwrap_or_else(dash),
+    ]
 }
 
 /// The time column's head: what each arm's time is.
@@ -230,10 +247,13 @@ fn bench_workload(r: &PromoteBenchWorkload) -> String {
         "spread (MAD)",
         "speedup vs base",
         "share of ideal",
+        "time / ideal",
+        "saving share",
         "huge",
     ]);
     for s in &r.summary {
         let n = &s.time;
+        let [share, vs_ideal, saving] = against_ideal(s);
         t.row([
             s.arm.name().to_string(),
             format!("{:.2}", n.median),
@@ -243,7 +263,9 @@ fn bench_workload(r: &PromoteBenchWorkload) -> String {
             s.speedup_vs_base
                 .map(|x| format!("{x:.2}x"))
                 .unwrap_or_else(|| "(baseline)".into()),
-            s.share_of_ideal.map(pct).unwrap_or_else(|| "-".into()),
+            share,
+            vs_ideal,
+            saving,
             pct(s.huge_footprint_share),
         ]);
     }
@@ -255,7 +277,9 @@ fn bench_workload(r: &PromoteBenchWorkload) -> String {
         .count();
     o.push_str(
         "spread (MAD): median absolute deviation from the median, relative to it; share of \
-         ideal: (speedup - 1) / (ideal speedup - 1), median over rounds\n",
+         ideal: (speedup - 1) / (ideal speedup - 1), median over rounds; time / ideal: median \
+         over rounds; saving share: (base - arm) / (base - ideal) from the medians of times \
+         over the ideal's, which no round where the ideal gained little can swing\n",
     );
     if busy > 0 {
         let _ = writeln!(
@@ -382,7 +406,7 @@ fn rounds_markdown(r: &PromoteBenchWorkload) -> String {
         let _ = writeln!(
             o,
             "| {round} ({}) | {} | {} | {} | {} | {daemon} |",
-            if round % 2 == 0 { "A B C D" } else { "D C B A" },
+            order_label(r, round),
             base.map_or("-".into(), |b| format!("{b:.2}")),
             ideal.map_or("-".into(), |x| format!("{x:.2}x")),
             arm(Arm::Plan),
@@ -390,6 +414,22 @@ fn rounds_markdown(r: &PromoteBenchWorkload) -> String {
         );
     }
     o
+}
+
+/// The arms' order in `round` as run, by letter (A base, B ideal, C plan, D daemon).
+fn order_label(r: &PromoteBenchWorkload, round: u32) -> String {
+    use hugewise_results::promote::Arm;
+    r.samples
+        .iter()
+        .filter(|s| s.round == round)
+        .map(|s| match s.arm {
+            Arm::Base => "A",
+            Arm::Ideal => "B",
+            Arm::Plan => "C",
+            Arm::Daemon => "D",
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Markdown tables of a `bench promote` result, for BENCHMARKS.md: one per workload.
@@ -406,14 +446,15 @@ pub fn bench_markdown(r: &PromoteBenchReport) -> String {
 
 fn bench_markdown_workload(r: &PromoteBenchWorkload) -> String {
     let mut o = format!(
-        "| arm | {} | min | max | speedup vs base (median of per-round ratios) | share of ideal | huge share |\n|---|---:|---:|---:|---:|---:|---:|\n",
+        "| arm | {} | min | max | speedup vs base (median of per-round ratios) | share of ideal | time / ideal | share of the ideal's saving | huge share |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         unit_head(r)
     );
     for s in &r.summary {
         let n = &s.time;
+        let [share, vs_ideal, saving] = against_ideal(s);
         let _ = writeln!(
             o,
-            "| {} | {:.2} | {:.2} | {:.2} | {} | {} | {} |",
+            "| {} | {:.2} | {:.2} | {:.2} | {} | {} | {} | {} | {} |",
             s.arm.name(),
             n.median,
             n.min,
@@ -421,7 +462,9 @@ fn bench_markdown_workload(r: &PromoteBenchWorkload) -> String {
             s.speedup_vs_base
                 .map(|x| format!("{x:.2}x"))
                 .unwrap_or_else(|| "baseline".into()),
-            s.share_of_ideal.map(pct).unwrap_or_else(|| "-".into()),
+            share,
+            vs_ideal,
+            saving,
             pct(s.huge_footprint_share)
         );
     }

@@ -210,7 +210,9 @@ pub struct PromoteBenchSample {
     pub time: f64,
     /// Share of the region in 2 MiB pages when the clock stopped, read from the kernel.
     pub huge_share: f64,
-    /// Time to create and fill the region (and collapse, for `plan`).
+    /// Time to create and fill the region (and collapse, for `plan`). On shared frames: for
+    /// `ideal`, creating, filling and collapsing the whole region; for `plan` and `base`,
+    /// the splits that arm needed; for `daemon`, nothing.
     pub setup_ns: u64,
     /// Daemon arm: from the clock's start until the huge bytes first reached the budget
     /// (`null` if they never did, and for other arms).
@@ -288,6 +290,19 @@ pub struct PromoteBenchArm {
     pub share_of_ideal: Option<f64>,
     /// Median huge-page share of the region, read from the kernel.
     pub huge_footprint_share: f64,
+    /// Median over rounds of this arm's time over the ideal's in the same round (`null` for
+    /// the ideal, and where no round ran both). An arm as fast as the ideal is at 1.
+    #[serde(default)]
+    pub time_vs_ideal: Option<f64>,
+    /// The share of the time the ideal saves that this arm saves, (base - arm) / (base -
+    /// ideal), from the medians of times over the ideal's: (b - a) / (b - 1) with a and b this
+    /// arm's and the base's `time_vs_ideal`. `share_of_ideal` divides by each round's own gain,
+    /// which in a round where the ideal gained little turns a few per cent of noise into
+    /// hundreds of per cent of share; here the steady arm, the ideal, is the yardstick, and
+    /// the noisy one, the base, enters once, as a median (`null` for base and ideal, or when
+    /// the base was not slower than the ideal at the median).
+    #[serde(default)]
+    pub share_of_ideal_saving: Option<f64>,
 }
 
 /// The benchmark result: one entry per workload, each with its own base and ideal arms.
@@ -311,7 +326,12 @@ enum BenchCompat {
 impl From<BenchCompat> for PromoteBenchReport {
     fn from(c: BenchCompat) -> Self {
         let workloads = match c {
-            BenchCompat::Workloads { workloads } => workloads,
+            BenchCompat::Workloads { mut workloads } => {
+                for w in &mut workloads {
+                    w.fill_vs_ideal();
+                }
+                workloads
+            }
             BenchCompat::One(mut w) => {
                 if w.workload.is_empty() {
                     w.workload =
@@ -349,6 +369,14 @@ pub struct PromoteBenchWorkload {
     /// The daemon's share of the ideal's gain.
     #[serde(default)]
     pub daemon_share_of_ideal: Option<f64>,
+    /// The plan's share of the time the ideal saves (see
+    /// [`PromoteBenchArm::share_of_ideal_saving`]): steadier than the per-round share when
+    /// rounds differ in how much the ideal gains.
+    #[serde(default)]
+    pub plan_share_of_ideal_saving: Option<f64>,
+    /// The same for the daemon.
+    #[serde(default)]
+    pub daemon_share_of_ideal_saving: Option<f64>,
     /// Share (0..=1) of the region the plan made huge, read back from the kernel (median).
     #[serde(default)]
     pub huge_footprint_share: Option<f64>,
@@ -397,6 +425,12 @@ pub struct PromoteBenchWorkload {
     /// for a graph workload.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub chase: bool,
+    /// Every arm of a round ran on the same physical pages: the region was collapsed whole,
+    /// then split in place from arm to arm (ideal, plan, base, then the daemon from 4 KiB
+    /// pages), so arms differ in their page tables only, not in where their memory landed.
+    /// Absent when each arm mapped its region afresh.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub same_frames: bool,
     /// Reads per run (Zipf), or timed trials per run after one untimed warm-up (graph).
     pub reads: u64,
     /// A graph kernel's workload: what ran and where its plan came from.
@@ -421,6 +455,18 @@ pub struct PromoteBenchWorkload {
 fn upper_median(mut v: Vec<f64>) -> Option<f64> {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied()
+}
+
+/// The middle value of `v` (the mean of the two middle ones for an even count), `None` when
+/// empty.
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
 }
 
 /// A share as a percentage to four decimals, without trailing zeros (0.999 is `99.9`).
@@ -512,8 +558,13 @@ impl PromoteBenchWorkload {
             } else {
                 ""
             };
+            let frames = if self.same_frames {
+                "; every arm of a round on the same physical pages"
+            } else {
+                ""
+            };
             format!(
-                "{what} over {} MiB{lines}{chase}: {} reads per run",
+                "{what} over {} MiB{lines}{chase}: {} reads per run{frames}",
                 self.bytes >> 20,
                 self.reads
             )
@@ -537,8 +588,46 @@ impl PromoteBenchWorkload {
         }
     }
 
+    /// Fill, where missing, each arm's time over the ideal's (median over the rounds that ran
+    /// both) and its share of the time the ideal saves, from the samples: files from before
+    /// these were kept read with them too.
+    pub fn fill_vs_ideal(&mut self) {
+        let ideal_in = |round: u32| {
+            self.samples
+                .iter()
+                .find(|s| s.arm == Arm::Ideal && s.round == round)
+                .map(|s| s.time)
+        };
+        let vs = |a: Arm| {
+            median(
+                self.samples
+                    .iter()
+                    .filter(|s| s.arm == a)
+                    .filter_map(|s| Some(s.time / ideal_in(s.round)?))
+                    .collect(),
+            )
+        };
+        let base = vs(Arm::Base);
+        let found: Vec<Option<f64>> = self.summary.iter().map(|s| vs(s.arm)).collect();
+        for (s, mine) in self.summary.iter_mut().zip(found) {
+            if s.arm == Arm::Ideal || s.time_vs_ideal.is_some() {
+                continue;
+            }
+            s.time_vs_ideal = mine;
+            if s.arm != Arm::Base {
+                s.share_of_ideal_saving = base
+                    .zip(mine)
+                    .and_then(|(base, mine)| (base > 1.0).then(|| (base - mine) / (base - 1.0)));
+            }
+        }
+        let arm = |a: Arm| self.summary.iter().find(|s| s.arm == a);
+        self.plan_share_of_ideal_saving = arm(Arm::Plan).and_then(|s| s.share_of_ideal_saving);
+        self.daemon_share_of_ideal_saving = arm(Arm::Daemon).and_then(|s| s.share_of_ideal_saving);
+    }
+
     /// Set the headline fields from the summaries and samples.
     pub fn fill_headline(&mut self) {
+        self.fill_vs_ideal();
         let arm = |a: Arm| self.summary.iter().find(|s| s.arm == a);
         self.ideal_speedup = arm(Arm::Ideal).and_then(|s| s.speedup_vs_base);
         self.plan_speedup = arm(Arm::Plan).and_then(|s| s.speedup_vs_base);

@@ -70,7 +70,15 @@ pub struct Config {
     /// Each read's address waits for the read before it (a chase), rather than every read
     /// being known in advance.
     pub chase: bool,
+    /// Run every arm of a round on the same physical pages (see [`SHARED_ORDER`]) instead of
+    /// mapping the region afresh for each.
+    pub same_frames: bool,
 }
+
+/// The arms' order in a round on shared frames: each arm's backing is reached from the one
+/// before by splitting huge pages in place, which keeps their physical pages; only the daemon
+/// collapses, and it comes last.
+pub const SHARED_ORDER: [Arm; 4] = [Arm::Ideal, Arm::Plan, Arm::Base, Arm::Daemon];
 
 /// How a read's chunk rank is drawn.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -380,6 +388,75 @@ fn make(arm: Arm, words: usize) -> Result<Region<u64>> {
     Ok(r)
 }
 
+/// A region faulted with 4 KiB pages and then collapsed whole, for a round on shared frames:
+/// every arm's pages are then these, split in place or not.
+fn all_huge(words: usize) -> Result<Region<u64>> {
+    let r = make(Arm::Base, words)?;
+    let out = r.collapse(0..r.mapped_bytes())?;
+    if out.huge_bytes_after < r.mapped_bytes() as u64 {
+        return Err(Error::Config(format!(
+            "MADV_COLLAPSE made only {} of the region's {} MiB huge ({}): on shared frames \
+             every chunk must start huge; free memory or compact, or leave out --same-frames",
+            out.huge_bytes_after >> 20,
+            r.mapped_bytes() >> 20,
+            out.errno.as_deref().unwrap_or("no error")
+        )));
+    }
+    Ok(r)
+}
+
+/// Times a split that left huge pages is asked again.
+const SPLIT_RETRIES: usize = 4;
+
+/// Split in place the huge chunks of `r` marked in `which`, one call for each run of
+/// neighbouring chunks, and check the kernel did.
+fn split_chunks(target: &Target, r: &Region<u64>, which: &[bool]) -> Result<()> {
+    let mut c = 0;
+    while c < which.len() {
+        if !which[c] {
+            c += 1;
+            continue;
+        }
+        let end = c + which[c..].iter().take_while(|&&w| w).count();
+        let a = r.addr() + c * HUGE;
+        // The kernel gives up on a split it cannot make at once (a page still held by a
+        // per-CPU batch, say) and says nothing: ask again, a little later, for what stayed.
+        let span = c * HUGE..end * HUGE;
+        let mut act = target.demote(a..a + (end - c) * HUGE)?;
+        let mut left = r.backing_of(span.clone())?.huge_bytes();
+        for _ in 0..SPLIT_RETRIES {
+            if act.outcome != "ok" || left == 0 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            act = target.demote(a..a + (end - c) * HUGE)?;
+            left = r.backing_of(span.clone())?.huge_bytes();
+        }
+        if act.outcome != "ok" || left != 0 {
+            return Err(Error::Config(format!(
+                "splitting chunks {c}..{end} in place left {} MiB huge ({}): the arms cannot \
+                 share frames on this kernel; leave out --same-frames",
+                left >> 20,
+                act.outcome
+            )));
+        }
+        c = end;
+    }
+    Ok(())
+}
+
+/// How many of `chunks` are huge, and how many are not, read back from the kernel.
+fn huge_chunks(r: &Region<u64>, chunks: &[u32]) -> Result<(u32, u32)> {
+    let mut huge = 0;
+    for &c in chunks {
+        let off = c as usize * HUGE;
+        if r.backing_of(off..off + HUGE)?.huge_bytes() == HUGE as u64 {
+            huge += 1;
+        }
+    }
+    Ok((huge, chunks.len() as u32 - huge))
+}
+
 struct DaemonRun {
     reach_ms: Option<f64>,
     cpu_ns: u64,
@@ -450,18 +527,50 @@ fn run_workload(cfg: &Config, skew: Skew, progress: Progress<'_>) -> Result<Work
     let me = std::process::id() as i32;
     let mut samples = Vec::new();
     for round in 0..cfg.rounds {
-        // Alternate the order within a round too: A B C D, then D C B A.
+        // Alternate the order within a round too: A B C D, then D C B A. On shared frames the
+        // order follows the splits.
         let mut arms = Arm::ALL.to_vec();
-        if round % 2 == 1 {
+        if cfg.same_frames {
+            arms = SHARED_ORDER.to_vec();
+        } else if round % 2 == 1 {
             arms.reverse();
         }
+        let mut shared: Option<Region<u64>> = None;
         for arm in arms {
             let t0 = Instant::now();
-            let r = make(arm, words)?;
             let mut collapse_ns = Vec::new();
             // Plan arm: its chunks made huge, and those that were not (after retries).
             let mut plan_outcomes = None;
-            if arm == Arm::Plan {
+            if cfg.same_frames {
+                let r = match shared.take() {
+                    Some(r) => r,
+                    None => all_huge(words)?,
+                };
+                match arm {
+                    Arm::Plan => {
+                        let mut rest = vec![true; chunks];
+                        for &c in &plan {
+                            rest[c as usize] = false;
+                        }
+                        split_chunks(&Target::attach(&proc, me, t0)?, &r, &rest)?;
+                        plan_outcomes = Some(huge_chunks(&r, &plan)?);
+                    }
+                    Arm::Base => {
+                        split_chunks(&Target::attach(&proc, me, t0)?, &r, &vec![true; chunks])?
+                    }
+                    Arm::Ideal | Arm::Daemon => {}
+                }
+                shared = Some(r);
+            }
+            let fresh = if cfg.same_frames {
+                None
+            } else {
+                Some(make(arm, words)?)
+            };
+            let Some(r) = fresh.as_ref().or(shared.as_ref()) else {
+                return Err(Error::Config("no region for the arm".into()));
+            };
+            if arm == Arm::Plan && !cfg.same_frames {
                 let target = Target::attach(&proc, me, t0)?;
                 let steps: Vec<Step> = plan
                     .iter()
@@ -482,14 +591,14 @@ fn run_workload(cfg: &Config, skew: Skew, progress: Progress<'_>) -> Result<Work
             let setup_ns = t0.elapsed().as_nanos() as u64;
             let q = quiet::wait_quiet(0.10, Duration::from_millis(200), 5);
             let seed = cfg.seed.wrapping_add(u64::from(round));
-            std::hint::black_box(stream.reads(&r, (cfg.reads / 20).max(1), seed ^ 0xabcdef, None));
+            std::hint::black_box(stream.reads(r, (cfg.reads / 20).max(1), seed ^ 0xabcdef, None));
             let (ns, dr) = if arm == Arm::Daemon {
-                let (ns, d) = timed_with_daemon(cfg, &stream, &r, seed, budget_bytes)?;
+                let (ns, d) = timed_with_daemon(cfg, &stream, r, seed, budget_bytes)?;
                 collapse_ns = d.collapse_ns.clone();
                 (ns, Some(d))
             } else {
                 let t = Instant::now();
-                std::hint::black_box(stream.reads(&r, cfg.reads, seed, None));
+                std::hint::black_box(stream.reads(r, cfg.reads, seed, None));
                 (t.elapsed().as_nanos() as u64, None)
             };
             let huge_share = r.backing()?.huge_bytes() as f64 / r.mapped_bytes() as f64;
@@ -534,6 +643,7 @@ fn run_workload(cfg: &Config, skew: Skew, progress: Progress<'_>) -> Result<Work
         lines_per_page: Some(cfg.lines_per_page),
         lines_staggered: cfg.lines_per_page < 64,
         chase: cfg.chase,
+        same_frames: cfg.same_frames,
         reads: cfg.reads,
         budget_share: cfg.budget_share,
         plan_chunks: plan.len() as u64,
@@ -554,7 +664,11 @@ fn timed_with_daemon(
     seed: u64,
     budget_bytes: u64,
 ) -> Result<(u64, DaemonRun)> {
-    let ring = std::env::temp_dir().join(format!("hugewise-bench-samples.{}", std::process::id()));
+    // In shared memory, beside where programs publish (a ring in a file on disk would add
+    // writeback and write faults to the sampled reads), under a name of its own: a run of a
+    // graph kernel in this process publishes at the program's name.
+    let ring = hugewise_promote::channel::path(std::process::id() as i32)
+        .with_file_name(format!("hugewise-bench-samples.{}", std::process::id()));
     let publisher = Publisher::create_at(&ring, 1 << 20)?;
     let t0 = Instant::now();
     let target = Target::attach(&ProcFs::default(), std::process::id() as i32, t0)?;
@@ -671,6 +785,9 @@ pub(crate) fn summarize_arms(samples: &[Sample]) -> Vec<ArmSummary> {
                 .collect();
             let huge: Vec<f64> = mine.iter().map(|s| s.huge_share).collect();
             Some(ArmSummary {
+                // Filled from the samples with the headline.
+                time_vs_ideal: None,
+                share_of_ideal_saving: None,
                 arm: a,
                 time: summarize(&ns)?,
                 speedup_vs_base: if a == Arm::Base {
@@ -848,8 +965,13 @@ mod tests {
         assert_eq!(Workload::zipf_name(1.5, 64, false), "zipf:1.5");
     }
 
+    /// The daemon arm's daemon watches this whole process and keeps it within its budget, so
+    /// two runs at once would split each other's huge pages.
+    static ONE_RUN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn a_small_run_measures_every_arm_of_every_workload_within_the_budget() {
+        let _one = ONE_RUN.lock().unwrap_or_else(|e| e.into_inner());
         let cfg = Config {
             bytes: Bytes(64 << 20),
             skews: vec![Skew::Zipf(1.0), Skew::Zipf(1.5)],
@@ -864,6 +986,7 @@ mod tests {
             seed: 3,
             lines_per_page: 64,
             chase: false,
+            same_frames: false,
         };
         let mut calls = Vec::new();
         let r = match run(&cfg, &mut |done, total| calls.push((done, total))) {
@@ -922,6 +1045,63 @@ mod tests {
     }
 
     #[test]
+    fn on_shared_frames_the_arms_run_in_split_order_with_the_backing_each_needs() {
+        let _one = ONE_RUN.lock().unwrap_or_else(|e| e.into_inner());
+        let cfg = Config {
+            bytes: Bytes(64 << 20),
+            skews: vec![Skew::Hotspot {
+                chunks: 0.1,
+                reads: 0.99,
+            }],
+            reads: 2_000_000,
+            rounds: 2,
+            budget_share: 0.125,
+            interval: Duration::from_millis(10),
+            sample_every: 64,
+            seed: 5,
+            lines_per_page: 1,
+            chase: true,
+            same_frames: true,
+        };
+        let r = match run(&cfg, &mut |_, _| {}) {
+            Ok(r) => r,
+            Err(Error::Config(m))
+                if m.contains("THP `always`")
+                    || m.contains("MADV_COLLAPSE")
+                    || m.contains("cannot share frames") =>
+            {
+                hugewise_sys::testing::skip(&m);
+                return;
+            }
+            Err(e) => panic!("{e}"),
+        };
+        let w = &r.workloads[0];
+        assert!(w.same_frames);
+        assert!(
+            w.describe().contains("same physical pages"),
+            "{}",
+            w.describe()
+        );
+        let order: Vec<(u32, Arm)> = w.samples.iter().map(|s| (s.round, s.arm)).collect();
+        let expected: Vec<(u32, Arm)> = (0..2)
+            .flat_map(|round| SHARED_ORDER.iter().map(move |&a| (round, a)))
+            .collect();
+        assert_eq!(order, expected);
+        for s in &w.samples {
+            match s.arm {
+                Arm::Ideal => assert_eq!(s.huge_share, 1.0, "{s:?}"),
+                Arm::Base => assert_eq!(s.huge_share, 0.0, "{s:?}"),
+                // The plan keeps its 4 chunks of 32 huge, every one of them.
+                Arm::Plan => {
+                    assert_eq!(s.promotions, Some((4, 0)), "{s:?}");
+                    assert!((s.huge_share - 4.0 / 32.0).abs() < 1e-9, "{s:?}");
+                }
+                Arm::Daemon => assert!(s.huge_share <= 0.125 + 1e-9, "{s:?}"),
+            }
+        }
+    }
+
+    #[test]
     fn bad_exponents_are_refused_before_anything_is_mapped() {
         let mut cfg = Config {
             bytes: Bytes(64 << 20),
@@ -934,6 +1114,7 @@ mod tests {
             seed: 3,
             lines_per_page: 64,
             chase: false,
+            same_frames: false,
         };
         let msg = |cfg: &Config| match run(cfg, &mut |_, _| {}) {
             Err(Error::Config(m)) => m,

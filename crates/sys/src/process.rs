@@ -39,13 +39,34 @@ impl PidFd {
 
     /// Give `advice` for address ranges of the target process (`process_madvise`, Linux 5.10;
     /// `MADV_COLLAPSE` through it since 6.1). Returns the bytes the kernel advised, which can be
-    /// fewer than asked when it stops early.
+    /// fewer than asked when it stops early. More ranges than one call takes (`IOV_MAX`,
+    /// 1024) go in several calls, in order; a short call ends them, and so does an error
+    /// after some bytes were advised (the count is then returned, as the kernel does).
     pub fn madvise(&self, ranges: &[Range<usize>], advice: Advice) -> Result<usize> {
         if matches!(advice, Advice::PopulateWrite) {
             return Err(Error::Invalid(
                 "process_madvise does not accept MADV_POPULATE_WRITE".into(),
             ));
         }
+        let mut done = 0;
+        for batch in ranges.chunks(IOV_MAX) {
+            let asked: usize = batch.iter().map(|r| r.end.saturating_sub(r.start)).sum();
+            // Like the kernel within one call: once some bytes were advised, an error ends
+            // the count rather than hiding it.
+            let n = match self.madvise_batch(batch, advice) {
+                Ok(n) => n,
+                Err(_) if done > 0 => break,
+                Err(e) => return Err(e),
+            };
+            done += n;
+            if n < asked {
+                break;
+            }
+        }
+        Ok(done)
+    }
+
+    fn madvise_batch(&self, ranges: &[Range<usize>], advice: Advice) -> Result<usize> {
         let iov: Vec<libc::iovec> = ranges
             .iter()
             .map(|r| libc::iovec {
@@ -72,6 +93,10 @@ impl PidFd {
         Ok(rc as usize)
     }
 }
+
+/// The most ranges one `process_madvise` call takes (the kernel's `UIO_MAXIOV`); more give
+/// `EINVAL`.
+const IOV_MAX: usize = 1024;
 
 /// A signal hugewise sends to processes it started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -220,6 +245,27 @@ mod tests {
             Ok(n) => assert_eq!(n, m.len()),
             Err(e) => crate::testing::skip(format!("process_madvise unavailable here: {e}")),
         }
+    }
+
+    #[test]
+    fn more_ranges_than_one_call_takes_are_all_advised() {
+        let me = PidFd::open(std::process::id() as i32).expect("pidfd_open on self");
+        let pages = 2 * IOV_MAX + 5;
+        let m = Mapping::anonymous(pages * 4096, MapOptions::default()).expect("mmap");
+        m.advise(0..m.len(), Advice::PopulateWrite)
+            .expect("populate");
+        // Every other page: ranges the kernel cannot merge into fewer.
+        let ranges: Vec<Range<usize>> = (0..pages)
+            .step_by(2)
+            .map(|p| m.addr() + p * 4096..m.addr() + p * 4096 + 4096)
+            .collect();
+        assert!(ranges.len() > IOV_MAX);
+        if let Err(e) = me.madvise(&ranges[..1], Advice::Cold) {
+            return crate::testing::skip(format!("process_madvise unavailable here: {e}"));
+        }
+        // In one call the kernel would refuse them all (EINVAL).
+        let n = me.madvise(&ranges, Advice::Cold).expect("batched advice");
+        assert_eq!(n, ranges.len() * 4096);
     }
 
     #[test]
