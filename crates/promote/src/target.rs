@@ -22,6 +22,8 @@ pub struct Target {
     proc: ProcFs,
     kpf: Option<KPageFlags>,
     t0: Instant,
+    /// Addresses outside this range are not the engine's to manage.
+    within: Option<Range<usize>>,
 }
 
 fn gone_or(pid: i32, e: hugewise_sys::Error) -> Error {
@@ -57,7 +59,18 @@ impl Target {
             proc: proc.clone(),
             kpf: proc.kpageflags().ok(),
             t0,
+            within: None,
         })
+    }
+
+    /// The same target, managed only within `range`: the chunks a daemon weighs, and the
+    /// huge pages its budget counts, are those inside it. For a benchmark that runs its
+    /// workload in the daemon's own process beside other memory that is not the workload's.
+    pub fn within(self, range: Range<usize>) -> Target {
+        Target {
+            within: Some(range),
+            ..self
+        }
     }
 
     /// The same target, its actions timed from `t0` on.
@@ -77,8 +90,8 @@ impl Target {
             .map_err(|e| gone_or(self.pid, e))
     }
 
-    /// The target's private anonymous mappings, trimmed to whole 2 MiB chunks: the ranges a
-    /// promotion can apply to.
+    /// The target's private anonymous mappings, trimmed to whole 2 MiB chunks (and to the
+    /// range it is managed within, if any): the ranges a promotion can apply to.
     pub fn huge_capable(&self) -> Result<Vec<Range<usize>>> {
         let maps = self.maps()?;
         // A live process always has mappings (its stack at least); none means it has exited
@@ -90,8 +103,12 @@ impl Target {
             .iter()
             .filter(|m| m.is_private_anon() && m.read)
             .filter_map(|m| {
-                let start = m.start.next_multiple_of(HUGE);
-                let end = m.end / HUGE * HUGE;
+                let (lo, hi) = match &self.within {
+                    Some(w) => (m.start.max(w.start), m.end.min(w.end)),
+                    None => (m.start, m.end),
+                };
+                let start = lo.next_multiple_of(HUGE);
+                let end = hi / HUGE * HUGE;
                 (end > start).then_some(start..end)
             })
             .collect())

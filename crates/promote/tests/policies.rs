@@ -160,10 +160,10 @@ fn pcc_ranks_by_decayed_frequency_per_target() {
     assert!(d.promote[1].1 == 50.0);
     // A second target has its own two entries.
     let c = [
-        sampled(chunk(1, 0, 512, false), 5, 5),
-        sampled(chunk(2, 0, 512, false), 1, 1),
-        sampled(chunk(2, 1, 512, false), 2, 2),
-        sampled(chunk(2, 2, 512, false), 3, 3),
+        sampled(chunk(1, 0, 512, false), 9, 9),
+        sampled(chunk(2, 0, 512, false), 4, 4),
+        sampled(chunk(2, 1, 512, false), 6, 6),
+        sampled(chunk(2, 2, 512, false), 8, 8),
     ];
     let mut p = Pcc::with_capacity(2);
     let got: Vec<usize> = promoted(&mut p, &c, 1.0);
@@ -212,11 +212,38 @@ fn pcc_leaves_cold_chunks_out_of_a_budget_with_room() {
         *c = sampled(chunk(1, n, 512, false), if n < 8 { 100 } else { 0 }, 1);
     }
     assert_eq!(promoted(&mut p, &spot, 1.0), (0..8).collect::<Vec<_>>());
-    // Each target is weighed against its own mean: a second target's cold chunk with 2 walks
+    // Each target is weighed against its own mean: a second target's cold chunk with 4 walks
     // and nothing else is its whole share, and goes in.
-    spot.push(sampled(chunk(2, 0, 512, false), 2, 1));
+    spot.push(sampled(chunk(2, 0, 512, false), 4, 1));
     let mut p = Pcc::with_capacity(128);
     assert_eq!(promoted(&mut p, &spot, 1.0).len(), 9);
+}
+
+#[test]
+fn pcc_leaves_out_a_chunk_whose_heat_rests_on_one_sample() {
+    // A thinned target: each sample stands for 64 walks. Four hot chunks with 50 samples
+    // each (3 200 walks), 59 cold ones with none, and one cold chunk that drew a single
+    // sample: 64 walks, over the floor (an eighth of a mean of 201: 25), but one sample is no
+    // heat.
+    let thinned = |c: ChunkInfo, samples: u32| {
+        let mut c = sampled(c, samples, 1);
+        c.walks = samples * 64;
+        c
+    };
+    let mut chunks: Vec<ChunkInfo> = (0..64)
+        .map(|n| thinned(chunk(1, n, 512, false), if n < 4 { 50 } else { 0 }))
+        .collect();
+    chunks[10] = thinned(chunk(1, 10, 512, false), 1);
+    let mut p = Pcc::with_capacity(128);
+    p.budget_chunks(64);
+    assert_eq!(promoted(&mut p, &chunks, 1.0), [0, 1, 2, 3]);
+    // A second sample in the next look (1 / 2 + 1 = 1.5 seen) is still not enough, nor two
+    // more in the look after (0.75 + 2); four in one look are (1.4 + 4).
+    assert_eq!(promoted(&mut p, &chunks, 1.0), [0, 1, 2, 3]);
+    chunks[10] = thinned(chunk(1, 10, 512, false), 2);
+    assert_eq!(promoted(&mut p, &chunks, 1.0), [0, 1, 2, 3]);
+    chunks[10] = thinned(chunk(1, 10, 512, false), 4);
+    assert_eq!(promoted(&mut p, &chunks, 1.0), [0, 1, 2, 3, 10]);
 }
 
 #[test]

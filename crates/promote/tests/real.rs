@@ -276,3 +276,33 @@ fn launches_a_program_without_aslr_and_reports_one_that_cannot_start() {
         other => panic!("expected Launch error, got {other:?}"),
     }
 }
+
+#[test]
+fn a_target_managed_within_a_range_offers_only_its_chunks() {
+    let m = base_paged(8 * HUGE);
+    let t0 = Instant::now();
+    let me = std::process::id() as i32;
+    let whole = Target::attach(&ProcFs::default(), me, t0).expect("attach to self");
+    assert!(whole
+        .huge_capable()
+        .expect("ranges")
+        .iter()
+        .any(|r| r.start <= m.addr() && m.addr() + m.len() <= r.end));
+    // The middle 4 MiB of the mapping, then a window from its last 4 MiB on: trimmed to it.
+    let inner = m.addr() + 2 * HUGE..m.addr() + 4 * HUGE;
+    let t = Target::attach(&ProcFs::default(), me, t0)
+        .expect("attach")
+        .within(inner.clone());
+    assert_eq!(t.huge_capable().expect("ranges"), [inner]);
+    let window = m.addr() + 6 * HUGE..m.addr() + 100 * HUGE;
+    let t = Target::attach(&ProcFs::default(), me, t0)
+        .expect("attach")
+        .within(window.clone());
+    let got = t.huge_capable().expect("ranges");
+    assert_eq!(got[0].start, window.start, "{got:x?}");
+    assert!(
+        got.iter()
+            .all(|r| r.start >= window.start && r.end <= window.end),
+        "{got:x?}"
+    );
+}

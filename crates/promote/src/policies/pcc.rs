@@ -28,7 +28,10 @@
 //! nothing; a budget with room collapsed them all (122 cold chunks beside 41 hot ones in
 //! `bench promote --hotspot 1%:99.9%`), each collapse 5 ms of a core and a TLB flush of the
 //! target, for no walk saved. When every chunk is about as hot as the others, all stay above
-//! the floor.
+//! the floor. Nor is a chunk whose heat rests on a few samples ([`MIN_SEEN`]): once a settled
+//! daemon thins its target's samples (one in 64 of what it would publish, each standing for
+//! 64), one sample lifts a cold chunk over the floor, and under `bench promote --hotspot
+//! 1%:99%` the daemon went on collapsing 10–120 cold chunks a run from its 7th second on.
 
 use std::collections::HashMap;
 
@@ -46,25 +49,36 @@ pub struct Pcc {
     keep: f64,
 }
 
-/// A chunk's two scores, on one scale (steady heat of `w` walks a look scores `2 w` in both).
+/// A chunk's two scores, on one scale (steady heat of `w` walks a look scores `2 w` in both),
+/// and how many samples they rest on.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 struct Heat {
     fast: f64,
     slow: f64,
+    /// Samples seen, halved every look as `fast` is: what the heat was estimated from.
+    seen: f64,
 }
 
 impl Heat {
-    /// What a look with `walks` makes of `self`, the slow score keeping `keep` of itself.
-    fn after(self, walks: f64, keep: f64) -> Heat {
+    /// What a look with `walks` estimated from `samples` makes of `self`, the slow score
+    /// keeping `keep` of itself.
+    fn after(self, walks: f64, samples: f64, keep: f64) -> Heat {
         Heat {
             fast: self.fast / 2.0 + walks,
             slow: self.slow * keep + walks * (1.0 - keep) * 2.0,
+            seen: self.seen / 2.0 + samples,
         }
     }
 }
 
 /// Share of an even split of a target's walks below which a chunk is not worth a collapse.
 pub const FLOOR_SHARE: f64 = 1.0 / 8.0;
+
+/// Samples (halved every look) a chunk's heat must rest on before it is worth a collapse: one
+/// sample of a target thinned to one in 64 stands for 64 walks, enough to pass the floor, and
+/// an estimate from fewer than four is off by half or more. With two, a hot spot's cold chunks
+/// still drew a pair of samples in one look now and then: 5 to 10 of 4 055 a run went in.
+pub const MIN_SEEN: f64 = 4.0;
 
 /// Time constant of the slow score, in seconds: longer than a kernel's pass over its arrays
 /// on the graphs this runs on (an iteration of PageRank at kron:26 takes 9 s here).
@@ -132,12 +146,11 @@ impl Policy for Pcc {
         let mut even: HashMap<i32, (f64, usize)> = HashMap::new();
         for (i, c) in chunks.iter().enumerate() {
             let key = (c.pid, c.addr);
-            let heat = self
-                .scores
-                .get(&key)
-                .copied()
-                .unwrap_or_default()
-                .after(f64::from(c.walks), self.keep);
+            let heat = self.scores.get(&key).copied().unwrap_or_default().after(
+                f64::from(c.walks),
+                f64::from(c.samples),
+                self.keep,
+            );
             if c.mapped_pages == 0 {
                 continue;
             }
@@ -175,7 +188,7 @@ impl Policy for Pcc {
                 d.keep.push((i, heat.fast.max(heat.slow)));
             } else if candidate {
                 next.insert((c.pid, c.addr), heat);
-                if heat.fast < floor(c.pid) {
+                if heat.fast < floor(c.pid) || heat.seen < MIN_SEEN {
                     // Scored, so that heat that builds up counts, but not worth a collapse.
                     continue;
                 }
