@@ -451,6 +451,8 @@ pub(crate) const BENCH_HELP: &str = "Examples:
   hugewise bench promote --zipf 1.2 --budget 2% --markdown
   hugewise bench promote --hotspot 4%:99% --lines-per-page 1 --chase
                          99 % of dependent reads on 4 % of the chunks, one line of each page
+  hugewise bench promote --hotspot 1%:99% --lines-per-page 1 --chase --same-frames
+                         99 % on 1 % of the chunks, every arm of a round on the same pages
   hugewise bench promote --graph k26.hwg --kernel pr --rounds 3 --out bp-pr.json
                          PageRank on kron:26 (hugewise graph gen --graph kron:26 --out k26.hwg)
   hugewise bench promote --graph kron:20 --rounds 1 --plan plan.json   a quick look, a given plan
