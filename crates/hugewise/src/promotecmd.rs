@@ -462,10 +462,10 @@ highest, collapsed before the clock starts), daemon (the pcc policy on samples t
 publishes, promoting while the clock runs). The plan and the daemon get the same budget.
 Share of ideal is (speedup - 1) / (ideal speedup - 1) in the same round, its median over rounds;
 saving share is (base - arm) / (base - ideal) from the medians of times over the ideal's,
-steadier when the ideal gains little in some rounds. With --same-frames the order is fixed (ideal, plan, base, daemon): the ideal runs
-right after the whole region was collapsed, the plan keeps its chunks of that collapse, and the
-daemon starts from 4 KiB pages. Needs THP `madvise`
-so that the base arm faults 4 KiB pages. --json gives one object per workload under
+steadier when the ideal gains little in some rounds. With --same-frames the order is fixed
+(ideal, plan, base, daemon): the ideal runs right after the whole region was collapsed, the
+plan keeps its chunks of that collapse, and the daemon starts from 4 KiB pages. Needs THP
+`madvise` so that the base arm faults 4 KiB pages. --json gives one object per workload under
 `workloads`, its headline first: workload, ideal_speedup, plan_speedup, daemon_speedup, their
 shares of the ideal (per round, and of its saving: plan_share_of_ideal_saving,
 daemon_share_of_ideal_saving), huge_footprint_share (the plan's, read back from the

@@ -485,9 +485,10 @@ fn bench_promote_on_a_graph_refuses_a_given_plan_it_cannot_replay_before_any_run
     assert!(!dir.path().join("work").join("round0-base.json").exists());
 }
 
-#[test]
-fn bench_promote_runs_a_chased_hot_spot_and_names_it_in_the_json() {
-    let out = hugewise()
+/// `bench promote` on a small hot spot (4 of 32 chunks take 99 % of the reads, one line of
+/// each page, a budget of the 4), with `extra` arguments.
+fn small_hot_spot(extra: &[&str]) -> std::process::Output {
+    hugewise()
         .args([
             "bench",
             "promote",
@@ -497,7 +498,6 @@ fn bench_promote_runs_a_chased_hot_spot_and_names_it_in_the_json() {
             "12.5%:99%",
             "--lines-per-page",
             "1",
-            "--chase",
             "--reads",
             "2M",
             "--rounds",
@@ -506,10 +506,15 @@ fn bench_promote_runs_a_chased_hot_spot_and_names_it_in_the_json() {
             "12.5%",
             "--interval",
             "10ms",
-            "--json",
         ])
+        .args(extra)
         .output()
-        .expect("run hugewise");
+        .expect("run hugewise")
+}
+
+#[test]
+fn bench_promote_runs_a_chased_hot_spot_and_names_it_in_the_json() {
+    let out = small_hot_spot(&["--chase", "--json"]);
     let err = String::from_utf8_lossy(&out.stderr);
     if err.contains("THP `always`") {
         return skip("THP `always`: the base arm cannot be 4 KiB");
@@ -536,29 +541,7 @@ fn bench_promote_runs_a_chased_hot_spot_and_names_it_in_the_json() {
 
 #[test]
 fn bench_promote_on_shared_frames_runs_the_arms_in_the_order_of_the_splits() {
-    let out = hugewise()
-        .args([
-            "bench",
-            "promote",
-            "--size",
-            "32MiB",
-            "--hotspot",
-            "12.5%:99%",
-            "--lines-per-page",
-            "1",
-            "--reads",
-            "1M",
-            "--rounds",
-            "1",
-            "--budget",
-            "12.5%",
-            "--interval",
-            "10ms",
-            "--same-frames",
-            "--markdown",
-        ])
-        .output()
-        .expect("run hugewise");
+    let out = small_hot_spot(&["--same-frames", "--markdown"]);
     let err = String::from_utf8_lossy(&out.stderr);
     if err.contains("THP `always`")
         || err.contains("MADV_COLLAPSE made only")
@@ -570,4 +553,12 @@ fn bench_promote_on_shared_frames_runs_the_arms_in_the_order_of_the_splits() {
     let md = String::from_utf8_lossy(&out.stdout);
     // Ideal, plan, base, then the daemon: the order of the splits.
     assert!(md.contains("| 0 (B C A D) |"), "{md}");
+    // A graph's arms are processes of their own, with their own pages: refused by name.
+    let bad = hugewise()
+        .args(["bench", "promote", "--graph", "kron:10", "--same-frames"])
+        .output()
+        .expect("run hugewise");
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("--same-frames"), "{err}");
 }

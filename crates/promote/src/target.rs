@@ -129,6 +129,14 @@ impl Target {
         {
             return Err(bad("not a non-empty range of whole 2 MiB chunks".into()));
         }
+        if let Some(w) = &self.within {
+            if range.start < w.start || range.end > w.end {
+                return Err(bad(format!(
+                    "outside {:#x}..{:#x}, the range the engine manages",
+                    w.start, w.end
+                )));
+            }
+        }
         let maps = self.maps()?;
         let Some(m) = maps
             .iter()

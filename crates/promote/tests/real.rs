@@ -294,6 +294,12 @@ fn a_target_managed_within_a_range_offers_only_its_chunks() {
         .expect("attach")
         .within(inner.clone());
     assert_eq!(t.huge_capable().expect("ranges"), [inner]);
+    // Nor does it act outside the range, though the memory there is the process's own.
+    let outside = m.addr()..m.addr() + HUGE;
+    match t.promote(outside) {
+        Err(Error::BadRange { why, .. }) => assert!(why.contains("manages"), "{why}"),
+        other => panic!("{other:?}"),
+    }
     let window = m.addr() + 6 * HUGE..m.addr() + 100 * HUGE;
     let t = Target::attach(&ProcFs::default(), me, t0)
         .expect("attach")

@@ -457,18 +457,6 @@ fn upper_median(mut v: Vec<f64>) -> Option<f64> {
     v.get(v.len() / 2).copied()
 }
 
-/// The middle value of `v` (the mean of the two middle ones for an even count), `None` when
-/// empty.
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(v[n / 2]),
-        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
-}
-
 /// A share as a percentage to four decimals, without trailing zeros (0.999 is `99.9`).
 fn percent(share: f64) -> String {
     format!("{}", (share * 1e6).round() / 1e4)
@@ -599,13 +587,13 @@ impl PromoteBenchWorkload {
                 .map(|s| s.time)
         };
         let vs = |a: Arm| {
-            median(
-                self.samples
-                    .iter()
-                    .filter(|s| s.arm == a)
-                    .filter_map(|s| Some(s.time / ideal_in(s.round)?))
-                    .collect(),
-            )
+            let ratios: Vec<f64> = self
+                .samples
+                .iter()
+                .filter(|s| s.arm == a)
+                .filter_map(|s| Some(s.time / ideal_in(s.round)?))
+                .collect();
+            crate::stats::median(&ratios)
         };
         let base = vs(Arm::Base);
         let found: Vec<Option<f64>> = self.summary.iter().map(|s| vs(s.arm)).collect();

@@ -535,13 +535,15 @@ fn run_workload(cfg: &Config, skew: Skew, progress: Progress<'_>) -> Result<Work
         } else if round % 2 == 1 {
             arms.reverse();
         }
+        // On shared frames, the round's one region, from arm to arm.
         let mut shared: Option<Region<u64>> = None;
         for arm in arms {
             let t0 = Instant::now();
             let mut collapse_ns = Vec::new();
             // Plan arm: its chunks made huge, and those that were not (after retries).
             let mut plan_outcomes = None;
-            if cfg.same_frames {
+            let mut fresh = None;
+            let r: &Region<u64> = if cfg.same_frames {
                 let r = match shared.take() {
                     Some(r) => r,
                     None => all_huge(words)?,
@@ -560,15 +562,9 @@ fn run_workload(cfg: &Config, skew: Skew, progress: Progress<'_>) -> Result<Work
                     }
                     Arm::Ideal | Arm::Daemon => {}
                 }
-                shared = Some(r);
-            }
-            let fresh = if cfg.same_frames {
-                None
+                shared.insert(r)
             } else {
-                Some(make(arm, words)?)
-            };
-            let Some(r) = fresh.as_ref().or(shared.as_ref()) else {
-                return Err(Error::Config("no region for the arm".into()));
+                fresh.insert(make(arm, words)?)
             };
             if arm == Arm::Plan && !cfg.same_frames {
                 let target = Target::attach(&proc, me, t0)?;
