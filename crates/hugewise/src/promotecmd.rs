@@ -274,9 +274,16 @@ pub struct BenchPromoteArgs {
     /// order within a round is fixed.
     #[arg(long)]
     pub same_frames: bool,
+    /// Fault each arm's region chunk by chunk, coldest first, as a program that fills its bulk
+    /// data before its hot index. Where huge pages are scarce (under `hugewise env with
+    /// --pressure-leave … --fragment …`), the ideal arm is then Linux THP at fault spending
+    /// them on cold chunks, against the plan and the daemon choosing hot ones; its huge share
+    /// says what the kernel gave.
+    #[arg(long, conflicts_with = "same_frames")]
+    pub cold_first: bool,
     /// A graph kernel instead of Zipf reads: the graph as `hugewise run --graph` takes it
     /// (save a large one as .hwg first). Each arm is then its own `hugewise run` process.
-    #[arg(long, value_name = "GRAPH", conflicts_with_all = ["zipf", "hotspot", "size", "reads", "seed", "lines_per_page", "chase", "same_frames"])]
+    #[arg(long, value_name = "GRAPH", conflicts_with_all = ["zipf", "hotspot", "size", "reads", "seed", "lines_per_page", "chase", "same_frames", "cold_first"])]
     pub graph: Option<String>,
     /// With --graph: the kernel.
     #[arg(long, value_enum, default_value = "pr", requires = "graph")]
@@ -375,6 +382,7 @@ pub fn bench(
         lines_per_page: a.lines_per_page,
         chase: a.chase,
         same_frames: a.same_frames,
+        cold_first: a.cold_first,
     };
     let steps = crate::progress::Steps::new(progress, "runs", crate::progress::Unit::Items);
     let r = promotebench::run(&cfg, &mut |done, total| steps.update(done, total))
@@ -453,6 +461,10 @@ pub(crate) const BENCH_HELP: &str = "Examples:
                          99 % of dependent reads on 4 % of the chunks, one line of each page
   hugewise bench promote --hotspot 1%:99% --lines-per-page 1 --chase --same-frames
                          99 % on 1 % of the chunks, every arm of a round on the same pages
+  hugewise env with --pressure-leave 10GiB --fragment 50% -- \
+    hugewise bench promote --hotspot 1%:99% --lines-per-page 1 --chase --cold-first
+                         huge pages scarce: Linux THP at fault (the ideal arm, cold chunks
+                         faulted first) against the plan and the daemon
   hugewise bench promote --graph k26.hwg --kernel pr --rounds 3 --out bp-pr.json
                          PageRank on kron:26 (hugewise graph gen --graph kron:26 --out k26.hwg)
   hugewise bench promote --graph kron:20 --rounds 1 --plan plan.json   a quick look, a given plan

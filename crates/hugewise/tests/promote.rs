@@ -562,3 +562,24 @@ fn bench_promote_on_shared_frames_runs_the_arms_in_the_order_of_the_splits() {
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.contains("--same-frames"), "{err}");
 }
+
+#[test]
+fn bench_promote_faults_cold_chunks_first_when_asked() {
+    let out = small_hot_spot(&["--cold-first", "--json"]);
+    if String::from_utf8_lossy(&out.stderr).contains("THP `always`") {
+        return skip("THP `always`: the base arm cannot be 4 KiB");
+    }
+    let out = succeeded(out);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let w = &v["workloads"][0];
+    assert_eq!(w["cold_first"], true, "{w}");
+    assert!(w["ideal_speedup"].as_f64().is_some_and(|s| s > 0.0), "{w}");
+    // One region collapsed whole cannot also be faulted in an order: refused by name.
+    let bad = hugewise()
+        .args(["bench", "promote", "--cold-first", "--same-frames"])
+        .output()
+        .expect("run hugewise");
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("--cold-first"), "{err}");
+}

@@ -294,34 +294,25 @@ fn bench_workload(r: &PromoteBenchWorkload) -> String {
         .filter(|s| s.daemon_cpu_ns.is_some())
         .collect();
     if !daemon.is_empty() {
-        match (r.reach_budget_ms, r.settled_ms) {
-            (None, Some(settled)) => {
-                let _ = writeln!(
-                    o,
-                    "daemon: stayed below its budget, last promotion after {:.1} s (median), CPU \
-                     {} of one core over the run, {} after its last promotion (medians)",
-                    settled / 1e3,
-                    r.daemon_cpu_share.map(pct).unwrap_or_default(),
-                    r.daemon_steady_cpu_share
-                        .map(pct)
-                        .unwrap_or_else(|| "-".into())
-                );
-            }
-            _ => {
-                let _ = writeln!(
-                    o,
-                    "daemon: budget reached after {} (median), CPU {} of one core over the run, \
-                     {} once the budget was reached (medians)",
-                    r.reach_budget_ms
-                        .map(|m| format!("{:.1} s", m / 1e3))
-                        .unwrap_or_else(|| "never".into()),
-                    r.daemon_cpu_share.map(pct).unwrap_or_default(),
-                    r.daemon_steady_cpu_share
-                        .map(pct)
-                        .unwrap_or_else(|| "-".into())
-                );
-            }
-        }
+        let cpu = r.daemon_cpu_share.map(pct).unwrap_or_default();
+        let steady = r
+            .daemon_steady_cpu_share
+            .map(pct)
+            .unwrap_or_else(|| "-".into());
+        let mut line = match (r.reach_budget_ms, r.settled_ms) {
+            (None, Some(settled)) => format!(
+                "daemon: stayed below its budget, last promotion after {:.1} s (median), CPU {cpu} \
+                 of one core over the run, {steady} after its last promotion (medians)",
+                settled / 1e3
+            ),
+            _ => format!(
+                "daemon: budget reached after {} (median), CPU {cpu} of one core over the run, \
+                 {steady} once the budget was reached (medians)",
+                r.reach_budget_ms
+                    .map(|m| format!("{:.1} s", m / 1e3))
+                    .unwrap_or_else(|| "never".into())
+            ),
+        };
         let mut swaps: Vec<u32> = daemon
             .iter()
             .filter_map(|s| s.demotions.and_then(|(_, sw)| sw))
@@ -335,12 +326,13 @@ fn bench_workload(r: &PromoteBenchWorkload) -> String {
             } else {
                 format!("{lo}–{hi}")
             };
-            let _ = writeln!(
-                o,
-                "daemon: {range} swaps a run (a huge chunk split to give its place to a hotter \
-                 one; median {median})"
+            let _ = write!(
+                line,
+                "; {range} swaps a run (a huge chunk split to give its place to a hotter one; \
+                 median {median})"
             );
         }
+        let _ = writeln!(o, "{line}");
     }
     let mut lat: Vec<u64> = r
         .samples
@@ -534,7 +526,8 @@ mod tests {
         };
         let text = bench_workload(&w);
         // 18, 24, 62, 81: the median halfway between 24 and 62.
-        assert!(text.contains("daemon: 18–81 swaps a run"), "{text}");
+        assert!(text.contains("; 18–81 swaps a run"), "{text}");
+        assert_eq!(text.matches("daemon:").count(), 1, "one line: {text}");
         assert!(text.contains("median 43)"), "{text}");
     }
 

@@ -431,6 +431,10 @@ pub struct PromoteBenchWorkload {
     /// Absent when each arm mapped its region afresh.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub same_frames: bool,
+    /// Each arm's region was faulted chunk by chunk, coldest first (THP at fault then spends
+    /// scarce huge pages on cold chunks). Absent when faulted in address order.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cold_first: bool,
     /// Reads per run (Zipf), or timed trials per run after one untimed warm-up (graph).
     pub reads: u64,
     /// A graph kernel's workload: what ran and where its plan came from.
@@ -548,6 +552,8 @@ impl PromoteBenchWorkload {
             };
             let frames = if self.same_frames {
                 "; every arm of a round on the same physical pages"
+            } else if self.cold_first {
+                "; chunks faulted coldest first"
             } else {
                 ""
             };

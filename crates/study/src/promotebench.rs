@@ -73,6 +73,10 @@ pub struct Config {
     /// Run every arm of a round on the same physical pages (see [`SHARED_ORDER`]) instead of
     /// mapping the region afresh for each.
     pub same_frames: bool,
+    /// Fault each arm's region chunk by chunk, coldest first, as a program that fills its bulk
+    /// data before its hot index: THP at fault (the ideal arm) then spends scarce huge pages
+    /// on the cold chunks, as Linux does for whatever faults first.
+    pub cold_first: bool,
 }
 
 /// The arms' order in a round on shared frames: each arm's backing is reached from the one
@@ -367,7 +371,9 @@ pub fn profile_plan(stream: &Stream, chunks: usize, k: usize, seed: u64) -> Vec<
     order
 }
 
-fn make(arm: Arm, words: usize) -> Result<Region<u64>> {
+/// A fresh region for `arm`, its words written (each its own index) chunk by chunk in
+/// `order`, or in address order.
+fn make(arm: Arm, words: usize, order: Option<&[u32]>) -> Result<Region<u64>> {
     let policy = match arm {
         Arm::Ideal => PagePolicy::Thp,
         // No advice: with THP `madvise` or `never` the faults give 4 KiB pages, and (unlike
@@ -375,8 +381,20 @@ fn make(arm: Arm, words: usize) -> Result<Region<u64>> {
         Arm::Base | Arm::Plan | Arm::Daemon => PagePolicy::System,
     };
     let mut r = Region::new(arm.name(), words, RegionOptions::new(policy))?;
-    for (i, x) in r.iter_mut().enumerate() {
-        *x = i as u64;
+    match order {
+        Some(chunks) => {
+            for &c in chunks {
+                let at = c as usize * WORDS_PER_CHUNK;
+                for (i, x) in r[at..at + WORDS_PER_CHUNK].iter_mut().enumerate() {
+                    *x = (at + i) as u64;
+                }
+            }
+        }
+        None => {
+            for (i, x) in r.iter_mut().enumerate() {
+                *x = i as u64;
+            }
+        }
     }
     if arm != Arm::Ideal && r.backing()?.huge_bytes() > 0 {
         return Err(Error::Config(
@@ -391,7 +409,7 @@ fn make(arm: Arm, words: usize) -> Result<Region<u64>> {
 /// A region faulted with 4 KiB pages and then collapsed whole, for a round on shared frames:
 /// every arm's pages are then these, split in place or not.
 fn all_huge(words: usize) -> Result<Region<u64>> {
-    let r = make(Arm::Base, words)?;
+    let r = make(Arm::Base, words, None)?;
     let out = r.collapse(0..r.mapped_bytes())?;
     if out.huge_bytes_after < r.mapped_bytes() as u64 {
         return Err(Error::Config(format!(
@@ -491,6 +509,13 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
     for skew in &cfg.skews {
         skew.check()?;
     }
+    if cfg.cold_first && cfg.same_frames {
+        return Err(Error::Config(
+            "faulting coldest first orders the faults of each arm's fresh region; on shared \
+             frames one region is collapsed whole: choose one"
+                .into(),
+        ));
+    }
     let per = u64::from(cfg.rounds) * Arm::ALL.len() as u64;
     let total = per * cfg.skews.len() as u64;
     let mut workloads = Vec::with_capacity(cfg.skews.len());
@@ -522,6 +547,9 @@ fn run_workload(cfg: &Config, skew: Skew, progress: Progress<'_>) -> Result<Work
     let budget_bytes = Limit::Share(cfg.budget_share).bytes((chunks * HUGE) as u64);
     let k = (budget_bytes / HUGE as u64) as usize;
     let plan = profile_plan(&stream, chunks, k, cfg.seed ^ 0x5eed);
+    let coldest_first: Option<Vec<u32>> = cfg
+        .cold_first
+        .then(|| stream.hottest().iter().rev().copied().collect());
     let total = u64::from(cfg.rounds) * Arm::ALL.len() as u64;
     let proc = ProcFs::default();
     let me = std::process::id() as i32;
@@ -564,7 +592,7 @@ fn run_workload(cfg: &Config, skew: Skew, progress: Progress<'_>) -> Result<Work
                 }
                 shared.insert(r)
             } else {
-                fresh.insert(make(arm, words)?)
+                fresh.insert(make(arm, words, coldest_first.as_deref())?)
             };
             if arm == Arm::Plan && !cfg.same_frames {
                 let target = Target::attach(&proc, me, t0)?;
@@ -640,6 +668,7 @@ fn run_workload(cfg: &Config, skew: Skew, progress: Progress<'_>) -> Result<Work
         lines_staggered: cfg.lines_per_page < 64,
         chase: cfg.chase,
         same_frames: cfg.same_frames,
+        cold_first: cfg.cold_first,
         reads: cfg.reads,
         budget_share: cfg.budget_share,
         plan_chunks: plan.len() as u64,
@@ -986,6 +1015,7 @@ mod tests {
             lines_per_page: 64,
             chase: false,
             same_frames: false,
+            cold_first: false,
         };
         let mut calls = Vec::new();
         let r = match run(&cfg, &mut |done, total| calls.push((done, total))) {
@@ -1061,6 +1091,7 @@ mod tests {
             lines_per_page: 1,
             chase: true,
             same_frames: true,
+            cold_first: false,
         };
         let r = match run(&cfg, &mut |_, _| {}) {
             Ok(r) => r,
@@ -1114,6 +1145,7 @@ mod tests {
             lines_per_page: 64,
             chase: false,
             same_frames: false,
+            cold_first: false,
         };
         let msg = |cfg: &Config| match run(cfg, &mut |_, _| {}) {
             Err(Error::Config(m)) => m,
@@ -1136,5 +1168,19 @@ mod tests {
             "{}",
             msg(&cfg)
         );
+        cfg.skews = vec![Skew::Zipf(1.0)];
+        (cfg.same_frames, cfg.cold_first) = (true, true);
+        assert!(msg(&cfg).contains("choose one"), "{}", msg(&cfg));
+    }
+
+    #[test]
+    fn a_region_faulted_coldest_first_holds_the_same_words() {
+        let words = 4 * WORDS_PER_CHUNK;
+        let stream = Stream::with_skew(4, Skew::Zipf(1.0), 5);
+        let coldest: Vec<u32> = stream.hottest().iter().rev().copied().collect();
+        let a = make(Arm::Base, words, None).expect("address order");
+        let b = make(Arm::Base, words, Some(&coldest)).expect("coldest first");
+        assert!(a.iter().eq(b.iter()));
+        assert!(b.iter().enumerate().all(|(i, &x)| x == i as u64));
     }
 }
