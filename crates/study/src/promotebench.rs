@@ -371,8 +371,9 @@ pub fn profile_plan(stream: &Stream, chunks: usize, k: usize, seed: u64) -> Vec<
     order
 }
 
-/// A fresh region for `arm`, its words written (each its own index) chunk by chunk in
-/// `order`, or in address order.
+/// A fresh region for `arm`, each word holding its own index, faulted chunk by chunk in
+/// `order` when one is given (the first write decides which chunks THP at fault makes huge),
+/// else populated in address order when created.
 fn make(arm: Arm, words: usize, order: Option<&[u32]>) -> Result<Region<u64>> {
     let policy = match arm {
         Arm::Ideal => PagePolicy::Thp,
@@ -380,7 +381,7 @@ fn make(arm: Arm, words: usize, order: Option<&[u32]>) -> Result<Region<u64>> {
         // MADV_NOHUGEPAGE) collapse stays allowed for the plan and the daemon.
         Arm::Base | Arm::Plan | Arm::Daemon => PagePolicy::System,
     };
-    let mut r = Region::new(arm.name(), words, RegionOptions::new(policy))?;
+    let mut r = Region::new(arm.name(), words, fault_options(policy, order.is_some()))?;
     match order {
         Some(chunks) => {
             for &c in chunks {
@@ -404,6 +405,17 @@ fn make(arm: Arm, words: usize, order: Option<&[u32]>) -> Result<Region<u64>> {
         ));
     }
     Ok(r)
+}
+
+/// How a region is faulted: left to its first writes when they come in an order of their own
+/// (populating on creation would fault it in address order first).
+fn fault_options(policy: PagePolicy, ordered: bool) -> RegionOptions {
+    let opts = RegionOptions::new(policy);
+    if ordered {
+        opts.first_touch()
+    } else {
+        opts
+    }
 }
 
 /// A region faulted with 4 KiB pages and then collapsed whole, for a round on shared frames:
@@ -547,6 +559,14 @@ fn run_workload(cfg: &Config, skew: Skew, progress: Progress<'_>) -> Result<Work
     let budget_bytes = Limit::Share(cfg.budget_share).bytes((chunks * HUGE) as u64);
     let k = (budget_bytes / HUGE as u64) as usize;
     let plan = profile_plan(&stream, chunks, k, cfg.seed ^ 0x5eed);
+    if cfg.cold_first && stream.hottest().len() < chunks {
+        return Err(Error::Config(format!(
+            "faulting coldest first ranks at most {} chunks, and the region has {chunks}: use a \
+             region of at most {} GiB",
+            stream.hottest().len(),
+            (stream.hottest().len() * HUGE) >> 30
+        )));
+    }
     let coldest_first: Option<Vec<u32>> = cfg
         .cold_first
         .then(|| stream.hottest().iter().rev().copied().collect());
@@ -1178,9 +1198,18 @@ mod tests {
         let words = 4 * WORDS_PER_CHUNK;
         let stream = Stream::with_skew(4, Skew::Zipf(1.0), 5);
         let coldest: Vec<u32> = stream.hottest().iter().rev().copied().collect();
-        let a = make(Arm::Base, words, None).expect("address order");
-        let b = make(Arm::Base, words, Some(&coldest)).expect("coldest first");
+        let made = |order| match make(Arm::Base, words, order) {
+            Err(Error::Config(m)) if m.contains("THP `always`") => None,
+            other => Some(other.expect("region")),
+        };
+        let (Some(a), Some(b)) = (made(None), made(Some(&coldest))) else {
+            return hugewise_sys::testing::skip("THP `always`: the base arm cannot be 4 KiB");
+        };
         assert!(a.iter().eq(b.iter()));
         assert!(b.iter().enumerate().all(|(i, &x)| x == i as u64));
+        // In an order of its own, the region is faulted by those writes, not on creation.
+        let populate = |ordered| fault_options(PagePolicy::Thp, ordered).populate;
+        assert_eq!(populate(true), hugewise_mem::Populate::FirstTouch);
+        assert_eq!(populate(false), hugewise_mem::Populate::OnCreate);
     }
 }
