@@ -485,6 +485,13 @@ fn bench_promote_on_a_graph_refuses_a_given_plan_it_cannot_replay_before_any_run
     assert!(!dir.path().join("work").join("round0-base.json").exists());
 }
 
+/// `hugewise ARGS` refused as a usage error (exit code 2): its stderr.
+fn refused_usage(args: &[&str]) -> String {
+    let out = hugewise().args(args).output().expect("run hugewise");
+    assert_eq!(out.status.code(), Some(2), "{args:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// `bench promote` on a small hot spot (4 of 32 chunks take 99 % of the reads, one line of
 /// each page, a budget of the 4), with `extra` arguments.
 fn small_hot_spot(extra: &[&str]) -> std::process::Output {
@@ -530,12 +537,7 @@ fn bench_promote_runs_a_chased_hot_spot_and_names_it_in_the_json() {
     assert!(w["zipf_s"].is_null());
     assert!(w["ideal_speedup"].as_f64().is_some_and(|s| s > 0.0), "{w}");
     // A hot spot that leaves no chunk cold is refused by name.
-    let bad = hugewise()
-        .args(["bench", "promote", "--hotspot", "100%:50%"])
-        .output()
-        .expect("run hugewise");
-    assert_eq!(bad.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&bad.stderr);
+    let err = refused_usage(&["bench", "promote", "--hotspot", "100%:50%"]);
     assert!(err.contains("'100%:50%'"), "{err}");
 }
 
@@ -554,12 +556,7 @@ fn bench_promote_on_shared_frames_runs_the_arms_in_the_order_of_the_splits() {
     // Ideal, plan, base, then the daemon: the order of the splits.
     assert!(md.contains("| 0 (B C A D) |"), "{md}");
     // A graph's arms are processes of their own, with their own pages: refused by name.
-    let bad = hugewise()
-        .args(["bench", "promote", "--graph", "kron:10", "--same-frames"])
-        .output()
-        .expect("run hugewise");
-    assert_eq!(bad.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&bad.stderr);
+    let err = refused_usage(&["bench", "promote", "--graph", "kron:10", "--same-frames"]);
     assert!(err.contains("--same-frames"), "{err}");
 }
 
@@ -575,11 +572,6 @@ fn bench_promote_faults_cold_chunks_first_when_asked() {
     assert_eq!(w["cold_first"], true, "{w}");
     assert!(w["ideal_speedup"].as_f64().is_some_and(|s| s > 0.0), "{w}");
     // One region collapsed whole cannot also be faulted in an order: refused by name.
-    let bad = hugewise()
-        .args(["bench", "promote", "--cold-first", "--same-frames"])
-        .output()
-        .expect("run hugewise");
-    assert_eq!(bad.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&bad.stderr);
+    let err = refused_usage(&["bench", "promote", "--cold-first", "--same-frames"]);
     assert!(err.contains("--cold-first"), "{err}");
 }

@@ -13,8 +13,28 @@ pub fn path(pid: i32) -> PathBuf {
     hugewise_sys::shm::ring_path(pid)
 }
 
-/// Remove the sample rings in `dir` whose writer, named by the pid in the file name, is no
-/// longer `alive`. Returns how many were removed.
+/// Where `bench promote`, running in process `pid`, publishes its workload's samples: beside
+/// the programs' rings, under a name of its own.
+pub fn bench_path(pid: i32) -> PathBuf {
+    path(pid).with_file_name(format!("{BENCH_PREFIX}{pid}"))
+}
+
+/// File-name prefix of a program's ring (see [`hugewise_sys::shm::ring_path`]).
+const PROGRAM_PREFIX: &str = "hugewise-samples.";
+
+/// File-name prefix of `bench promote`'s ring.
+const BENCH_PREFIX: &str = "hugewise-bench-samples.";
+
+/// Remove the rings in `/dev/shm` whose writer has exited without removing its own (Ctrl-C,
+/// SIGKILL), so that shared memory does not fill up with them. Returns how many were removed.
+pub fn remove_dead_rings() -> usize {
+    remove_stale(Path::new("/dev/shm"), &|pid| {
+        Path::new("/proc").join(pid.to_string()).exists()
+    })
+}
+
+/// Remove the sample rings in `dir` (a program's or `bench promote`'s) whose writer, named by
+/// the pid in the file name, is no longer `alive`. Returns how many were removed.
 pub fn remove_stale(dir: &Path, alive: &dyn Fn(i32) -> bool) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
@@ -24,7 +44,11 @@ pub fn remove_stale(dir: &Path, alive: &dyn Fn(i32) -> bool) -> usize {
         let name = e.file_name();
         let Some(pid) = name
             .to_str()
-            .and_then(|n| n.strip_prefix("hugewise-samples."))
+            .and_then(|n| {
+                [PROGRAM_PREFIX, BENCH_PREFIX]
+                    .iter()
+                    .find_map(|p| n.strip_prefix(p))
+            })
             .and_then(|p| p.parse::<i32>().ok())
         else {
             continue;
@@ -48,9 +72,7 @@ impl Publisher {
     /// by programs that died without removing theirs (Ctrl-C, SIGKILL) are removed first, so
     /// shared memory does not fill up with them.
     pub fn create(slots: usize) -> Result<Publisher> {
-        remove_stale(Path::new("/dev/shm"), &|pid| {
-            Path::new("/proc").join(pid.to_string()).exists()
-        });
+        remove_dead_rings();
         Publisher::create_at(&path(std::process::id() as i32), slots)
     }
 
@@ -189,17 +211,23 @@ mod tests {
 
     #[test]
     fn rings_of_dead_writers_are_removed_and_others_kept() {
+        assert_eq!(
+            bench_path(7).file_name(),
+            Some(std::ffi::OsStr::new("hugewise-bench-samples.7"))
+        );
         let dir = std::env::temp_dir().join(format!("hw-stale-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
         for name in [
             "hugewise-samples.11",
             "hugewise-samples.22",
+            "hugewise-bench-samples.44",
             "other.33",
             "hugewise-samples.x",
         ] {
             std::fs::write(dir.join(name), b"").expect("write");
         }
-        assert_eq!(remove_stale(&dir, &|pid| pid == 22), 1);
+        // A bench's ring is a ring too: 11 and 44 are gone.
+        assert_eq!(remove_stale(&dir, &|pid| pid == 22), 2);
         let mut left: Vec<String> = std::fs::read_dir(&dir)
             .expect("read")
             .flatten()

@@ -556,9 +556,6 @@ fn run_workload(cfg: &Config, skew: Skew, progress: Progress<'_>) -> Result<Work
     let stream = Stream::with_skew(chunks, skew, cfg.seed)
         .lines_per_page(cfg.lines_per_page)?
         .chase(cfg.chase);
-    let budget_bytes = Limit::Share(cfg.budget_share).bytes((chunks * HUGE) as u64);
-    let k = (budget_bytes / HUGE as u64) as usize;
-    let plan = profile_plan(&stream, chunks, k, cfg.seed ^ 0x5eed);
     if cfg.cold_first && stream.hottest().len() < chunks {
         return Err(Error::Config(format!(
             "faulting coldest first ranks at most {} chunks, and the region has {chunks}: use a \
@@ -567,6 +564,9 @@ fn run_workload(cfg: &Config, skew: Skew, progress: Progress<'_>) -> Result<Work
             (stream.hottest().len() * HUGE) >> 30
         )));
     }
+    let budget_bytes = Limit::Share(cfg.budget_share).bytes((chunks * HUGE) as u64);
+    let k = (budget_bytes / HUGE as u64) as usize;
+    let plan = profile_plan(&stream, chunks, k, cfg.seed ^ 0x5eed);
     let coldest_first: Option<Vec<u32>> = cfg
         .cold_first
         .then(|| stream.hottest().iter().rev().copied().collect());
@@ -711,9 +711,10 @@ fn timed_with_daemon(
 ) -> Result<(u64, DaemonRun)> {
     // In shared memory, beside where programs publish (a ring in a file on disk would add
     // writeback and write faults to the sampled reads), under a name of its own: a run of a
-    // graph kernel in this process publishes at the program's name.
-    let ring = hugewise_promote::channel::path(std::process::id() as i32)
-        .with_file_name(format!("hugewise-bench-samples.{}", std::process::id()));
+    // graph kernel in this process publishes at the program's name. A bench stopped by a
+    // signal leaves its ring behind; the next one removes it.
+    hugewise_promote::channel::remove_dead_rings();
+    let ring = hugewise_promote::channel::bench_path(std::process::id() as i32);
     let publisher = Publisher::create_at(&ring, 1 << 20)?;
     let t0 = Instant::now();
     // Only the workload's region: other memory of this process (a test beside it) is not the
