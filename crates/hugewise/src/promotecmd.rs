@@ -385,7 +385,7 @@ pub fn bench(
         cold_first: a.cold_first,
     };
     let steps = crate::progress::Steps::new(progress, "runs", crate::progress::Unit::Items);
-    let r = promotebench::run(&cfg, &mut |done, total| steps.update(done, total))
+    let r = promotebench::run(&cfg, cancel, &mut |done, total| steps.update(done, total))
         .context("promotion benchmark")?;
     steps.finish();
     if a.markdown {

@@ -158,6 +158,24 @@ const LINES_PER_PAGE: usize = WORDS_PER_PAGE / WORDS_PER_LINE;
 /// consecutive pages start at 64 different lines.
 const STAGGER: usize = 41;
 
+/// Reads between two looks at the stop flag: a few milliseconds at the slowest reads here,
+/// one well-predicted branch per million.
+const STOP_EVERY: u64 = 1 << 20;
+
+/// One pass of reads over a region: how many, from which seed, with every so many published
+/// to the daemon, until `stop` is raised.
+#[derive(Clone, Copy)]
+pub struct Pass<'a> {
+    /// Reads.
+    pub n: u64,
+    /// Seed of the addresses.
+    pub seed: u64,
+    /// Where to publish samples, and one in how many reads.
+    pub sample: Option<(&'a Publisher, u32)>,
+    /// Ends the pass early once raised.
+    pub stop: &'a AtomicBool,
+}
+
 impl Stream {
     /// The stream over `chunks` chunks (at most 65 536: 128 GiB) with Zipf exponent `s`,
     /// permuted by `seed`.
@@ -275,22 +293,38 @@ impl Stream {
     /// Sum of `n` reads of `data` from seed `seed`; every `every`-th address (times the
     /// thinning the daemon asks for) is handed to `sample` when given.
     pub fn reads(&self, data: &[u64], n: u64, seed: u64, sample: Option<(&Publisher, u32)>) -> u64 {
+        let never = AtomicBool::new(false);
+        self.reads_until(
+            data,
+            Pass {
+                n,
+                seed,
+                sample,
+                stop: &never,
+            },
+        )
+    }
+
+    /// [`Stream::reads`], ending early once `pass.stop` is raised (looked at every
+    /// [`STOP_EVERY`] reads, a few milliseconds apart): a run that ended early is not a
+    /// measurement.
+    pub fn reads_until(&self, data: &[u64], pass: Pass<'_>) -> u64 {
         if self.chase {
-            self.reads_as::<true>(data, n, seed, sample)
+            self.reads_as::<true>(data, pass)
         } else {
-            self.reads_as::<false>(data, n, seed, sample)
+            self.reads_as::<false>(data, pass)
         }
     }
 
-    /// [`Stream::reads`], with the chain of dependent reads or without, each loop compiled for
-    /// its own case.
-    fn reads_as<const CHASE: bool>(
-        &self,
-        data: &[u64],
-        n: u64,
-        seed: u64,
-        sample: Option<(&Publisher, u32)>,
-    ) -> u64 {
+    /// [`Stream::reads_until`], with the chain of dependent reads or without, each loop
+    /// compiled for its own case.
+    fn reads_as<const CHASE: bool>(&self, data: &[u64], pass: Pass<'_>) -> u64 {
+        let Pass {
+            n,
+            seed,
+            sample,
+            stop,
+        } = pass;
         // Zero, but only at run time: `x ^ (word & zero)` is `x` with a dependence on `word`.
         let zero = std::hint::black_box(0u64);
         let chunks = (data.len() / WORDS_PER_CHUNK) as u32;
@@ -304,6 +338,9 @@ impl Stream {
         // The thinning the gap to the next sample was taken at: that sample stands for it.
         let mut thin = 1u32;
         for i in 0..n {
+            if i % STOP_EVERY == 0 && stop.load(Ordering::Relaxed) {
+                break;
+            }
             x = xorshift(x);
             let rank = self.rank(x);
             let chunk = self.perm[rank.min(self.perm.len() - 1)].min(chunks - 1) as usize;
@@ -509,7 +546,7 @@ struct DaemonRun {
 
 /// Run the benchmark: every workload in turn, each with all its arms alternated round by
 /// round. `progress` counts runs done of the total.
-pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
+pub fn run(cfg: &Config, cancel: &AtomicBool, progress: Progress<'_>) -> Result<Report> {
     if cfg.rounds == 0 || cfg.reads == 0 {
         return Err(Error::Config("rounds and reads must be at least 1".into()));
     }
@@ -533,14 +570,21 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
     let mut workloads = Vec::with_capacity(cfg.skews.len());
     for (i, &skew) in cfg.skews.iter().enumerate() {
         let before = per * i as u64;
-        let mut w = run_workload(cfg, skew, &mut |done, _| progress(before + done, total))?;
+        let mut w = run_workload(cfg, skew, cancel, &mut |done, _| {
+            progress(before + done, total)
+        })?;
         w.fill_headline();
         workloads.push(w);
     }
     Ok(Report { workloads })
 }
 
-fn run_workload(cfg: &Config, skew: Skew, progress: Progress<'_>) -> Result<Workload> {
+fn run_workload(
+    cfg: &Config,
+    skew: Skew,
+    cancel: &AtomicBool,
+    progress: Progress<'_>,
+) -> Result<Workload> {
     let chunks = (cfg.bytes.0 as usize / HUGE).max(1);
     if chunks < 2 {
         return Err(Error::Config(
@@ -586,6 +630,9 @@ fn run_workload(cfg: &Config, skew: Skew, progress: Progress<'_>) -> Result<Work
         // On shared frames, the round's one region, from arm to arm.
         let mut shared: Option<Region<u64>> = None;
         for arm in arms {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(Error::Interrupted);
+            }
             let t0 = Instant::now();
             let mut collapse_ns = Vec::new();
             // Plan arm: its chunks made huge, and those that were not (after retries).
@@ -635,16 +682,32 @@ fn run_workload(cfg: &Config, skew: Skew, progress: Progress<'_>) -> Result<Work
             let setup_ns = t0.elapsed().as_nanos() as u64;
             let q = quiet::wait_quiet(0.10, Duration::from_millis(200), 5);
             let seed = cfg.seed.wrapping_add(u64::from(round));
-            std::hint::black_box(stream.reads(r, (cfg.reads / 20).max(1), seed ^ 0xabcdef, None));
+            let warm = (cfg.reads / 20).max(1);
+            let warm_up = Pass {
+                n: warm,
+                seed: seed ^ 0xabcdef,
+                sample: None,
+                stop: cancel,
+            };
+            std::hint::black_box(stream.reads_until(r, warm_up));
             let (ns, dr) = if arm == Arm::Daemon {
-                let (ns, d) = timed_with_daemon(cfg, &stream, r, seed, budget_bytes)?;
+                let (ns, d) = timed_with_daemon(cfg, &stream, r, seed, budget_bytes, cancel)?;
                 collapse_ns = d.collapse_ns.clone();
                 (ns, Some(d))
             } else {
                 let t = Instant::now();
-                std::hint::black_box(stream.reads(r, cfg.reads, seed, None));
+                let timed = Pass {
+                    n: cfg.reads,
+                    seed,
+                    sample: None,
+                    stop: cancel,
+                };
+                std::hint::black_box(stream.reads_until(r, timed));
                 (t.elapsed().as_nanos() as u64, None)
             };
+            if cancel.load(Ordering::Relaxed) {
+                return Err(Error::Interrupted);
+            }
             let huge_share = r.backing()?.huge_bytes() as f64 / r.mapped_bytes() as f64;
             samples.push(Sample {
                 huge_share,
@@ -708,11 +771,12 @@ fn timed_with_daemon(
     r: &Region<u64>,
     seed: u64,
     budget_bytes: u64,
+    cancel: &AtomicBool,
 ) -> Result<(u64, DaemonRun)> {
     // In shared memory, beside where programs publish (a ring in a file on disk would add
     // writeback and write faults to the sampled reads), under a name of its own: a run of a
-    // graph kernel in this process publishes at the program's name. A bench stopped by a
-    // signal leaves its ring behind; the next one removes it.
+    // graph kernel in this process publishes at the program's name. Ctrl-C ends the reads and
+    // drops the ring; a bench killed outright leaves it behind, and the next one removes it.
     hugewise_promote::channel::remove_dead_rings();
     let ring = hugewise_promote::channel::bench_path(std::process::id() as i32);
     let publisher = Publisher::create_at(&ring, 1 << 20)?;
@@ -776,12 +840,13 @@ fn timed_with_daemon(
             })
         });
         let t = Instant::now();
-        std::hint::black_box(stream.reads(
-            r,
-            cfg.reads,
+        let timed = Pass {
+            n: cfg.reads,
             seed,
-            Some((&publisher, cfg.sample_every)),
-        ));
+            sample: Some((&publisher, cfg.sample_every)),
+            stop: cancel,
+        };
+        std::hint::black_box(stream.reads_until(r, timed));
         let ns = t.elapsed().as_nanos() as u64;
         let end = Instant::now();
         stop.store(true, Ordering::Relaxed);
@@ -1018,6 +1083,52 @@ mod tests {
     /// cores leave a daemon so little time that a short run may end before it promotes.
     static ONE_RUN: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+    fn small(reads: u64) -> Config {
+        Config {
+            bytes: Bytes(16 << 20),
+            skews: vec![Skew::Zipf(1.0)],
+            reads,
+            rounds: 1,
+            budget_share: 0.25,
+            interval: Duration::from_millis(10),
+            sample_every: 64,
+            seed: 5,
+            lines_per_page: 64,
+            chase: true,
+            same_frames: false,
+            cold_first: false,
+        }
+    }
+
+    #[test]
+    fn a_raised_stop_flag_ends_the_bench_before_its_next_run() {
+        let mut calls = 0;
+        let e =
+            run(&small(1000), &AtomicBool::new(true), &mut |_, _| calls += 1).expect_err("stopped");
+        assert!(matches!(e, Error::Interrupted), "{e}");
+        assert_eq!(calls, 0);
+    }
+
+    #[test]
+    fn a_stop_in_the_middle_of_the_daemons_reads_ends_them_and_removes_its_ring() {
+        let _one = ONE_RUN.lock().unwrap_or_else(|e| e.into_inner());
+        // Reads that would take hours: only the stop flag ends them.
+        let cfg = small(1 << 40);
+        let stream = Stream::new(8, 1.0, 5).chase(true);
+        let r = make(Arm::Daemon, 8 * WORDS_PER_CHUNK, None).expect("region");
+        let cancel = AtomicBool::new(false);
+        let (ns, _) = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(300));
+                cancel.store(true, Ordering::Relaxed);
+            });
+            timed_with_daemon(&cfg, &stream, &r, 1, 4 * HUGE as u64, &cancel).expect("run")
+        });
+        assert!(ns >= 300_000_000, "stopped after {ns} ns, before the flag");
+        let ring = hugewise_promote::channel::bench_path(std::process::id() as i32);
+        assert!(!ring.exists(), "{} left behind", ring.display());
+    }
+
     #[test]
     fn a_small_run_measures_every_arm_of_every_workload_within_the_budget() {
         let _one = ONE_RUN.lock().unwrap_or_else(|e| e.into_inner());
@@ -1039,7 +1150,9 @@ mod tests {
             cold_first: false,
         };
         let mut calls = Vec::new();
-        let r = match run(&cfg, &mut |done, total| calls.push((done, total))) {
+        let r = match run(&cfg, &AtomicBool::new(false), &mut |done, total| {
+            calls.push((done, total))
+        }) {
             Ok(r) => r,
             Err(Error::Config(m)) if m.contains("THP `always`") => {
                 hugewise_sys::testing::skip(&m);
@@ -1114,7 +1227,7 @@ mod tests {
             same_frames: true,
             cold_first: false,
         };
-        let r = match run(&cfg, &mut |_, _| {}) {
+        let r = match run(&cfg, &AtomicBool::new(false), &mut |_, _| {}) {
             Ok(r) => r,
             Err(Error::Config(m))
                 if m.contains("THP `always`")
@@ -1168,7 +1281,7 @@ mod tests {
             same_frames: false,
             cold_first: false,
         };
-        let msg = |cfg: &Config| match run(cfg, &mut |_, _| {}) {
+        let msg = |cfg: &Config| match run(cfg, &AtomicBool::new(false), &mut |_, _| {}) {
             Err(Error::Config(m)) => m,
             other => panic!("{:?}", other.map(|r| r.workloads.len())),
         };
