@@ -334,6 +334,9 @@ fn bench_workload(r: &PromoteBenchWorkload) -> String {
         }
         let _ = writeln!(o, "{line}");
     }
+    if let Some(line) = hot_chunks_line(r) {
+        let _ = writeln!(o, "{line}");
+    }
     let mut lat: Vec<u64> = r
         .samples
         .iter()
@@ -350,6 +353,37 @@ fn bench_workload(r: &PromoteBenchWorkload) -> String {
         );
     }
     o
+}
+
+/// Where each arm's huge pages were when the clock stopped: how many of the plan's chunks (the
+/// hottest) were huge, as a range over rounds; `None` for results without the count.
+fn hot_chunks_line(r: &PromoteBenchWorkload) -> Option<String> {
+    use hugewise_results::promote::Arm;
+    let parts: Vec<String> = [Arm::Ideal, Arm::Plan, Arm::Daemon]
+        .into_iter()
+        .filter_map(|arm| {
+            let mut n: Vec<u32> = r
+                .samples
+                .iter()
+                .filter(|s| s.arm == arm)
+                .filter_map(|s| s.hot_chunks_huge)
+                .collect();
+            n.sort_unstable();
+            let (lo, hi) = (n.first()?, n.last()?);
+            Some(if lo == hi {
+                format!("{} {lo}", arm.name())
+            } else {
+                format!("{} {lo}–{hi}", arm.name())
+            })
+        })
+        .collect();
+    (!parts.is_empty()).then(|| {
+        format!(
+            "hot chunks huge when the clock stopped (of the plan's {}, the profile's hottest): {}",
+            r.plan_chunks,
+            parts.join(", ")
+        )
+    })
 }
 
 /// One round's arms side by side: the base's time, every other arm's speedup over it and, for
@@ -529,6 +563,39 @@ mod tests {
         assert!(text.contains("; 18–81 swaps a run"), "{text}");
         assert_eq!(text.matches("daemon:").count(), 1, "one line: {text}");
         assert!(text.contains("median 43)"), "{text}");
+    }
+
+    #[test]
+    fn the_summary_says_how_many_hot_chunks_each_arm_had_huge() {
+        let hot = |round, arm, n| {
+            let mut s = sample(round, arm, 60.0);
+            s.hot_chunks_huge = Some(n);
+            s
+        };
+        let mut w = PromoteBenchWorkload {
+            plan_chunks: 163,
+            samples: vec![
+                hot(0, Arm::Ideal, 0),
+                hot(1, Arm::Ideal, 0),
+                hot(0, Arm::Plan, 163),
+                hot(1, Arm::Plan, 163),
+                hot(0, Arm::Daemon, 150),
+                hot(1, Arm::Daemon, 162),
+            ],
+            ..Default::default()
+        };
+        let text = bench_workload(&w);
+        assert!(
+            text.contains(
+                "hot chunks huge when the clock stopped (of the plan's 163, the profile's \
+                 hottest): ideal 0, plan 163, daemon 150–162"
+            ),
+            "{text}"
+        );
+        for s in &mut w.samples {
+            s.hot_chunks_huge = None;
+        }
+        assert!(!bench_workload(&w).contains("hot chunks"));
     }
 
     #[test]

@@ -244,6 +244,12 @@ pub struct PromoteBenchSample {
     /// from before they were kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub demotions: Option<(u32, Option<u32>)>,
+    /// How many of the plan's chunks (the hottest by the sampled profile) were huge when the
+    /// clock stopped, read back from the kernel: whether an arm's huge pages went to the hot
+    /// chunks (THP at fault under `cold_first`, the daemon's choice). `null` for graph
+    /// kernels and in results from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hot_chunks_huge: Option<u32>,
     /// Plan and daemon arms: latency of each `MADV_COLLAPSE` of one 2 MiB chunk, in order.
     pub collapse_ns: Vec<u64>,
     /// Others' CPU use just before.
@@ -268,6 +274,7 @@ impl PromoteBenchSample {
             daemon_steady_wall_ns: None,
             promotions: None,
             demotions: None,
+            hot_chunks_huge: None,
             collapse_ns: Vec::new(),
             quiet: None,
         }

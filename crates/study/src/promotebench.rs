@@ -306,7 +306,7 @@ impl Stream {
     }
 
     /// [`Stream::reads`], ending early once `pass.stop` is raised (looked at every
-    /// [`STOP_EVERY`] reads, a few milliseconds apart): a run that ended early is not a
+    /// 2^20 reads, a few milliseconds apart): a run that ended early is not a
     /// measurement.
     pub fn reads_until(&self, data: &[u64], pass: Pass<'_>) -> u64 {
         if self.chase {
@@ -709,6 +709,7 @@ fn run_workload(
                 return Err(Error::Interrupted);
             }
             let huge_share = r.backing()?.huge_bytes() as f64 / r.mapped_bytes() as f64;
+            let (hot_huge, _) = huge_chunks(r, &plan)?;
             samples.push(Sample {
                 huge_share,
                 setup_ns,
@@ -725,6 +726,7 @@ fn run_workload(
                     .map(|d| (d.promoted, d.failed))
                     .or(plan_outcomes),
                 demotions: dr.as_ref().map(|d| (d.demoted, Some(d.swaps))),
+                hot_chunks_huge: Some(hot_huge),
                 collapse_ns,
                 quiet: q,
                 ..Sample::timed(round, arm, ns as f64 / cfg.reads as f64)
@@ -1171,6 +1173,10 @@ mod tests {
             assert_eq!(w.plan_chunks, 4);
             let arm = |a: Arm| w.samples.iter().find(|s| s.arm == a).expect("arm");
             assert_eq!(arm(Arm::Base).huge_share, 0.0);
+            assert_eq!(arm(Arm::Base).hot_chunks_huge, Some(0));
+            // The plan's collapses that succeeded are its huge hot chunks, read back.
+            let (made, _) = arm(Arm::Plan).promotions.expect("plan outcomes");
+            assert_eq!(arm(Arm::Plan).hot_chunks_huge, Some(made));
             // The headline is the summaries' figures.
             let sum = |a: Arm| w.summary.iter().find(|s| s.arm == a).expect("arm");
             assert_eq!(w.ideal_speedup, sum(Arm::Ideal).speedup_vs_base);
