@@ -320,6 +320,10 @@ pub struct RandreadArgs {
     /// Seed of the address stream.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Run even when the region is larger than the memory available; only sensible with swap
+    /// to spare.
+    #[arg(long)]
+    pub force: bool,
     /// Print a Markdown table instead of the terminal table.
     #[arg(long, conflicts_with = "json")]
     pub markdown: bool,

@@ -329,6 +329,7 @@ fn run(command: Command, progress: Mode) -> anyhow::Result<u8> {
                 reads: a.reads,
                 rounds: a.rounds,
                 seed: a.seed,
+                force: a.force,
             };
             let steps = Steps::new(progress, "samples", Unit::Items);
             let r = randread::run(&cfg, &mut |done, total| steps.update(done, total))

@@ -281,9 +281,13 @@ pub struct BenchPromoteArgs {
     /// says what the kernel gave.
     #[arg(long, conflicts_with = "same_frames")]
     pub cold_first: bool,
+    /// Run even when the region is larger than the memory available; only sensible with swap
+    /// to spare.
+    #[arg(long)]
+    pub force: bool,
     /// A graph kernel instead of Zipf reads: the graph as `hugewise run --graph` takes it
     /// (save a large one as .hwg first). Each arm is then its own `hugewise run` process.
-    #[arg(long, value_name = "GRAPH", conflicts_with_all = ["zipf", "hotspot", "size", "reads", "seed", "lines_per_page", "chase", "same_frames", "cold_first"])]
+    #[arg(long, value_name = "GRAPH", conflicts_with_all = ["zipf", "hotspot", "size", "reads", "seed", "lines_per_page", "chase", "same_frames", "cold_first", "force"])]
     pub graph: Option<String>,
     /// With --graph: the kernel.
     #[arg(long, value_enum, default_value = "pr", requires = "graph")]
@@ -383,6 +387,7 @@ pub fn bench(
         chase: a.chase,
         same_frames: a.same_frames,
         cold_first: a.cold_first,
+        force: a.force,
     };
     let steps = crate::progress::Steps::new(progress, "runs", crate::progress::Unit::Items);
     let r = promotebench::run(&cfg, cancel, &mut |done, total| steps.update(done, total))

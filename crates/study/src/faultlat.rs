@@ -10,7 +10,6 @@ use std::sync::atomic::{compiler_fence, Ordering};
 use std::time::Instant;
 
 use hdrhistogram::Histogram;
-use hugewise_graph::fits::Fit;
 use hugewise_mem::{Bytes, PagePolicy, Region, RegionOptions};
 pub use hugewise_results::faultlat::{CollapsePhase, FaultlatReport as Report, Latency};
 use hugewise_sys::mmap::Advice;
@@ -77,12 +76,8 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
     // Every page is touched, so the whole size must fit; hugetlb pages come from their pool,
     // whose reservation fails cleanly at mmap instead.
     if !matches!(cfg.policy, PagePolicy::Hugetlb2M | PagePolicy::Hugetlb1G) {
-        let fit = Fit {
-            force: cfg.force,
-            ..Fit::default()
-        };
         let implies = format!("a region of {} with every page touched", cfg.bytes);
-        fit.check_bytes(&format!("size {}", cfg.bytes), &implies, cfg.bytes.0)?;
+        crate::room::check(cfg.bytes, cfg.bytes.0, &implies, cfg.force)?;
     }
     let overhead = timer_overhead();
     let mut r: Region<u8> = Region::new(

@@ -38,6 +38,7 @@ pub mod promotebench;
 pub mod promotegraph;
 pub mod quiet;
 pub mod randread;
+pub mod room;
 pub mod runner;
 pub mod save;
 pub mod slurm;

@@ -77,7 +77,13 @@ pub struct Config {
     /// data before its hot index: THP at fault (the ideal arm) then spends scarce huge pages
     /// on the cold chunks, as Linux does for whatever faults first.
     pub cold_first: bool,
+    /// Run even when the region is larger than the memory available (swap to spare).
+    pub force: bool,
 }
+
+/// Beside the region: the daemon's sample ring (2^20 slots of 8 bytes) and room for one
+/// collapse's new 2 MiB page.
+const BESIDE_REGION: u64 = (8 << 20) + (2 << 20);
 
 /// The arms' order in a round on shared frames: each arm's backing is reached from the one
 /// before by splitting huge pages in place, which keeps their physical pages; only the daemon
@@ -565,6 +571,12 @@ pub fn run(cfg: &Config, cancel: &AtomicBool, progress: Progress<'_>) -> Result<
                 .into(),
         ));
     }
+    // Each arm's region is dropped before the next is made: one at a time, every page touched.
+    let implies = format!(
+        "a region of {} with every page touched, one arm at a time, and the daemon's sample ring",
+        cfg.bytes
+    );
+    crate::room::check(cfg.bytes, cfg.bytes.0 + BESIDE_REGION, &implies, cfg.force)?;
     let per = u64::from(cfg.rounds) * Arm::ALL.len() as u64;
     let total = per * cfg.skews.len() as u64;
     let mut workloads = Vec::with_capacity(cfg.skews.len());
@@ -1099,6 +1111,20 @@ mod tests {
             chase: true,
             same_frames: false,
             cold_first: false,
+            force: false,
+        }
+    }
+
+    #[test]
+    fn a_region_past_the_memory_available_is_refused_before_anything_is_touched() {
+        let cfg = Config {
+            bytes: Bytes(1 << 50),
+            ..small(1000)
+        };
+        let e = run(&cfg, &AtomicBool::new(false), &mut |_, _| panic!("ran")).expect_err("refused");
+        let m = e.to_string();
+        for want in ["size 1024TiB", "available", "--force"] {
+            assert!(m.contains(want), "{want}: {m}");
         }
     }
 
@@ -1150,6 +1176,7 @@ mod tests {
             chase: false,
             same_frames: false,
             cold_first: false,
+            force: false,
         };
         let mut calls = Vec::new();
         let r = match run(&cfg, &AtomicBool::new(false), &mut |done, total| {
@@ -1232,6 +1259,7 @@ mod tests {
             chase: true,
             same_frames: true,
             cold_first: false,
+            force: false,
         };
         let r = match run(&cfg, &AtomicBool::new(false), &mut |_, _| {}) {
             Ok(r) => r,
@@ -1286,6 +1314,7 @@ mod tests {
             chase: false,
             same_frames: false,
             cold_first: false,
+            force: false,
         };
         let msg = |cfg: &Config| match run(cfg, &AtomicBool::new(false), &mut |_, _| {}) {
             Err(Error::Config(m)) => m,

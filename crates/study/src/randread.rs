@@ -28,6 +28,8 @@ pub struct Config {
     pub rounds: u32,
     /// Seed of the address stream.
     pub seed: u64,
+    /// Run even when the region is larger than the memory available (swap to spare).
+    pub force: bool,
 }
 
 /// Sum of `n` reads at xorshift64-random indices of `data`; returned so no read is elided.
@@ -74,6 +76,9 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
             "size must hold at least one 8-byte value".into(),
         ));
     }
+    // One variant's region at a time, every page touched.
+    let implies = format!("a region of {} with every page touched", cfg.bytes);
+    crate::room::check(cfg.bytes, cfg.bytes.0, &implies, cfg.force)?;
     let total = cfg.rounds as u64 * Variant::ALL.len() as u64;
     let mut samples = Vec::new();
     for round in 0..cfg.rounds {
@@ -159,14 +164,19 @@ mod tests {
         assert!((400.0..600.0).contains(&mean), "{mean}");
     }
 
+    fn cfg(bytes: u64, reads: u64, rounds: u32) -> Config {
+        Config {
+            bytes: Bytes(bytes),
+            reads,
+            rounds,
+            seed: 1,
+            force: false,
+        }
+    }
+
     #[test]
     fn a_small_run_has_every_sample_and_ratios() {
-        let cfg = Config {
-            bytes: Bytes(16 << 20),
-            reads: 10_000,
-            rounds: 2,
-            seed: 1,
-        };
+        let cfg = cfg(16 << 20, 10_000, 2);
         let mut calls = 0;
         let r = run(&cfg, &mut |_, _| calls += 1).expect("run");
         assert_eq!(r.samples.len(), 6);
@@ -184,12 +194,15 @@ mod tests {
 
     #[test]
     fn zero_rounds_refused() {
-        let cfg = Config {
-            bytes: Bytes(1 << 20),
-            reads: 1,
-            rounds: 0,
-            seed: 1,
-        };
-        assert!(run(&cfg, &mut |_, _| {}).is_err());
+        assert!(run(&cfg(1 << 20, 1, 0), &mut |_, _| {}).is_err());
+    }
+
+    #[test]
+    fn a_region_past_the_memory_available_is_refused_before_anything_is_touched() {
+        let e = run(&cfg(1 << 50, 1, 1), &mut |_, _| panic!("ran")).expect_err("refused");
+        let m = e.to_string();
+        for want in ["size 1024TiB", "available", "--force"] {
+            assert!(m.contains(want), "{want}: {m}");
+        }
     }
 }
