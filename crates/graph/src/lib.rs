@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 pub mod build;
+pub mod cache;
 pub mod csr;
 mod error;
 pub mod fits;

@@ -100,6 +100,11 @@ impl Relabeling {
         })
     }
 
+    /// The new order: entry `i` is the original id of the vertex that becomes `i`.
+    pub fn old_of_new(&self) -> &[u32] {
+        &self.old_of_new
+    }
+
     /// New id of an original vertex.
     pub fn new_id(&self, old: u32) -> u32 {
         self.new_of_old[old as usize]
@@ -212,6 +217,7 @@ pub fn reorder(
             method: method.to_string(),
             order_ns,
             relabel_ns: t.elapsed().as_nanos() as u64,
+            cache: None,
         },
     ))
 }

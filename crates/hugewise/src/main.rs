@@ -158,6 +158,7 @@ fn run_kernel(a: cli::RunArgs, progress: Mode) -> anyhow::Result<()> {
             layout: a.place.layout(),
             kernel,
             reorder: a.place.reorder,
+            reorder_cache: a.place.cache.cache(),
             trials: a.trials,
             sources: a.settings.source.clone(),
             verify: a.verify,
@@ -302,6 +303,7 @@ fn run(command: Command, progress: Mode) -> anyhow::Result<u8> {
                 variants,
                 rounds: a.rounds,
                 threads: a.threads.unwrap_or_else(cpus),
+                reorder_cache: a.cache.cache(),
             };
             let steps = Steps::new(progress, "loading", Unit::Items);
             let r = progress::with_reads(&steps, || {

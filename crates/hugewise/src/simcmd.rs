@@ -76,6 +76,7 @@ pub fn trace(a: TraceArgs, progress: Mode) -> anyhow::Result<()> {
         kernel: spec,
         threads: usize::from(a.threads),
         reorder: a.place.reorder,
+        reorder_cache: a.place.cache.cache(),
         sources: a.settings.source.clone(),
         out: a.out.clone(),
         rate_runs: a.rate_runs,

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use hugewise_results::faultlat::{FaultlatReport, Latency};
-use hugewise_results::graph::{GraphInfo, GraphWritten, RegionReport};
+use hugewise_results::graph::{CacheOutcome, GraphInfo, GraphWritten, RegionReport};
 use hugewise_results::machine::{MachineReport, Probe, Selector};
 use hugewise_results::pagebench::{PagesReport, PagesVariant};
 use hugewise_results::randread::RandreadReport;
@@ -398,13 +398,43 @@ pub fn run(r: &RunReport) -> String {
         ns(r.load.build.normalize_ns as f64)
     );
     if let Some(x) = &r.reorder {
-        let _ = writeln!(
-            o,
-            "reorder {} (order {}, relabel {})",
-            x.method,
-            ns(x.order_ns as f64),
-            ns(x.relabel_ns as f64)
-        );
+        match &x.cache {
+            Some(c) if c.outcome == CacheOutcome::Hit => {
+                let _ = writeln!(
+                    o,
+                    "reorder {} read from the cache {} ({}): the input was not loaded, nothing \
+                     relabelled",
+                    x.method,
+                    c.path.display(),
+                    bytes(c.bytes)
+                );
+            }
+            _ => {
+                let _ = writeln!(
+                    o,
+                    "reorder {} (order {}, relabel {})",
+                    x.method,
+                    ns(x.order_ns as f64),
+                    ns(x.relabel_ns as f64)
+                );
+            }
+        }
+        if let Some(c) = x.cache.as_ref().filter(|c| c.outcome != CacheOutcome::Hit) {
+            let _ = match c.outcome {
+                CacheOutcome::Stored => writeln!(
+                    o,
+                    "        kept in {} ({}, written in {}): the next run of this file reads it",
+                    c.path.display(),
+                    bytes(c.bytes),
+                    ns(c.ns as f64)
+                ),
+                _ => writeln!(
+                    o,
+                    "        not kept: {}",
+                    c.note.as_deref().unwrap_or("no reason given")
+                ),
+            };
+        }
     }
     let _ = writeln!(
         o,

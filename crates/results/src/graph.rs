@@ -61,6 +61,39 @@ pub struct ReorderStats {
     pub order_ns: u64,
     /// Building the relabelled CSR.
     pub relabel_ns: u64,
+    /// What the cache of reordered graphs did: the graph read from it (order and relabelling
+    /// then take no time), or relabelled here and kept for later runs, or not kept and why.
+    /// Absent when no cache was asked for or the input is not a file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheUse>,
+}
+
+/// What became of a run's reordering in the cache of reordered graphs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CacheOutcome {
+    /// Read from the cache: the input itself was not loaded, nothing was relabelled.
+    Hit,
+    /// Relabelled here, then written to the cache for later runs.
+    Stored,
+    /// Relabelled here and not written (the note says why).
+    NotStored,
+}
+
+/// One run's use of the cache of reordered graphs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CacheUse {
+    /// Read, written or neither.
+    pub outcome: CacheOutcome,
+    /// The cache entry (a directory).
+    pub path: std::path::PathBuf,
+    /// Size of the reordered graph and its permutation on disk (0 when not written).
+    pub bytes: u64,
+    /// Time to read the entry (a hit) or to write and sync it (stored).
+    pub ns: u64,
+    /// Why an entry found was not used, or why none was written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// The graph as loaded.

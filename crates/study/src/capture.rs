@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Instant;
 
+use hugewise_graph::cache::Cache;
 use hugewise_graph::kernels::{Kernel, Spec, SpecExt};
 use hugewise_graph::load::{Input, LoadOptions};
 use hugewise_graph::reorder::Method;
@@ -49,6 +50,8 @@ pub struct Config {
     pub threads: usize,
     /// Reorder the vertices after loading.
     pub reorder: Option<Method>,
+    /// Keep a reordered file's graph here and read it back on later runs.
+    pub reorder_cache: Option<Cache>,
     /// Start vertices in the input's ids (empty: picked from the seed).
     pub sources: Vec<u32>,
     /// The trace file.
@@ -286,6 +289,7 @@ fn load(
                 reorder: cfg.reorder,
                 sources: &cfg.sources,
                 wanted: cfg.kernel.sources_per_trial(),
+                cache: cfg.reorder_cache.as_ref(),
             },
             &mut |n| {
                 if layout.kernel_first() {

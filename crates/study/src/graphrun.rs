@@ -5,7 +5,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use hugewise_graph::kernels::{pick_sources, Kernel, Spec, SpecExt};
+use hugewise_graph::build::BuildStats;
+use hugewise_graph::cache::{Cache, CacheUse, Found};
+use hugewise_graph::kernels::{pick_sources, pick_sources_by, Kernel, Spec, SpecExt};
 use hugewise_graph::load::{load, Input, LoadOptions, LoadStats};
 use hugewise_graph::reorder::{self, Method, Relabeling, ReorderStats};
 use hugewise_graph::traced::sampled;
@@ -34,6 +36,9 @@ pub struct Config {
     pub kernel: Spec,
     /// Reorder the vertices after loading.
     pub reorder: Option<Method>,
+    /// Keep a reordered file's graph in this directory, and read it from there on later runs
+    /// instead of loading and relabelling (see [`hugewise_graph::cache`]).
+    pub reorder_cache: Option<Cache>,
     /// Timed trials, one source each.
     pub trials: u32,
     /// Start vertices in the input's ids, used in turn across trials (as GAP's `-r`); empty:
@@ -108,6 +113,8 @@ pub(crate) struct Graph<'a> {
     pub sources: &'a [u32],
     /// Starts needed.
     pub wanted: usize,
+    /// Keep reordered files here and read them back on later runs.
+    pub cache: Option<&'a Cache>,
 }
 
 /// A loaded, checked and possibly reordered graph with its starts in the input's ids.
@@ -135,6 +142,17 @@ pub(crate) fn prepare(
     w: &Graph<'_>,
     sized: &mut dyn FnMut(usize) -> hugewise_graph::Result<()>,
 ) -> Result<Prepared> {
+    let entry = match (w.reorder, w.cache) {
+        (Some(m), Some(c)) => c.entry(w.input, &w.load, m, w.load.seed),
+        _ => None,
+    };
+    let mut missed = None;
+    if let (Some(e), Some(m)) = (&entry, w.reorder) {
+        match e.find(w.layout, w.load.fit, sized)? {
+            Found::Hit(hit) => return from_cache(w, m, *hit),
+            Found::Miss(why) => missed = why,
+        }
+    }
     let (g, load) = load(w.input, w.load, w.layout, sized)?;
     w.kernel.check(&g)?;
     let sources = if w.sources.is_empty() {
@@ -144,8 +162,11 @@ pub(crate) fn prepare(
     };
     let (g, reordered) = match w.reorder {
         Some(m) => {
-            let (h, r, stats) = reorder::reorder(&g, m, w.load.seed, w.layout)?;
+            let (h, r, mut stats) = reorder::reorder(&g, m, w.load.seed, w.layout)?;
             drop(g);
+            if let Some(e) = &entry {
+                stats.cache = e.store(&h, &r, missed);
+            }
             (h, Some((r, stats)))
         }
         None => (g, None),
@@ -154,6 +175,37 @@ pub(crate) fn prepare(
         g,
         load,
         reordered,
+        sources,
+    })
+}
+
+/// A reordered graph read from the cache: checked and given its starts as a load and
+/// reordering would have (the starts picked among the same original vertices).
+fn from_cache(
+    w: &Graph<'_>,
+    method: Method,
+    (g, r, build, used): (Csr, Relabeling, BuildStats, CacheUse),
+) -> Result<Prepared> {
+    w.kernel.check(&g)?;
+    let sources = if w.sources.is_empty() {
+        pick_sources_by(g.n(), |v| g.out_degree(r.new_id(v)), w.load.seed, w.wanted)?
+    } else {
+        given_sources(w.sources, g.n(), w.wanted)?
+    };
+    let load = LoadStats {
+        load_ns: used.ns,
+        build,
+    };
+    let stats = ReorderStats {
+        method: method.to_string(),
+        order_ns: 0,
+        relabel_ns: 0,
+        cache: Some(used),
+    };
+    Ok(Prepared {
+        g,
+        load,
+        reordered: Some((r, stats)),
         sources,
     })
 }
@@ -272,6 +324,7 @@ pub fn run_with(cfg: &Config, mut extras: Extras<'_>, progress: Progress<'_>) ->
                 reorder: cfg.reorder,
                 sources: &cfg.sources,
                 wanted,
+                cache: cfg.reorder_cache.as_ref(),
             },
             &mut |n| {
                 if layout.kernel_first() {
@@ -597,6 +650,7 @@ mod tests {
                 mode: Mode::DirectionOptimizing,
             },
             reorder: None,
+            reorder_cache: None,
             trials: 3,
             sources: Vec::new(),
             verify: true,
@@ -654,6 +708,48 @@ mod tests {
         assert!(r.trials.iter().all(|t| t.verified == Some(true)));
         // The ring is the run's own and goes with it.
         assert!(!hugewise_sys::shm::ring_path(std::process::id() as i32).exists());
+    }
+
+    #[test]
+    fn a_reordered_file_comes_back_from_the_cache_with_the_same_results() {
+        use hugewise_graph::cache::CacheOutcome;
+        let d = tempfile::tempdir().expect("tmp");
+        let file = d.path().join("k12.hwg");
+        let base = cfg("all=base", "natural");
+        let (g, _) =
+            load(&base.input, base.load, &Layout::default(), &mut |_| Ok(())).expect("generate");
+        hugewise_graph::save::save(&g, &file).expect("save");
+        // sssp adds weights hashed from the seed before the reordering: they are kept too.
+        for kernel in ["bfs", "sssp"] {
+            let mut c = cfg("all=base", "natural");
+            c.input = Input::File(file.clone());
+            c.kernel = Spec::default_for(kernel).expect("kernel");
+            c.reorder = Some(Method::Dbg);
+            c.reorder_cache = Some(
+                Cache::new(d.path().join("cache"))
+                    .min_graph_bytes(0)
+                    .keep_free_bytes(0),
+            );
+            let first = run(&c, &mut |_, _| {}).expect("first run");
+            let second = run(&c, &mut |_, _| {}).expect("second run");
+            c.reorder_cache = None;
+            let plain = run(&c, &mut |_, _| {}).expect("no cache");
+            let outcome = |r: &Report| {
+                let x = r.reorder.as_ref().expect("reordered");
+                x.cache.as_ref().map(|c| c.outcome)
+            };
+            assert_eq!(outcome(&first), Some(CacheOutcome::Stored), "{kernel}");
+            assert_eq!(outcome(&second), Some(CacheOutcome::Hit), "{kernel}");
+            assert_eq!(outcome(&plain), None, "{kernel}");
+            assert_eq!(second.reorder.as_ref().map(|x| x.relabel_ns), Some(0));
+            for r in [&second, &plain] {
+                for (a, b) in first.trials.iter().zip(&r.trials) {
+                    assert_eq!(a.sources, b.sources, "{kernel}");
+                    assert_eq!(a.outcome, b.outcome, "{kernel}");
+                    assert_eq!(b.verified, Some(true), "{kernel}");
+                }
+            }
+        }
     }
 
     #[test]

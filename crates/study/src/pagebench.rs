@@ -9,6 +9,7 @@
 
 use std::time::{Duration, Instant};
 
+use hugewise_graph::cache::Cache;
 use hugewise_graph::kernels::{pick_sources, Kernel, Spec, SpecExt};
 use hugewise_graph::layout::{ALL_REGIONS, KERNEL_REGIONS};
 use hugewise_graph::load::{load, Input, LoadOptions};
@@ -122,6 +123,8 @@ pub struct Config {
     pub rounds: u32,
     /// Worker threads.
     pub threads: usize,
+    /// Keep a reordered file's copy here and read it back on later runs.
+    pub reorder_cache: Option<Cache>,
 }
 
 /// A copy of the graph that some variants run on, with the ids of its vertices.
@@ -196,7 +199,16 @@ pub fn run_with(cfg: &Config, progress: Progress<'_>, cancel: &dyn Fn() -> bool)
         let copy = pool.install(|| -> Result<Copy> {
             Ok(match method {
                 Some(m) => {
-                    let (h, r, _) = reorder::reorder(&g, *m, cfg.load.seed, &layout(&pages))?;
+                    let entry = cfg
+                        .reorder_cache
+                        .as_ref()
+                        .and_then(|c| c.entry(&cfg.input, &load_opts, *m, cfg.load.seed));
+                    let (h, r, _) = match entry {
+                        Some(e) => {
+                            e.reorder(&g, *m, cfg.load.seed, &layout(&pages), cfg.load.fit)?
+                        }
+                        None => reorder::reorder(&g, *m, cfg.load.seed, &layout(&pages))?,
+                    };
                     Copy {
                         graph: h,
                         relabeling: Some(r),
@@ -350,6 +362,7 @@ mod tests {
                 .collect(),
             rounds: 3,
             threads: 2,
+            reorder_cache: None,
         }
     }
 
@@ -414,5 +427,43 @@ mod tests {
             let s: Vec<_> = r.samples.iter().filter(|s| s.round == round).collect();
             assert!(s.windows(2).all(|w| w[0].sources == w[1].sources));
         }
+    }
+
+    #[test]
+    fn a_reordered_copy_of_a_file_is_kept_and_read_back() {
+        let d = tempfile::tempdir().expect("tmp");
+        let mut c = cfg(&["all=base", "all=base;reorder:dbg"]);
+        let (g, _) =
+            hugewise_graph::load::load(&c.input, c.load, &Layout::default(), &mut |_| Ok(()))
+                .expect("generate");
+        let file = d.path().join("k12.hwg");
+        hugewise_graph::save::save(&g, &file).expect("save");
+        c.input = Input::File(file);
+        let cache = Cache::new(d.path().join("cache"))
+            .min_graph_bytes(0)
+            .keep_free_bytes(0);
+        c.reorder_cache = Some(cache.clone());
+        let first = run(&c, &mut |_, _| {}).expect("first");
+        let entry = cache
+            .entry(&c.input, &c.load, Method::Dbg, c.load.seed)
+            .expect("entry");
+        let key = entry.dir().join("key");
+        let written = std::fs::metadata(&key)
+            .expect("kept")
+            .modified()
+            .expect("mtime");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let second = run(&c, &mut |_, _| {}).expect("second");
+        let read = std::fs::metadata(&key)
+            .expect("still there")
+            .modified()
+            .expect("mtime");
+        assert_eq!(
+            written, read,
+            "the second run read the entry, not wrote it again"
+        );
+        let sources =
+            |r: &Report| -> Vec<Vec<u32>> { r.samples.iter().map(|s| s.sources.clone()).collect() };
+        assert_eq!(sources(&first), sources(&second));
     }
 }

@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use hugewise_env::scoped;
 use hugewise_env::Host;
+use hugewise_graph::cache::Cache;
 use hugewise_graph::kernels::Spec;
 use hugewise_graph::layout::{ALL_REGIONS, KERNEL_REGIONS};
 use hugewise_graph::load::{Input, LoadOptions};
@@ -178,6 +179,11 @@ fn input_for(graph: &str, opts: &Options, threads: usize, obs: &mut dyn Observer
         crate::thread_pool(threads)?.install(|| graphrun::write(&cfg, &mut |_| {}))?;
     }
     Ok(Input::File(path))
+}
+
+/// Where a study keeps the reordered graphs of its runs: beside the graphs it generated.
+fn reorder_cache(opts: &Options) -> Cache {
+    Cache::new(opts.dir.join(GRAPHS_DIR).join("reordered"))
 }
 
 fn load_options(seed: u64) -> LoadOptions {
@@ -446,6 +452,7 @@ fn work(
                 variants: vs,
                 rounds: *rounds,
                 threads: plan.threads,
+                reorder_cache: Some(reorder_cache(opts)),
             };
             obs.phase("loading");
             let mut r = pagebench::run_with(
@@ -479,6 +486,7 @@ fn work(
                     Some(m) => Some(m.parse()?),
                     None => None,
                 },
+                reorder_cache: Some(reorder_cache(opts)),
                 sources: Vec::new(),
                 out: tmp.clone(),
                 rate_runs: 3,
@@ -560,6 +568,7 @@ fn work(
                 kernel: kernel.clone(),
                 pages: pages.clone(),
                 reorder: reorder.clone(),
+                reorder_cache: Some(reorder_cache(opts).dir().to_path_buf()),
                 shares: shares.clone(),
                 factors: factors.clone(),
                 page_cluster: *page_cluster,

@@ -37,6 +37,8 @@ pub struct Config {
     pub pages: String,
     /// Vertex order (`dbg`), or `None` for the graph's own.
     pub reorder: Option<String>,
+    /// Where the workers keep and find the reordered graph (`--reorder-cache`).
+    pub reorder_cache: Option<PathBuf>,
     /// Shares of the footprint, largest first.
     pub shares: Vec<f64>,
     /// Overcommit factors (`1`, `4`, `auto`).
@@ -86,6 +88,9 @@ pub fn worker_args(c: &Config, share: f64, factor: &str) -> Vec<String> {
     }
     if let Some(m) = &c.reorder {
         a.extend(["--reorder".into(), m.clone()]);
+    }
+    if let Some(d) = &c.reorder_cache {
+        a.extend(["--reorder-cache".into(), d.display().to_string()]);
     }
     a.push("--contained".into());
     a
@@ -178,6 +183,7 @@ mod tests {
             kernel: "bfs".into(),
             pages: "all=thp".into(),
             reorder: Some("dbg".into()),
+            reorder_cache: Some("/s/graphs/reordered".into()),
             shares: vec![1.0, 0.3],
             factors: vec!["1".into(), "auto".into()],
             page_cluster: Some(0),
@@ -192,6 +198,7 @@ mod tests {
             "--overcommit auto --swap-file /var/tmp/hugewise-study-swap-bfs-kron20.swap"
         ));
         assert!(s.contains("--page-cluster 0 --reorder dbg"), "{s}");
+        assert!(s.contains("--reorder-cache /s/graphs/reordered"), "{s}");
         assert!(
             s.contains("--trials 8 "),
             "auto explores beside its 3 trials: {s}"

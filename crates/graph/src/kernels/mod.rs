@@ -113,14 +113,26 @@ impl SpecExt for Spec {
 /// `count` source vertices drawn reproducibly from `seed`, none of them isolated (out-degree 0),
 /// as the GAP suite's source picker does.
 pub fn pick_sources(g: &Csr, seed: u64, count: usize) -> Result<Vec<u32>> {
+    pick_sources_by(g.n(), |v| g.out_degree(v), seed, count)
+}
+
+/// [`pick_sources`] among `n` vertices whose out-degrees `out_degree` gives: the same vertices
+/// for the same degrees, whatever ids the graph holding them uses (a reordered graph gives its
+/// degrees through the permutation).
+pub fn pick_sources_by(
+    n: usize,
+    out_degree: impl Fn(u32) -> usize,
+    seed: u64,
+    count: usize,
+) -> Result<Vec<u32>> {
     let mut rng = SplitMix64::new(seed, 0x5eed);
-    let n = g.n() as u64;
+    let n = n as u64;
     let mut out = Vec::with_capacity(count);
     let mut tries = 0u64;
     while out.len() < count {
         let v = rng.below(n) as u32;
         tries += 1;
-        if g.out_degree(v) > 0 {
+        if out_degree(v) > 0 {
             out.push(v);
         } else if tries > 64 * n.max(1024) {
             return Err(Error::Invalid(
