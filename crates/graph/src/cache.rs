@@ -6,14 +6,17 @@
 //! anew into fresh memory), while reading a reordered `.hwg` back costs one load. A study that
 //! runs a reordered variant ten times pays the relabelling once.
 //!
-//! An entry is a directory named by a hash of what selects it (the input's path, the method,
-//! the options that change the graph). It holds three files, written in this order and each
-//! atomically: `order` (the permutation), `graph.hwg` (the reordered graph) and `key`
-//! (everything that must match, the input file's size, modification time and inode included).
-//! An entry is used only when its `key` matches in full, so a crash halfway through a store
-//! (no `key` yet) or an input changed since (another `key`) never yields a wrong graph; a store
-//! replaces the entry of the same path and options. The permutation and the graph carry
-//! checksums, which their readers compare.
+//! An entry is a directory named by a hash of what selects it (the input's path and the kind
+//! its name gives, the method, the options that change the graph, the versions of the entry
+//! layout, of the orderings and of hugewise). It holds three files, written in this order and
+//! each atomically: `order` (the permutation), `graph.hwg` (the reordered graph) and `key`
+//! (everything that must match: the input file's size, modification and change times and
+//! inode too, and last the checksums of the two files this store wrote). An entry is used
+//! only when its `key` matches in full and both files carry the checksums it names, so a
+//! crash halfway through a store (no `key` yet), an input changed since (another `key`) or two
+//! stores that overlapped (files from both) never yield a wrong graph; a store replaces the
+//! entry of the same path and options. The permutation's and the graph's own checksums are
+//! compared as they are read.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -26,7 +29,7 @@ pub use hugewise_results::graph::{CacheOutcome, CacheUse};
 use crate::build::BuildStats;
 use crate::fits::Fit;
 use crate::io::hwg;
-use crate::load::{file_kind, Input, LoadOptions};
+use crate::load::{file_kind, FileKind, Input, LoadOptions};
 use crate::reorder::{Method, Relabeling, ReorderStats};
 use crate::{Csr, Error, Layout, Result};
 
@@ -91,10 +94,13 @@ impl Cache {
         method: Method,
         seed: u64,
     ) -> Option<Entry> {
-        let Input::File(path) = input else {
+        let Input::File(given) = input else {
             return None;
         };
-        let path = std::fs::canonicalize(path).ok()?;
+        // The kind comes from the name given (a link named `.el` to a `.wel` file loads as an
+        // edge list without weights), the identity from the file it names.
+        let kind = file_kind(given).ok()?;
+        let path = std::fs::canonicalize(given).ok()?;
         let meta = std::fs::metadata(&path).ok()?;
         let modified = meta
             .modified()
@@ -103,22 +109,24 @@ impl Cache {
             .ok()?
             .as_nanos();
         // Added weights are hashed from the seed; `.wel` and `.wsg` files bring their own.
-        let own_weights = matches!(
-            file_kind(&path),
-            Ok(crate::load::FileKind::WeightedEdgeList | crate::load::FileKind::WeightedGap)
-        );
+        let own_weights = matches!(kind, FileKind::WeightedEdgeList | FileKind::WeightedGap);
         let seeded = method == Method::Random || (opts.weighted && !own_weights);
         let select = format!(
-            "hugewise reordered graph, version {VERSION}\ninput {}\nmethod {method}\nseed {}\n\
-             weighted {}\nsymmetrize {}\n",
+            "hugewise reordered graph, entry version {VERSION}, orderings version {}, \
+             hugewise {}\ninput {} read as {kind:?}\nmethod {method}\nseed {}\nweighted {}\n\
+             symmetrize {}\n",
+            crate::reorder::OUTPUT_VERSION,
+            env!("CARGO_PKG_VERSION"),
             path.display(),
             if seeded { seed.to_string() } else { "-".into() },
             opts.weighted,
             opts.symmetrize,
         );
         let key = format!(
-            "{select}bytes {}\nmodified {modified}\ninode {}:{}\n",
+            "{select}bytes {}\nmodified {modified}\nchanged {}.{:09}\ninode {}:{}\n",
             meta.len(),
+            meta.ctime(),
+            meta.ctime_nsec(),
             meta.dev(),
             meta.ino()
         );
@@ -174,14 +182,16 @@ impl Entry {
         before_alloc: &mut dyn FnMut(usize) -> Result<()>,
     ) -> Result<Found> {
         let t = Instant::now();
-        match std::fs::read_to_string(self.dir.join(KEY)) {
-            Ok(k) if k == self.key => {}
-            Ok(_) => {
-                return Ok(Found::Miss(Some(format!(
-                    "{}: made from another version of the input or options; replaced",
-                    self.dir.display()
-                ))))
-            }
+        let sums = match std::fs::read_to_string(self.dir.join(KEY)) {
+            Ok(k) => match k.strip_prefix(&self.key).and_then(Sums::parse) {
+                Some(sums) => sums,
+                None => {
+                    return Ok(Found::Miss(Some(format!(
+                        "{}: made from another version of the input or options; replaced",
+                        self.dir.display()
+                    ))))
+                }
+            },
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Found::Miss(None)),
             Err(e) => {
                 return Ok(Found::Miss(Some(format!(
@@ -189,12 +199,26 @@ impl Entry {
                     self.dir.join(KEY).display()
                 ))))
             }
-        }
+        };
+        // The key names the files its store wrote: a store for another key that overlapped it
+        // (the input changed while two runs relabelled it) is caught here.
+        let mismatch = |what: &str| {
+            Ok(Found::Miss(Some(format!(
+                "{}: the {what} is not the one its key was written with; replaced",
+                self.dir.display()
+            ))))
+        };
         let order = match read_order(&self.dir.join(ORDER)) {
-            Ok(o) => o,
+            Ok((o, sum)) if sum == sums.order => o,
+            Ok(_) => return mismatch("permutation"),
             Err(e) => return Ok(Found::Miss(Some(e.to_string()))),
         };
         let graph = self.dir.join(GRAPH);
+        match hwg::header_checksum(&graph) {
+            Ok(sum) if sum == sums.graph => {}
+            Ok(_) => return mismatch("graph"),
+            Err(e) => return Ok(Found::Miss(Some(e.to_string()))),
+        }
         let (g, build) = match hwg::read(&graph, fit, layout, before_alloc) {
             Ok(x) => x,
             Err(e @ Error::TooLarge { .. }) => return Err(e),
@@ -312,10 +336,41 @@ impl Entry {
         let order = self.dir.join(ORDER);
         hugewise_sys::file::write_atomic_with(&order, &mut |w| write_order(r, w))
             .map_err(|e| Error::io(&order, e))?;
-        let (_, graph_bytes) = crate::save::save(g, &self.dir.join(GRAPH))?;
-        hugewise_sys::file::write_atomic_with(&key, &mut |w| w.write_all(self.key.as_bytes()))
+        let graph = self.dir.join(GRAPH);
+        let (_, graph_bytes) = crate::save::save(g, &graph)?;
+        let sums = Sums {
+            order: order_checksum(r),
+            graph: hwg::header_checksum(&graph)?,
+        };
+        let text = format!("{}{}", self.key, sums.text());
+        hugewise_sys::file::write_atomic_with(&key, &mut |w| w.write_all(text.as_bytes()))
             .map_err(|e| Error::io(&key, e))?;
         Ok(graph_bytes + file_bytes(&order))
+    }
+}
+
+/// The checksums of the files a store wrote, the last lines of its key.
+struct Sums {
+    order: u32,
+    graph: u32,
+}
+
+impl Sums {
+    fn text(&self) -> String {
+        format!("order {:08x}\ngraph {:08x}\n", self.order, self.graph)
+    }
+
+    fn parse(tail: &str) -> Option<Sums> {
+        let mut lines = tail.lines();
+        let mut field = |name: &str| {
+            let v = lines.next()?.strip_prefix(name)?.strip_prefix(' ')?;
+            u32::from_str_radix(v, 16).ok()
+        };
+        let sums = Sums {
+            order: field("order")?,
+            graph: field("graph")?,
+        };
+        lines.next().is_none().then_some(sums)
     }
 }
 
@@ -350,20 +405,25 @@ fn remove_orphans(dir: &Path) {
     }
 }
 
-/// The permutation: magic, version, vertex count, CRC-32 of the ids, then the new order's
+/// The permutation: magic, version, CRC-32 of the ids, vertex count, then the new order's
 /// original ids (u32, little-endian).
 fn write_order(r: &Relabeling, w: &mut dyn Write) -> std::io::Result<()> {
     let ids: &[u8] = bytemuck::cast_slice(r.old_of_new());
     let mut h = [0u8; ORDER_HEADER];
     h[..8].copy_from_slice(ORDER_MAGIC);
     h[8..12].copy_from_slice(&VERSION.to_le_bytes());
-    h[12..16].copy_from_slice(&crc32fast::hash(ids).to_le_bytes());
+    h[12..16].copy_from_slice(&order_checksum(r).to_le_bytes());
     h[16..24].copy_from_slice(&(r.old_of_new().len() as u64).to_le_bytes());
     w.write_all(&h)?;
     w.write_all(ids)
 }
 
-fn read_order(path: &Path) -> Result<Relabeling> {
+fn order_checksum(r: &Relabeling) -> u32 {
+    crc32fast::hash(bytemuck::cast_slice(r.old_of_new()))
+}
+
+/// The permutation in `path` and its checksum, checked.
+fn read_order(path: &Path) -> Result<(Relabeling, u32)> {
     let bad = |message: String| Error::Format {
         path: path.to_path_buf(),
         message,
@@ -383,19 +443,23 @@ fn read_order(path: &Path) -> Result<Relabeling> {
     let mut n = [0u8; 8];
     n.copy_from_slice(&h[16..24]);
     let n = u64::from_le_bytes(n);
-    if len != ORDER_HEADER as u64 + 4 * n {
+    // The ids that follow the header, compared with the count declared: a damaged count is
+    // refused here, before anything is allocated for it.
+    let body = len.saturating_sub(ORDER_HEADER as u64);
+    if body % 4 != 0 || body / 4 != n || n >= u64::from(u32::MAX) {
         return Err(bad(format!(
-            "{len} bytes, but the header declares {n} ids ({} bytes)",
-            ORDER_HEADER as u64 + 4 * n
+            "{len} bytes, but the header declares {n} ids of 4 bytes after its {ORDER_HEADER}"
         )));
     }
     let mut ids = vec![0u32; n as usize];
     f.read_exact(bytemuck::cast_slice_mut(&mut ids))
         .map_err(|e| Error::io(path, e))?;
-    if crc32fast::hash(bytemuck::cast_slice(&ids)) != word(12) {
+    let sum = crc32fast::hash(bytemuck::cast_slice(&ids));
+    if sum != word(12) {
         return Err(bad("the ids do not match their checksum".into()));
     }
-    Relabeling::from_order(ids).map_err(|e| bad(e.to_string()))
+    let r = Relabeling::from_order(ids).map_err(|e| bad(e.to_string()))?;
+    Ok((r, sum))
 }
 
 #[cfg(test)]
@@ -478,6 +542,24 @@ mod tests {
         assert_eq!(lists(&h2), lists(&h));
         assert_eq!(r2, r);
 
+        // The kind comes from the name given: a link named `.el` to a `.wel` file loads
+        // without the file's weights, so it cannot share the `.wel`'s entry.
+        let wel = d.path().join("g.wel");
+        std::fs::write(&wel, "0 1 5\n1 2 7\n").expect("wel");
+        let el = d.path().join("g.el");
+        std::os::unix::fs::symlink(&wel, &el).expect("link");
+        let w8 = LoadOptions {
+            weighted: true,
+            ..opts()
+        };
+        let by_link = cache
+            .entry(&Input::File(el), &w8, Method::Dbg, 7)
+            .expect("entry");
+        let direct = cache
+            .entry(&Input::File(wel), &w8, Method::Dbg, 7)
+            .expect("entry");
+        assert_ne!(by_link.dir, direct.dir);
+
         // Another method, or a weighted load, is another entry.
         let other = cache.entry(&input, &opts(), Method::HubCluster, 7);
         assert_ne!(other.map(|x| x.dir), Some(e.dir.clone()));
@@ -539,6 +621,33 @@ mod tests {
             .expect("find")
         {
             Found::Miss(Some(why)) => assert!(why.contains("checksum"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        // A count past any file (its top bits flipped): refused before it is allocated.
+        e.store(&h, &r, None).expect("kept");
+        let mut b = std::fs::read(&order).expect("read");
+        b[23] ^= 0x40;
+        std::fs::write(&order, &b).expect("write");
+        match e
+            .find(&Layout::default(), Fit::default(), &mut |_| Ok(()))
+            .expect("find")
+        {
+            Found::Miss(Some(why)) => assert!(why.contains("declares"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        // Another store's permutation under this key (two stores overlapped): not used.
+        e.store(&h, &r, None).expect("kept");
+        let other = cache
+            .entry(&input, &opts(), Method::HubCluster, 7)
+            .expect("entry");
+        let (h2, r2, _) = reorder(&g, Method::HubCluster, 7, &Layout::default()).expect("reorder");
+        other.store(&h2, &r2, None).expect("kept");
+        std::fs::copy(other.dir.join(ORDER), &order).expect("copy");
+        match e
+            .find(&Layout::default(), Fit::default(), &mut |_| Ok(()))
+            .expect("find")
+        {
+            Found::Miss(Some(why)) => assert!(why.contains("not the one"), "{why}"),
             other => panic!("{other:?}"),
         }
         // Stored again, it is whole; then a store that died before its key: not read.

@@ -346,7 +346,8 @@ impl Csr {
 }
 
 /// The weight `add_weights` gives the arc `from → to`: undirected edges hash their ends in
-/// order, so both directions agree.
+/// order, so both directions agree. Changing it changes cached graphs: raise
+/// [`crate::reorder::OUTPUT_VERSION`] with it.
 fn edge_weight(seed: u64, from: u32, to: u32, directed: bool) -> u32 {
     let (a, b) = if directed || from < to {
         (from, to)

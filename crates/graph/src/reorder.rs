@@ -24,6 +24,12 @@ use crate::layout::Layout;
 use crate::rng::SplitMix64;
 use crate::{Error, Result};
 
+/// The orderings' output version: raise it whenever an ordering, the relabelling or the
+/// weights hashed onto unweighted files ([`Csr::add_weights`]) make a different graph from
+/// the same input, so that reordered graphs kept by [`crate::cache`] under the old one are not
+/// taken for it.
+pub const OUTPUT_VERSION: u32 = 1;
+
 /// A reordering method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]

@@ -57,9 +57,10 @@ pub struct LoadStats {
 pub struct ReorderStats {
     /// Method.
     pub method: String,
-    /// Computing the new order.
+    /// Computing the new order (0 when the reordered graph was read from the cache: this run
+    /// computed nothing, and the reading is the load's time).
     pub order_ns: u64,
-    /// Building the relabelled CSR.
+    /// Building the relabelled CSR (0 when read from the cache, as `order_ns`).
     pub relabel_ns: u64,
     /// What the cache of reordered graphs did: the graph read from it (order and relabelling
     /// then take no time), or relabelled here and kept for later runs, or not kept and why.

@@ -37,6 +37,9 @@ pub struct PagesVariant {
     /// Reordering of this variant's copy of the graph.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reorder: Option<String>,
+    /// Whether that copy came from the cache of reordered graphs, or was kept in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reorder_cache: Option<crate::graph::CacheUse>,
     /// Its arrays were allocated before any copy of the graph.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub kernel_first: bool,

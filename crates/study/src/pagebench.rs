@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-use hugewise_graph::cache::Cache;
+use hugewise_graph::cache::{Cache, CacheUse};
 use hugewise_graph::kernels::{pick_sources, Kernel, Spec, SpecExt};
 use hugewise_graph::layout::{ALL_REGIONS, KERNEL_REGIONS};
 use hugewise_graph::load::{load, Input, LoadOptions};
@@ -131,6 +131,8 @@ pub struct Config {
 struct Copy {
     graph: Csr,
     relabeling: Option<Relabeling>,
+    /// What the cache of reordered graphs did for it.
+    cache: Option<CacheUse>,
 }
 
 impl Copy {
@@ -203,7 +205,7 @@ pub fn run_with(cfg: &Config, progress: Progress<'_>, cancel: &dyn Fn() -> bool)
                         .reorder_cache
                         .as_ref()
                         .and_then(|c| c.entry(&cfg.input, &load_opts, *m, cfg.load.seed));
-                    let (h, r, _) = match entry {
+                    let (h, r, stats) = match entry {
                         Some(e) => {
                             e.reorder(&g, *m, cfg.load.seed, &layout(&pages), cfg.load.fit)?
                         }
@@ -212,6 +214,7 @@ pub fn run_with(cfg: &Config, progress: Progress<'_>, cancel: &dyn Fn() -> bool)
                     Copy {
                         graph: h,
                         relabeling: Some(r),
+                        cache: stats.cache,
                     }
                 }
                 None => {
@@ -219,6 +222,7 @@ pub fn run_with(cfg: &Config, progress: Progress<'_>, cancel: &dyn Fn() -> bool)
                     Copy {
                         graph: reorder::relabel(&g, &same, &layout(&pages))?,
                         relabeling: None,
+                        cache: None,
                     }
                 }
             })
@@ -228,6 +232,7 @@ pub fn run_with(cfg: &Config, progress: Progress<'_>, cancel: &dyn Fn() -> bool)
     let shared = Copy {
         graph: g,
         relabeling: None,
+        cache: None,
     };
     let graph_of = |v: usize| copy_of[v].map_or(&shared, |c| &copies[c]);
     let per_trial = cfg.kernel.sources_per_trial();
@@ -316,6 +321,7 @@ pub fn run_with(cfg: &Config, progress: Progress<'_>, cancel: &dyn Fn() -> bool)
             pages: spec.kernel_pages.to_string(),
             graph_pages: spec.graph_pages.as_ref().map(|p| p.to_string()),
             reorder: spec.reorder.map(|m| m.to_string()),
+            reorder_cache: graph_of(v).cache.clone(),
             kernel_first: spec.kernel_first,
             kernel_ns: summarize(&ns).ok_or_else(|| Error::Config("no samples".into()))?,
             speedup_vs_first: if v == 0 { None } else { median(&ratios) },
@@ -431,6 +437,7 @@ mod tests {
 
     #[test]
     fn a_reordered_copy_of_a_file_is_kept_and_read_back() {
+        use hugewise_graph::cache::CacheOutcome;
         let d = tempfile::tempdir().expect("tmp");
         let mut c = cfg(&["all=base", "all=base;reorder:dbg"]);
         let (g, _) =
@@ -465,5 +472,9 @@ mod tests {
         let sources =
             |r: &Report| -> Vec<Vec<u32>> { r.samples.iter().map(|s| s.sources.clone()).collect() };
         assert_eq!(sources(&first), sources(&second));
+        let outcome = |r: &Report| r.summary[1].reorder_cache.as_ref().map(|c| c.outcome);
+        assert_eq!(outcome(&first), Some(CacheOutcome::Stored));
+        assert_eq!(outcome(&second), Some(CacheOutcome::Hit));
+        assert!(first.summary[0].reorder_cache.is_none());
     }
 }

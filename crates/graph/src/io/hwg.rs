@@ -120,6 +120,17 @@ pub(crate) fn test_header(n: u64, m: u64) -> [u8; HEADER] {
     .encode()
 }
 
+/// The checksum a file's header carries of itself: as the header holds every section's
+/// checksum too, two files with the same one hold the same graph (once [`read`] has checked
+/// them). For tying a file to a record made when it was written.
+pub fn header_checksum(path: &Path) -> Result<u32> {
+    let mut f = File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut h = [0u8; HEADER];
+    f.read_exact(&mut h)
+        .map_err(|_| format_error(path, format!("shorter than the {HEADER}-byte header")))?;
+    Ok(u32_at(&h, 56))
+}
+
 /// Read and check the header of `path` against the file's length.
 pub fn header(path: &Path) -> Result<Header> {
     let mut f = File::open(path).map_err(|e| Error::io(path, e))?;
@@ -365,9 +376,9 @@ fn check_structure(a: &Adjacency, n: usize, m: usize) -> std::result::Result<(),
     }
 }
 
-/// Vertex ranges covering `0..n` with about `m / 256` arcs each (at least 4096 vertices unless
-/// one list is longer), for checks that walk every list. The offsets are not yet checked:
-/// the ranges only need to cover every vertex once.
+/// Vertex ranges covering `0..n` once each, for checks that walk every list: each range
+/// reaches about `m / 256` arcs (more when one list is longer), so at most 257 of them. The
+/// offsets are not yet checked: out of order, they make the ranges uneven, never wrong.
 fn check_pieces(o: &[u64], m: usize) -> Vec<std::ops::Range<usize>> {
     let n = o.len() - 1;
     let arcs = (m as u64 / 256).max(1);
@@ -378,7 +389,7 @@ fn check_pieces(o: &[u64], m: usize) -> Vec<std::ops::Range<usize>> {
         // The first vertex whose list starts at or past the target (offsets out of order
         // make this a guess, which the check itself then refuses).
         let next = v + o[v..n].partition_point(|&x| x < target);
-        let end = next.max(v + 4096).min(n);
+        let end = next.max(v + 1).min(n);
         pieces.push(v..end);
         v = end;
     }
@@ -420,6 +431,27 @@ pub fn write_to(g: &Csr, w: &mut dyn Write) -> std::io::Result<()> {
 mod tests {
     use super::*;
     use crate::kernels::testing::generated;
+
+    #[test]
+    fn check_pieces_cover_every_vertex_once_whatever_the_offsets() {
+        let covers = |o: &[u64], m: usize| {
+            let pieces = check_pieces(o, m);
+            let flat: Vec<usize> = pieces.iter().flat_map(|r| r.clone()).collect();
+            assert_eq!(flat, (0..o.len() - 1).collect::<Vec<_>>(), "{o:?}");
+            pieces.len()
+        };
+        // A hub of most arcs first, then 10 000 vertices of one arc, then isolated ones.
+        let mut o = vec![0u64, 1_000_000];
+        o.extend((1..=10_000).map(|i| 1_000_000 + i));
+        o.extend(std::iter::repeat_n(1_010_000, 5_000));
+        let pieces = covers(&o, 1_010_000);
+        assert!(pieces <= 257, "{pieces}");
+        assert_eq!(check_pieces(&o, 1_010_000)[0], 0..1, "the hub alone");
+        // Falling offsets, offsets past m, and no arcs at all.
+        covers(&[0, 9, 3, 7, 1, 12, 2], 5);
+        covers(&[0, u64::MAX, 0], 4);
+        covers(&[0; 100], 0);
+    }
 
     fn write(g: &Csr, p: &Path) {
         let mut buf = Vec::new();
