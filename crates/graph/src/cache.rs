@@ -503,6 +503,17 @@ mod tests {
             .collect()
     }
 
+    /// `e` is a miss whose note says `what`.
+    fn miss_says(e: &Entry, what: &str) {
+        match e
+            .find(&Layout::default(), Fit::default(), &mut |_| Ok(()))
+            .expect("find")
+        {
+            Found::Miss(Some(why)) => assert!(why.contains(what), "{why}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
     fn hit(e: &Entry) -> (Csr, Relabeling, CacheUse) {
         match e
             .find(&Layout::default(), Fit::default(), &mut |_| Ok(()))
@@ -590,13 +601,7 @@ mod tests {
         std::fs::write(p, bytes).expect("write");
         let again = cache.entry(&input, &opts(), Method::Dbg, 7).expect("entry");
         assert_eq!(again.dir, e.dir);
-        match again
-            .find(&Layout::default(), Fit::default(), &mut |_| Ok(()))
-            .expect("find")
-        {
-            Found::Miss(Some(why)) => assert!(why.contains("another version"), "{why}"),
-            other => panic!("{other:?}"),
-        }
+        miss_says(&again, "another version");
     }
 
     #[test]
@@ -616,25 +621,13 @@ mod tests {
         let mut b = std::fs::read(&order).expect("read");
         b[ORDER_HEADER + 5] ^= 1;
         std::fs::write(&order, &b).expect("write");
-        match e
-            .find(&Layout::default(), Fit::default(), &mut |_| Ok(()))
-            .expect("find")
-        {
-            Found::Miss(Some(why)) => assert!(why.contains("checksum"), "{why}"),
-            other => panic!("{other:?}"),
-        }
+        miss_says(&e, "checksum");
         // A count past any file (its top bits flipped): refused before it is allocated.
         e.store(&h, &r, None).expect("kept");
         let mut b = std::fs::read(&order).expect("read");
         b[23] ^= 0x40;
         std::fs::write(&order, &b).expect("write");
-        match e
-            .find(&Layout::default(), Fit::default(), &mut |_| Ok(()))
-            .expect("find")
-        {
-            Found::Miss(Some(why)) => assert!(why.contains("declares"), "{why}"),
-            other => panic!("{other:?}"),
-        }
+        miss_says(&e, "declares");
         // Another store's permutation under this key (two stores overlapped): not used.
         e.store(&h, &r, None).expect("kept");
         let other = cache
@@ -643,13 +636,7 @@ mod tests {
         let (h2, r2, _) = reorder(&g, Method::HubCluster, 7, &Layout::default()).expect("reorder");
         other.store(&h2, &r2, None).expect("kept");
         std::fs::copy(other.dir.join(ORDER), &order).expect("copy");
-        match e
-            .find(&Layout::default(), Fit::default(), &mut |_| Ok(()))
-            .expect("find")
-        {
-            Found::Miss(Some(why)) => assert!(why.contains("not the one"), "{why}"),
-            other => panic!("{other:?}"),
-        }
+        miss_says(&e, "not the one");
         // Stored again, it is whole; then a store that died before its key: not read.
         e.store(&h, &r, None).expect("kept");
         hit(&e);
