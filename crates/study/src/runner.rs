@@ -186,6 +186,67 @@ fn reorder_cache(opts: &Options) -> Cache {
     Cache::new(opts.dir.join(GRAPHS_DIR).join("reordered"))
 }
 
+/// The reorderings `work` loads, each as the cache tells them apart (graph, method, weights
+/// or not), with how many times it loads each.
+fn reordered_loads(work: &Work) -> Vec<((&str, &str, bool), usize)> {
+    let weighted = |kernel: &str| kernel_spec(kernel).is_ok_and(|k| k.needs_weights());
+    match work {
+        Work::Pages {
+            graph,
+            kernel,
+            variants,
+            ..
+        } => {
+            let mut methods: Vec<&str> = variants
+                .iter()
+                .filter_map(|v| v.reorder.as_deref())
+                .collect();
+            methods.sort_unstable();
+            methods.dedup();
+            methods
+                .into_iter()
+                .map(|m| ((graph.as_str(), m, weighted(kernel)), 1))
+                .collect()
+        }
+        Work::Curve {
+            graph,
+            kernel,
+            reorder: Some(m),
+            ..
+        } => vec![((graph.as_str(), m.as_str(), weighted(kernel)), 1)],
+        Work::Swap {
+            graph,
+            kernel,
+            reorder: Some(m),
+            shares,
+            factors,
+            ..
+        } => vec![(
+            (graph.as_str(), m.as_str(), weighted(kernel)),
+            shares.len() * factors.len(),
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// The cache for `run`'s reorderings when the plan loads one of them more than once (a later
+/// run, or another point of the same run, reads what this one keeps); `None` otherwise, so
+/// that a study does not write a graph nobody reads again.
+fn reorder_cache_for(plan: &StudyPlan, run: &PlannedRun, opts: &Options) -> Option<Cache> {
+    let mine = reordered_loads(&run.work);
+    let reused = mine.iter().any(|(key, _)| {
+        let loads: usize = plan
+            .runs
+            .iter()
+            .flat_map(|r| reordered_loads(&r.work))
+            .filter(|(k, _)| k == key)
+            .map(|(_, n)| n)
+            .sum();
+        loads > 1
+    });
+    reused.then(|| reorder_cache(opts))
+}
+
 fn load_options(seed: u64) -> LoadOptions {
     LoadOptions {
         seed,
@@ -452,7 +513,7 @@ fn work(
                 variants: vs,
                 rounds: *rounds,
                 threads: plan.threads,
-                reorder_cache: Some(reorder_cache(opts)),
+                reorder_cache: reorder_cache_for(plan, run, opts),
             };
             obs.phase("loading");
             let mut r = pagebench::run_with(
@@ -486,7 +547,7 @@ fn work(
                     Some(m) => Some(m.parse()?),
                     None => None,
                 },
-                reorder_cache: Some(reorder_cache(opts)),
+                reorder_cache: reorder_cache_for(plan, run, opts),
                 sources: Vec::new(),
                 out: tmp.clone(),
                 rate_runs: 3,
@@ -568,7 +629,7 @@ fn work(
                 kernel: kernel.clone(),
                 pages: pages.clone(),
                 reorder: reorder.clone(),
-                reorder_cache: Some(reorder_cache(opts).dir().to_path_buf()),
+                reorder_cache: reorder_cache_for(plan, run, opts).map(|c| c.dir().to_path_buf()),
                 shares: shares.clone(),
                 factors: factors.clone(),
                 page_cluster: *page_cluster,
@@ -680,6 +741,38 @@ mod tests {
             only: Vec::new(),
             seed: 1,
         }
+    }
+
+    #[test]
+    fn a_run_keeps_its_reordered_graph_only_when_the_plan_reads_it_again() {
+        let plan = presets::expand(
+            "quick",
+            &PresetOptions {
+                quick: false,
+                repeat: Some(1),
+                threads: 2,
+            },
+        )
+        .expect("quick");
+        let o = opts(Path::new("/s"), false);
+        let cached: Vec<(&str, bool)> = plan
+            .runs
+            .iter()
+            .filter(|r| matches!(r.work, Work::Pages { .. }))
+            .map(|r| (r.id.as_str(), reorder_cache_for(&plan, r, &o).is_some()))
+            .collect();
+        // bfs and pr load the same unweighted DBG copy of kron:22; sssp's carries weights and
+        // is loaded once.
+        assert_eq!(
+            cached,
+            [
+                ("bfs-kron22", true),
+                ("sssp-kron22", false),
+                ("pr-kron22", true)
+            ]
+        );
+        let cache = reorder_cache_for(&plan, &plan.runs[0], &o).expect("cached");
+        assert_eq!(cache.dir(), Path::new("/s/graphs/reordered"));
     }
 
     #[test]
