@@ -66,6 +66,7 @@ one fault per huge page. Latencies include the timer overhead, which is reported
   hugewise run bfs --graph kron:24 --pages all=base,property=thp --alloc-order property-first
   hugewise run bfs --graph kron:24 --reorder dbg --pages all=base,property=thp-prefix:5%
   hugewise run pr --graph k22.hwg --reorder dbg --memory 50% --pages all=base,property=thp-prefix:20%+lock
+  hugewise run pr --graph k24.hwg --reorder dbg   (again: reads the reordered graph kept by the first run)
   hugewise run bfs --graph data/cnr-2000.el.zst --mode top-down --trials 10
   hugewise run sssp --graph kron:20 --delta 2 --verify     (generators draw weights 1..255)
   hugewise run sssp --graph road:1000x1000 --verify        (weights in metres, delta chosen)
