@@ -92,8 +92,8 @@ fuzz_target!(|data: &[u8]| {
         std::fs::write(&s.files[*i].0, bytes).expect("write");
     }
     let fit = Fit { cap_bytes: Some(1 << 28), ..Fit::default() };
-    if let Ok(Found::Hit(hit)) = s.entry.find(&Layout::default(), fit, &mut |_| Ok(())) {
-        let (g, r, _, _) = *hit;
+    if let Found::Hit(hit) = s.entry.find(&Layout::default(), fit, &mut |_| Ok(())) {
+        let (g, r) = (hit.graph, hit.relabeling);
         assert_eq!(g.n(), s.n);
         assert_eq!(r.old_of_new().len(), g.n());
         let arcs: usize = (0..g.n() as u32).map(|v| g.out_neighbors(v).len()).sum();

@@ -1,7 +1,7 @@
 //! Reordered graphs kept on disk, so that a run reordering a file it has reordered before
 //! loads the result instead of relabelling again.
 //!
-//! Relabelling costs several times what loading costs (at kron:24, 4–6 s against about 1 s:
+//! Relabelling costs several times what loading costs (at kron:24, 5–7 s against about 1 s:
 //! every arc's new id is a random read of a 64 MiB permutation, and every list is written
 //! anew into fresh memory), while reading a reordered `.hwg` back costs one load. A study that
 //! runs a reordered variant ten times pays the relabelling once.
@@ -33,7 +33,8 @@ use crate::load::{file_kind, FileKind, Input, LoadOptions};
 use crate::reorder::{Method, Relabeling, ReorderStats};
 use crate::{Csr, Error, Layout, Result};
 
-/// Version of an entry's layout and of the relabelling that made it; part of every key.
+/// Version of an entry's layout (its files and their formats); part of every key, beside
+/// [`crate::reorder::OUTPUT_VERSION`] for what the relabelling makes.
 const VERSION: u32 = 1;
 const ORDER_MAGIC: &[u8; 8] = b"HWORDER\0";
 const ORDER_HEADER: usize = 24;
@@ -151,10 +152,36 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 /// What a lookup found.
 #[derive(Debug)]
 pub enum Found {
-    /// The reordered graph, its permutation, the load's breakdown, and the use to report.
-    Hit(Box<(Csr, Relabeling, BuildStats, CacheUse)>),
+    /// The reordered graph and what goes with it.
+    Hit(Box<Hit>),
     /// Nothing usable; the note says why an entry that was there was not used.
     Miss(Option<String>),
+}
+
+/// A reordered graph read from the cache.
+#[derive(Debug)]
+pub struct Hit {
+    /// The graph, in new ids.
+    pub graph: Csr,
+    /// Its permutation.
+    pub relabeling: Relabeling,
+    /// The reading's breakdown, as a load's.
+    pub build: BuildStats,
+    /// What to report of the cache's use.
+    pub used: CacheUse,
+}
+
+impl Hit {
+    /// The reordering's record for a run that read this: nothing ordered or relabelled (the
+    /// reading is the load's time), and where it came from.
+    pub fn stats(&self, method: Method) -> ReorderStats {
+        ReorderStats {
+            method: method.to_string(),
+            order_ns: 0,
+            relabel_ns: 0,
+            cache: Some(self.used.clone()),
+        }
+    }
 }
 
 /// One input's place in the cache.
@@ -173,64 +200,59 @@ impl Entry {
     }
 
     /// Read the entry into regions laid out by `layout`, if it is there and its key matches.
-    /// A damaged entry is a miss with a note (the run relabels and replaces it); a graph that
-    /// would not fit (`fit`) is an error, as the input itself would be.
+    /// A damaged entry is a miss with a note (the run relabels and replaces it); so is a graph
+    /// that would not fit (`fit`), whose input the load then refuses by its own name.
     pub fn find(
         &self,
         layout: &Layout,
         fit: Fit,
         before_alloc: &mut dyn FnMut(usize) -> Result<()>,
-    ) -> Result<Found> {
+    ) -> Found {
         let t = Instant::now();
         let sums = match std::fs::read_to_string(self.dir.join(KEY)) {
             Ok(k) => match k.strip_prefix(&self.key).and_then(Sums::parse) {
                 Some(sums) => sums,
                 None => {
-                    return Ok(Found::Miss(Some(format!(
+                    return Found::Miss(Some(format!(
                         "{}: made from another version of the input or options; replaced",
                         self.dir.display()
-                    ))))
+                    )))
                 }
             },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Found::Miss(None)),
-            Err(e) => {
-                return Ok(Found::Miss(Some(format!(
-                    "{}: {e}",
-                    self.dir.join(KEY).display()
-                ))))
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Found::Miss(None),
+            Err(e) => return Found::Miss(Some(format!("{}: {e}", self.dir.join(KEY).display()))),
         };
         // The key names the files its store wrote: a store for another key that overlapped it
         // (the input changed while two runs relabelled it) is caught here.
         let mismatch = |what: &str| {
-            Ok(Found::Miss(Some(format!(
+            Found::Miss(Some(format!(
                 "{}: the {what} is not the one its key was written with; replaced",
                 self.dir.display()
-            ))))
+            )))
         };
         let order = match read_order(&self.dir.join(ORDER)) {
             Ok((o, sum)) if sum == sums.order => o,
             Ok(_) => return mismatch("permutation"),
-            Err(e) => return Ok(Found::Miss(Some(e.to_string()))),
+            Err(e) => return Found::Miss(Some(e.to_string())),
         };
         let graph = self.dir.join(GRAPH);
         match hwg::header_checksum(&graph) {
             Ok(sum) if sum == sums.graph => {}
             Ok(_) => return mismatch("graph"),
-            Err(e) => return Ok(Found::Miss(Some(e.to_string()))),
+            Err(e) => return Found::Miss(Some(e.to_string())),
         }
         let (g, build) = match hwg::read(&graph, fit, layout, before_alloc) {
             Ok(x) => x,
-            Err(e @ Error::TooLarge { .. }) => return Err(e),
-            Err(e) => return Ok(Found::Miss(Some(e.to_string()))),
+            Err(Error::TooLarge { .. }) => return Found::Miss(None),
+            Err(e) => return Found::Miss(Some(e.to_string())),
         };
         if order.old_of_new().len() != g.n() {
-            return Ok(Found::Miss(Some(format!(
+            return Found::Miss(Some(format!(
                 "{}: a permutation of {} vertices for a graph of {}",
                 self.dir.display(),
                 order.old_of_new().len(),
                 g.n()
-            ))));
+            )));
         }
         let bytes = file_bytes(&graph) + file_bytes(&self.dir.join(ORDER));
         let used = CacheUse {
@@ -240,7 +262,12 @@ impl Entry {
             ns: t.elapsed().as_nanos() as u64,
             note: None,
         };
-        Ok(Found::Hit(Box::new((g, order, build, used))))
+        Found::Hit(Box::new(Hit {
+            graph: g,
+            relabeling: order,
+            build,
+            used,
+        }))
     }
 
     /// `g` (as loaded from the entry's input) reordered by `method` into regions laid out by
@@ -253,16 +280,10 @@ impl Entry {
         layout: &Layout,
         fit: Fit,
     ) -> Result<(Csr, Relabeling, ReorderStats)> {
-        let missed = match self.find(layout, fit, &mut |_| Ok(()))? {
+        let missed = match self.find(layout, fit, &mut |_| Ok(())) {
             Found::Hit(hit) => {
-                let (h, r, _, used) = *hit;
-                let stats = ReorderStats {
-                    method: method.to_string(),
-                    order_ns: 0,
-                    relabel_ns: 0,
-                    cache: Some(used),
-                };
-                return Ok((h, r, stats));
+                let stats = hit.stats(method);
+                return Ok((hit.graph, hit.relabeling, stats));
             }
             Found::Miss(why) => why,
         };
@@ -292,7 +313,7 @@ impl Entry {
         if let Err(e) = std::fs::create_dir_all(&self.dir) {
             return Some(not_stored(format!("{}: {e}", self.dir.display())));
         }
-        remove_orphans(&self.dir);
+        hugewise_sys::file::remove_dead_temporaries(&self.dir);
         // The graph's arrays and the permutation, with a little for headers.
         let want = g.data_bytes() + 4 * g.n() as u64 + (1 << 20);
         match hugewise_sys::swap::free_bytes(&self.dir) {
@@ -380,29 +401,6 @@ fn file_bytes(p: &Path) -> u64 {
 
 fn gib(b: u64) -> String {
     format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
-}
-
-/// Remove temporary files left in `dir` by a store that was killed (`.NAME.PID.tmp` of a
-/// process that is gone): a graph's is as large as the graph.
-fn remove_orphans(dir: &Path) {
-    let Ok(list) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for f in list.flatten() {
-        let name = f.file_name().to_string_lossy().into_owned();
-        let Some(stem) = name.strip_suffix(".tmp") else {
-            continue;
-        };
-        let Some((_, pid)) = stem.rsplit_once('.') else {
-            continue;
-        };
-        let gone = pid.parse::<u32>().is_ok_and(|p| {
-            p != std::process::id() && !Path::new("/proc").join(p.to_string()).exists()
-        });
-        if gone {
-            let _ = std::fs::remove_file(f.path());
-        }
-    }
 }
 
 /// The permutation: magic, version, CRC-32 of the ids, vertex count, then the new order's
@@ -505,24 +503,15 @@ mod tests {
 
     /// `e` is a miss whose note says `what`.
     fn miss_says(e: &Entry, what: &str) {
-        match e
-            .find(&Layout::default(), Fit::default(), &mut |_| Ok(()))
-            .expect("find")
-        {
+        match e.find(&Layout::default(), Fit::default(), &mut |_| Ok(())) {
             Found::Miss(Some(why)) => assert!(why.contains(what), "{why}"),
             other => panic!("{other:?}"),
         }
     }
 
     fn hit(e: &Entry) -> (Csr, Relabeling, CacheUse) {
-        match e
-            .find(&Layout::default(), Fit::default(), &mut |_| Ok(()))
-            .expect("find")
-        {
-            Found::Hit(h) => {
-                let (g, r, _, used) = *h;
-                (g, r, used)
-            }
+        match e.find(&Layout::default(), Fit::default(), &mut |_| Ok(())) {
+            Found::Hit(h) => (h.graph, h.relabeling, h.used),
             Found::Miss(why) => panic!("a miss: {why:?}"),
         }
     }
@@ -538,8 +527,7 @@ mod tests {
             .entry(&input, &opts(), Method::Dbg, 7)
             .expect("a file has an entry");
         assert!(matches!(
-            e.find(&Layout::default(), Fit::default(), &mut |_| Ok(()))
-                .expect("find"),
+            e.find(&Layout::default(), Fit::default(), &mut |_| Ok(())),
             Found::Miss(None)
         ));
         let g = loaded(&input, opts());
@@ -547,6 +535,17 @@ mod tests {
         let used = e.store(&h, &r, None).expect("kept");
         assert_eq!(used.outcome, CacheOutcome::Stored);
         assert!(used.bytes > h.data_bytes(), "{used:?}");
+
+        // An entry too large for the memory allowed is a miss: the input's own load then
+        // refuses it, by the input's name.
+        let tight = Fit {
+            cap_bytes: Some(1),
+            ..Fit::default()
+        };
+        assert!(matches!(
+            e.find(&Layout::default(), tight, &mut |_| panic!("allocated")),
+            Found::Miss(None)
+        ));
 
         let (h2, r2, used) = hit(&e);
         assert_eq!(used.outcome, CacheOutcome::Hit);
@@ -642,8 +641,7 @@ mod tests {
         hit(&e);
         std::fs::remove_file(e.dir.join(KEY)).expect("rm key");
         assert!(matches!(
-            e.find(&Layout::default(), Fit::default(), &mut |_| Ok(()))
-                .expect("find"),
+            e.find(&Layout::default(), Fit::default(), &mut |_| Ok(())),
             Found::Miss(None)
         ));
         // A dead store's temporary file is cleared by the next store.

@@ -5,8 +5,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use hugewise_graph::build::BuildStats;
-use hugewise_graph::cache::{Cache, CacheUse, Found};
+use hugewise_graph::cache::{Cache, Found, Hit};
 use hugewise_graph::kernels::{pick_sources, pick_sources_by, Kernel, Spec, SpecExt};
 use hugewise_graph::load::{load, Input, LoadOptions, LoadStats};
 use hugewise_graph::reorder::{self, Method, Relabeling, ReorderStats};
@@ -148,7 +147,7 @@ pub(crate) fn prepare(
     };
     let mut missed = None;
     if let (Some(e), Some(m)) = (&entry, w.reorder) {
-        match e.find(w.layout, w.load.fit, sized)? {
+        match e.find(w.layout, w.load.fit, sized) {
             Found::Hit(hit) => return from_cache(w, m, *hit),
             Found::Miss(why) => missed = why,
         }
@@ -181,30 +180,26 @@ pub(crate) fn prepare(
 
 /// A reordered graph read from the cache: checked and given its starts as a load and
 /// reordering would have (the starts picked among the same original vertices).
-fn from_cache(
-    w: &Graph<'_>,
-    method: Method,
-    (g, r, build, used): (Csr, Relabeling, BuildStats, CacheUse),
-) -> Result<Prepared> {
+fn from_cache(w: &Graph<'_>, method: Method, hit: Hit) -> Result<Prepared> {
+    let stats = hit.stats(method);
+    let Hit {
+        graph: g,
+        relabeling: r,
+        build,
+        used,
+    } = hit;
     w.kernel.check(&g)?;
     let sources = if w.sources.is_empty() {
         pick_sources_by(g.n(), |v| g.out_degree(r.new_id(v)), w.load.seed, w.wanted)?
     } else {
         given_sources(w.sources, g.n(), w.wanted)?
     };
-    let load = LoadStats {
-        load_ns: used.ns,
-        build,
-    };
-    let stats = ReorderStats {
-        method: method.to_string(),
-        order_ns: 0,
-        relabel_ns: 0,
-        cache: Some(used),
-    };
     Ok(Prepared {
         g,
-        load,
+        load: LoadStats {
+            load_ns: used.ns,
+            build,
+        },
         reordered: Some((r, stats)),
         sources,
     })

@@ -40,9 +40,47 @@ fn temporary(path: &Path) -> std::io::Result<PathBuf> {
     )))
 }
 
+/// Remove from `dir` the temporary files [`write_atomic_with`] left behind in a process that
+/// was killed before it could (`.NAME.PID.tmp` whose process is gone): one of a large file is
+/// as large as the file. Best effort: what cannot be read or removed stays.
+pub fn remove_dead_temporaries(dir: &Path) {
+    let Ok(list) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for f in list.flatten() {
+        let name = f.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix('.')
+            .and_then(|n| n.strip_suffix(".tmp"))
+            .and_then(|n| n.rsplit_once('.'))
+            .and_then(|(_, pid)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = std::fs::remove_file(f.path());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_dead_process_temporaries_are_removed() {
+        let d = tempfile::tempdir().expect("tmp");
+        let dead = d.path().join(format!(".g.hwg.{}.tmp", u32::MAX - 1));
+        let mine = temporary(&d.path().join("g.hwg")).expect("name");
+        let other = d.path().join("g.hwg");
+        for p in [&dead, &mine, &other] {
+            std::fs::write(p, b"x").expect("write");
+        }
+        remove_dead_temporaries(d.path());
+        assert!(!dead.exists());
+        assert!(mine.exists(), "this process's own");
+        assert!(other.exists());
+    }
 
     #[test]
     fn a_failed_fill_keeps_the_old_file_and_leaves_nothing_behind() {
