@@ -30,3 +30,15 @@ pub fn root_or_skip() -> bool {
     }
     root
 }
+
+/// Make a FIFO at `path` (mode 0600), for tests of what hugewise does with one where it expects
+/// a file.
+pub fn mkfifo(path: &std::path::Path) -> std::io::Result<()> {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(std::io::Error::other)?;
+    // SAFETY: a NUL-terminated path that lives across the call.
+    if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}

@@ -6,12 +6,13 @@
 //! behind.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+
+use hugewise_sys::file::Output;
 
 use crate::format::{Header, BLOCK_TAG, END_TAG, MAX_BLOCK_ACCESSES};
 use crate::varint::{put, put_at, zigzag};
@@ -199,15 +200,16 @@ fn encode_jobs(
 
 /// The appending thread's side: writes blocks in the order they were handed over.
 struct Sink {
-    tmp: PathBuf,
-    out: BufWriter<File>,
+    path: PathBuf,
+    /// The trace's file until it is committed (a temporary file beside its path), or a stream.
+    out: Output,
     written: u64,
 }
 
 impl Sink {
     fn io(&self, e: std::io::Error) -> Error {
         Error::Io {
-            path: self.tmp.clone(),
+            path: self.path.clone(),
             source: e,
         }
     }
@@ -267,8 +269,6 @@ struct Pool {
 /// An open trace being written.
 pub struct Writer {
     path: PathBuf,
-    /// The temporary name; empty once renamed.
-    tmp: PathBuf,
     block_accesses: u32,
     /// Each stream's accesses not yet handed over.
     pending: Vec<Vec<u64>>,
@@ -287,36 +287,23 @@ impl Writer {
                 "block size {block_accesses} is outside 1..={MAX_BLOCK_ACCESSES} accesses"
             )));
         }
-        let name = path
-            .file_name()
-            .ok_or_else(|| Error::Invalid(format!("{} is not a file name", path.display())))?;
-        let mut tmp_name = std::ffi::OsString::from(".");
-        tmp_name.push(name);
-        tmp_name.push(format!(".tmp-{}", std::process::id()));
-        let tmp = path.with_file_name(tmp_name);
         let io = |e| Error::Io {
-            path: tmp.clone(),
+            path: path.to_path_buf(),
             source: e,
         };
-        let f = File::create(&tmp).map_err(io)?;
-        let mut out = BufWriter::with_capacity(1 << 20, f);
+        // A temporary file beside `path`, never another user's link; or a device or FIFO.
+        let mut out = Output::create(path).map_err(io)?;
         let h = header.encode();
         let (free_tx, free) = channel::<Vec<u64>>();
-        let started = out.write_all(&h).and_then(|_| {
-            let sink = Sink {
-                tmp: tmp.clone(),
-                out,
-                written: h.len() as u64,
-            };
-            start_pool(header, sink, free_tx)
-        });
-        let pool = started.map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            io(e)
-        })?;
+        out.write_all(&h).map_err(io)?;
+        let sink = Sink {
+            path: path.to_path_buf(),
+            out,
+            written: h.len() as u64,
+        };
+        let pool = start_pool(header, sink, free_tx).map_err(io)?;
         Ok(Writer {
             path: path.to_path_buf(),
-            tmp: tmp.clone(),
             block_accesses,
             pending: (0..header.streams).map(|_| Vec::new()).collect(),
             accesses: 0,
@@ -442,20 +429,12 @@ impl Writer {
         end[20..24].copy_from_slice(&crc.to_le_bytes());
         let bytes = sink.written + end.len() as u64;
         let mut out = sink.out;
-        let synced = (|| {
-            out.write_all(&end)?;
-            let f = out.into_inner().map_err(|e| e.into_error())?;
-            f.sync_all()
-        })();
-        synced.map_err(|e| Error::Io {
-            path: self.tmp.clone(),
-            source: e,
-        })?;
-        std::fs::rename(&self.tmp, &self.path).map_err(|e| Error::Io {
-            path: self.path.clone(),
-            source: e,
-        })?;
-        self.tmp = PathBuf::new();
+        out.write_all(&end)
+            .and_then(|_| out.commit())
+            .map_err(|e| Error::Io {
+                path: self.path.clone(),
+                source: e,
+            })?;
         Ok(Summary {
             accesses: self.accesses,
             blocks: self.blocks,
@@ -503,11 +482,8 @@ fn start_pool(header: &Header, sink: Sink, free: Sender<Vec<u64>>) -> std::io::R
 
 impl Drop for Writer {
     fn drop(&mut self) {
-        // Unfinished or failed: stop the threads and leave no half trace under any name.
-        // After a successful `finish` there is nothing to remove.
+        // Unfinished or failed: stop the threads; the sink's uncommitted file goes with it,
+        // so no half trace is left under any name.
         let _ = self.stop_pool();
-        if !self.tmp.as_os_str().is_empty() {
-            let _ = std::fs::remove_file(&self.tmp);
-        }
     }
 }
