@@ -220,6 +220,7 @@ pub(crate) fn bench(a: BenchExecArgs, progress: Mode, stop: &AtomicBool) -> anyh
     if variants.is_empty() {
         crate::usage_error("--variants: no variant given".into());
     }
+    let scratch = hugewise_study::packing::scratch()?;
     let cfg = execbench::Config {
         argv: a.command.clone(),
         variants,
@@ -227,8 +228,8 @@ pub(crate) fn bench(a: BenchExecArgs, progress: Mode, stop: &AtomicBool) -> anyh
         min_size: a.min_size.0,
         preload: run::find_preload(a.preload.as_deref())?,
         metric: a.metric.clone(),
-        scratch: std::env::temp_dir()
-            .join(format!("hugewise-bench-exec.{}.out", std::process::id())),
+        // In a directory of its own: a fixed name in /tmp could be another user's link.
+        scratch: scratch.path().join("program.out"),
         hot_arena: a.hot_arena.0,
     };
     let steps = Steps::new(progress, "runs", Unit::Items);

@@ -19,7 +19,7 @@ use std::path::Path;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::shm::{create_shared, open_shared};
+use crate::shm::{create_shared, open_shared, Writer};
 use crate::{Error, Result};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"HWALOG01");
@@ -209,7 +209,7 @@ unsafe impl Send for AllocLog {}
 unsafe impl Sync for AllocLog {}
 
 impl AllocLog {
-    /// Create (or replace) the log at `path` with room for `capacity` entries, for this
+    /// Create the log at `path` (as [`crate::shm::SampleRing::create`] makes a ring) with room for `capacity` entries, for this
     /// process to write. The file is sparse: only entries written take memory.
     pub fn create(path: &Path, capacity: usize) -> Result<AllocLog> {
         let capacity = capacity.clamp(1, u32::MAX as usize);
@@ -224,7 +224,17 @@ impl AllocLog {
 
     /// Map an existing log read-only, checking its header.
     pub fn open(path: &Path) -> Result<AllocLog> {
-        let (ptr, size) = open_shared(path, HEADER_WORDS * 8, MAGIC, "an allocation log")?;
+        AllocLog::open_from(path, None)
+    }
+
+    /// As [`open`](Self::open), for a reader that acts on the log: only a log that `writer`
+    /// made (see [`Writer`]).
+    pub fn open_written_by(path: &Path, writer: Writer) -> Result<AllocLog> {
+        AllocLog::open_from(path, Some(writer))
+    }
+
+    fn open_from(path: &Path, from: Option<Writer>) -> Result<AllocLog> {
+        let (ptr, size) = open_shared(path, HEADER_WORDS * 8, MAGIC, "an allocation log", from)?;
         let mut log = AllocLog {
             ptr,
             len: size,

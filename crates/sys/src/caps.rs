@@ -9,8 +9,13 @@ use crate::process::PidFd;
 
 /// Whether this process runs as root (effective uid 0).
 pub fn is_root() -> bool {
+    euid() == 0
+}
+
+/// This process's effective user id.
+pub fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    unsafe { libc::geteuid() }
 }
 
 /// Run every probe. Each uses at most 4 MiB and leaves nothing behind.

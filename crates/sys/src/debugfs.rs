@@ -49,13 +49,36 @@ fn private_dir() -> PathBuf {
     ))
 }
 
+/// Make `dir` (in the shared temporary directory) for this process alone: created afresh, mode
+/// 0700, never through a link, or, when a directory of this user's is already there (left by a
+/// process that had the same pid), that one. Anything else under the name is refused: mounting
+/// through another user's link would lay debugfs over a directory of their choice.
+fn make_private_dir(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let meta = std::fs::symlink_metadata(dir).map_err(|e| Error::io(dir, e))?;
+            if meta.file_type().is_dir() && meta.uid() == crate::caps::euid() {
+                return Ok(());
+            }
+            Err(Error::Invalid(format!(
+                "{} already exists ({}, owned by uid {}): not used as a mount point",
+                dir.display(),
+                crate::file::type_name(&meta.file_type()),
+                meta.uid()
+            )))
+        }
+        r => r.map_err(|e| Error::io(dir, e)),
+    }
+}
+
 /// Open the debugfs file `rel` for reading or writing.
 pub fn open(rel: &str, write: bool) -> Result<File> {
     if is_debugfs_mounted(Path::new(SYSTEM)) {
         return open_in(Path::new(SYSTEM), rel, write);
     }
     let dir = private_dir();
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    make_private_dir(&dir)?;
     let target = cstring(&dir)?;
     let fstype = c"debugfs";
     // SAFETY: all pointers are NUL-terminated strings that live across the call; no data
@@ -126,5 +149,21 @@ mod tests {
                 .contains("/sys/kernel/debug/no-such-file-here"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_link_planted_at_the_mount_point_is_refused() {
+        if is_debugfs_mounted(Path::new(SYSTEM)) {
+            crate::testing::skip("debugfs is mounted: no private mount point is made");
+            return;
+        }
+        let elsewhere = tempfile::tempdir().expect("tmp");
+        let dir = private_dir();
+        std::os::unix::fs::symlink(elsewhere.path(), &dir).expect("plant");
+        let e = read("extfrag/unusable_index").expect_err("refused");
+        let _ = std::fs::remove_file(&dir);
+        assert!(e.to_string().contains("a symbolic link"), "{e}");
+        let mounts = std::fs::read_to_string("/proc/self/mounts").expect("mounts");
+        assert!(!mounts.contains(elsewhere.path().to_string_lossy().as_ref()));
     }
 }

@@ -12,9 +12,16 @@
 //! write at once without a lock; a reader may see a claimed slot before its store lands (it
 //! then reads the slot's previous sample), which a sampler tolerates. A reader that falls more
 //! than `slots` behind has lost the oldest samples and is told how many.
+//!
+//! Trust: the files live in world-writable `/dev/shm` under names anyone can guess. A writer
+//! creates its file afresh (`O_CREAT|O_EXCL|O_NOFOLLOW`, mode 0600), so it never writes
+//! through a link or a file another user planted; a reader opens without following links, only
+//! a regular file, and a reader that acts on what it reads names the [`Writer`] it expects:
+//! the file must belong to that process's user (or root) and its header must name that pid.
 
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -82,7 +89,61 @@ pub(crate) fn map_shared(file: &File, path: &Path, len: usize, write: bool) -> R
         .ok_or_else(|| Error::Invalid(format!("{}: mmap gave null", path.display())))
 }
 
-/// Create (or replace) the shared file at `path`, `len` bytes long (sparse), map it for writing
+/// Who must have made a shared file for a reader to act on what it says (see the module's
+/// doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Writer {
+    /// The process that must have created it: the pid its header names.
+    pub pid: i32,
+    /// The user that process runs as: the file must belong to it, or to root.
+    pub uid: u32,
+}
+
+impl Writer {
+    /// This process, as the writer of the files it reads back itself.
+    pub fn this_process() -> Writer {
+        Writer {
+            pid: std::process::id() as i32,
+            uid: crate::caps::euid(),
+        }
+    }
+}
+
+/// Create the file at `path` afresh, mode 0600, never through a link. A file of this user's
+/// already there (an earlier process that had the same pid and died without removing it) is
+/// replaced; anything else there (a link, another user's file) is refused.
+fn create_private(path: &Path) -> Result<File> {
+    let open = || {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .mode(0o600)
+            .open(path)
+    };
+    match open() {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
+            if !meta.file_type().is_file() || meta.uid() != crate::caps::euid() {
+                return Err(Error::Invalid(format!(
+                    "{} already exists ({}, owned by uid {}): hugewise creates its shared \
+                     files afresh and never writes through one it did not make; remove it \
+                     if it is stale",
+                    path.display(),
+                    crate::file::type_name(&meta.file_type()),
+                    meta.uid()
+                )));
+            }
+            std::fs::remove_file(path).map_err(|e| Error::io(path, e))?;
+            // Still exclusive: whatever appeared under the name since is refused.
+            open().map_err(|e| Error::io(path, e))
+        }
+        r => r.map_err(|e| Error::io(path, e)),
+    }
+}
+
+/// Create the shared file at `path`, `len` bytes long (sparse), map it for writing
 /// and write the header words hugewise's shared formats begin with: `magic`, `version` with
 /// `count` (slots or entries) in the high half, and the writer's pid in the fourth word. The
 /// magic goes last: a reader that sees it sees a complete header.
@@ -93,13 +154,7 @@ pub(crate) fn create_shared(
     version: u32,
     count: usize,
 ) -> Result<NonNull<u8>> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(path)
-        .map_err(|e| Error::io(path, e))?;
+    let file = create_private(path)?;
     file.set_len(len as u64).map_err(|e| Error::io(path, e))?;
     let ptr = map_shared(&file, path, len, true)?;
     // SAFETY: the fresh mapping holds at least four words (every format's header is longer),
@@ -114,15 +169,17 @@ pub(crate) fn create_shared(
     Ok(ptr)
 }
 
-/// Map the whole shared file at `path` read-only after checking that it holds at least `min`
-/// bytes and starts with `magic` (a `what`, with its article's); the mapping and its length.
+/// Map the whole shared file at `path` read-only after checking that it is a regular file
+/// that holds at least `min` bytes, starts with `magic` (a `what`, with its article's) and,
+/// when `from` is given, was made by that writer; the mapping and its length.
 pub(crate) fn open_shared(
     path: &Path,
     min: usize,
     magic: u64,
     what: &str,
+    from: Option<Writer>,
 ) -> Result<(NonNull<u8>, usize)> {
-    open_shared_as(path, min, magic, what, false)
+    open_shared_as(path, min, magic, what, false, from)
 }
 
 /// As [`open_shared`], mapped for writing too when `write` (the caller then may store to the
@@ -133,17 +190,38 @@ fn open_shared_as(
     magic: u64,
     what: &str,
     write: bool,
+    from: Option<Writer>,
 ) -> Result<(NonNull<u8>, usize)> {
-    use std::os::unix::fs::OpenOptionsExt;
     // Never through a link: the files live in world-writable /dev/shm, and a reader that
-    // writes (as root) must write to the file it was pointed at.
+    // writes (as root) must write to the file it was pointed at. Never blocking on a FIFO
+    // planted under the name either: it is refused as not a regular file.
     let file = OpenOptions::new()
         .read(true)
         .write(write)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
         .map_err(|e| Error::io(path, e))?;
-    let size = file.metadata().map_err(|e| Error::io(path, e))?.len() as usize;
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    if !meta.file_type().is_file() {
+        return Err(Error::Invalid(format!(
+            "{} is {}, not {what} of hugewise",
+            path.display(),
+            crate::file::type_name(&meta.file_type())
+        )));
+    }
+    if let Some(w) = from {
+        if meta.uid() != w.uid && meta.uid() != 0 {
+            return Err(Error::Invalid(format!(
+                "{} belongs to uid {}, not to uid {} that process {} runs as: not read, as \
+                 another user may have put it there",
+                path.display(),
+                meta.uid(),
+                w.uid,
+                w.pid
+            )));
+        }
+    }
+    let size = meta.len() as usize;
     if size < min {
         return Err(Error::parse(
             path,
@@ -152,24 +230,33 @@ fn open_shared_as(
         ));
     }
     let ptr = map_shared(&file, path, size, write)?;
-    // SAFETY: the mapping holds at least `min` >= 8 bytes, page aligned; read atomically since
-    // a writer in another process may be storing the magic right now.
-    let found = unsafe { (*ptr.as_ptr().cast::<AtomicU64>()).load(Ordering::Acquire) };
-    if found != magic {
+    // SAFETY: the mapping holds at least `min` >= 32 bytes (every format's header is longer),
+    // page aligned; read atomically since a writer in another process may be storing the
+    // magic right now.
+    let words = unsafe { std::slice::from_raw_parts(ptr.as_ptr().cast::<AtomicU64>(), 4) };
+    let refusal = if words[0].load(Ordering::Acquire) != magic {
+        Some(format!("not {what} of hugewise (bad magic)"))
+    } else {
+        let writer = words[3].load(Ordering::Relaxed) as i32;
+        from.filter(|w| w.pid != writer).map(|w| {
+            format!(
+                "written by process {writer}, not by process {}: not read",
+                w.pid
+            )
+        })
+    };
+    if let Some(message) = refusal {
         // SAFETY: the mapping made just above, unmapped once; nothing refers into it.
         unsafe { libc::munmap(ptr.as_ptr().cast(), size) };
-        return Err(Error::parse(
-            path,
-            0,
-            format!("not {what} of hugewise (bad magic)"),
-        ));
+        return Err(Error::parse(path, 0, message));
     }
     Ok((ptr, size))
 }
 
 impl SampleRing {
-    /// Create (or replace) the ring file at `path` with `slots` slots (rounded up to a power of
-    /// two, at least 64) and map it for writing.
+    /// Create the ring file at `path` (mode 0600, never through a link; a stale one of this
+    /// user's is replaced) with `slots` slots (rounded up to a power of two, at least 64) and
+    /// map it for writing.
     pub fn create(path: &Path, slots: usize) -> Result<SampleRing> {
         let slots = slots.max(64).next_power_of_two();
         let len = HEADER + slots * 8;
@@ -188,11 +275,21 @@ impl SampleRing {
     ///
     /// [`set_thinning`]: Self::set_thinning
     pub fn open(path: &Path) -> Result<SampleRing> {
-        let (ptr, size, answers) = match open_shared_as(path, HEADER, MAGIC, "a sample ring", true)
-        {
+        SampleRing::open_from(path, None)
+    }
+
+    /// As [`open`](Self::open), for a reader that acts on the samples: only a ring that
+    /// `writer` made (see [`Writer`]).
+    pub fn open_written_by(path: &Path, writer: Writer) -> Result<SampleRing> {
+        SampleRing::open_from(path, Some(writer))
+    }
+
+    fn open_from(path: &Path, from: Option<Writer>) -> Result<SampleRing> {
+        const WHAT: &str = "a sample ring";
+        let (ptr, size, answers) = match open_shared_as(path, HEADER, MAGIC, WHAT, true, from) {
             Ok((p, s)) => (p, s, true),
             Err(Error::Io { .. }) => {
-                let (p, s) = open_shared(path, HEADER, MAGIC, "a sample ring")?;
+                let (p, s) = open_shared(path, HEADER, MAGIC, WHAT, from)?;
                 (p, s, false)
             }
             Err(e) => return Err(e),
@@ -336,6 +433,7 @@ impl Drop for SampleRing {
 
 #[cfg(test)]
 mod tests {
+
     use super::*;
 
     #[test]
@@ -392,5 +490,91 @@ mod tests {
         let e = SampleRing::open(&p).expect_err("foreign").to_string();
         assert!(e.contains("bad magic") && e.contains("hw-notring"), "{e}");
         std::fs::remove_file(&p).expect("remove");
+    }
+
+    fn chown(path: &Path, uid: u32) {
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("path");
+        // SAFETY: a NUL-terminated path that lives across the call; -1 leaves the group.
+        assert_eq!(
+            unsafe { libc::lchown(c.as_ptr(), uid, u32::MAX) },
+            0,
+            "chown"
+        );
+    }
+
+    #[test]
+    fn a_link_planted_under_the_ring_name_is_refused_not_written_through() {
+        let d = tempfile::tempdir().expect("tmp");
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, b"keep").expect("write");
+        let ring = d.path().join("hugewise-samples.1");
+        std::os::unix::fs::symlink(&victim, &ring).expect("plant");
+        let e = SampleRing::create(&ring, 64)
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            e.contains("a symbolic link") && e.contains("never writes through"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read(&victim).expect("read"), b"keep");
+    }
+
+    #[test]
+    fn a_ring_is_private_and_a_stale_one_of_ours_is_replaced() {
+        let d = tempfile::tempdir().expect("tmp");
+        let path = d.path().join("hugewise-samples.2");
+        std::fs::write(&path, [9u8; 100]).expect("stale");
+        let w = SampleRing::create(&path, 64).expect("create over our own stale file");
+        assert_eq!(w.slots(), 64);
+        let mode = std::fs::metadata(&path).expect("stat").mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+
+    #[test]
+    fn another_users_file_under_the_ring_name_is_refused() {
+        if !crate::testing::root_or_skip() {
+            return;
+        }
+        let d = tempfile::tempdir().expect("tmp");
+        let path = d.path().join("hugewise-samples.3");
+        std::fs::write(&path, b"theirs").expect("write");
+        chown(&path, 65534);
+        let e = SampleRing::create(&path, 64)
+            .expect_err("refused")
+            .to_string();
+        assert!(e.contains("owned by uid 65534"), "{e}");
+        assert_eq!(std::fs::read(&path).expect("read"), b"theirs");
+    }
+
+    #[test]
+    fn a_reader_that_acts_reads_only_its_writers_ring() {
+        let d = tempfile::tempdir().expect("tmp");
+        let path = d.path().join("hugewise-samples.4");
+        let _w = SampleRing::create(&path, 64).expect("create");
+        let me = Writer {
+            pid: std::process::id() as i32,
+            uid: crate::caps::euid(),
+        };
+        SampleRing::open_written_by(&path, me).expect("our own ring");
+        let other_pid = Writer { pid: 1, ..me };
+        let e = SampleRing::open_written_by(&path, other_pid).expect_err("not pid 1's");
+        assert!(e.to_string().contains("not by process 1"), "{e}");
+        if me.uid == 0 {
+            // Root's ring for a target that runs as another user: a root file is trusted.
+            SampleRing::open_written_by(&path, Writer { uid: 65534, ..me }).expect("root's");
+            chown(&path, 65534);
+            // A target of root's: a ring another user owns is refused, whatever it says.
+            let e = SampleRing::open_written_by(&path, me).expect_err("nobody's");
+            assert!(e.to_string().contains("belongs to uid 65534"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_fifo_under_the_ring_name_is_refused_without_waiting() {
+        let d = tempfile::tempdir().expect("tmp");
+        let path = d.path().join("hugewise-samples.5");
+        crate::testing::mkfifo(&path).expect("mkfifo");
+        let e = SampleRing::open(&path).expect_err("a FIFO").to_string();
+        assert!(e.contains("a FIFO"), "{e}");
     }
 }
