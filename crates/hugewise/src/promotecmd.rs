@@ -21,6 +21,8 @@ use crate::output::Output;
 /// The daemon's policies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PolicyArg {
+    /// pcc for a target that publishes access samples, mega for one that does not.
+    Auto,
     /// Most sampled chunks first, counts halved every interval (needs access samples).
     Pcc,
     /// Mapped and used chunks; demotes those that stop being either.
@@ -34,6 +36,7 @@ pub enum PolicyArg {
 impl PolicyArg {
     pub(crate) fn name(self) -> &'static str {
         match self {
+            PolicyArg::Auto => "auto",
             PolicyArg::Pcc => "pcc",
             PolicyArg::Mega => "mega",
             PolicyArg::Hawkeye => "hawkeye",
@@ -67,8 +70,8 @@ pub struct PromoteArgs {
     /// several.
     #[arg(long, value_name = "SHARE", requires = "plan")]
     pub plan_budget: Option<Amount>,
-    /// The daemon's policy.
-    #[arg(long, value_enum, default_value = "pcc")]
+    /// The daemon's policy. The first interval says, per target, which signal it acts on.
+    #[arg(long, value_enum, default_value = "auto")]
     pub policy: PolicyArg,
     /// Most memory huge at once: a share of the targets' mapped memory (2%) or a size (512MiB).
     #[arg(long, default_value = "2%")]
@@ -187,6 +190,13 @@ pub fn promote(a: PromoteArgs, cancel: &std::sync::atomic::AtomicBool) -> anyhow
             }
         },
         &mut |iv| {
+            // What the daemon has to say goes above the status line, once.
+            for note in &iv.notes {
+                if live {
+                    eprint!("\r\x1b[2K");
+                }
+                eprintln!("hugewise promote: {note}");
+            }
             if live {
                 // One status line, rewritten in place.
                 eprint!("\r\x1b[2K{}", promoteview::interval_line(iv));
@@ -441,8 +451,9 @@ fn bench_graph(
 }
 
 pub(crate) const HELP: &str = "Examples:
-  hugewise promote --pid 4242 --policy pcc --budget 2%
-                         the daemon, on what the program publishes (hugewise.h) or maps
+  hugewise promote --pid 4242 --budget 2%
+                         the daemon, on what the program publishes (hugewise.h) or maps:
+                         pcc on its access samples, else mega on its mapped pages
   hugewise promote --pid 4242 --pid 4243 --budget 1GiB --share round-robin --bias 4243=2
                          two programs share one budget; the second's scores count double
   hugewise promote --policy mega --budget 4% -- ./my-program --its-args

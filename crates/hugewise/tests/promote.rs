@@ -285,6 +285,30 @@ fn a_plan_is_replayed_on_a_run_of_the_same_kernel_and_refused_on_another_graph()
     let (code, _, err) = replayed("kron:15", "1", "pcc");
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("this run's holds"), "{err}");
+
+    // Arrays on 4 KiB pages (`base`, MADV_NOHUGEPAGE, which the kernel will not collapse):
+    // the plan's chunks are promoted all the same, the hint lifted from exactly them.
+    let (code, out, err) = run(&[
+        "run",
+        "bfs",
+        "--graph",
+        "kron:16",
+        "--pages",
+        "all=base",
+        "--trials",
+        "1",
+        "--promote",
+        p,
+        "--plan-policy",
+        "all",
+        "--json",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let replay = &v["replay"];
+    let actions = replay["actions"].as_array().expect("actions");
+    assert!(!actions.is_empty(), "{replay}");
+    assert!(actions.iter().all(|a| a["outcome"] == "ok"), "{replay}");
 }
 
 /// The highest thinning the pcc daemon asked of a sampled PageRank, run under `promote` with
@@ -574,4 +598,49 @@ fn bench_promote_faults_cold_chunks_first_when_asked() {
     // One region collapsed whole cannot also be faulted in an order: refused by name.
     let err = refused_usage(&["bench", "promote", "--cold-first", "--same-frames"]);
     assert!(err.contains("--cold-first"), "{err}");
+}
+
+#[test]
+fn a_program_that_publishes_nothing_is_promoted_on_its_mapped_pages_and_told_so() {
+    if !is_root() {
+        return skip("needs root for process_madvise");
+    }
+    if Command::new("python3").arg("-V").output().is_err() {
+        return skip("python3 is not installed");
+    }
+    // The default policy, on a program that knows nothing of hugewise.
+    let out = hugewise()
+        .args([
+            "promote",
+            "--budget",
+            "100%",
+            "--interval",
+            "0.2s",
+            "--json",
+        ])
+        .args(["--", "python3", "-c"])
+        .arg(
+            "import mmap, time\n\
+             m = mmap.mmap(-1, 32 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)\n\
+             m.write(b'x' * (32 << 20))\n\
+             time.sleep(1.5)\n",
+        )
+        .output()
+        .expect("run hugewise");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    // Said at the first interval: no samples, so the mapped pages, as MEGA judges them.
+    assert!(
+        err.contains("publishes no access samples, so auto judges it as mega"),
+        "{err}"
+    );
+    // The JSON goes to stderr after the command's output (the command owns stdout).
+    let json = &err[err.find("{\n").expect("JSON")..];
+    let v: serde_json::Value = serde_json::from_str(json).expect("JSON");
+    assert_eq!(v["policy"], "auto");
+    assert!(
+        v["totals"]["promoted"].as_u64() >= Some(8),
+        "{}",
+        v["totals"]
+    );
 }

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use hugewise_sys::shm::SampleRing;
+use hugewise_sys::shm::{SampleRing, Writer};
 
 use crate::Result;
 
@@ -137,17 +137,19 @@ impl Drop for Subscriber {
 }
 
 impl Subscriber {
-    /// Open process `pid`'s ring, if it publishes one.
-    pub fn open(pid: i32) -> Option<Subscriber> {
-        Subscriber::open_at(&path(pid))
+    /// Open `writer`'s ring at its usual path, if it publishes one there.
+    pub fn open(writer: Writer) -> Option<Subscriber> {
+        Subscriber::open_at(&path(writer.pid), writer).ok()
     }
 
-    /// Open the ring at `path`, if there is one and it is valid. Starts from the newest sample.
-    pub fn open_at(path: &Path) -> Option<Subscriber> {
-        let ring = SampleRing::open(path).ok()?;
+    /// Open the ring at `path` if it is valid and `writer` made it (its user or root owns the
+    /// file, and its header names that pid: another user may have put a file under a name in
+    /// `/dev/shm` to steer the daemon). Starts from the newest sample.
+    pub fn open_at(path: &Path, writer: Writer) -> Result<Subscriber> {
+        let ring = SampleRing::open_written_by(path, writer)?;
         let cursor = ring.head();
         let weight_seen = ring.weight();
-        Some(Subscriber {
+        Ok(Subscriber {
             ring,
             cursor,
             weight_seen,

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use hugewise_sys::alloclog::{self, AllocLog};
+use hugewise_sys::errno::ENOENT;
 
 use crate::action::{Action, ActionKind};
 use crate::budget::{self, Limit, Share};
@@ -88,6 +89,10 @@ struct Managed {
     /// The allocation log the target keeps when it runs under `hugewise exec` (or linked the
     /// preload library): allocations its rules put on 4 KiB pages are left alone.
     log: Option<AllocLog>,
+    /// A shared file of the target's (ring or log) refused and said so once.
+    refusals_said: std::collections::BTreeSet<std::path::PathBuf>,
+    /// Whether the target sampled when the policy last said what it acts on.
+    signal_said: Option<bool>,
     /// Chunks read huge before and now neither huge nor wholly mapped: the program freed part
     /// of a huge page (an allocator returning pages), the kernel split its mapping, and the
     /// page stays whole, freed part and all, until something splits it. Released this
@@ -96,14 +101,45 @@ struct Managed {
 }
 
 impl Managed {
+    /// A file of the target's that was there and refused (another user's, another
+    /// process's): said in `notes` the first time.
+    fn refused(
+        &mut self,
+        path: &std::path::Path,
+        e: &dyn std::fmt::Display,
+        notes: &mut Vec<String>,
+    ) {
+        if self.refusals_said.insert(path.to_path_buf()) {
+            notes.push(format!("pid {}: not read: {e}", self.target.pid()));
+        }
+    }
+
+    /// Open the target's sample ring if it publishes one now.
+    fn open_samples(&mut self, notes: &mut Vec<String>) {
+        if self.samples.is_some() {
+            return;
+        }
+        let Some(path) = self.channel.clone() else {
+            return;
+        };
+        match Subscriber::open_at(&path, self.target.writer()) {
+            Ok(s) => self.samples = Some(s),
+            Err(Error::Sys(e)) if e.errno() == Some(ENOENT) => {}
+            Err(e) => self.refused(&path, &e, notes),
+        }
+    }
+
     /// The live allocations the target's log says its rules put on 4 KiB pages.
-    fn base_allocations(&mut self) -> Vec<std::ops::Range<usize>> {
+    fn base_allocations(&mut self, notes: &mut Vec<String>) -> Vec<std::ops::Range<usize>> {
         // Looked for at every sweep until found: a program makes it at its first allocation
         // taken over, and the directory holds a few files.
         if self.log.is_none() {
-            self.log = alloclog::logs_of(self.target.pid())
-                .first()
-                .and_then(|p| AllocLog::open(p).ok());
+            if let Some(p) = alloclog::logs_of(self.target.pid()).first() {
+                match AllocLog::open_written_by(p, self.target.writer()) {
+                    Ok(log) => self.log = Some(log),
+                    Err(e) => self.refused(p, &e, notes),
+                }
+            }
         }
         let Some(log) = &self.log else {
             return Vec::new();
@@ -128,15 +164,22 @@ impl Managed {
             cursor: 0,
             broken: Vec::new(),
             log: None,
+            refusals_said: Default::default(),
+            signal_said: None,
         }
     }
 
     /// Read the chunks due this interval (all, or those new to the daemon and the next
     /// `limit` from the cursor) and return every chunk of the target's huge-capable ranges as
     /// last read, sorted by address.
-    fn sweep(&mut self, limit: usize, read: &mut u64) -> Result<Vec<(usize, u16, bool)>> {
+    fn sweep(
+        &mut self,
+        limit: usize,
+        read: &mut u64,
+        notes: &mut Vec<String>,
+    ) -> Result<Vec<(usize, u16, bool)>> {
         let ranges = self.target.huge_capable()?;
-        let kept_small = self.base_allocations();
+        let kept_small = self.base_allocations(notes);
         let addrs: Vec<usize> = ranges
             .iter()
             .flat_map(|r| (r.start..r.end).step_by(HUGE))
@@ -183,6 +226,11 @@ impl Managed {
         Ok(self.known.iter().map(|(&a, &(m, h))| (a, m, h)).collect())
     }
 }
+
+/// Why the kernel refuses to collapse a chunk with `EINVAL`, and what the daemon does then.
+pub const NO_HUGE_HINT: &str = "the kernel refuses to collapse memory marked MADV_NOHUGEPAGE \
+     (EINVAL): the program asked for 4 KiB pages there (its own advice, a `base` rule of \
+     hugewise exec, or hugewise run --pages ...=base), and hugewise leaves those chunks alone";
 
 /// The daemon.
 pub struct Daemon {
@@ -231,7 +279,8 @@ impl Daemon {
     /// Manage `target`; its access samples are read when it publishes them.
     pub fn add(&mut self, target: Target) {
         let channel = crate::channel::path(target.pid());
-        let samples = Subscriber::open_at(&channel);
+        // A ring refused now is tried again, and said why, at the first interval.
+        let samples = Subscriber::open(target.writer());
         self.targets
             .push(Managed::new(target, samples, Some(channel)));
         self.targets.sort_by_key(|m| m.target.pid());
@@ -272,11 +321,19 @@ impl Daemon {
         let mut addrs = Vec::new();
         for mut m in std::mem::take(&mut self.targets) {
             let pid = m.target.pid();
-            if m.samples.is_none() {
-                m.samples = m.channel.as_deref().and_then(Subscriber::open_at);
+            m.open_samples(&mut iv.notes);
+            let sampled = m.samples.is_some();
+            if m.signal_said != Some(sampled) {
+                m.signal_said = Some(sampled);
+                iv.notes
+                    .push(format!("pid {pid}: {}", self.policy.signal(sampled)));
             }
             let first = chunks.len();
-            match m.sweep(self.cfg.scan_chunks, iv.chunks_read.get_or_insert(0)) {
+            match m.sweep(
+                self.cfg.scan_chunks,
+                iv.chunks_read.get_or_insert(0),
+                &mut iv.notes,
+            ) {
                 Ok(read) => chunks.extend(read.into_iter().map(|(addr, mapped, huge)| ChunkInfo {
                     pid,
                     addr,
@@ -352,6 +409,9 @@ impl Daemon {
             return Ok(false);
         }
         if kind == ActionKind::Promote && a.outcome == "EINVAL" {
+            if !self.refused.iter().any(|&(pid, _)| pid == c.pid) {
+                iv.notes.push(format!("pid {}: {}", c.pid, NO_HUGE_HINT));
+            }
             self.refused.insert((c.pid, c.addr));
         }
         let ok = a.succeeded();

@@ -72,14 +72,19 @@ pub trait Policy: Send {
     fn weighs_walks(&self) -> bool {
         false
     }
+    /// What it acts on for a target that does (`sampled`) or does not publish access samples,
+    /// said once per target at the first interval, and again if that changes: a policy that
+    /// can do nothing without samples says so, and what to use instead.
+    fn signal(&self, sampled: bool) -> String;
 }
 
 /// Names accepted by [`by_name`].
-pub const NAMES: [&str; 4] = ["pcc", "mega", "hawkeye", "linux"];
+pub const NAMES: [&str; 5] = ["auto", "pcc", "mega", "hawkeye", "linux"];
 
 /// The policy named `name`, with the defaults of its paper, or `None` for an unknown name.
 pub fn by_name(name: &str) -> Option<Box<dyn Policy>> {
     Some(match name {
+        "auto" => Box::new(policies::auto::Auto::default()),
         "pcc" => Box::new(policies::pcc::Pcc::default()),
         "mega" => Box::new(policies::mega::Mega::default()),
         "hawkeye" => Box::new(policies::hawkeye::HawkEye),

@@ -1,14 +1,16 @@
 //! One process under management: attached through a pidfd (so a recycled pid can never be
-//! acted on), every range checked against its mappings right before acting, promotions and
+//! acted on, and what `/proc/PID` says is used only if the pidfd still says the process is
+//! there after the read), every range checked against its mappings right before acting, promotions and
 //! demotions recorded as [`Action`]s with the backing read back.
 
 use std::ops::Range;
 use std::time::Instant;
 
-use hugewise_sys::errno::{EACCES, ENOENT, EPERM, ESRCH};
+use hugewise_sys::errno::{EACCES, EINVAL, ENOENT, EPERM, ESRCH};
 use hugewise_sys::mmap::Advice;
 use hugewise_sys::proc::{KPageFlags, MapEntry, Pid, ProcFs};
 use hugewise_sys::process::PidFd;
+use hugewise_sys::shm::Writer;
 
 use crate::action::{Action, ActionKind};
 use crate::chunk::{self, Chunk};
@@ -18,12 +20,17 @@ use crate::{Error, Result, HUGE};
 #[derive(Debug)]
 pub struct Target {
     pid: i32,
+    /// The user it runs as: the owner its sample ring and allocation log must have.
+    uid: u32,
     pidfd: PidFd,
     proc: ProcFs,
     kpf: Option<KPageFlags>,
     t0: Instant,
     /// Addresses outside this range are not the engine's to manage.
     within: Option<Range<usize>>,
+    /// Lift `MADV_NOHUGEPAGE` from a chunk the kernel refuses to collapse because of it (only
+    /// for this process's own memory: `process_madvise` cannot give that advice).
+    lift_no_huge: bool,
 }
 
 fn gone_or(pid: i32, e: hugewise_sys::Error) -> Error {
@@ -53,13 +60,20 @@ impl Target {
                 _ => gone_or(pid, e),
             });
         }
+        let uid = proc.uid(pid).map_err(|e| gone_or(pid, e))?;
+        // Read after the pidfd was opened: if the process is still there, the uid was its own.
+        if pidfd.exited() {
+            return Err(Error::Gone { pid });
+        }
         Ok(Target {
             pid,
+            uid,
             pidfd,
             proc: proc.clone(),
             kpf: proc.kpageflags().ok(),
             t0,
             within: None,
+            lift_no_huge: false,
         })
     }
 
@@ -69,6 +83,18 @@ impl Target {
     pub fn within(self, range: Range<usize>) -> Target {
         Target {
             within: Some(range),
+            ..self
+        }
+    }
+
+    /// The same target (this process, whose own arrays a plan promotes), lifting a
+    /// `MADV_NOHUGEPAGE` hint from exactly the chunks it is asked to promote: a plan names
+    /// chunks a `base` page policy put on 4 KiB pages, and the kernel refuses to collapse
+    /// those (`EINVAL`) while the hint stands. Another process's hint cannot be lifted
+    /// (`process_madvise` does not take `MADV_HUGEPAGE`) and is respected.
+    pub fn lifting_no_huge(self) -> Target {
+        Target {
+            lift_no_huge: self.pid == std::process::id() as i32,
             ..self
         }
     }
@@ -83,11 +109,32 @@ impl Target {
         self.pid
     }
 
+    /// The writer the target's shared files (sample ring, allocation log) must come from.
+    pub fn writer(&self) -> Writer {
+        Writer {
+            pid: self.pid,
+            uid: self.uid,
+        }
+    }
+
+    /// What `read` read from `/proc/PID`, if the target was still there when it ended: once
+    /// the target has exited, its pid may be another process's, whose memory is not ours to
+    /// read or act on.
+    fn still_there<T>(&self, read: Result<T>) -> Result<T> {
+        let v = read?;
+        if self.pidfd.exited() {
+            return Err(Error::Gone { pid: self.pid });
+        }
+        Ok(v)
+    }
+
     /// The target's mappings now.
     pub fn maps(&self) -> Result<Vec<MapEntry>> {
-        self.proc
-            .maps(Pid::Id(self.pid))
-            .map_err(|e| gone_or(self.pid, e))
+        self.still_there(
+            self.proc
+                .maps(Pid::Id(self.pid))
+                .map_err(|e| gone_or(self.pid, e)),
+        )
     }
 
     /// The target's private anonymous mappings, trimmed to whole 2 MiB chunks (and to the
@@ -163,17 +210,19 @@ impl Target {
 
     /// The chunks of a range now.
     pub fn scan(&self, range: &Range<usize>) -> Result<Vec<Chunk>> {
-        chunk::scan(
-            &self.proc,
-            Pid::Id(self.pid),
-            range.start,
-            range.end - range.start,
-            self.kpf.as_ref(),
+        self.still_there(
+            chunk::scan(
+                &self.proc,
+                Pid::Id(self.pid),
+                range.start,
+                range.end - range.start,
+                self.kpf.as_ref(),
+            )
+            .map_err(|e| match e {
+                Error::Sys(s) => gone_or(self.pid, s),
+                other => other,
+            }),
         )
-        .map_err(|e| match e {
-            Error::Sys(s) => gone_or(self.pid, s),
-            other => other,
-        })
     }
 
     /// Collapse `range` (whole 2 MiB chunks of one private anonymous mapping) into huge pages
@@ -240,7 +289,14 @@ impl Target {
             r => r?,
         }
         let t = Instant::now();
-        let r = self.pidfd.madvise(&ranges, advice);
+        let mut r = self.pidfd.madvise(&ranges, advice);
+        if self.lift_no_huge
+            && advice == Advice::Collapse
+            && r.as_ref().is_err_and(|e| e.errno() == Some(EINVAL))
+            && hugewise_sys::mmap::advise_own(range.clone(), Advice::HugePage).is_ok()
+        {
+            r = self.pidfd.madvise(&ranges, advice);
+        }
         action.latency_ns = t.elapsed().as_nanos() as u64;
         if let Err(e) = r {
             match e.errno() {

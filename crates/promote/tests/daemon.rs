@@ -15,6 +15,7 @@ use hugewise_promote::thinning;
 use hugewise_promote::HUGE;
 use hugewise_sys::mmap::{Advice, MapOptions, Mapping};
 use hugewise_sys::proc::ProcFs;
+use hugewise_sys::shm::Writer;
 
 /// The daemon tests manage this very process: one at a time, so one test's mappings do not
 /// count in another's budget.
@@ -96,7 +97,7 @@ fn pcc_on_me(name: &str, config: Config) -> (Publisher, Daemon) {
     let mut d = Daemon::new(by_name("pcc").expect("pcc"), config, t0);
     d.add_with(
         Target::attach(&ProcFs::default(), me, t0).expect("attach"),
-        Subscriber::open_at(&ring),
+        Subscriber::open_at(&ring, Writer::this_process()).ok(),
     );
     (publisher, d)
 }
@@ -254,7 +255,10 @@ fn the_first_decision_comes_once_samples_are_in_not_a_whole_interval_later() {
         ..Config::default()
     };
     let mut d = Daemon::new(by_name("pcc").expect("pcc"), config, t0);
-    d.add_with(target, Subscriber::open_at(&ring));
+    d.add_with(
+        target,
+        Subscriber::open_at(&ring, Writer::this_process()).ok(),
+    );
     let stop = std::sync::atomic::AtomicBool::new(false);
     let mut seen: Vec<(f64, u64, u32)> = Vec::new();
     std::thread::scope(|s| {
@@ -323,9 +327,12 @@ fn a_sampled_policy_counts_without_acting_until_it_has_enough_samples() {
     let mut l = Daemon::new(Box::new(Linux::with(1 << 30, 1.0, 511)), config_linux(), t0);
     l.add_with(
         Target::attach(&ProcFs::default(), me, t0).expect("attach"),
-        Subscriber::open_at(&ring),
+        Subscriber::open_at(&ring, Writer::this_process()).ok(),
     );
-    assert!(Subscriber::open_at(&ring).is_some(), "the ring is there");
+    assert!(
+        Subscriber::open_at(&ring, Writer::this_process()).is_ok(),
+        "the ring is there"
+    );
     assert!(l.step(&mut |_| {}).expect("step").promoted >= 1);
 }
 
@@ -452,20 +459,29 @@ fn a_chunk_the_kernel_refuses_is_not_asked_again() {
     let mine =
         |a: &hugewise_promote::action::Action| a.start >= m.addr() && a.start < m.addr() + m.len();
     let mut first = Vec::new();
-    d.step(&mut |a| first.push(a.clone())).expect("step");
+    let iv = d.step(&mut |a| first.push(a.clone())).expect("step");
     let refused: Vec<_> = first.iter().filter(|a| mine(a)).collect();
     assert_eq!(refused.len(), 4, "{refused:?}");
     assert!(refused.iter().all(|a| a.outcome == "EINVAL"), "{refused:?}");
+    // Why, said once: another process's hint cannot be lifted, and is respected.
+    let why = |notes: &[String]| {
+        notes
+            .iter()
+            .filter(|n| n.contains("MADV_NOHUGEPAGE"))
+            .count()
+    };
+    assert_eq!(why(&iv.notes), 1, "{:?}", iv.notes);
     let mut second = Vec::new();
-    d.step(&mut |a| second.push(a.clone())).expect("step");
+    let iv = d.step(&mut |a| second.push(a.clone())).expect("step");
     assert_eq!(second.iter().filter(|a| mine(a)).count(), 0);
+    assert_eq!(why(&iv.notes), 0, "{:?}", iv.notes);
 }
 
 #[test]
 fn the_daemon_counts_only_the_newest_samples() {
     let ring = std::env::temp_dir().join(format!("hw-daemon-cap-{}", std::process::id()));
     let p = Publisher::create_at(&ring, 1 << 12).expect("ring");
-    let mut sub = Subscriber::open_at(&ring).expect("open");
+    let mut sub = Subscriber::open_at(&ring, Writer::this_process()).expect("open");
     for i in 0..1000u64 {
         p.sample(i as usize * 4096, false);
     }
@@ -537,4 +553,96 @@ fn a_large_target_is_swept_over_several_intervals() {
         seen >= first.mapped_bytes + m.len() as u64 - 4096,
         "the sweep never came round: {seen} after {steps} intervals"
     );
+}
+
+#[test]
+fn a_ring_another_user_owns_is_not_read_and_the_daemon_says_why() {
+    let _one = serial();
+    if !is_root() {
+        hugewise_sys::testing::skip("making a file another user's needs root");
+        return;
+    }
+    // A ring under this process's conventional name, as nobody would plant it: the header
+    // names this pid, but the file is nobody's.
+    let me = std::process::id() as i32;
+    let path = hugewise_promote::channel::path(me);
+    let p = Publisher::create_at(&path, 1 << 12).expect("ring");
+    let chown = std::process::Command::new("chown")
+        .arg("65534")
+        .arg(&path)
+        .status()
+        .expect("chown");
+    assert!(chown.success());
+    let t0 = Instant::now();
+    let mut d = Daemon::new(by_name("pcc").expect("pcc"), cfg(Limit::Bytes(2 << 20)), t0);
+    d.add(Target::attach(&ProcFs::default(), me, t0).expect("attach"));
+    let m = Mapping::anonymous(HUGE, MapOptions::default()).expect("map");
+    for k in 0..100 {
+        p.sample(m.addr() + k * 4096, false);
+    }
+    let iv = d.step(&mut |_| {}).expect("step");
+    assert_eq!(iv.samples, 0, "{iv:?}");
+    assert!(d.sampled().is_empty());
+    let refused = |iv: &hugewise_results::promote::Interval| {
+        iv.notes
+            .iter()
+            .filter(|n| {
+                n.contains("belongs to uid 65534") && n.contains(&path.display().to_string())
+            })
+            .count()
+    };
+    assert_eq!(refused(&iv), 1, "{:?}", iv.notes);
+    // Said once, not at every look.
+    let iv = d.step(&mut |_| {}).expect("step");
+    assert_eq!((iv.samples, refused(&iv)), (0, 0), "{:?}", iv.notes);
+}
+
+#[test]
+fn each_target_is_told_which_signal_the_policy_acts_on_once() {
+    let _one = serial();
+    let me = std::process::id() as i32;
+    let t0 = Instant::now();
+    let said = |policy: &str| {
+        let mut d = Daemon::new(
+            by_name(policy).expect("policy"),
+            cfg(Limit::Bytes(2 << 20)),
+            t0,
+        );
+        d.add(Target::attach(&ProcFs::default(), me, t0).expect("attach"));
+        let first = d.step(&mut |_| {}).expect("step").notes;
+        let second = d.step(&mut |_| {}).expect("step").notes;
+        assert!(second.is_empty(), "{second:?}");
+        first.join("\n")
+    };
+    // This test process publishes no ring under its pid.
+    let pcc = said("pcc");
+    assert!(
+        pcc.contains(&format!("pid {me}:"))
+            && pcc.contains("publishes no access samples")
+            && pcc.contains("nothing is promoted")
+            && pcc.contains("--policy auto"),
+        "{pcc}"
+    );
+    let auto = said("auto");
+    assert!(auto.contains("auto judges it as mega"), "{auto}");
+}
+
+#[test]
+fn what_is_read_of_a_target_that_exited_is_not_used() {
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("sleep");
+    let t = Target::attach(&ProcFs::default(), child.id() as i32, Instant::now()).expect("attach");
+    assert!(t.maps().is_ok());
+    child.kill().expect("kill");
+    // Exited, not yet reaped: /proc/PID still reads (a zombie's empty maps), and once reaped
+    // the pid may be another process's. Either way what is read is not the target's.
+    std::thread::sleep(Duration::from_millis(200));
+    let gone = |r: hugewise_promote::Result<Vec<hugewise_sys::proc::MapEntry>>| {
+        matches!(r, Err(hugewise_promote::Error::Gone { .. }))
+    };
+    assert!(gone(t.maps()));
+    child.wait().expect("reap");
+    assert!(gone(t.maps()));
 }

@@ -60,6 +60,49 @@ pub fn action_line(a: &Action) -> String {
     )
 }
 
+/// Why the kernel refused an action, as its outcome names it, for a reader of the text.
+fn why(outcome: &str) -> &'static str {
+    match outcome {
+        "EINVAL" => {
+            "the memory is marked MADV_NOHUGEPAGE (a `base` page policy or rule, or the \
+             program's own advice), which the kernel will not collapse"
+        }
+        "EAGAIN" => "pages were busy (just faulted, or being migrated)",
+        "ENOMEM" => "no free 2 MiB block, even after compaction",
+        "EBUSY" => "pages were pinned or locked",
+        "ok" => "the kernel said yes, but the backing did not read back as asked",
+        "gone" => "the process had exited",
+        _ => "",
+    }
+}
+
+/// The actions that did not do what was asked, counted by reason, one line each (empty when
+/// all did): a count of failures alone leaves the reader to open the JSON.
+pub fn failures(actions: &[Action]) -> String {
+    let mut by: std::collections::BTreeMap<(&str, &str), usize> = Default::default();
+    for a in actions.iter().filter(|a| !a.succeeded()) {
+        let kind = match a.kind {
+            ActionKind::Promote => "promotion",
+            ActionKind::Demote => "demotion",
+            ActionKind::Release => "release",
+        };
+        *by.entry((kind, a.outcome.as_str())).or_default() += 1;
+    }
+    let mut o = String::new();
+    for ((kind, outcome), n) in by {
+        let reason = why(outcome);
+        let _ = writeln!(
+            o,
+            "  {n} {kind}{} failed: {}{}{}",
+            if n == 1 { "" } else { "s" },
+            outcome,
+            if reason.is_empty() { "" } else { ": " },
+            reason
+        );
+    }
+    o
+}
+
 /// `hugewise promote`: what the session did.
 pub fn session(r: &PromoteReport) -> String {
     let mut o = String::new();
@@ -149,6 +192,14 @@ pub fn session(r: &PromoteReport) -> String {
         format!("{:.1} s", r.wall_ns as f64 / 1e9),
     ]);
     o.push_str(&tab.render());
+    let failed = failures(&r.actions);
+    if !failed.is_empty() {
+        o.push_str("why actions failed:\n");
+        o.push_str(&failed);
+    }
+    for note in r.intervals.iter().flat_map(|iv| &iv.notes) {
+        let _ = writeln!(o, "note: {}", note);
+    }
     if !r.gone.is_empty() {
         let _ = writeln!(o, "exited while managed: {:?}", r.gone);
     }
@@ -626,5 +677,36 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("1.4% after its last promotion"), "{text}");
+    }
+
+    fn action(kind: ActionKind, outcome: &str, huge_after: Option<u64>) -> Action {
+        Action {
+            t_ms: 0.0,
+            pid: 1,
+            start: 0,
+            len_bytes: 2 << 20,
+            kind,
+            outcome: outcome.into(),
+            latency_ns: 0,
+            huge_bytes_after: huge_after,
+        }
+    }
+
+    #[test]
+    fn failed_actions_are_counted_by_reason_with_what_it_means() {
+        let mut actions = vec![action(ActionKind::Promote, "ok", Some(2 << 20))];
+        actions.extend((0..11).map(|_| action(ActionKind::Promote, "EINVAL", None)));
+        actions.push(action(ActionKind::Promote, "ok", Some(0)));
+        let f = failures(&actions);
+        assert_eq!(f.lines().count(), 2, "{f}");
+        assert!(
+            f.contains("11 promotions failed: EINVAL: the memory is marked MADV_NOHUGEPAGE"),
+            "{f}"
+        );
+        assert!(
+            f.contains("1 promotion failed: ok: the kernel said yes, but"),
+            "{f}"
+        );
+        assert!(failures(&actions[..1]).is_empty());
     }
 }

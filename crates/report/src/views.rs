@@ -497,6 +497,7 @@ pub fn run(r: &RunReport) -> String {
                 .map(|v| ns(v as f64))
                 .unwrap_or_else(|| "-".into()),
         );
+        o.push_str(&crate::promoteview::failures(&p.actions));
     }
     o.push_str(&swapping(r));
     o

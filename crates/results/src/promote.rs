@@ -102,6 +102,10 @@ pub struct Interval {
     pub sample_thinning: Option<u32>,
     /// CPU time of the daemon's thread over the whole interval's work.
     pub cpu_ns: u64,
+    /// What the daemon found worth saying this interval, once each: which signal a policy
+    /// acts on and why, a target's sample ring or allocation log refused and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Totals over a session's log.

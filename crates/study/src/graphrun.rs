@@ -413,11 +413,14 @@ pub fn run_with(cfg: &Config, mut extras: Extras<'_>, progress: Progress<'_>) ->
         Some((steps, label)) => {
             let proc = hugewise_sys::proc::ProcFs::default();
             let t_early = Instant::now();
+            // The plan's chunks are promoted whatever page policy their array has: a `base`
+            // array's hint is lifted from exactly those chunks.
             let me = hugewise_promote::target::Target::attach(
                 &proc,
                 std::process::id() as i32,
                 t_early,
-            )?;
+            )?
+            .lifting_no_huge();
             let (now, later): (Vec<_>, Vec<_>) =
                 steps.iter().cloned().partition(|s| s.at.is_zero());
             let never = std::sync::atomic::AtomicBool::new(false);

@@ -807,7 +807,8 @@ fn timed_with_daemon(
     let policy = hugewise_promote::policy::by_name("pcc")
         .ok_or_else(|| Error::Config("no pcc policy".into()))?;
     let mut d = Daemon::new(policy, dcfg, t0);
-    d.add_with(target, Subscriber::open_at(&ring));
+    let samples = Subscriber::open_at(&ring, target.writer())?;
+    d.add_with(target, Some(samples));
     let stop = AtomicBool::new(false);
     let log: Mutex<DaemonRun> = Mutex::new(DaemonRun {
         reach_ms: None,

@@ -58,6 +58,29 @@ impl Advice {
     }
 }
 
+/// Give `advice` for `range` of this process's own address space, memory that no [`Mapping`]
+/// here holds (made by another part of the program). Safe for any range: advice of this type
+/// never changes what memory holds, and the kernel refuses a range that is not mapped
+/// (`ENOMEM`).
+pub fn advise_own(range: Range<usize>, advice: Advice) -> Result<()> {
+    if range.is_empty() {
+        return Ok(());
+    }
+    // SAFETY: madvise only reads the address range; the advice never changes contents, so no
+    // reference into the range, wherever it is, observes a change.
+    let rc = unsafe {
+        libc::madvise(
+            range.start as *mut libc::c_void,
+            range.end - range.start,
+            advice.raw(),
+        )
+    };
+    if rc != 0 {
+        return Err(Error::last_os(advice.call_name()));
+    }
+    Ok(())
+}
+
 /// Advice that discards memory contents: private anonymous pages read back as zeros.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UncheckedAdvice {

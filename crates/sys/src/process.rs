@@ -135,6 +135,20 @@ impl PidFd {
         }
         Ok(())
     }
+
+    /// Whether the process has exited (its pidfd polls readable). Until it has, and until its
+    /// parent reaps it, its pid cannot be given to another process: what was read from
+    /// `/proc/PID` before this says `false` was read from this process.
+    pub fn exited(&self) -> bool {
+        let mut p = libc::pollfd {
+            fd: self.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one pollfd that lives across the call; a zero timeout never blocks.
+        let rc = unsafe { libc::poll(&mut p, 1, 0) };
+        rc > 0 && p.revents & (libc::POLLIN | libc::POLLHUP) != 0
+    }
 }
 
 /// Make the child that `cmd` spawns join a cgroup before it executes its program, by writing
@@ -313,5 +327,24 @@ mod tests {
     fn unknown_pid_is_esrch() {
         let e = PidFd::open(i32::MAX).expect_err("no such pid");
         assert_eq!(e.errno().map(|e| e.name()), Some("ESRCH".to_string()));
+    }
+
+    #[test]
+    fn a_pidfd_tells_when_its_process_has_exited() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep");
+        let fd = PidFd::open(child.id() as i32).expect("pidfd");
+        assert!(!fd.exited());
+        child.kill().expect("kill");
+        // Exited but not reaped yet: the pid is still its own, and the pidfd says it is gone.
+        let t = std::time::Instant::now();
+        while !fd.exited() && t.elapsed().as_secs() < 5 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(fd.exited());
+        child.wait().expect("reap");
+        assert!(fd.exited());
     }
 }

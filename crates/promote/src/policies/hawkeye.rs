@@ -29,6 +29,16 @@ impl Policy for HawkEye {
         "hawkeye"
     }
 
+    fn signal(&self, sampled: bool) -> String {
+        if sampled {
+            "hawkeye ranks its chunks by the distinct pages its samples touch".into()
+        } else {
+            "it publishes no access samples: hawkeye ranks its chunks by mapped pages instead \
+             of pages touched"
+                .into()
+        }
+    }
+
     fn decide(&mut self, chunks: &[ChunkInfo], _interval_s: f64) -> Decision {
         let mut d = Decision::default();
         let mut cands: Vec<(usize, u32)> = chunks

@@ -48,6 +48,12 @@ impl Policy for Linux {
         "linux"
     }
 
+    fn signal(&self, _sampled: bool) -> String {
+        "linux collapses its chunks in address order as khugepaged does, whatever is hot; \
+         samples are not used"
+            .into()
+    }
+
     fn decide(&mut self, chunks: &[ChunkInfo], interval_s: f64) -> Decision {
         let mut d = Decision::default();
         if chunks.is_empty() {

@@ -64,6 +64,18 @@ impl Policy for Mega {
         "mega"
     }
 
+    fn signal(&self, sampled: bool) -> String {
+        if sampled {
+            "mega promotes chunks nearly all mapped (90 %) and mostly used (50 %), their use \
+             read from its access samples"
+                .into()
+        } else {
+            "it publishes no access samples: mega judges its chunks by mapped pages alone and \
+             promotes those nearly all mapped (90 %), within the budget"
+                .into()
+        }
+    }
+
     fn decide(&mut self, chunks: &[ChunkInfo], _interval_s: f64) -> Decision {
         let mut d = Decision::default();
         let mut seen = std::collections::HashSet::with_capacity(self.tracked.len());

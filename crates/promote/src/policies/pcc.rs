@@ -126,6 +126,18 @@ impl Policy for Pcc {
         true
     }
 
+    fn signal(&self, sampled: bool) -> String {
+        if sampled {
+            "pcc ranks its chunks by the page walks its samples show".into()
+        } else {
+            "it publishes no access samples, and pcc ranks chunks by samples alone: nothing \
+             is promoted until it publishes some (hugewise run --sample-every N, or the C \
+             API's hugewise_sample); --policy auto (the default) or mega act on its mapped \
+             pages instead"
+                .into()
+        }
+    }
+
     fn name(&self) -> &'static str {
         "pcc"
     }

@@ -275,6 +275,17 @@ impl ProcFs {
         }
     }
 
+    /// The effective user id process `pid` runs as (the `Uid:` line of its `status`): the
+    /// owner of the files it creates.
+    pub fn uid(&self, pid: i32) -> Result<u32> {
+        let (path, text) = self.read(&format!("{pid}/status"))?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|v| v.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| Error::parse(path, 0, "no effective uid on a Uid: line"))
+    }
+
     /// Every process id listed under the root, in no particular order.
     pub fn pids(&self) -> Result<Vec<i32>> {
         let rd = std::fs::read_dir(&self.root).map_err(|e| Error::io(&self.root, e))?;
