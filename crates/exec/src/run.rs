@@ -177,10 +177,17 @@ fn backing(proc: &ProcFs, pid: i32, start: u64, end: u64, runs: &mut Vec<PageRun
 }
 
 impl Watched {
+    /// Watch `pid` through the log at `path`, if that process made it (a name in /dev/shm
+    /// another user could have taken). The programs `exec` starts run as this user; one that
+    /// has already exited is read too, as its log says what it did.
     fn open(pid: i32, path: PathBuf) -> Option<Watched> {
+        let writer = hugewise_sys::shm::Writer {
+            pid,
+            uid: hugewise_sys::caps::euid(),
+        };
         Some(Watched {
             pid,
-            log: AllocLog::open(&path).ok()?,
+            log: AllocLog::open_written_by(&path, writer).ok()?,
             path,
             peaks: HashMap::new(),
             peak_rss: None,

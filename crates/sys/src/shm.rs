@@ -109,37 +109,53 @@ impl Writer {
     }
 }
 
-/// Create the file at `path` afresh, mode 0600, never through a link. A file of this user's
-/// already there (an earlier process that had the same pid and died without removing it) is
-/// replaced; anything else there (a link, another user's file) is refused.
+/// Create the file at `path` afresh, mode 0600, never through a link; or, when this user's
+/// own file is already there (the same process after `exec`, whose watcher keeps the file
+/// mapped, or an earlier process that had the same pid), take that file over, emptied.
+/// Anything else there (a link, a FIFO, another user's file, a second name of another file)
+/// is refused.
 fn create_private(path: &Path) -> Result<File> {
-    let open = || {
-        OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .mode(0o600)
-            .open(path)
-    };
-    match open() {
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
-            if !meta.file_type().is_file() || meta.uid() != crate::caps::euid() {
-                return Err(Error::Invalid(format!(
-                    "{} already exists ({}, owned by uid {}): hugewise creates its shared \
-                     files afresh and never writes through one it did not make; remove it \
-                     if it is stale",
-                    path.display(),
-                    crate::file::type_name(&meta.file_type()),
-                    meta.uid()
-                )));
-            }
-            std::fs::remove_file(path).map_err(|e| Error::io(path, e))?;
-            // Still exclusive: whatever appeared under the name since is refused.
-            open().map_err(|e| Error::io(path, e))
+    let created = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .mode(0o600)
+        .open(path);
+    match created {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        r => return r.map_err(|e| Error::io(path, e)),
+    }
+    // No O_CREAT: what is there now, looked at through the handle itself (no race between
+    // a look and an open), never a link, never blocking on a FIFO.
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path);
+    let (kind, uid, links) = match &file {
+        Ok(f) => {
+            let m = f.metadata().map_err(|e| Error::io(path, e))?;
+            (crate::file::type_name(&m.file_type()), m.uid(), m.nlink())
         }
-        r => r.map_err(|e| Error::io(path, e)),
+        Err(_) => {
+            let m = std::fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
+            (crate::file::type_name(&m.file_type()), m.uid(), m.nlink())
+        }
+    };
+    match file {
+        Ok(f) if kind == "a regular file" && uid == crate::caps::euid() && links == 1 => {
+            f.set_len(0).map_err(|e| Error::io(path, e))?;
+            f.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))
+                .map_err(|e| Error::io(path, e))?;
+            Ok(f)
+        }
+        _ => Err(Error::Invalid(format!(
+            "{} already exists ({kind}, owned by uid {uid}{}): hugewise never writes through \
+             a shared file it did not make; remove it if it is stale",
+            path.display(),
+            if links > 1 { ", with another name" } else { "" }
+        ))),
     }
 }
 
@@ -254,8 +270,8 @@ fn open_shared_as(
 }
 
 impl SampleRing {
-    /// Create the ring file at `path` (mode 0600, never through a link; a stale one of this
-    /// user's is replaced) with `slots` slots (rounded up to a power of two, at least 64) and
+    /// Create the ring file at `path` (mode 0600, never through a link; one of this user's
+    /// already there is taken over) with `slots` slots (rounded up to a power of two, at least 64) and
     /// map it for writing.
     pub fn create(path: &Path, slots: usize) -> Result<SampleRing> {
         let slots = slots.max(64).next_power_of_two();
@@ -520,7 +536,7 @@ mod tests {
     }
 
     #[test]
-    fn a_ring_is_private_and_a_stale_one_of_ours_is_replaced() {
+    fn a_ring_is_private_and_a_stale_one_of_ours_is_taken_over() {
         let d = tempfile::tempdir().expect("tmp");
         let path = d.path().join("hugewise-samples.2");
         std::fs::write(&path, [9u8; 100]).expect("stale");
@@ -576,5 +592,19 @@ mod tests {
         crate::testing::mkfifo(&path).expect("mkfifo");
         let e = SampleRing::open(&path).expect_err("a FIFO").to_string();
         assert!(e.contains("a FIFO"), "{e}");
+    }
+
+    #[test]
+    fn a_second_name_of_another_file_is_refused() {
+        let d = tempfile::tempdir().expect("tmp");
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, b"keep").expect("write");
+        let ring = d.path().join("hugewise-samples.6");
+        std::fs::hard_link(&victim, &ring).expect("link");
+        let e = SampleRing::create(&ring, 64)
+            .expect_err("refused")
+            .to_string();
+        assert!(e.contains("with another name"), "{e}");
+        assert_eq!(std::fs::read(&victim).expect("read"), b"keep");
     }
 }
