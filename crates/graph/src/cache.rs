@@ -193,6 +193,29 @@ pub struct Entry {
     keep_free_bytes: u64,
 }
 
+/// Why the entry directory `dir` (and the cache's above it) cannot be trusted, if it cannot:
+/// not a directory of this user's or root's, or writable by others, who could then have put a
+/// graph of their choosing in it. `None` when it is fine, or not there.
+fn not_ours(dir: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let me = hugewise_sys::caps::euid();
+    [dir, dir.parent().unwrap_or(dir)].iter().find_map(|d| {
+        let m = std::fs::symlink_metadata(d).ok()?;
+        let bad =
+            !m.file_type().is_dir() || (m.uid() != me && m.uid() != 0) || m.mode() & 0o022 != 0;
+        bad.then(|| {
+            format!(
+                "{}: {}, owned by uid {}, mode {:o}: not read, as another user could have put \
+                 a graph there; keep the cache in a directory only you can write",
+                d.display(),
+                hugewise_sys::file::type_name(&m.file_type()),
+                m.uid(),
+                m.mode() & 0o7777
+            )
+        })
+    })
+}
+
 impl Entry {
     /// The entry's directory.
     pub fn dir(&self) -> &Path {
@@ -209,6 +232,9 @@ impl Entry {
         before_alloc: &mut dyn FnMut(usize) -> Result<()>,
     ) -> Found {
         let t = Instant::now();
+        if let Some(why) = not_ours(&self.dir) {
+            return Found::Miss(Some(why));
+        }
         let sums = match std::fs::read_to_string(self.dir.join(KEY)) {
             Ok(k) => match k.strip_prefix(&self.key).and_then(Sums::parse) {
                 Some(sums) => sums,
@@ -636,8 +662,17 @@ mod tests {
         other.store(&h2, &r2, None).expect("kept");
         std::fs::copy(other.dir.join(ORDER), &order).expect("copy");
         miss_says(&e, "not the one");
-        // Stored again, it is whole; then a store that died before its key: not read.
+        // Stored again, it is whole; in a directory others may write, it is not read.
         e.store(&h, &r, None).expect("kept");
+        hit(&e);
+        let mode = |m: u32| {
+            std::fs::set_permissions(&e.dir, std::os::unix::fs::PermissionsExt::from_mode(m))
+                .expect("chmod")
+        };
+        mode(0o777);
+        miss_says(&e, "only you can write");
+        mode(0o755);
+        // Then a store that died before its key: not read.
         hit(&e);
         std::fs::remove_file(e.dir.join(KEY)).expect("rm key");
         assert!(matches!(
