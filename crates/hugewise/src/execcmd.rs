@@ -13,6 +13,7 @@ use hugewise_mem::Bytes;
 use hugewise_promote::{daemon, session};
 use hugewise_report::{execview, fmt};
 use hugewise_study::{bloat, execbench};
+use hugewise_sys::read;
 
 use crate::output::{self, Output, Stream};
 use crate::progress::{Mode, Steps, Unit};
@@ -97,7 +98,7 @@ pub struct ExecArgs {
 fn rules(a: &ExecArgs) -> anyhow::Result<Rules> {
     Ok(match &a.pages_file {
         Some(f) => {
-            let text = std::fs::read_to_string(f)
+            let text = read::bounded_string(f, read::Bound::SETTINGS)
                 .with_context(|| format!("reading the rules file {}", f.display()))?;
             Rules::parse_file(&f.display().to_string(), &text)
                 .unwrap_or_else(|e| crate::usage_error(e.to_string()))

@@ -49,7 +49,7 @@ fn format_of(a: &ReportArgs) -> ReportFormat {
 
 /// One file rendered as its command printed it (or its Markdown table).
 fn single(path: &Path, style: Style) -> anyhow::Result<String> {
-    let r = hugewise_results::read(path)?;
+    let r = hugewise_sys::read::result(path)?;
     match hugewise_report::render(&r, style) {
         Some(text) => Ok(text),
         None => crate::usage_error(format!(
@@ -70,7 +70,8 @@ pub fn report(a: &ReportArgs) -> anyhow::Result<()> {
         (Some(p), _, true) => single(p, Style::Markdown)?,
         (Some(p), ReportFormat::Text, false) => single(p, Style::Text)?,
         _ => {
-            let c = collection::load(&a.paths).context("reading the results")?;
+            let c = collection::load(&a.paths, &hugewise_sys::read::result)
+                .context("reading the results")?;
             match format {
                 ReportFormat::Text => collectionview::text(&c),
                 ReportFormat::Md => collectionview::markdown(&c),

@@ -31,8 +31,8 @@ fn import_lackey(
     let r = if input == Path::new("-") {
         hugewise_trace::lackey::import(std::io::stdin().lock(), Path::new("<stdin>"), &out, window)
     } else {
-        let f =
-            std::fs::File::open(&input).with_context(|| format!("opening {}", input.display()))?;
+        let (f, _) = hugewise_sys::read::open(&input)
+            .with_context(|| format!("opening {}", input.display()))?;
         hugewise_trace::lackey::import(BufReader::with_capacity(1 << 20, f), &input, &out, window)
     }?;
     let elapsed_ns = t0.elapsed().as_nanos() as u64;

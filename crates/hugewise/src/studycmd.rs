@@ -244,7 +244,7 @@ struct Found {
 fn evidence(dir: &Path, plan: &StudyPlan) -> Found {
     let mut f = Found::default();
     for r in &plan.runs {
-        match hugewise_results::read(&runner::run_path(dir, &r.id)) {
+        match hugewise_sys::read::result(&runner::run_path(dir, &r.id)) {
             Ok(AnyResult::Pages(s)) => f.pages.push((r.id.clone(), s.result)),
             Ok(AnyResult::Curves(s)) => f.curves.push(s.result),
             Ok(AnyResult::Faultlat(s)) => f.faults.push((r.id.clone(), s.result)),
@@ -260,7 +260,7 @@ fn evidence(dir: &Path, plan: &StudyPlan) -> Found {
 /// Write the study's report beside its results: the HTML page `hugewise report DIR` makes,
 /// from the saved files alone.
 fn write_report(dir: &Path) -> anyhow::Result<PathBuf> {
-    let c = hugewise_results::collection::load(&[dir.to_path_buf()])
+    let c = hugewise_results::collection::load(&[dir.to_path_buf()], &hugewise_sys::read::result)
         .with_context(|| format!("reading the results in {}", dir.display()))?;
     let path = dir.join("report.html");
     hugewise_study::save::write_atomic(&path, hugewise_report::html::render(&c).as_bytes())?;

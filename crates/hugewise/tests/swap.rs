@@ -366,7 +366,7 @@ fn a_study_swap_run_measures_every_share_at_every_factor() {
         "{:?}",
         out[0].1
     );
-    let r = match hugewise_results::read(&runner::run_path(&study, "swap-bfs-kron20")) {
+    let r = match hugewise_sys::read::result(&runner::run_path(&study, "swap-bfs-kron20")) {
         Ok(hugewise_results::AnyResult::Swap(s)) => s.result,
         other => panic!("not a swap result: {other:?}"),
     };

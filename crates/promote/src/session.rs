@@ -172,7 +172,7 @@ fn engine(
             if targets.len() != 1 {
                 return Err(Error::Usage("a plan is replayed on one process".into()));
             }
-            let plans = match hugewise_results::read(file).map_err(Error::PlanFile)? {
+            let plans = match hugewise_sys::read::result(file).map_err(Error::PlanFile)? {
                 AnyResult::Plans(p) => p.result,
                 other => {
                     return Err(Error::Usage(format!(

@@ -152,7 +152,8 @@ fn the_report_draws_every_chart_in_a_real_browser() {
         return;
     };
     let root = tempfile::tempdir().expect("tmp");
-    let c = collection::load(&common::inputs(root.path())).expect("load");
+    let c =
+        collection::load(&common::inputs(root.path()), &hugewise_sys::read::result).expect("load");
     let html = hugewise_report::html::render(&c);
     let slots = html.matches("<div class=\"chart\">").count();
     assert!(slots >= 12, "{slots} chart slots");

@@ -12,7 +12,8 @@ fn count(haystack: &str, needle: &str) -> usize {
 
 fn rendered() -> (tempfile::TempDir, collection::Collection, String) {
     let root = tempfile::tempdir().expect("tmp");
-    let c = collection::load(&common::inputs(root.path())).expect("load");
+    let c =
+        collection::load(&common::inputs(root.path()), &hugewise_sys::read::result).expect("load");
     let html = hugewise_report::html::render(&c);
     if let Ok(out) = std::env::var("HUGEWISE_REPORT_SAMPLE") {
         std::fs::write(out, &html).expect("write sample");

@@ -283,8 +283,12 @@ fn json_files(dir: &Path) -> Result<Vec<PathBuf>, Error> {
 /// files (and those of its `runs/` folder) are results. A directory holding `study.json` is a
 /// study: the results found in it are its runs. Hidden files and leftovers of interrupted
 /// atomic writes are skipped; any other file that is not a hugewise result is an error naming
-/// it, as is a directory holding no result. A file named twice is read once.
-pub fn load(paths: &[PathBuf]) -> Result<Collection, Error> {
+/// it, as is a directory holding no result. A file named twice is read once. Each file is read
+/// by `read` (`hugewise_sys::read::result`, which bounds what it reads).
+pub fn load(
+    paths: &[PathBuf],
+    read: &dyn Fn(&Path) -> Result<AnyResult, Error>,
+) -> Result<Collection, Error> {
     let mut c = Collection::default();
     let mut seen = BTreeSet::new();
     let mut first_time = |p: &Path| seen.insert(std::fs::canonicalize(p).unwrap_or(p.into()));
@@ -295,7 +299,7 @@ pub fn load(paths: &[PathBuf]) -> Result<Collection, Error> {
         })?;
         if !meta.is_dir() {
             if first_time(path) {
-                c.add(path.clone(), crate::read(path)?, None);
+                c.add(path.clone(), read(path)?, None);
             }
             continue;
         }
@@ -310,22 +314,22 @@ pub fn load(paths: &[PathBuf]) -> Result<Collection, Error> {
                 what: "no result files (*.json) in this directory or its runs/ folder".into(),
             });
         }
-        let mut read = Vec::new();
+        let mut found = Vec::new();
         for f in files {
             if first_time(&f) {
-                read.push((crate::read(&f)?, f));
+                found.push((read(&f)?, f));
             }
         }
         // The plan first, so that the runs beside it can name it.
-        let plan = read
+        let plan = found
             .iter()
             .position(|(r, _)| matches!(r, AnyResult::Study(_)));
         let plan_index = plan.map(|i| {
-            let (r, f) = read.remove(i);
+            let (r, f) = found.remove(i);
             c.add(f, r, None);
             c.plans.len() - 1
         });
-        for (r, f) in read {
+        for (r, f) in found {
             let plan = match &r {
                 AnyResult::Study(_) => None,
                 _ => plan_index,
@@ -339,6 +343,14 @@ pub fn load(paths: &[PathBuf]) -> Result<Collection, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `load` reading as `hugewise_sys::read::result` does, less the bound: this crate sits
+    /// below sys.
+    fn load(paths: &[PathBuf]) -> Result<Collection, Error> {
+        super::load(paths, &|p| {
+            crate::parse(p, &std::fs::read_to_string(p).expect("read"))
+        })
+    }
 
     fn fixture(kind: &str) -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/{kind}.json"))

@@ -146,6 +146,12 @@ fn header(v: &serde_json::Value) -> Result<(&str, u32), Error> {
         .and_then(|s| s.as_u64())
         .and_then(|n| u32::try_from(n).ok())
         .ok_or_else(|| Error::Schema(format!("{schema}: no schema_version")))?;
+    // The schema is echoed in errors: a terminal must not be handed what a file put there.
+    if schema.len() > 64 || schema.chars().any(char::is_control) {
+        return Err(Error::Schema(
+            "\"schema\" is no kind hugewise names (too long, or control characters)".into(),
+        ));
+    }
     Ok((schema, version))
 }
 
@@ -292,13 +298,10 @@ kinds! {
     BenchBloat(bloat::BloatReport) = "hugewise/bench-bloat", 1;
 }
 
-/// Read any saved result from `path`.
-pub fn read(path: &Path) -> Result<AnyResult, Error> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    AnyResult::from_json(&text).map_err(|e| match e {
+/// Parse the saved result `text`, read from `path` (named in errors). Reading the file is the
+/// caller's, bounded: see `hugewise_sys::read::result`.
+pub fn parse(path: &Path, text: &str) -> Result<AnyResult, Error> {
+    AnyResult::from_json(text).map_err(|e| match e {
         Error::Json { what, source } => Error::Json {
             what: format!("{}: {what}", path.display()),
             source,

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use hugewise_sys::read::{self, Bound};
 use hugewise_sys::PageSize;
 use serde::{Deserialize, Serialize};
 
@@ -170,9 +171,10 @@ impl TlbConfig {
         Ok(c)
     }
 
-    /// Read a TOML file; unknown keys are refused with their line.
+    /// Read a TOML file (at most [`Bound::SETTINGS`]); unknown keys are refused with their
+    /// line.
     pub fn load(path: &Path) -> Result<TlbConfig> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
+        let text = read::bounded_string(path, Bound::SETTINGS).map_err(|e| Error::Io {
             path: path.to_path_buf(),
             source: e,
         })?;

@@ -76,7 +76,7 @@ fn replay_steps(
     kernel: &dyn Kernel,
 ) -> Result<(Vec<hugewise_promote::replay::Step>, String)> {
     use hugewise_promote::plan::{select, steps, Relocation};
-    let plans = match hugewise_results::read(&r.plan) {
+    let plans = match hugewise_sys::read::result(&r.plan) {
         Ok(hugewise_results::AnyResult::Plans(p)) => p.result,
         Ok(other) => {
             return Err(Error::Config(format!(

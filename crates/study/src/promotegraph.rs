@@ -419,7 +419,7 @@ fn read_kind<T>(
     pick: impl FnOnce(AnyResult) -> std::result::Result<T, AnyResult>,
 ) -> Result<T> {
     // The results crate's error names the file already.
-    let r = hugewise_results::read(path).map_err(|e| Error::Config(e.to_string()))?;
+    let r = hugewise_sys::read::result(path).map_err(|e| Error::Config(e.to_string()))?;
     pick(r).map_err(|other| {
         Error::Config(format!(
             "{}: a {} result, not {what}",

@@ -95,7 +95,7 @@ pub trait Observer {
 pub fn prepare(dir: &Path, plan: &StudyPlan, meta: Meta, resume: bool) -> Result<StudyPlan> {
     let path = dir.join(PLAN_FILE);
     if path.exists() {
-        let old = match hugewise_results::read(&path) {
+        let old = match hugewise_sys::read::result(&path) {
             Ok(AnyResult::Study(s)) => s.result,
             Ok(other) => {
                 return Err(Error::Config(format!(
@@ -258,7 +258,7 @@ fn load_options(seed: u64) -> LoadOptions {
 
 /// Whether run `id` has a whole result in `dir`.
 pub fn finished(dir: &Path, id: &str) -> bool {
-    let Ok(r) = hugewise_results::read(&run_path(dir, id)) else {
+    let Ok(r) = hugewise_sys::read::result(&run_path(dir, id)) else {
         return false;
     };
     let meta = match &r {
@@ -784,7 +784,7 @@ mod tests {
         let id = &plan.runs[0].id;
         assert!(matches!(out[0].1, Outcome::Done { .. }), "{out:?}");
         assert!(finished(d.path(), id));
-        let Ok(AnyResult::Pages(s)) = hugewise_results::read(&run_path(d.path(), id)) else {
+        let Ok(AnyResult::Pages(s)) = hugewise_sys::read::result(&run_path(d.path(), id)) else {
             panic!("not a pages result");
         };
         let tag = s.meta.study.expect("tagged");

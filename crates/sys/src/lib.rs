@@ -32,6 +32,7 @@ pub mod mmap;
 pub mod page_size;
 pub mod proc;
 pub mod process;
+pub mod read;
 pub mod rusage;
 pub mod shm;
 pub mod swap;

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 pub use hugewise_results::capture::Calibration;
+use hugewise_sys::read::Bound;
 use serde::{Deserialize, Serialize};
 
 use crate::{Error, Result};
@@ -45,7 +46,7 @@ impl TraceMeta {
     /// Read the sidecar of `trace`; `None` if there is none.
     pub fn read(trace: &Path) -> Result<Option<TraceMeta>> {
         let p = sidecar(trace);
-        let text = match std::fs::read_to_string(&p) {
+        let text = match hugewise_sys::read::bounded_string(&p, Bound::SIDECAR) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(Error::Io { path: p, source: e }),

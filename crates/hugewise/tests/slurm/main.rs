@@ -251,7 +251,7 @@ fn a_study_emitted_for_slurm_runs_there_and_its_results_read_back() {
         if let Err(err) = c.run("sbatch", &["--wait", &script]) {
             panic!("{err}\n{}{}", task_outputs(&dir), c.logs());
         }
-        let plan = match hugewise_results::read(&dir.join("study.json")) {
+        let plan = match hugewise_sys::read::result(&dir.join("study.json")) {
             Ok(AnyResult::Study(s)) => s.result,
             other => panic!("study.json: {other:?}"),
         };
@@ -260,7 +260,7 @@ fn a_study_emitted_for_slurm_runs_there_and_its_results_read_back() {
         assert!(!dir.join("report.md").exists());
         for run in &plan.runs {
             let path = dir.join("runs").join(format!("{}.json", run.id));
-            let meta = match hugewise_results::read(&path) {
+            let meta = match hugewise_sys::read::result(&path) {
                 Ok(AnyResult::Pages(s)) => s.meta,
                 Ok(AnyResult::Curves(s)) => s.meta,
                 Ok(AnyResult::Faultlat(s)) => s.meta,
