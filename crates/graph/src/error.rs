@@ -1,6 +1,6 @@
 //! The typed error of the graph crate.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// What can go wrong loading, building or running on a graph.
 #[derive(Debug, thiserror::Error)]
@@ -18,7 +18,7 @@ pub enum Error {
         source: std::io::Error,
     },
     /// A text line did not parse.
-    #[error("{path}:{line}: {message}: {content:?}")]
+    #[error("{path}:{line}: {message}: \"{content}\"")]
     Line {
         /// The file.
         path: PathBuf,
@@ -26,7 +26,7 @@ pub enum Error {
         line: u64,
         /// What was wrong.
         message: String,
-        /// The line as read (cut to 200 characters).
+        /// The line as read, as an error shows it (see [`hugewise_sys::read::shown`]).
         content: String,
     },
     /// A binary file is malformed or truncated.
@@ -59,6 +59,16 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// Line `line` of `path`, `content`, did not parse: `message` says why.
+    pub(crate) fn line(path: &Path, line: u64, message: impl Into<String>, content: &str) -> Self {
+        Error::Line {
+            path: path.to_path_buf(),
+            line,
+            message: message.into(),
+            content: hugewise_sys::read::shown(content),
+        }
+    }
+
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {
             path: path.into(),

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
+use hugewise_sys::read::{shown, NotText, MAX_LINE};
+
 use crate::build::{Edge, EdgeSource};
 use crate::{Error, Result};
 
@@ -14,6 +16,7 @@ use crate::{Error, Result};
 pub struct EdgeList {
     path: PathBuf,
     weighted: bool,
+    passes: usize,
 }
 
 impl EdgeList {
@@ -22,37 +25,29 @@ impl EdgeList {
         EdgeList {
             path: path.to_path_buf(),
             weighted,
+            passes: 0,
         }
     }
 }
 
-fn line_error(path: &Path, line: u64, message: &str, content: &str) -> Error {
-    Error::Line {
-        path: path.to_path_buf(),
-        line,
-        message: message.to_string(),
-        content: content.chars().take(200).collect(),
-    }
-}
-
 fn id(field: Option<&str>, what: &str, path: &Path, line: u64, text: &str) -> Result<u32> {
-    let f = field.ok_or_else(|| line_error(path, line, &format!("missing {what}"), text))?;
+    let f = field.ok_or_else(|| Error::line(path, line, format!("missing {what}"), text))?;
     if f.starts_with('-') {
-        return Err(line_error(path, line, &format!("{what} is negative"), text));
+        return Err(Error::line(path, line, format!("{what} is negative"), text));
     }
     let v: u64 = f.parse().map_err(|_| {
-        line_error(
+        Error::line(
             path,
             line,
-            &format!("{what} '{f}' is not a whole number"),
+            format!("{what} '{}' is not a whole number", shown(f)),
             text,
         )
     })?;
     if v >= u32::MAX as u64 {
-        return Err(line_error(
+        return Err(Error::line(
             path,
             line,
-            &format!("{what} {v} does not fit hugewise's 32-bit vertex ids"),
+            format!("{what} {v} does not fit hugewise's 32-bit vertex ids"),
             text,
         ));
     }
@@ -71,14 +66,14 @@ fn parse_line(text: &str, path: &Path, no: u64, weighted: bool) -> Result<Option
     let w = if weighted {
         let w = fields.next();
         if w.is_some_and(|x| x.starts_with('-')) {
-            return Err(line_error(path, no, "weight is negative", text));
+            return Err(Error::line(path, no, "weight is negative", text));
         }
         id(w, "weight", path, no, text)?
     } else {
         1
     };
     if fields.next().is_some() {
-        return Err(line_error(path, no, "too many fields", text));
+        return Err(Error::line(path, no, "too many fields", text));
     }
     Ok(Some(Edge { u, v, w }))
 }
@@ -118,21 +113,37 @@ fn skipped(line: &[u8]) -> bool {
     }
 }
 
-/// Parse a block of whole lines; on a bad line, the 0-based line within the block and the
-/// error from [`parse_line`] (whose line number the caller fixes).
+/// Parse a block of whole lines, starting at byte `offset` of the text; on a bad line, the
+/// 0-based line within the block and the error from [`parse_line`] (whose line number the
+/// caller fixes), or [`NotText`].
 fn parse_block(
     block: &[u8],
+    offset: u64,
     path: &Path,
     weighted: bool,
 ) -> std::result::Result<(Vec<Edge>, u64), (u64, Error)> {
     let mut edges = Vec::with_capacity(block.len() / 12);
     let mut lines = 0u64;
+    let mut at = offset;
     for line in block.split_inclusive(|&b| b == b'\n') {
         let body = line.strip_suffix(b"\n").unwrap_or(line);
+        let start = at;
+        at += line.len() as u64;
+        if body.len() > MAX_LINE {
+            let e = NotText::LongLine { offset: start };
+            return Err((lines, Error::io(path, e.into())));
+        }
         match fast_line(body, weighted) {
+            // A line the fast path takes is all digits and blanks.
             Some(e) => edges.push(e),
-            None if skipped(body) => {}
             None => {
+                if let Err(e) = NotText::check(body, start) {
+                    return Err((lines, Error::io(path, e.into())));
+                }
+                if skipped(body) {
+                    lines += 1;
+                    continue;
+                }
                 let text = String::from_utf8_lossy(body);
                 match parse_line(&text, path, lines + 1, weighted) {
                     Ok(Some(e)) => edges.push(e),
@@ -151,7 +162,8 @@ fn parse_block(
 const ROUND: usize = 16 << 20;
 
 /// Parse the lines of `r` (named `path` in errors) into `f`; `weighted` requires a third
-/// column.
+/// column. Input that is not text (a NUL byte, a line over [`MAX_LINE`]) is refused at its
+/// byte offset, after at most a round of it is read.
 pub fn read_edges(
     r: &mut dyn BufRead,
     path: &Path,
@@ -160,6 +172,8 @@ pub fn read_edges(
 ) -> Result<()> {
     let mut buf: Vec<u8> = Vec::with_capacity(ROUND + (1 << 16));
     let mut line_base = 0u64;
+    // Where `buf` starts in the text.
+    let mut offset = 0u64;
     let mut eof = false;
     let threads = rayon::current_num_threads().max(1);
     while !eof {
@@ -178,28 +192,21 @@ pub fn read_edges(
         let end = if eof {
             buf.len()
         } else {
-            match buf.iter().rposition(|&b| b == b'\n') {
-                Some(k) => k + 1,
-                // One line longer than a round: keep reading until it ends.
-                None => {
-                    buf.reserve(ROUND);
-                    let got = r.fill_buf().map_err(|e| Error::io(path, e))?;
-                    if got.is_empty() {
-                        eof = true;
-                        buf.len()
-                    } else {
-                        let n = got.len();
-                        buf.extend_from_slice(got);
-                        r.consume(n);
-                        continue;
-                    }
-                }
-            }
+            buf.iter().rposition(|&b| b == b'\n').map_or(0, |k| k + 1)
         };
+        // The tail is the start of a line: one that is already too long is not text, and is
+        // not read on to its end.
+        if buf.len() - end > MAX_LINE {
+            // A NUL byte in it says more than its length.
+            let at = offset + end as u64;
+            let e = NotText::check(&buf[end..end + MAX_LINE + 1], at).err();
+            let e = e.unwrap_or(NotText::LongLine { offset: at });
+            return Err(Error::io(path, e.into()));
+        }
         let pieces = split_lines(&buf[..end], threads);
         let parsed: Vec<_> = pieces
             .into_par_iter()
-            .map(|p| parse_block(p, path, weighted))
+            .map(|(at, p)| parse_block(p, offset + at as u64, path, weighted))
             .collect();
         for p in parsed {
             match p {
@@ -213,14 +220,16 @@ pub fn read_edges(
             }
         }
         buf.drain(..end);
+        offset += end as u64;
     }
     Ok(())
 }
 
-/// About `k` pieces of whole lines.
-fn split_lines(text: &[u8], k: usize) -> Vec<&[u8]> {
+/// About `k` pieces of whole lines, each with where it starts in `text`.
+fn split_lines(text: &[u8], k: usize) -> Vec<(usize, &[u8])> {
     let mut pieces = Vec::with_capacity(k);
     let mut rest = text;
+    let mut at = 0;
     let size = text.len() / k + 1;
     while !rest.is_empty() {
         let cut = if rest.len() <= size {
@@ -232,7 +241,8 @@ fn split_lines(text: &[u8], k: usize) -> Vec<&[u8]> {
             }
         };
         let (a, b) = rest.split_at(cut);
-        pieces.push(a);
+        pieces.push((at, a));
+        at += cut;
         rest = b;
     }
     pieces
@@ -258,7 +268,9 @@ fn renumber(e: Error, line: u64) -> Error {
 
 impl EdgeSource for EdgeList {
     fn each_chunk(&mut self, f: &mut dyn FnMut(&[Edge]) -> Result<()>) -> Result<()> {
-        let mut r = BufReader::with_capacity(1 << 20, super::open(&self.path)?);
+        self.passes += 1;
+        let r = super::open_pass(&self.path, self.passes)?;
+        let mut r = BufReader::with_capacity(1 << 20, r);
         read_edges(&mut r, &self.path, self.weighted, f)
     }
 
@@ -315,6 +327,85 @@ mod tests {
             .expect_err("empty")
             .to_string();
         assert!(e.contains("empty"), "{e}");
+    }
+
+    #[test]
+    fn a_nul_byte_or_an_overlong_line_is_refused_at_its_offset() {
+        let e = load("0 1\n1 \x002\n", false).expect_err("nul").to_string();
+        assert!(
+            e.ends_with(
+                "g.el: byte 6: a NUL byte: binary data, not text (is this the right file?)"
+            ),
+            "{e}"
+        );
+        let long = format!("0 1\n{}\n", "1".repeat(MAX_LINE + 1));
+        let e = load(&long, false).expect_err("long").to_string();
+        assert!(e.contains("g.el: byte 4: a line longer than 1 MiB"), "{e}");
+        let e = read_edges(
+            &mut BufReader::new(std::io::repeat(b'7')),
+            Path::new("sevens.el"),
+            false,
+            &mut |_| Ok(()),
+        )
+        .expect_err("endless")
+        .to_string();
+        assert!(
+            e.starts_with("sevens.el: byte 0: a line longer than 1 MiB"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn endless_zeros_plain_or_compressed_are_refused_not_read() {
+        let d = tempfile::tempdir().expect("tmp");
+        let z = d.path().join("z.el");
+        std::os::unix::fs::symlink("/dev/zero", &z).expect("link");
+        let gz = d.path().join("z.el.gz");
+        let mut w = flate2::write::GzEncoder::new(
+            std::fs::File::create(&gz).expect("create"),
+            flate2::Compression::fast(),
+        );
+        for _ in 0..64 {
+            std::io::Write::write_all(&mut w, &[0u8; 1 << 20]).expect("write");
+        }
+        w.finish().expect("finish");
+        for p in [z, gz] {
+            let e = build_default(&mut EdgeList::new(&p, false), false)
+                .expect_err("zeros")
+                .to_string();
+            let want = format!("{}: byte 0: a NUL byte", p.display());
+            assert!(e.starts_with(&want), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_bad_line_is_shown_cut_to_a_few_words() {
+        let bad = format!("0 {}\n", "x".repeat(1_000_000));
+        let e = load(&bad, false).expect_err("bad").to_string();
+        assert!(e.len() < 400, "{} bytes of error", e.len());
+        assert!(
+            e.contains("… (1000000 bytes)' is not a whole number"),
+            "{e}"
+        );
+        assert!(e.contains("… (1000002 bytes)\""), "{e}");
+        let e = load("0 \x1b[2J\n", false).expect_err("escape").to_string();
+        assert!(e.contains("target id '\\u{1b}[2J'"), "{e}");
+    }
+
+    #[test]
+    fn a_fifo_is_read_whole_once_and_a_directory_is_refused() {
+        let d = tempfile::tempdir().expect("tmp");
+        let p = crate::io::testing::fifo(d.path(), "f.el");
+        let w = crate::io::testing::feed(&p, "0 1\n1 2\n");
+        let g = build_default(&mut EdgeList::new(&p, false), false).expect("fifo");
+        w.join().expect("writer");
+        assert_eq!(g.arcs(), 2);
+        let dir = d.path().join("d.el");
+        std::fs::create_dir(&dir).expect("mkdir");
+        let e = build_default(&mut EdgeList::new(&dir, false), false)
+            .expect_err("a directory")
+            .to_string();
+        assert!(e.ends_with("d.el: a directory, not a file"), "{e}");
     }
 
     #[test]

@@ -46,7 +46,7 @@ fn format_error(path: &Path, message: String) -> Error {
 /// Read and check the header of `path`: the declared sizes must account for the file length
 /// exactly (`weighted` for `.wsg`).
 pub fn header(path: &Path, weighted: bool) -> Result<Header> {
-    let mut f = File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut f = super::open_file(path, "GAP .sg")?;
     let len = f.metadata().map_err(|e| Error::io(path, e))?.len();
     let mut h = [0u8; HEADER as usize];
     f.read_exact(&mut h).map_err(|_| {
@@ -148,7 +148,7 @@ pub fn read(
     let alloc_ns = t.elapsed().as_nanos() as u64;
 
     let t = Instant::now();
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let file = super::open_file(path, "GAP .sg")?;
     super::progress::begin(file.metadata().map(|m| m.len()).unwrap_or(0));
     let dsize = if weighted { 8 } else { 4 };
     let side_bytes = (n as u64 + 1) * 8 + m as u64 * dsize;
@@ -359,6 +359,19 @@ mod tests {
         let mut w = std::io::BufWriter::new(File::create(p)?);
         write_to(g, &mut w)?;
         w.flush()
+    }
+
+    #[test]
+    fn a_fifo_or_a_directory_is_refused_by_its_kind() {
+        let d = tempfile::tempdir().expect("tmp");
+        let p = crate::io::testing::fifo(d.path(), "g.sg");
+        let e = header(&p, false).expect_err("fifo").to_string();
+        assert!(
+            e.ends_with("g.sg: a FIFO, not a regular file: GAP .sg files are read by offset; copy it to a file first"),
+            "{e}"
+        );
+        let e = header(d.path(), false).expect_err("dir").to_string();
+        assert!(e.ends_with(": a directory, not a file"), "{e}");
     }
 
     #[test]

@@ -22,7 +22,6 @@
 //! then the checksums are compared and the structure checked (offsets rise from 0 to m, ids
 //! below n), so that no kernel ever indexes out of bounds.
 
-use std::fs::File;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::time::Instant;
@@ -124,7 +123,7 @@ pub(crate) fn test_header(n: u64, m: u64) -> [u8; HEADER] {
 /// checksum too, two files with the same one hold the same graph (once [`read`] has checked
 /// them). For tying a file to a record made when it was written.
 pub fn header_checksum(path: &Path) -> Result<u32> {
-    let mut f = File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut f = super::open_file(path, "hugewise .hwg")?;
     let mut h = [0u8; HEADER];
     f.read_exact(&mut h)
         .map_err(|_| format_error(path, format!("shorter than the {HEADER}-byte header")))?;
@@ -133,7 +132,7 @@ pub fn header_checksum(path: &Path) -> Result<u32> {
 
 /// Read and check the header of `path` against the file's length.
 pub fn header(path: &Path) -> Result<Header> {
-    let mut f = File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut f = super::open_file(path, "hugewise .hwg")?;
     let len = f.metadata().map_err(|e| Error::io(path, e))?.len();
     let mut h = [0u8; HEADER];
     f.read_exact(&mut h).map_err(|_| {
@@ -249,7 +248,7 @@ pub fn read(
     let alloc_ns = t.elapsed().as_nanos() as u64;
 
     let t = Instant::now();
-    let f = File::open(path).map_err(|e| Error::io(path, e))?;
+    let f = super::open_file(path, "hugewise .hwg")?;
     super::progress::begin(f.metadata().map(|m| m.len()).unwrap_or(0));
     let sizes = h.sections();
     for (side, array) in order {

@@ -21,19 +21,39 @@ use std::path::Path;
 use rayon::prelude::*;
 
 use hugewise_mem::Region;
+use hugewise_sys::read::Kind;
 
 use crate::csr::Adjacency;
 use crate::layout::GRAPH_REGIONS;
 use crate::{Error, Layout, Result};
 
-/// Open `path` for reading, decompressing gzip or zstd transparently.
+/// Open `path` for reading, decompressing gzip or zstd transparently. The stream is read
+/// once, from one handle (the magic is read from it, then put back in front), so a FIFO or
+/// `<(zcat g.el.gz)` loads whole; see [`hugewise_sys::read::open`] for a FIFO without a writer
+/// and for directories.
 pub fn open(path: &Path) -> Result<Box<dyn Read + Send>> {
-    let mut f = File::open(path).map_err(|e| Error::io(path, e))?;
+    let (mut f, kind) = hugewise_sys::read::open(path).map_err(|e| Error::io(path, e))?;
     let mut magic = [0u8; 4];
     let got = read_up_to(&mut f, &mut magic).map_err(|e| Error::io(path, e))?;
-    let f = File::open(path).map_err(|e| Error::io(path, e))?;
-    progress::begin(f.metadata().map(|m| m.len()).unwrap_or(0));
-    let buf = BufReader::with_capacity(1 << 20, progress::Counting(f));
+    if got == 0 && kind == Kind::Fifo {
+        return Err(Error::Format {
+            path: path.to_path_buf(),
+            message: format!(
+                "a FIFO that gave nothing: no writer opened it within {} s, or it wrote nothing",
+                hugewise_sys::read::WRITER_WAIT.as_secs()
+            ),
+        });
+    }
+    let size = match kind {
+        Kind::Regular => f.metadata().map(|m| m.len()).unwrap_or(0),
+        _ => 0,
+    };
+    progress::begin(size);
+    progress::add(got as u64);
+    let stream = std::io::Cursor::new(magic)
+        .take(got as u64)
+        .chain(progress::Counting(f));
+    let buf = BufReader::with_capacity(1 << 20, stream);
     Ok(match &magic[..got] {
         [0x1f, 0x8b, ..] => Box::new(flate2::read::MultiGzDecoder::new(buf)),
         // libzstd's decoder (every frame of the file, in turn): the pure-Rust one decoded
@@ -46,6 +66,29 @@ pub fn open(path: &Path) -> Result<Box<dyn Read + Send>> {
         ),
         _ => Box::new(buf),
     })
+}
+
+/// Open `path` for pass `pass` (from 1) of a text reader over it. A stream (a FIFO, a pipe, a
+/// device) gives its bytes once: a second pass over one is refused, saying why, instead of
+/// reading what is left of it (nothing) or waiting for a writer that has gone.
+pub(crate) fn open_pass(path: &Path, pass: usize) -> Result<Box<dyn Read + Send>> {
+    if pass > 1 && !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return Err(Error::Format {
+            path: path.to_path_buf(),
+            message: "not a regular file, so it can be read only once, and its edges were too \
+                      many to hold in memory for the builder's second pass: save it to a file \
+                      first"
+                .into(),
+        });
+    }
+    open(path)
+}
+
+/// Open `path`, a file of a binary format read by offset (`what`, e.g. "GAP .sg"): anything
+/// but a regular file is refused, naming its kind.
+pub(crate) fn open_file(path: &Path, what: &str) -> Result<File> {
+    let why = format!("{what} files are read by offset");
+    hugewise_sys::read::open_regular(path, &why).map_err(|e| Error::io(path, e))
 }
 
 fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -152,4 +195,25 @@ pub(crate) fn first_bad(len: usize, bad: impl Fn(usize) -> bool + Sync) -> Optio
         .into_par_iter()
         .filter_map(|b| (b * SCAN..((b + 1) * SCAN).min(len)).find(|&i| bad(i)))
         .min()
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! FIFOs for the readers' tests.
+
+    use std::path::{Path, PathBuf};
+
+    /// A FIFO named `name` in `dir`.
+    pub(crate) fn fifo(dir: &Path, name: &str) -> PathBuf {
+        let p = dir.join(name);
+        let made = std::process::Command::new("mkfifo").arg(&p).status();
+        assert!(made.expect("mkfifo").success());
+        p
+    }
+
+    /// Write `text` into the FIFO `p` from another thread, as a writer process would.
+    pub(crate) fn feed(p: &Path, text: &'static str) -> std::thread::JoinHandle<()> {
+        let p = p.to_path_buf();
+        std::thread::spawn(move || std::fs::write(&p, text).expect("write"))
+    }
 }

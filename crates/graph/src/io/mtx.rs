@@ -11,6 +11,8 @@
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
+use hugewise_sys::read::{shown, Lines};
+
 use crate::build::{Chunker, Edge, EdgeSource};
 use crate::{Error, Result};
 
@@ -34,30 +36,34 @@ enum Field {
     Real,
 }
 
-/// A Matrix Market file as a replayable edge source.
-#[derive(Debug, Clone)]
+/// A Matrix Market file as an edge source: the first pass reads on from the header
+/// [`MatrixMarket::open`] read (so a FIFO is read once, whole); a later pass opens the file
+/// again.
 pub struct MatrixMarket {
     path: PathBuf,
     header: Header,
+    field: Field,
+    /// The input after its header, for the first pass.
+    first: Option<Lines<Input>>,
+    passes: usize,
 }
 
-fn line_error(path: &Path, line: u64, message: impl Into<String>, content: &str) -> Error {
-    Error::Line {
-        path: path.to_path_buf(),
-        line,
-        message: message.into(),
-        content: content.chars().take(200).collect(),
-    }
-}
+type Input = std::io::BufReader<Box<dyn std::io::Read + Send>>;
 
 impl MatrixMarket {
     /// Open `path` and read its banner and size line.
     pub fn open(path: &Path) -> Result<MatrixMarket> {
-        let mut r = std::io::BufReader::new(super::open(path)?);
-        let (header, _, _) = read_header(&mut r, path)?;
+        let mut lines = Lines::new(std::io::BufReader::with_capacity(
+            1 << 20,
+            super::open(path)?,
+        ));
+        let (header, field) = read_header(&mut lines, path)?;
         Ok(MatrixMarket {
             path: path.to_path_buf(),
             header,
+            field,
+            first: Some(lines),
+            passes: 0,
         })
     }
 
@@ -67,24 +73,16 @@ impl MatrixMarket {
     }
 }
 
-/// Read the banner, comments and size line; returns the header, the field and the number of
-/// lines read.
-fn read_header(r: &mut dyn BufRead, path: &Path) -> Result<(Header, Field, u64)> {
-    let mut line = String::new();
-    let mut no = 0u64;
-    let mut next = |line: &mut String| -> Result<bool> {
-        line.clear();
-        no += 1;
-        Ok(r.read_line(line).map_err(|e| Error::io(path, e))? > 0)
-    };
-    if !next(&mut line)? {
-        return Err(line_error(
+/// Read the banner, comments and size line; returns the header and the field.
+fn read_header(r: &mut Lines<impl BufRead>, path: &Path) -> Result<(Header, Field)> {
+    let Some(line) = r.next_line().map_err(|e| Error::io(path, e))? else {
+        return Err(Error::line(
             path,
             1,
             "empty file: no MatrixMarket banner",
             "",
         ));
-    }
+    };
     let banner: Vec<String> = line.split_whitespace().map(str::to_lowercase).collect();
     let words: Vec<&str> = banner.iter().map(String::as_str).collect();
     let (field, symmetric) = match words[..] {
@@ -94,11 +92,14 @@ fn read_header(r: &mut dyn BufRead, path: &Path) -> Result<(Header, Field, u64)>
                 "integer" => Field::Integer,
                 "real" | "double" => Field::Real,
                 other => {
-                    return Err(line_error(
+                    return Err(Error::line(
                         path,
                         1,
-                        format!("field '{other}' is not supported (pattern, integer or real)"),
-                        &line,
+                        format!(
+                            "field '{}' is not supported (pattern, integer or real)",
+                            shown(other)
+                        ),
+                        line,
                     ))
                 }
             };
@@ -106,77 +107,81 @@ fn read_header(r: &mut dyn BufRead, path: &Path) -> Result<(Header, Field, u64)>
                 "general" => false,
                 "symmetric" => true,
                 other => {
-                    return Err(line_error(
+                    return Err(Error::line(
                         path,
                         1,
-                        format!("symmetry '{other}' is not supported (general or symmetric)"),
-                        &line,
+                        format!(
+                            "symmetry '{}' is not supported (general or symmetric)",
+                            shown(other)
+                        ),
+                        line,
                     ))
                 }
             };
             (field, symmetric)
         }
         ["%%matrixmarket", "matrix", "array", ..] => {
-            return Err(line_error(
+            return Err(Error::line(
                 path,
                 1,
                 "dense 'array' matrices are not graphs hugewise reads; use 'coordinate'",
-                &line,
+                line,
             ))
         }
         _ => {
-            return Err(line_error(
+            return Err(Error::line(
                 path,
                 1,
                 "not a MatrixMarket banner ('%%MatrixMarket matrix coordinate FIELD SYMMETRY')",
-                &line,
+                line,
             ))
         }
     };
-    loop {
-        if !next(&mut line)? {
-            return Err(line_error(path, no, "no size line before the end", ""));
-        }
+    let (no, line) = loop {
+        let no = r.number() + 1;
+        let Some(line) = r.next_line().map_err(|e| Error::io(path, e))? else {
+            return Err(Error::line(path, no, "no size line before the end", ""));
+        };
         let t = line.trim();
         if !(t.is_empty() || t.starts_with('%')) {
-            break;
+            break (no, line);
         }
-    }
+    };
     let sizes: Vec<u64> = line
         .split_whitespace()
         .map(|f| f.parse::<u64>())
         .collect::<std::result::Result<_, _>>()
         .map_err(|_| {
-            line_error(
+            Error::line(
                 path,
                 no,
                 "size line must be three whole numbers: rows cols entries",
-                &line,
+                line,
             )
         })?;
     let [rows, cols, entries] = sizes[..] else {
-        return Err(line_error(
+        return Err(Error::line(
             path,
             no,
             "size line must be three whole numbers: rows cols entries",
-            &line,
+            line,
         ));
     };
     let vertices = rows.max(cols);
     if vertices >= u32::MAX as u64 {
-        return Err(line_error(
+        return Err(Error::line(
             path,
             no,
             format!("{vertices} vertices do not fit hugewise's 32-bit ids"),
-            &line,
+            line,
         ));
     }
     if symmetric && rows != cols {
-        return Err(line_error(
+        return Err(Error::line(
             path,
             no,
             format!("a symmetric matrix must be square, not {rows} × {cols}"),
-            &line,
+            line,
         ));
     }
     Ok((
@@ -187,58 +192,68 @@ fn read_header(r: &mut dyn BufRead, path: &Path) -> Result<(Header, Field, u64)>
             entries,
         },
         field,
-        no,
     ))
 }
 
-/// Parse the entries after the header of `r` (named `path` in errors) into `f`.
+/// Parse the header and entries of `r` (named `path` in errors) into `f`.
 pub fn read_entries(
     r: &mut dyn BufRead,
     path: &Path,
     f: &mut dyn FnMut(&[Edge]) -> Result<()>,
 ) -> Result<Header> {
-    let (header, field, mut no) = read_header(r, path)?;
+    let mut lines = Lines::new(r);
+    let (header, field) = read_header(&mut lines, path)?;
+    read_body(&mut lines, path, header, field, f)?;
+    Ok(header)
+}
+
+/// Parse the entries after the header into `f`.
+fn read_body(
+    r: &mut Lines<impl BufRead>,
+    path: &Path,
+    header: Header,
+    field: Field,
+    f: &mut dyn FnMut(&[Edge]) -> Result<()>,
+) -> Result<()> {
     let mut chunk = Chunker::new(f);
     let mut seen = 0u64;
-    let mut line = String::new();
     loop {
-        line.clear();
-        if r.read_line(&mut line).map_err(|e| Error::io(path, e))? == 0 {
+        let no = r.number() + 1;
+        let Some(line) = r.next_line().map_err(|e| Error::io(path, e))? else {
             break;
-        }
-        no += 1;
+        };
         let t = line.trim();
         if t.is_empty() || t.starts_with('%') {
             continue;
         }
         seen += 1;
         if seen > header.entries {
-            return Err(line_error(
+            return Err(Error::line(
                 path,
                 no,
                 format!("more entries than the {} declared", header.entries),
-                &line,
+                line,
             ));
         }
         let mut fields = t.split_whitespace();
         let mut index = |what: &str, bound: u64| -> Result<u32> {
             let x = fields
                 .next()
-                .ok_or_else(|| line_error(path, no, format!("missing {what}"), &line))?;
+                .ok_or_else(|| Error::line(path, no, format!("missing {what}"), line))?;
             let v: u64 = x.parse().map_err(|_| {
-                line_error(
+                Error::line(
                     path,
                     no,
-                    format!("{what} '{x}' is not a whole number"),
-                    &line,
+                    format!("{what} '{}' is not a whole number", shown(x)),
+                    line,
                 )
             })?;
             if v == 0 || v > bound {
-                return Err(line_error(
+                return Err(Error::line(
                     path,
                     no,
                     format!("{what} {v} is outside 1..={bound}"),
-                    &line,
+                    line,
                 ));
             }
             Ok((v - 1) as u32)
@@ -250,19 +265,19 @@ pub fn read_entries(
             Field::Integer | Field::Real => {
                 let x = fields
                     .next()
-                    .ok_or_else(|| line_error(path, no, "missing value", &line))?;
-                weight(x, field).map_err(|m| line_error(path, no, m, &line))?
+                    .ok_or_else(|| Error::line(path, no, "missing value", line))?;
+                weight(x, field).map_err(|m| Error::line(path, no, m, line))?
             }
         };
         if fields.next().is_some() {
-            return Err(line_error(path, no, "too many fields", &line));
+            return Err(Error::line(path, no, "too many fields", line));
         }
         chunk.push(Edge { u, v, w })?;
     }
     if seen < header.entries {
-        return Err(line_error(
+        return Err(Error::line(
             path,
-            no,
+            r.number(),
             format!(
                 "the size line declares {} entries but the file ends after {seen} (truncated?)",
                 header.entries
@@ -270,12 +285,16 @@ pub fn read_entries(
             "",
         ));
     }
-    chunk.finish()?;
-    Ok(header)
+    chunk.finish()
 }
 
 fn weight(x: &str, field: Field) -> std::result::Result<u32, String> {
-    let bad = || format!("value '{x}' is not a non-negative number that fits 32 bits");
+    let bad = || {
+        format!(
+            "value '{}' is not a non-negative number that fits 32 bits",
+            shown(x)
+        )
+    };
     match field {
         Field::Integer => {
             let v: i64 = x.parse().map_err(|_| bad())?;
@@ -293,7 +312,12 @@ fn weight(x: &str, field: Field) -> std::result::Result<u32, String> {
 
 impl EdgeSource for MatrixMarket {
     fn each_chunk(&mut self, f: &mut dyn FnMut(&[Edge]) -> Result<()>) -> Result<()> {
-        let mut r = std::io::BufReader::with_capacity(1 << 20, super::open(&self.path)?);
+        self.passes += 1;
+        if let Some(mut lines) = self.first.take() {
+            return read_body(&mut lines, &self.path, self.header, self.field, f);
+        }
+        let r = super::open_pass(&self.path, self.passes)?;
+        let mut r = std::io::BufReader::with_capacity(1 << 20, r);
         read_entries(&mut r, &self.path, f).map(|_| ())
     }
 
@@ -358,6 +382,29 @@ mod tests {
         assert_eq!((g.n(), g.arcs()), (4, 6));
         assert_eq!(g.out_neighbors(0), [1, 3]);
         assert_eq!(g.out_weights(0), [5, 9]);
+    }
+
+    #[test]
+    fn binary_input_is_refused_at_its_offset_and_a_fifo_is_read_once() {
+        let e = parse("%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1\x00 2\n")
+            .expect_err("nul")
+            .to_string();
+        assert!(e.contains("m.mtx: byte 56: a NUL byte"), "{e}");
+        let e = read_entries(
+            &mut std::io::BufReader::new(std::io::repeat(b'%')),
+            Path::new("m.mtx"),
+            &mut |_| Ok(()),
+        )
+        .expect_err("endless")
+        .to_string();
+        assert!(e.contains("m.mtx: byte 0: a line longer than 1 MiB"), "{e}");
+        let d = tempfile::tempdir().expect("tmp");
+        let p = crate::io::testing::fifo(d.path(), "f.mtx");
+        let text = "%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n2 3\n";
+        let w = crate::io::testing::feed(&p, text);
+        let g = build_default(&mut MatrixMarket::open(&p).expect("open"), false).expect("fifo");
+        w.join().expect("writer");
+        assert_eq!(g.arcs(), 2);
     }
 
     #[test]
