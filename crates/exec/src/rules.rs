@@ -14,6 +14,7 @@
 use std::fmt;
 
 use hugewise_mem::Bytes;
+use hugewise_sys::read::shown;
 
 use crate::sites::Site;
 use crate::{Error, Result};
@@ -134,7 +135,7 @@ impl Rules {
                 continue;
             }
             out.push(parse_rule(part).map_err(|why| Error::Rules {
-                at: format!("rule {} ('{part}')", i + 1),
+                at: format!("rule {} ('{}')", i + 1, shown(part)),
                 why,
             })?);
         }
@@ -155,7 +156,7 @@ impl Rules {
             let line = line.split('#').next().unwrap_or("").trim();
             for part in line.split(',').map(str::trim).filter(|p| !p.is_empty()) {
                 out.push(parse_rule(part).map_err(|why| Error::Rules {
-                    at: format!("{name}:{}: '{part}'", n + 1),
+                    at: format!("{name}:{}: '{}'", n + 1, shown(part)),
                     why,
                 })?);
             }
@@ -204,8 +205,12 @@ fn parse_rule(s: &str) -> std::result::Result<Rule, String> {
         .filter(|(l, _)| !l.ends_with(['>', '<']) || l.ends_with(">="))
         .ok_or("expected SIZES=POLICY, for example '>=2MiB=thp'")?;
     let policy = policy.trim();
-    let placement = Placement::parse(policy)
-        .ok_or_else(|| format!("unknown policy '{policy}' (use thp, base, system or arena)"))?;
+    let placement = Placement::parse(policy).ok_or_else(|| {
+        format!(
+            "unknown policy '{}' (use thp, base, system or arena)",
+            shown(policy)
+        )
+    })?;
     let sizes = sizes.trim();
     if let Some(site) = sizes.strip_prefix("site:") {
         return Ok(Rule::at_site(Some(Site::parse(site)?), placement));
@@ -213,7 +218,8 @@ fn parse_rule(s: &str) -> std::result::Result<Rule, String> {
     if let Some(name) = sizes.strip_prefix("name:") {
         if !valid_name(name) {
             return Err(format!(
-                "name '{name}': 1 to {NAME_MAX} letters, digits, _, - or ."
+                "name '{}': 1 to {NAME_MAX} letters, digits, _, - or .",
+                shown(name)
             ));
         }
         return Ok(Rule {
@@ -243,8 +249,9 @@ fn parse_rule(s: &str) -> std::result::Result<Rule, String> {
         Sizes { min, max }
     } else {
         return Err(format!(
-            "sizes '{sizes}': write *, >=N, <N, N..M, name:NAME or site:MODULE+0xOFFSET (for \
-             example >=2MiB)"
+            "sizes '{}': write *, >=N, <N, N..M, name:NAME or site:MODULE+0xOFFSET (for \
+             example >=2MiB)",
+            shown(sizes)
         ));
     };
     Ok(Rule {
@@ -381,6 +388,28 @@ mod tests {
         ] {
             let err = Rules::parse(text).expect_err(text).to_string();
             assert!(err.contains(want), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_long_or_escaping_rule_is_shown_cut_and_escaped() {
+        let long = format!(">=1MiB={}", "h".repeat(1_000_000));
+        let text = format!("# fine\n{long}\n");
+        let err = Rules::parse_file("pages.rules", &text)
+            .expect_err("long")
+            .to_string();
+        assert!(err.len() < 400, "{} bytes of error", err.len());
+        assert!(err.starts_with("pages.rules:2: '>=1MiB=hhh"), "{err}");
+        assert!(err.contains("… (1000007 bytes)'"), "{err}");
+        for text in [
+            "\x1b[2J=thp",
+            ">=1\x1b[2J=thp",
+            "site:\x1b[2J=thp",
+            "name:\x1b[2J=thp",
+            "*=\x1b[2J",
+        ] {
+            let err = Rules::parse(text).expect_err(text).to_string();
+            assert!(!err.contains('\x1b') && err.contains("\\u{1b}"), "{err}");
         }
     }
 

@@ -8,6 +8,7 @@
 use std::fmt;
 
 use hugewise_sys::proc::MapEntry;
+use hugewise_sys::read::shown;
 
 /// Longest module name kept: a site fits the allocation log's 31 bytes.
 pub const MODULE_MAX: usize = 18;
@@ -24,17 +25,18 @@ pub struct Site {
 impl Site {
     /// Parse `module+0xoffset`; the error says what is wrong.
     pub fn parse(s: &str) -> Result<Site, String> {
-        let (module, off) = s
-            .rsplit_once('+')
-            .ok_or_else(|| format!("site '{s}': write MODULE+0xOFFSET, for example app+0x1a2b"))?;
+        let shown_s = shown(s);
+        let (module, off) = s.rsplit_once('+').ok_or_else(|| {
+            format!("site '{shown_s}': write MODULE+0xOFFSET, for example app+0x1a2b")
+        })?;
         let hex = off
             .strip_prefix("0x")
-            .ok_or_else(|| format!("site '{s}': the offset '{off}' must start with 0x"))?;
+            .ok_or_else(|| format!("site '{shown_s}': the offset must start with 0x"))?;
         let offset = u64::from_str_radix(hex, 16)
-            .map_err(|_| format!("site '{s}': the offset '{off}' is not hexadecimal"))?;
+            .map_err(|_| format!("site '{shown_s}': the offset is not hexadecimal"))?;
         if module.is_empty() || module.len() > MODULE_MAX || module.contains(['/', ',', '=']) {
             return Err(format!(
-                "site '{s}': the module is a file name of 1 to {MODULE_MAX} bytes, without / , or ="
+                "site '{shown_s}': the module is a file name of 1 to {MODULE_MAX} bytes, without / , or ="
             ));
         }
         Ok(Site {

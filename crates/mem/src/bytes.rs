@@ -6,6 +6,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use hugewise_sys::read::shown;
 use serde::{Deserialize, Serialize};
 
 use crate::{Error, Result};
@@ -28,7 +29,7 @@ impl FromStr for Bytes {
 
     fn from_str(s: &str) -> Result<Bytes> {
         let t = s.trim();
-        let bad = |why: &str| Error::Parse(format!("size '{s}': {why}"));
+        let bad = |why: &str| Error::Parse(format!("size '{}': {why}", shown(s)));
         if t.is_empty() {
             return Err(bad("empty"));
         }
@@ -47,7 +48,7 @@ impl FromStr for Bytes {
             .ok_or_else(|| {
                 bad(&format!(
                     "unknown unit '{}' (use B, K/KiB, M/MiB, G/GiB or T/TiB)",
-                    unit.trim()
+                    shown(unit.trim())
                 ))
             })?;
         if num.is_empty() {
@@ -118,7 +119,7 @@ impl FromStr for Amount {
         let t = s.trim();
         match t.strip_suffix('%') {
             Some(p) => {
-                let bad = |why: &str| Error::Parse(format!("share '{s}': {why}"));
+                let bad = |why: &str| Error::Parse(format!("share '{}': {why}", shown(s)));
                 let v: f64 = p.trim().parse().map_err(|_| bad("not a number"))?;
                 if !v.is_finite() || v <= 0.0 {
                     return Err(bad("must be greater than 0%"));

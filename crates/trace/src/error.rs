@@ -35,13 +35,13 @@ pub enum Error {
         what: String,
     },
     /// A line of Valgrind lackey output that does not parse.
-    #[error("{path}:{line}: not a lackey line: {content:?} ({what})")]
+    #[error("{path}:{line}: not a lackey line: \"{content}\" ({what})")]
     Lackey {
         /// The input.
         path: PathBuf,
         /// 1-based line number.
         line: u64,
-        /// The line (cut to 120 characters).
+        /// The line, as an error shows it (see [`hugewise_sys::read::shown`]).
         content: String,
         /// What is wrong.
         what: String,

@@ -8,6 +8,8 @@
 //! window, never the trace.
 
 use std::io::BufRead;
+
+use hugewise_sys::read::{shown, Lines};
 use std::path::Path;
 
 use crate::writer::Summary;
@@ -48,16 +50,17 @@ fn parse(line: &str) -> std::result::Result<Option<(u64, bool)>, String> {
         .split_once(',')
         .ok_or("expected ADDRESS,SIZE after the access kind")?;
     let a = u64::from_str_radix(addr.trim(), 16)
-        .map_err(|_| format!("'{addr}' is not a hex address"))?;
+        .map_err(|_| format!("'{}' is not a hex address", shown(addr)))?;
     size.trim()
         .parse::<u32>()
-        .map_err(|_| format!("'{size}' is not a size"))?;
+        .map_err(|_| format!("'{}' is not a size", shown(size)))?;
     match kind {
         'I' => Ok(Some((u64::MAX, false))),
         'L' => Ok(Some((a, false))),
         'S' | 'M' => Ok(Some((a, true))),
         k => Err(format!(
-            "unknown access kind '{k}' (lackey writes I, L, S, M)"
+            "unknown access kind '{}' (lackey writes I, L, S, M)",
+            shown(k.encode_utf8(&mut [0; 4]))
         )),
     }
 }
@@ -91,28 +94,24 @@ fn regions_of(addrs: &[u64]) -> Vec<Region> {
     }
 }
 
-/// Import lackey output from `input` (named `name` in errors) into a trace at `out`.
+/// Import lackey output from `input` (named `name` in errors) into a trace at `out`. Input that
+/// is not text (a NUL byte, a line over [`hugewise_sys::read::MAX_LINE`]) is refused at its
+/// byte offset.
 pub fn import(input: impl BufRead, name: &Path, out: &Path, window: usize) -> Result<Imported> {
     let mut lines = 0u64;
     let mut instructions = 0u64;
     let mut pending: Vec<u64> = Vec::new();
     let mut writer: Option<Writer> = None;
-    let mut input = input;
-    let mut buf = String::new();
-    loop {
-        buf.clear();
-        let n = input.read_line(&mut buf).map_err(|e| Error::Io {
-            path: name.to_path_buf(),
-            source: e,
-        })?;
-        if n == 0 {
-            break;
-        }
+    let mut input = Lines::new(input);
+    while let Some(line) = input.next_line().map_err(|e| Error::Io {
+        path: name.to_path_buf(),
+        source: e,
+    })? {
         lines += 1;
-        let parsed = parse(&buf).map_err(|what| Error::Lackey {
+        let parsed = parse(line).map_err(|what| Error::Lackey {
             path: name.to_path_buf(),
             line: lines,
-            content: buf.trim_end().chars().take(120).collect(),
+            content: shown(line.trim_end()),
             what,
         })?;
         let Some((addr, write)) = parsed else {
@@ -178,6 +177,31 @@ mod tests {
             .expect_err("hex")
             .contains("not a hex address"));
         assert!(parse(" L 0400").expect_err("size").contains("ADDRESS,SIZE"));
+    }
+
+    #[test]
+    fn binary_or_endless_input_is_refused_and_a_bad_line_shown_cut() {
+        let d = tempfile::tempdir().expect("tmp");
+        let out = d.path().join("t.hwt");
+        let name = Path::new("lackey.txt");
+        let e = import(&b" L 0400,4\n L \x00\n"[..], name, &out, 4)
+            .expect_err("nul")
+            .to_string();
+        assert!(e.starts_with("lackey.txt: byte 13: a NUL byte"), "{e}");
+        let endless = std::io::BufReader::new(std::io::repeat(b'L'));
+        let e = import(endless, name, &out, 4)
+            .expect_err("endless")
+            .to_string();
+        assert!(
+            e.starts_with("lackey.txt: byte 0: a line longer than 1 MiB"),
+            "{e}"
+        );
+        let long = format!(" L \x1b{},4\n", "f".repeat(100_000));
+        let e = import(long.as_bytes(), name, &out, 4)
+            .expect_err("long")
+            .to_string();
+        assert!(e.len() < 500 && e.contains("(100006 bytes)"), "{e}");
+        assert!(!e.contains('\x1b'), "{e}");
     }
 
     #[test]
