@@ -79,7 +79,7 @@ pub fn text(c: &Collection) -> String {
         }
     }
     o.push_str(&machines_text(c));
-    o
+    crate::escape::controls(&o).into_owned()
 }
 
 fn machines_text(c: &Collection) -> String {
@@ -364,7 +364,7 @@ pub fn markdown(c: &Collection) -> String {
         &[false, false, true, true, false, false, true],
         &rows,
     ));
-    o
+    crate::escape::controls(&o).into_owned()
 }
 
 fn results_md(runs: &[&Entry]) -> String {

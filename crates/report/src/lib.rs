@@ -8,6 +8,7 @@ pub mod charts;
 pub mod collectionview;
 pub mod digest;
 pub mod envview;
+pub mod escape;
 pub mod execview;
 pub mod fmt;
 pub mod html;
@@ -30,8 +31,12 @@ pub enum Style {
 }
 
 /// The text the command that made `r` printed, or its Markdown table; `None` for Markdown of
-/// a kind that has none.
+/// a kind that has none. Control characters from the file are written out (see [`escape`]).
 pub fn render(r: &AnyResult, style: Style) -> Option<String> {
+    view(r, style).map(|t| escape::controls(&t).into_owned())
+}
+
+fn view(r: &AnyResult, style: Style) -> Option<String> {
     if style == Style::Markdown {
         return match r {
             AnyResult::Pages(s) => Some(views::pagebench_markdown(&s.result)),
