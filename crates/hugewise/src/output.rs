@@ -68,7 +68,10 @@ pub fn emit_to<T: Kind>(
         v
     } else {
         match text {
-            Some(t) => t(&value.result).into_bytes(),
+            // A string of the result (a path, a program's argument) may hold terminal escapes.
+            Some(t) => hugewise_report::escape::controls(&t(&value.result))
+                .into_owned()
+                .into_bytes(),
             None => return Ok(()),
         }
     };
