@@ -74,6 +74,7 @@ pub fn run(
     on_interval: &mut dyn FnMut(&Interval),
 ) -> Result<PromoteReport> {
     let proc = ProcFs::default();
+    let plan = read_plan(cfg)?;
     let t0 = Instant::now();
     let (mut child, targets) = match &cfg.targets {
         Targets::Pids(pids) if pids.is_empty() => {
@@ -110,7 +111,7 @@ pub fn run(
                 std::thread::sleep(Duration::from_millis(20));
             }
         });
-        let r = engine(cfg, targets, t0, &stop, on_action, on_interval);
+        let r = engine(cfg, plan, targets, t0, &stop, on_action, on_interval);
         finished.store(true, Ordering::Relaxed);
         r
     });
@@ -155,8 +156,35 @@ pub fn run(
 
 type EngineDone = (Log, String, Option<String>, Option<u64>, Vec<i32>);
 
+/// The steps of the plan `cfg` replays, and its label: read before a program is started or a
+/// process attached, so that a plan that cannot be replayed is refused before anything runs.
+fn read_plan(cfg: &Config) -> Result<Option<(Vec<Step>, String)>> {
+    let Engine::Plan {
+        file,
+        policy,
+        budget_share,
+    } = &cfg.engine
+    else {
+        return Ok(None);
+    };
+    let plans = match hugewise_sys::read::result(file).map_err(Error::PlanFile)? {
+        AnyResult::Plans(p) => p.result,
+        other => {
+            return Err(Error::Usage(format!(
+                "{}: a {} result, not a promotion plan (make one with hugewise sim --plan)",
+                file.display(),
+                other.schema()
+            )))
+        }
+    };
+    let (i, p) = plan::select(&plans, policy.as_deref(), *budget_share)?;
+    let steps = plan::steps(i, p, &|a| Some(a))?;
+    Ok(Some((steps, p.policy_label.clone())))
+}
+
 fn engine(
     cfg: &Config,
+    plan: Option<(Vec<Step>, String)>,
     mut targets: Vec<Target>,
     t0: Instant,
     stop: &AtomicBool,
@@ -164,29 +192,16 @@ fn engine(
     on_interval: &mut dyn FnMut(&Interval),
 ) -> Result<EngineDone> {
     match &cfg.engine {
-        Engine::Plan {
-            file,
-            policy,
-            budget_share,
-        } => {
+        Engine::Plan { file, .. } => {
             if targets.len() != 1 {
                 return Err(Error::Usage("a plan is replayed on one process".into()));
             }
-            let plans = match hugewise_sys::read::result(file).map_err(Error::PlanFile)? {
-                AnyResult::Plans(p) => p.result,
-                other => {
-                    return Err(Error::Usage(format!(
-                        "{}: a {} result, not a promotion plan (make one with hugewise sim --plan)",
-                        file.display(),
-                        other.schema()
-                    )))
-                }
-            };
-            let (i, p) = plan::select(&plans, policy.as_deref(), *budget_share)?;
-            let steps = plan::steps(i, p, &|a| Some(a))?;
+            let (steps, label) = plan.ok_or_else(|| {
+                Error::Usage(format!("{}: the plan was not read", file.display()))
+            })?;
             let target = targets.remove(0);
             let log = run_plan(&target, &steps, t0, stop, on_action)?;
-            Ok((log, p.policy_label.clone(), None, None, Vec::new()))
+            Ok((log, label, None, None, Vec::new()))
         }
         Engine::Daemon {
             policy: name,
