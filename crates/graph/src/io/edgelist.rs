@@ -30,19 +30,24 @@ impl EdgeList {
     }
 }
 
-fn id(field: Option<&str>, what: &str, path: &Path, line: u64, text: &str) -> Result<u32> {
+/// A field as a whole number, or an error naming `what` it should have been.
+fn number(field: Option<&str>, what: &str, path: &Path, line: u64, text: &str) -> Result<u64> {
     let f = field.ok_or_else(|| Error::line(path, line, format!("missing {what}"), text))?;
     if f.starts_with('-') {
         return Err(Error::line(path, line, format!("{what} is negative"), text));
     }
-    let v: u64 = f.parse().map_err(|_| {
+    f.parse().map_err(|_| {
         Error::line(
             path,
             line,
             format!("{what} '{}' is not a whole number", shown(f)),
             text,
         )
-    })?;
+    })
+}
+
+fn id(field: Option<&str>, what: &str, path: &Path, line: u64, text: &str) -> Result<u32> {
+    let v = number(field, what, path, line, text)?;
     if v >= u32::MAX as u64 {
         return Err(Error::line(
             path,
@@ -64,11 +69,8 @@ fn parse_line(text: &str, path: &Path, no: u64, weighted: bool) -> Result<Option
     let u = id(fields.next(), "source id", path, no, text)?;
     let v = id(fields.next(), "target id", path, no, text)?;
     let w = if weighted {
-        let w = fields.next();
-        if w.is_some_and(|x| x.starts_with('-')) {
-            return Err(Error::line(path, no, "weight is negative", text));
-        }
-        id(w, "weight", path, no, text)?
+        let w = number(fields.next(), "weight", path, no, text)?;
+        super::weight::check(w).map_err(|m| Error::line(path, no, m, text))?
     } else {
         1
     };
@@ -319,6 +321,11 @@ mod tests {
             ("0 1 -5\n", true, "weight is negative"),
             ("0 1 2.5\n", true, "weight '2.5' is not a whole number"),
             ("0 99999999999\n", false, "does not fit"),
+            (
+                "0 1 4294967295\n",
+                true,
+                "weight 4294967295 is over 4294967294",
+            ),
         ] {
             let e = load(text, weighted).expect_err(text).to_string();
             assert!(e.contains(want), "{text:?}: {e}");

@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::{first_bad, Array};
+use super::{first_bad, symmetry, Array};
 use crate::build::BuildStats;
 use crate::csr::Adjacency;
 use crate::fits::{count, Fit, Shape};
@@ -109,7 +109,7 @@ pub fn header(path: &Path, weighted: bool) -> Result<Header> {
 /// way), by all threads at once. Then they are checked: offsets rise from 0 to m, ids are
 /// below n, weights are not negative. Lists that GAP's own builder wrote are sorted and free of
 /// duplicates and self-loops; a file from elsewhere whose lists are not is normalized as the
-/// text readers' graphs are.
+/// text readers' graphs are. An undirected graph's lists must then be symmetric.
 pub fn read(
     path: &Path,
     weighted: bool,
@@ -186,6 +186,9 @@ pub fn read(
             crate::build::normalize(a)?;
         }
         arcs_kept = arcs_kept.min(a.edges.len() as u64);
+    }
+    if !h.directed {
+        symmetry::require(&sides[0], path, "byte 0 says")?;
     }
     let normalize_ns = t.elapsed().as_nanos() as u64;
     let mut it = sides.into_iter();
@@ -436,16 +439,54 @@ mod tests {
     }
 
     #[test]
+    fn an_undirected_file_whose_lists_are_not_symmetric_is_refused() {
+        let d = tempfile::tempdir().expect("tmp");
+        let p = d.path().join("lopsided.sg");
+        let mut b = vec![0u8];
+        b.extend_from_slice(&3i64.to_le_bytes());
+        b.extend_from_slice(&3i64.to_le_bytes());
+        for o in [0i64, 1, 3, 3] {
+            b.extend_from_slice(&o.to_le_bytes());
+        }
+        for v in [1i32, 0, 2] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        std::fs::write(&p, &b).expect("write");
+        let load = || {
+            read(&p, false, Fit::default(), &Layout::default(), &mut |_| {
+                Ok(())
+            })
+        };
+        let e = load().map(|_| ()).expect_err("lone arc 1 → 2").to_string();
+        assert!(
+            e.contains(
+                "byte 0 says the graph is undirected, but vertex 1 lists 2 but 2 does not list 1"
+            ),
+            "{e}"
+        );
+        // Directed, the same lists are a graph (its incoming side given as the reverse).
+        b[0] = 1;
+        for o in [0i64, 1, 2, 3] {
+            b.extend_from_slice(&o.to_le_bytes());
+        }
+        for v in [1i32, 0, 1] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        std::fs::write(&p, &b).expect("write");
+        load().expect("directed");
+    }
+
+    #[test]
     fn lists_from_elsewhere_are_sorted_and_cleaned() {
         let d = tempfile::tempdir().expect("tmp");
         let p = d.path().join("messy.wsg");
         let mut b = vec![0u8];
-        b.extend_from_slice(&5i64.to_le_bytes());
+        b.extend_from_slice(&6i64.to_le_bytes());
         b.extend_from_slice(&3i64.to_le_bytes());
-        for o in [0i64, 3, 4, 5] {
+        for o in [0i64, 3, 5, 6] {
             b.extend_from_slice(&o.to_le_bytes());
         }
-        for (v, w) in [(2i32, 9i32), (1, 4), (2, 3), (1, 1), (0, 7)] {
+        for (v, w) in [(2i32, 9i32), (1, 4), (2, 3), (1, 1), (0, 4), (0, 3)] {
             b.extend_from_slice(&v.to_le_bytes());
             b.extend_from_slice(&w.to_le_bytes());
         }
@@ -460,9 +501,9 @@ mod tests {
         .expect("read");
         assert_eq!(g.out_neighbors(0), [1, 2]);
         assert_eq!(g.out_weights(0), [4, 3]);
-        assert_eq!(g.out_neighbors(1), [] as [u32; 0]);
+        assert_eq!(g.out_neighbors(1), [0]);
         assert_eq!(g.out_neighbors(2), [0]);
-        assert_eq!((stats.arcs_placed, stats.arcs), (5, 3));
+        assert_eq!((stats.arcs_placed, stats.arcs), (6, 4));
         let at = b.len() - 4;
         b[at..].copy_from_slice(&(-2i32).to_le_bytes());
         std::fs::write(&p, &b).expect("write");

@@ -20,7 +20,8 @@
 //! file is read straight into the page-policy regions, each array in pieces by all threads (not
 //! mapped: a file mapping would be page-cache pages, which no page policy can give huge pages);
 //! then the checksums are compared and the structure checked (offsets rise from 0 to m, ids
-//! below n), so that no kernel ever indexes out of bounds.
+//! below n, weights within [`weight::MAX_WEIGHT`], an undirected graph's lists symmetric),
+//! so that no kernel ever indexes out of bounds or runs on a graph that is not what it says.
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -28,7 +29,8 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::Array;
+use super::weight::{self, MAX_WEIGHT};
+use super::{first_bad, symmetry, Array};
 use crate::build::BuildStats;
 use crate::csr::{Adjacency, Csr};
 use crate::fits::{count, Fit, Shape};
@@ -309,6 +311,17 @@ pub fn read(
                 format!("{} side: {m}", if side == 0 { "out" } else { "in" }),
             )
         })?;
+        if let Some(w) = &a.weights {
+            let w: &[u32] = w;
+            if let Some(k) = first_bad(w.len(), |k| w[k] > MAX_WEIGHT) {
+                let at = start - sizes[3 * side + 2] + k as u128 * 4;
+                let why = weight::too_heavy(w[k].into());
+                return Err(format_error(path, format!("byte {at}: {why}")));
+            }
+        }
+    }
+    if !h.directed {
+        symmetry::require(&sides_read[0], path, "bytes 12-15 say")?;
     }
     let normalize_ns = t.elapsed().as_nanos() as u64;
     let mut it = sides_read.into_iter();
@@ -363,7 +376,7 @@ fn check_structure(a: &Adjacency, n: usize, m: usize) -> std::result::Result<(),
     };
     // Pieces of about equal arcs, not vertices: a reordered graph has its hubs first, and a
     // piece of 4096 vertices could hold a quarter of the arcs.
-    let bad = check_pieces(o, m)
+    let bad = super::check_pieces(o, m)
         .into_par_iter()
         .find_map_first(|r| r.into_iter().find(|&v| bad_list(v)));
     match bad {
@@ -373,26 +386,6 @@ fn check_structure(a: &Adjacency, n: usize, m: usize) -> std::result::Result<(),
              not sorted and distinct"
         )),
     }
-}
-
-/// Vertex ranges covering `0..n` once each, for checks that walk every list: each range
-/// reaches about `m / 256` arcs (more when one list is longer), so at most 257 of them. The
-/// offsets are not yet checked: out of order, they make the ranges uneven, never wrong.
-fn check_pieces(o: &[u64], m: usize) -> Vec<std::ops::Range<usize>> {
-    let n = o.len() - 1;
-    let arcs = (m as u64 / 256).max(1);
-    let mut pieces = Vec::new();
-    let mut v = 0;
-    while v < n {
-        let target = o[v].saturating_add(arcs);
-        // The first vertex whose list starts at or past the target (offsets out of order
-        // make this a guess, which the check itself then refuses).
-        let next = v + o[v..n].partition_point(|&x| x < target);
-        let end = next.max(v + 1).min(n);
-        pieces.push(v..end);
-        v = end;
-    }
-    pieces
 }
 
 /// Write `g` as `.hwg` to `w`. Callers that write a file should write it atomically.
@@ -430,27 +423,6 @@ pub fn write_to(g: &Csr, w: &mut dyn Write) -> std::io::Result<()> {
 mod tests {
     use super::*;
     use crate::kernels::testing::generated;
-
-    #[test]
-    fn check_pieces_cover_every_vertex_once_whatever_the_offsets() {
-        let covers = |o: &[u64], m: usize| {
-            let pieces = check_pieces(o, m);
-            let flat: Vec<usize> = pieces.iter().flat_map(|r| r.clone()).collect();
-            assert_eq!(flat, (0..o.len() - 1).collect::<Vec<_>>(), "{o:?}");
-            pieces.len()
-        };
-        // A hub of most arcs first, then 10 000 vertices of one arc, then isolated ones.
-        let mut o = vec![0u64, 1_000_000];
-        o.extend((1..=10_000).map(|i| 1_000_000 + i));
-        o.extend(std::iter::repeat_n(1_010_000, 5_000));
-        let pieces = covers(&o, 1_010_000);
-        assert!(pieces <= 257, "{pieces}");
-        assert_eq!(check_pieces(&o, 1_010_000)[0], 0..1, "the hub alone");
-        // Falling offsets, offsets past m, and no arcs at all.
-        covers(&[0, 9, 3, 7, 1, 12, 2], 5);
-        covers(&[0, u64::MAX, 0], 4);
-        covers(&[0; 100], 0);
-    }
 
     fn write(g: &Csr, p: &Path) {
         let mut buf = Vec::new();
@@ -563,5 +535,61 @@ mod tests {
             assert!(e.contains(&want), "{want:?} not in {e:?}");
         }
         assert!(try_read(&[]).contains("shorter than"));
+    }
+
+    #[test]
+    fn an_undirected_file_whose_lists_are_not_symmetric_is_refused() {
+        let d = tempfile::tempdir().expect("tmp");
+        let mut b = Header {
+            directed: false,
+            weighted: false,
+            vertices: 3,
+            arcs: 3,
+            crcs: [0; 6],
+        }
+        .encode()
+        .to_vec();
+        for o in [0u64, 1, 3, 3] {
+            b.extend_from_slice(&o.to_le_bytes());
+        }
+        for v in [1u32, 0, 2] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        reseal(&mut b);
+        let p = d.path().join("lopsided.hwg");
+        std::fs::write(&p, &b).expect("save");
+        let e = read(&p, Fit::default(), &Layout::default(), &mut |_| Ok(()))
+            .map(|_| ())
+            .expect_err("lone arc 1 → 2")
+            .to_string();
+        assert!(
+            e.contains(
+                "bytes 12-15 say the graph is undirected, but vertex 1 lists 2 but 2 does not \
+                 list 1"
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_weight_the_text_readers_refuse_is_refused_here_too() {
+        let d = tempfile::tempdir().expect("tmp");
+        let g = generated("kron:6", true, true);
+        let mut b = Vec::new();
+        write_to(&g, &mut b).expect("write");
+        let weights_at = HEADER + (g.n() + 1) * 8 + g.arcs() as usize * 4;
+        let at = weights_at + 4 * 3;
+        b[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        reseal(&mut b);
+        let p = d.path().join("heavy.hwg");
+        std::fs::write(&p, &b).expect("save");
+        let e = read(&p, Fit::default(), &Layout::default(), &mut |_| Ok(()))
+            .map(|_| ())
+            .expect_err("too heavy")
+            .to_string();
+        assert!(
+            e.contains(&format!("byte {at}: weight 4294967295 is over 4294967294")),
+            "{e}"
+        );
     }
 }

@@ -3,7 +3,9 @@
 //! - [`edgelist`]: `.el` / `.wel` text (any whitespace, `#` and `%` comments);
 //! - [`mtx`]: Matrix Market coordinate files;
 //! - [`gap`]: the GAP benchmark suite's serialized `.sg` / `.wsg`, byte-compatible;
-//! - [`hwg`]: hugewise's own binary CSR, versioned and checksummed, read straight into regions.
+//! - [`hwg`]: hugewise's own binary CSR, versioned and checksummed, read straight into regions;
+//! - [`symmetry`]: the check that a file's undirected graph is;
+//! - [`weight`]: the weights every reader accepts.
 //!
 //! Compressed input (`gzip`, `zstd`) is detected by magic bytes, not by name.
 
@@ -12,6 +14,8 @@ pub mod gap;
 pub mod hwg;
 pub mod mtx;
 pub mod progress;
+pub mod symmetry;
+pub mod weight;
 
 use std::fs::File;
 use std::io::{BufReader, Read};
@@ -215,5 +219,70 @@ pub(crate) mod testing {
     pub(crate) fn feed(p: &Path, text: &'static str) -> std::thread::JoinHandle<()> {
         let p = p.to_path_buf();
         std::thread::spawn(move || std::fs::write(&p, text).expect("write"))
+    }
+}
+
+/// Vertex ranges covering `0..n` once each, for checks that walk every list: each range
+/// reaches about `m / 256` arcs (more when one list is longer), so at most 257 of them. The
+/// offsets are not yet checked: out of order, they make the ranges uneven, never wrong.
+pub(crate) fn check_pieces(o: &[u64], m: usize) -> Vec<std::ops::Range<usize>> {
+    let n = o.len() - 1;
+    let arcs = (m as u64 / 256).max(1);
+    let mut pieces = Vec::new();
+    let mut v = 0;
+    while v < n {
+        let target = o[v].saturating_add(arcs);
+        // The first vertex whose list starts at or past the target (offsets out of order
+        // make this a guess, which the check itself then refuses).
+        let next = v + o[v..n].partition_point(|&x| x < target);
+        let end = next.max(v + 1).min(n);
+        pieces.push(v..end);
+        v = end;
+    }
+    pieces
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_pieces_cover_every_vertex_once_whatever_the_offsets() {
+        let covers = |o: &[u64], m: usize| {
+            let pieces = check_pieces(o, m);
+            let flat: Vec<usize> = pieces.iter().flat_map(|r| r.clone()).collect();
+            assert_eq!(flat, (0..o.len() - 1).collect::<Vec<_>>(), "{o:?}");
+            pieces.len()
+        };
+        // A hub of most arcs first, then 10 000 vertices of one arc, then isolated ones.
+        let mut o = vec![0u64, 1_000_000];
+        o.extend((1..=10_000).map(|i| 1_000_000 + i));
+        o.extend(std::iter::repeat_n(1_010_000, 5_000));
+        let pieces = covers(&o, 1_010_000);
+        assert!(pieces <= 257, "{pieces}");
+        assert_eq!(check_pieces(&o, 1_010_000)[0], 0..1, "the hub alone");
+        // Falling offsets, offsets past m, and no arcs at all.
+        covers(&[0, 9, 3, 7, 1, 12, 2], 5);
+        covers(&[0, u64::MAX, 0], 4);
+        covers(&[0; 100], 0);
+    }
+
+    #[test]
+    fn a_directory_named_like_a_graph_file_is_called_a_directory() {
+        let d = tempfile::tempdir().expect("tmp");
+        for name in ["x.sg", "x.wsg", "x.hwg"] {
+            let p = d.path().join(name);
+            std::fs::create_dir(&p).expect("mkdir");
+            let e = match name {
+                "x.hwg" => hwg::header(&p).map(|_| ()),
+                _ => gap::header(&p, name == "x.wsg").map(|_| ()),
+            }
+            .expect_err("a directory")
+            .to_string();
+            assert!(
+                e.ends_with(&format!("{name}: a directory, not a file")),
+                "{e}"
+            );
+        }
     }
 }

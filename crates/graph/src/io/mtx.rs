@@ -3,8 +3,8 @@
 //! per entry with 1-based indices. Entry (i, j) is the arc i − 1 → j − 1.
 //!
 //! FIELD is `pattern` (unweighted), `integer` or `real` (weights: non-negative, reals rounded
-//! to the nearest integer); SYMMETRY is `general` (directed) or `symmetric` (undirected, only
-//! one triangle stored). Dense `array` files, `complex` values and skew or Hermitian matrices
+//! to the nearest integer, at most [`super::weight::MAX_WEIGHT`]); SYMMETRY is `general`
+//! (directed) or `symmetric` (undirected, only one triangle stored). Dense `array` files, `complex` values and skew or Hermitian matrices
 //! are refused by name. Every malformed line is an error naming the file, line and content,
 //! and the entry count must match the size line.
 
@@ -289,25 +289,22 @@ fn read_body(
 }
 
 fn weight(x: &str, field: Field) -> std::result::Result<u32, String> {
-    let bad = || {
-        format!(
-            "value '{}' is not a non-negative number that fits 32 bits",
-            shown(x)
-        )
-    };
-    match field {
+    let bad = || format!("value '{}' is not a non-negative number", shown(x));
+    let v = match field {
         Field::Integer => {
             let v: i64 = x.parse().map_err(|_| bad())?;
-            u32::try_from(v).map_err(|_| bad())
+            u64::try_from(v).map_err(|_| bad())?
         }
         _ => {
             let v: f64 = x.parse().map_err(|_| bad())?;
-            if !(v.is_finite() && v >= 0.0 && v.round() <= u32::MAX as f64) {
+            if !(v.is_finite() && v >= 0.0) {
                 return Err(bad());
             }
-            Ok(v.round() as u32)
+            // Saturates past u64: too heavy either way.
+            v.round() as u64
         }
-    }
+    };
+    super::weight::check(v)
 }
 
 impl EdgeSource for MatrixMarket {
@@ -459,6 +456,10 @@ mod tests {
             (
                 "%%MatrixMarket matrix coordinate real general\n3 3 1\n1 2 nan\n",
                 "value 'nan'",
+            ),
+            (
+                "%%MatrixMarket matrix coordinate integer general\n3 3 1\n1 2 4294967295\n",
+                "weight 4294967295 is over 4294967294",
             ),
             (
                 "%%MatrixMarket matrix coordinate integer general\n3 3 1\n1 2\n",
