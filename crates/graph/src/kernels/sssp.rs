@@ -32,10 +32,13 @@ use rayon::prelude::*;
 use crate::csr::{RegionReport, RegionReportExt, Side};
 use crate::kernels::{Kernel, Outcome};
 use crate::traced::{Off, Probe, Sampled, Span, Streams, Tracer};
-use crate::{Csr, Layout, Result};
+use crate::{Csr, Error, Layout, Result};
 
 /// Distance of an unreached vertex.
 pub const INF: u32 = u32::MAX;
+
+/// The cap of a distance: a run where one reaches it has no answer.
+pub const SATURATED: u32 = INF - 1;
 
 /// A thread goes on with its own current bucket while it holds fewer vertices than this.
 const LOCAL_LIMIT: usize = 1000;
@@ -303,8 +306,26 @@ impl Sssp {
         }
         self.rounds = rounds;
         self.used = Some(widen.explain(chosen, delta));
-        Ok(())
+        // A capped distance is not the true one: refused with or without --verify.
+        match saturated(&self.dist) {
+            Some(v) => Err(Error::Invalid(saturation(v))),
+            None => Ok(()),
+        }
     }
+}
+
+/// The distances are capped at [`SATURATED`] (the largest below [`INF`]): the first vertex
+/// whose distance reached it, whose true distance is then unknown.
+fn saturated(dist: &[u32]) -> Option<usize> {
+    dist.par_iter().position_first(|&d| d == SATURATED)
+}
+
+/// Why a run whose vertex `v` reached [`SATURATED`] has no answer.
+fn saturation(v: usize) -> String {
+    format!(
+        "vertex {v}: its distance reaches {SATURATED}, the largest a 32-bit distance holds; the \
+         weights times the graph's diameter are too large (scale the weights down)"
+    )
 }
 
 impl Kernel for Sssp {
@@ -574,7 +595,7 @@ fn relax<P: Probe>(r: Round<'_>, u: u32, mine: &mut Bins, p: &mut P) -> u64 {
     let weights = r.out.weights.get(range.clone()).unwrap_or(&[]);
     for (v, w) in r.out.edges[range].iter().zip(weights) {
         let (v, w) = (p.read(v), p.read(w));
-        let nd = du.saturating_add(w).min(INF - 1);
+        let nd = du.saturating_add(w).min(SATURATED);
         let d = &r.dist[v as usize];
         let mut old = p.load(d);
         while nd < old {
@@ -614,7 +635,7 @@ pub fn verify(g: &Csr, src: u32, dist: &[u32]) -> std::result::Result<(), String
             continue;
         }
         for (&v, &w) in g.out_neighbors(u).iter().zip(g.out_weights(u)) {
-            let nd = d.saturating_add(w).min(INF - 1);
+            let nd = d.saturating_add(w).min(SATURATED);
             if nd < want[v as usize] {
                 want[v as usize] = nd;
                 heap.push(Reverse((nd, v)));
@@ -628,15 +649,11 @@ pub fn verify(g: &Csr, src: u32, dist: &[u32]) -> std::result::Result<(), String
             show(want[v])
         ));
     }
-    // Both sides cap a distance at the largest 32-bit value below INF: agreeing there says
-    // nothing about the true distance, so a capped vertex fails the check.
-    match (0..n).find(|&v| want[v] == INF - 1) {
+    // Both sides cap a distance at SATURATED: agreeing there says nothing about the true
+    // distance, so a capped vertex fails the check.
+    match saturated(&want) {
         None => Ok(()),
-        Some(v) => Err(format!(
-            "vertex {v}: its distance reaches {}, the largest a 32-bit distance holds; the \
-             weights times the graph's diameter are too large (scale the weights down)",
-            INF - 1
-        )),
+        Some(v) => Err(saturation(v)),
     }
 }
 
@@ -764,10 +781,28 @@ mod tests {
             false,
         );
         for delta in [Some(1), Some(1000), None] {
-            let k = sssp(&g, 0, delta);
-            assert_eq!(k.dist(), [0, 8, big + 8, INF - 1, 3], "{delta:?}");
+            let mut k = Sssp::new(&Layout::default(), g.n(), delta).expect("arrays");
+            let e = k.run(&g, &[0]).expect_err("a capped distance is refused");
+            assert!(
+                e.to_string()
+                    .contains("vertex 3: its distance reaches 4294967294"),
+                "{e}"
+            );
+            assert_eq!(k.dist(), [0, 8, big + 8, SATURATED, 3], "{delta:?}");
             let e = verify(&g, 0, k.dist()).expect_err("a capped distance is not verified");
             assert!(e.contains("vertex 3") && e.contains("32-bit"), "{e}");
         }
+    }
+
+    #[test]
+    fn a_chain_of_the_heaviest_gap_weights_is_refused_without_verify() {
+        let w = (1 << 31) - 1;
+        let g = from_edges(4, &[(0, 1, w), (1, 2, w), (2, 3, w)], false);
+        let mut k = Sssp::new(&Layout::default(), g.n(), None).expect("arrays");
+        let e = k.run(&g, &[0]).expect_err("saturated").to_string();
+        assert!(
+            e.contains("vertex 2: its distance reaches 4294967294"),
+            "{e}"
+        );
     }
 }
