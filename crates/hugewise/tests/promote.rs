@@ -179,6 +179,37 @@ fn bad_targets_and_plans_are_refused_with_the_reason() {
     assert_eq!(code, Some(2));
 }
 
+/// A kernel thread (pid 2, kthreadd, where the machine's own pids are seen) exists, but has no
+/// user memory: it is not called missing.
+#[test]
+fn a_kernel_thread_is_refused_as_one() {
+    let kernel_thread = |pid: &str| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            let after = s.rsplit_once(')').map_or("", |(_, r)| r);
+            let flags: u64 = after
+                .split_whitespace()
+                .nth(6)
+                .and_then(|f| f.parse().ok())
+                .unwrap_or(0);
+            flags & 0x0020_0000 != 0
+        })
+    };
+    if !kernel_thread("2") {
+        skip("pid 2 is not a kernel thread here (a pid namespace of its own?)");
+        return;
+    }
+    let o = hugewise()
+        .args(["promote", "--pid", "2", "--for", "1s"])
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("process 2 (kthreadd) is a kernel thread: it has no user memory to promote"),
+        "{err}"
+    );
+}
+
 /// `hugewise run --promote`: a plan made from a trace of the same kernel on the same graph is
 /// found on the run's own arrays by name and applied while the trials run; a plan for another
 /// graph is refused with the region and both sizes.

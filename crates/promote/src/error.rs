@@ -9,6 +9,14 @@ pub enum Error {
         /// Its pid.
         pid: i32,
     },
+    /// The process is a kernel thread: it has no user address space.
+    #[error("process {pid} ({name}) is a kernel thread: it has no user memory to promote")]
+    KernelThread {
+        /// Its pid.
+        pid: i32,
+        /// Its name.
+        name: String,
+    },
     /// The kernel refused access to the process.
     #[error("process {pid}: {call} refused: {reason}")]
     Denied {

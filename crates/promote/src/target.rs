@@ -45,6 +45,10 @@ impl Target {
     /// as `process_madvise`, so a refusal shows here, with the kernel's reason, before anything
     /// is done). `t0` is when the engine started: actions are timed from it.
     pub fn attach(proc: &ProcFs, pid: i32, t0: Instant) -> Result<Target> {
+        // A kernel thread exists, but has no pagemap: without this it would read as gone.
+        if let Some(s) = proc.stat(pid)?.filter(|s| s.kernel_thread()) {
+            return Err(Error::KernelThread { pid, name: s.comm });
+        }
         let pidfd = PidFd::open(pid).map_err(|e| gone_or(pid, e))?;
         if let Err(e) = proc.pagemap(Pid::Id(pid)) {
             return Err(match e.errno() {

@@ -52,6 +52,8 @@ pub struct ProcStat {
     pub state: char,
     /// Its process group (field 5).
     pub pgrp: i32,
+    /// The kernel's `PF_*` flags (field 9).
+    pub flags: u64,
     /// When it started, in clock ticks since boot (field 22).
     pub start_time: u64,
 }
@@ -78,10 +80,23 @@ impl ProcStat {
             pgrp: field(2, "process group in field 5")?
                 .parse()
                 .map_err(|_| Error::parse(p, 1, "bad process group in field 5"))?,
+            flags: field(6, "flags in field 9")?
+                .parse()
+                .map_err(|_| Error::parse(p, 1, "bad flags in field 9"))?,
             start_time: field(19, "start time in field 22")?
                 .parse()
                 .map_err(|_| Error::parse(p, 1, "bad start time in field 22"))?,
         })
+    }
+}
+
+/// `PF_KTHREAD`: the task is a kernel thread, with no user address space.
+const PF_KTHREAD: u64 = 0x0020_0000;
+
+impl ProcStat {
+    /// A kernel thread (`kthreadd`, `kworker/...`): it has no user memory to act on.
+    pub fn kernel_thread(&self) -> bool {
+        self.flags & PF_KTHREAD != 0
     }
 }
 
@@ -511,6 +526,21 @@ mod tests {
         assert_eq!(proc.kdamonds().expect("scan"), 2);
         let (_d, none) = tree(&[("79/stat", &c)]);
         assert_eq!(none.kdamonds().expect("scan"), 0);
+    }
+
+    #[test]
+    fn a_kernel_thread_is_told_by_its_flags() {
+        let kthreadd = "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 22 0 0 \
+                        18446744073709551615 0 0 0 0 0 0 0 2147483647 0 1 0 0 0 0 0 0 0\n";
+        let (_d, proc) = tree(&[("2/stat", kthreadd)]);
+        assert!(proc
+            .stat(2)
+            .expect("stat")
+            .expect("present")
+            .kernel_thread());
+        let me = std::process::id() as i32;
+        let own = ProcFs::default().stat(me).expect("stat").expect("present");
+        assert!(!own.kernel_thread());
     }
 
     #[test]
