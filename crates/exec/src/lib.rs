@@ -3,9 +3,10 @@
 //! [`rules`] (the rule language), [`sites`] (call sites that survive a reload), [`protocol`]
 //! (what `hugewise exec` and the library agree on), [`run`] (starting the program, reading each
 //! allocation's backing while it runs, the result), [`placement`] (from a profile to a placement
-//! file).
+//! file), [`elf`] (whether a program can be preloaded at all, and a library is one).
 #![forbid(unsafe_code)]
 
+pub mod elf;
 pub mod placement;
 pub mod protocol;
 pub mod rules;
@@ -26,6 +27,16 @@ pub enum Error {
     /// The preload library was not found.
     #[error("{0}")]
     NoPreload(String),
+    /// The program is statically linked: no dynamic loader reads `LD_PRELOAD` for it.
+    #[error(
+        "{program} is statically linked: the preload library cannot reach it (only the dynamic \
+         loader reads LD_PRELOAD); run it under `hugewise promote -- {program} ...`, which \
+         gives its memory huge pages from outside, or build it dynamically linked"
+    )]
+    Static {
+        /// The program.
+        program: String,
+    },
     /// The program could not be started.
     #[error("cannot start '{program}': {source}")]
     Launch {

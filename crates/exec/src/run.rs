@@ -17,6 +17,7 @@ use hugewise_sys::interpose::monotonic_ns;
 use hugewise_sys::proc::{PageRun, Pid, ProcFs, ScanCategories, Vma};
 use hugewise_sys::process::{PidFd, Signal};
 
+use crate::elf;
 use crate::protocol::{self, LIBRARY};
 use crate::rules::{Placement, Rules};
 use crate::{Error, Result};
@@ -72,14 +73,20 @@ impl Config {
 /// hugewise (`cargo build` puts it there, or in `deps/` when hugewise was built alone).
 pub fn find_preload(explicit: Option<&Path>) -> Result<PathBuf> {
     if let Some(p) = explicit {
-        return if p.is_file() {
-            Ok(p.to_path_buf())
-        } else {
-            Err(Error::NoPreload(format!(
+        if !p.is_file() {
+            return Err(Error::NoPreload(format!(
                 "--preload {}: no such file",
                 p.display()
-            )))
-        };
+            )));
+        }
+        return elf::check_shared_object(p)
+            .map(|()| p.to_path_buf())
+            .map_err(|why| {
+                Error::NoPreload(format!(
+                    "--preload {}: {why}: the preload library is an ELF shared object ({LIBRARY})",
+                    p.display()
+                ))
+            });
     }
     let mut tried = Vec::new();
     if let Some(p) = std::env::var_os("HUGEWISE_PRELOAD") {
@@ -331,6 +338,9 @@ pub fn run_with(
     mut tick: impl FnMut(&Tick),
 ) -> Result<ExecReport> {
     let program = cfg.argv.first().cloned().unwrap_or_default();
+    if elf::resolve(&program).is_some_and(|p| elf::is_static(&p)) {
+        return Err(Error::Static { program });
+    }
     protocol::sweep_orphans();
     let session = session_name();
     let mut preload = cfg.preload.as_os_str().to_owned();

@@ -365,6 +365,41 @@ fn the_programs_exit_code_is_passed_on_and_bad_input_is_named() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A statically linked program never loads the preload library: refused by name, with the
+/// way that works instead; a --preload file that is not a shared object is refused by name.
+#[test]
+fn a_static_program_and_a_preload_that_is_no_library_are_refused_by_name() {
+    let dir = scratch("static");
+    let text = dir.join("notes.so");
+    std::fs::write(&text, "not a library\n").expect("write");
+    let out = hw(&[
+        "exec",
+        "--preload",
+        text.to_str().expect("utf-8"),
+        "--",
+        "true",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("--preload {}: not an ELF file", text.display())),
+        "{err}"
+    );
+    let Some(exe) = compile(&dir, "allocs", &["-static"]) else {
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    };
+    let out = hw(&["exec", "--", exe.to_str().expect("utf-8")]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("{} is statically linked", exe.display()))
+            && err.contains("hugewise promote --"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn the_promotion_daemon_gives_huge_pages_to_a_program_run_on_4k_pages() {
     let dir = scratch("promote");

@@ -67,7 +67,14 @@ pub fn exec(r: &ExecReport, all: bool) -> String {
         let _ = writeln!(out, "the promotion daemon stopped early: {e}");
     }
     let totals = r.totals();
-    if totals.is_empty() {
+    if r.processes.is_empty() {
+        let _ = writeln!(
+            out,
+            "no process loaded the preload library: the program, and whatever it started, was \
+             statically linked or cleared LD_PRELOAD; `hugewise promote -- CMD` works from \
+             outside instead"
+        );
+    } else if totals.is_empty() {
         let _ = writeln!(
             out,
             "no allocation of {} or more was taken over: the program made none, or its \
