@@ -276,7 +276,8 @@ pub fn restore_all(host: &Host) -> Result<RestoreReport> {
 /// `env show`, which needs no root and may run beside a live run).
 pub fn pending(host: &Host) -> Result<Vec<Pending>> {
     let path = Journal::path_in(&host.state_dir);
-    if !path.exists() {
+    // A state directory this user may not search is not an absent journal.
+    if !path.try_exists().map_err(|e| Error::io(&path, e))? {
         return Ok(Vec::new());
     }
     crate::journal::read_pending(&path)

@@ -8,9 +8,11 @@ use crate::host::Host;
 
 use crate::knob::Knob;
 use crate::state;
-use crate::{session, Result};
+use crate::{session, Error, Result};
+use std::io::ErrorKind;
 
-/// Gather the report.
+/// Gather the report. It needs no root: what this user may not read (the journal is root's)
+/// is listed in `unread` and left `null`.
 pub fn show(host: &Host) -> Result<EnvShow> {
     let vm = [
         Knob::CompactUnevictable,
@@ -31,15 +33,30 @@ pub fn show(host: &Host) -> Result<EnvShow> {
             .unwrap_or_default(),
         Err(_) => Vec::new(),
     };
-    let pending = session::pending(host)?
-        .into_iter()
-        .map(|p| PendingChange {
-            seq: p.seq,
-            lifetime: p.lifetime,
-            pid: p.owner.pid,
-            change: p.change.to_string(),
-        })
-        .collect();
+    let journal = crate::journal::Journal::path_in(&host.state_dir);
+    let mut unread = Vec::new();
+    let pending = match session::pending(host) {
+        Ok(p) => Some(
+            p.into_iter()
+                .map(|p| PendingChange {
+                    seq: p.seq,
+                    lifetime: p.lifetime,
+                    pid: p.owner.pid,
+                    change: p.change.to_string(),
+                })
+                .collect(),
+        ),
+        // The journal is root's (0600): shown to others as unread, not as empty.
+        Err(Error::Io { source, .. }) if source.kind() == ErrorKind::PermissionDenied => {
+            unread.push(format!(
+                "the restore journal at {} is root's: run as root to see the changes it still \
+                 has to undo",
+                journal.display()
+            ));
+            None
+        }
+        Err(e) => return Err(e),
+    };
     Ok(EnvShow {
         thp: host.sys.thp()?,
         hugetlb: host.sys.hugetlb_pools()?,
@@ -47,7 +64,8 @@ pub fn show(host: &Host) -> Result<EnvShow> {
         memory: state::measure(host)?,
         swaps: host.proc.swaps().unwrap_or_default(),
         hugewise_cgroups,
-        journal: crate::journal::Journal::path_in(&host.state_dir),
+        journal,
         pending,
+        unread,
     })
 }

@@ -346,25 +346,35 @@ fn kept_settings_stay_until_restore() {
     assert_eq!(read(PAGE_CLUSTER), before);
 }
 
+/// Whether setpriv is there to drop root with; when not, the calling test is reported skipped.
+fn setpriv_or_skip() -> bool {
+    let there = Command::new("setpriv").arg("--version").output().is_ok();
+    if !there {
+        hugewise_sys::testing::skip("no setpriv to drop root with");
+    }
+    there
+}
+
+/// hugewise run as `nobody`, with its journal in `state`.
+fn run_as_nobody(state: &Path, args: &[&str]) -> Output {
+    Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_hugewise"))
+        .args(args)
+        .env("HUGEWISE_STATE_DIR", state)
+        .output()
+        .expect("setpriv")
+}
+
 #[test]
 fn without_root_nothing_is_changed() {
     let _g = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
-    if !root() {
-        return;
-    }
-    if Command::new("setpriv").arg("--version").output().is_err() {
-        hugewise_sys::testing::skip("no setpriv to drop root with");
+    if !root() || !setpriv_or_skip() {
         return;
     }
     let state = tempfile::tempdir().expect("tmp");
     let before = read(THP);
-    let o = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(env!("CARGO_BIN_EXE_hugewise"))
-        .args(["env", "thp", "--enabled", "always"])
-        .env("HUGEWISE_STATE_DIR", state.path())
-        .output()
-        .expect("setpriv");
+    let o = run_as_nobody(state.path(), &["env", "thp", "--enabled", "always"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
         text(&o.stderr).contains("needs root"),
@@ -372,6 +382,53 @@ fn without_root_nothing_is_changed() {
         text(&o.stderr)
     );
     assert_eq!(read(THP), before);
+}
+
+/// Runs `env restore` in its state directory when dropped, whatever the test found.
+struct RestoreAtEnd<'a>(&'a Path);
+
+impl Drop for RestoreAtEnd<'_> {
+    fn drop(&mut self) {
+        let _ = run(self.0, &["env", "restore"]);
+    }
+}
+
+/// `env show` needs no root: as another user it shows what it can, and says the journal
+/// (0600, root's) could not be read rather than failing or calling it empty.
+#[test]
+fn show_without_root_says_the_journal_is_roots() {
+    let _g = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if !root() || !setpriv_or_skip() {
+        return;
+    }
+    let state = tempfile::tempdir().expect("tmp");
+    let before = read(PAGE_CLUSTER);
+    let target = if before == "0" { "1" } else { "0" };
+    let _restore = RestoreAtEnd(state.path());
+    let o = run(state.path(), &["env", "page-cluster", target]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let journal = state.path().join("journal.jsonl");
+    use std::os::unix::fs::PermissionsExt;
+    // A state directory others may enter (the journal in it stays 0600), then one they may not.
+    for mode in [0o755, 0o700] {
+        std::fs::set_permissions(state.path(), std::fs::Permissions::from_mode(mode))
+            .expect("chmod");
+        let o = run_as_nobody(state.path(), &["env", "show"]);
+        let out = text(&o.stdout);
+        assert!(o.status.success(), "mode {mode:o}: {}", text(&o.stderr));
+        assert!(out.contains("thp          enabled"), "{out}");
+        assert!(
+            out.contains(&format!(
+                "the restore journal at {} is root's: run as root to see the changes",
+                journal.display()
+            )),
+            "mode {mode:o}: {out}"
+        );
+        assert!(!out.contains("nothing to undo"), "{out}");
+    }
+    let shown = run(state.path(), &["env", "show"]);
+    assert!(text(&shown.stdout).contains("1 change(s) to undo"));
+    assert_eq!(read(PAGE_CLUSTER), target);
 }
 
 #[test]

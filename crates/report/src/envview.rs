@@ -97,22 +97,29 @@ pub fn show(r: &EnvShow) -> String {
     for c in &r.hugewise_cgroups {
         let _ = writeln!(o, "cgroup       {}", c.display());
     }
-    if r.pending.is_empty() {
-        let _ = writeln!(o, "journal      {}: nothing to undo", r.journal.display());
-    } else {
-        let _ = writeln!(
-            o,
-            "journal      {}: {} change(s) to undo (`hugewise env restore`):",
-            r.journal.display(),
-            r.pending.len()
-        );
-        for p in &r.pending {
+    match r.pending.as_deref() {
+        None => {}
+        Some([]) => {
+            let _ = writeln!(o, "journal      {}: nothing to undo", r.journal.display());
+        }
+        Some(pending) => {
             let _ = writeln!(
                 o,
-                "  #{} {} (pid {}, {:?})",
-                p.seq, p.change, p.pid, p.lifetime
+                "journal      {}: {} change(s) to undo (`hugewise env restore`):",
+                r.journal.display(),
+                pending.len()
             );
+            for p in pending {
+                let _ = writeln!(
+                    o,
+                    "  #{} {} (pid {}, {:?})",
+                    p.seq, p.change, p.pid, p.lifetime
+                );
+            }
         }
+    }
+    for u in &r.unread {
+        let _ = writeln!(o, "unread       {u}");
     }
     o
 }

@@ -128,8 +128,13 @@ pub struct EnvShow {
     pub hugewise_cgroups: Vec<PathBuf>,
     /// The journal.
     pub journal: PathBuf,
-    /// Changes it has not undone yet.
-    pub pending: Vec<PendingChange>,
+    /// Changes it has not undone yet; `null` when the journal could not be read (see
+    /// `unread`).
+    pub pending: Option<Vec<PendingChange>>,
+    /// What could not be read, and what would read it (absent in results written before
+    /// 2026-11-28).
+    #[serde(default)]
+    pub unread: Vec<String>,
 }
 
 /// A khugepaged setting.
