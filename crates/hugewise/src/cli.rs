@@ -22,7 +22,9 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0  success (also when the reader of stdout closed the pipe early)
   1  the work failed: the message says why (kernel refused, file unwritable, ...)
-  2  the command line is wrong";
+  2  the command line is wrong
+  128 + N  signal N stopped the work (Ctrl-C: 130, SIGTERM: 143), after putting back what it
+     had changed; whatever a program it ran then reported";
 
 /// hugewise gives huge pages to the memory that pays for them, and proves it.
 #[derive(Debug, Parser)]

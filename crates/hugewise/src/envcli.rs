@@ -105,7 +105,8 @@ fragmentation; measure; THP probe; the command; restore. With both --pressure-le
 fragmented' is --pressure-leave <working set + 0.5GiB> --fragment 50%.
 The report goes to stderr (the command owns stdout), as JSON at the end with --json; --out
 saves it as JSON. The exit code is
-the command's (128 + signal if a signal ended it), or 1 if shaping or restoring failed.")]
+the command's (128 + signal if a signal ended it), 128 + signal when hugewise itself got one
+(Ctrl-C: 130, SIGTERM: 143), or 1 if shaping or restoring failed.")]
     With(Box<EnvWithArgs>),
 
     /// Undo every change the journal still holds, newest first: settings kept on purpose and

@@ -110,15 +110,15 @@ fn shape_and(plan: Plan, then: Then, out: &Output, progress: Mode) -> anyhow::Re
         &mut show,
     ) {
         Ok(r) => r,
+        // The exit code is 128 + the signal (see `signals`).
         Err(hugewise_env::Error::Interrupted) => {
-            eprintln!("hugewise: interrupted while shaping; everything done so far was put back");
-            return Ok(130);
+            bail!("interrupted while shaping; everything done so far was put back")
         }
         Err(e) => return Err(e.into()),
     };
     let restored = r.finish.as_ref().is_none_or(|f| f.restore.complete());
     let run_error = r.error.clone();
-    let code = r.run.as_ref().map_or(0, |run| run.shell_code());
+    let code = r.run.as_ref().map_or(0, |run| run.shell_code().into());
     let stream = match then {
         Then::Run(_) => Stream::Stderr,
         Then::Hold(_) => Stream::Stdout,

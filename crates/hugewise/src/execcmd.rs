@@ -38,8 +38,8 @@ each allocation's backing from the kernel while the program runs and prints what
 stderr when it exits (the program keeps stdout). A program with its own allocator (jemalloc,
 tcmalloc) is left to it, and the summary says so. Statically linked programs cannot be preloaded.
 
-Exit code: the program's own (128 + N when signal N ended it); 1 when hugewise could not run it;
-2 when the command line is wrong.
+Exit code: the program's own (128 + N when signal N ended it); 128 + N when hugewise itself got
+signal N (Ctrl-C: 130); 1 when hugewise could not run it; 2 when the command line is wrong.
 
 Examples:
   hugewise exec -- python3 -c 'b = bytearray(1 << 30)'
@@ -151,11 +151,7 @@ pub(crate) fn exec(a: ExecArgs, progress: Mode, stop: &AtomicBool) -> anyhow::Re
     if live {
         eprint!("\r\x1b[2K");
     }
-    let code = match (report.exit_code, report.signal) {
-        (Some(c), _) => c.clamp(0, 255) as u8,
-        (None, Some(s)) => (128 + s).clamp(0, 255) as u8,
-        (None, None) => 1,
-    };
+    let code = hugewise_results::exit::shell_code(report.exit_code, report.signal);
     let all = a.all;
     output::emit_to(
         Stream::Stderr,

@@ -10,12 +10,11 @@ mod profilecmd;
 mod progress;
 mod promotecmd;
 mod reportcmd;
+mod signals;
 mod simcmd;
 mod studycmd;
 
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 use anyhow::Context;
 use clap::CommandFactory;
@@ -29,20 +28,20 @@ use hugewise_sys::proc::ProcFs;
 use hugewise_sys::sysfs::SysFs;
 pub(crate) use output::{emit, meta};
 use progress::{Mode, Steps, Unit};
+pub(crate) use signals::cancel_flag;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = run(cli.command, Mode::detect(cli.no_progress));
     match result {
-        Ok(0) => ExitCode::SUCCESS,
-        Ok(code) => ExitCode::from(code),
+        Ok(code) => ExitCode::from(signals::exit_code(code)),
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("hugewise: {e}");
             for cause in e.chain().skip(1) {
                 eprintln!("  caused by: {cause}");
             }
-            ExitCode::from(1)
+            ExitCode::from(signals::exit_code(1))
         }
     }
 }
@@ -73,21 +72,6 @@ fn counting<'a>(steps: &'a Steps, phase: &'static str) -> impl FnMut(u64, u64) +
         steps.phase(phase);
         steps.update(done, total);
     }
-}
-
-/// A flag that SIGINT, SIGTERM and SIGHUP raise instead of killing hugewise, polled by long work
-/// (simulations, shaping) so that it stops cleanly and puts the machine back first.
-fn cancel_flag() -> anyhow::Result<Arc<AtomicBool>> {
-    let flag = Arc::new(AtomicBool::new(false));
-    for sig in [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ] {
-        signal_hook::flag::register(sig, Arc::clone(&flag))
-            .context("installing signal handlers")?;
-    }
-    Ok(flag)
 }
 
 /// `graph gen` and `graph convert`.
@@ -211,7 +195,7 @@ fn run_kernel(a: cli::RunArgs, progress: Mode) -> anyhow::Result<()> {
                             if cancel.load(Relaxed) {
                                 s.restore();
                                 eprintln!("hugewise: interrupted; vm.page-cluster is put back");
-                                std::process::exit(130);
+                                std::process::exit(signals::exit_code(1).into());
                             }
                             std::thread::sleep(std::time::Duration::from_millis(50));
                         }

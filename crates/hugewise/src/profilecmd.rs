@@ -104,11 +104,7 @@ pub(crate) fn profile(a: ProfileArgs, progress: Mode, stop: &AtomicBool) -> anyh
     if live {
         eprint!("\r\x1b[2K");
     }
-    let code = match (report.run.exit_code, report.run.signal) {
-        (Some(c), _) => c.clamp(0, 255) as u8,
-        (None, Some(s)) => (128 + s).clamp(0, 255) as u8,
-        (None, None) => 1,
-    };
+    let code = hugewise_results::exit::shell_code(report.run.exit_code, report.run.signal);
     if report.sites.is_empty() {
         eprintln!(
             "hugewise profile: no call site was seen, so no placement was written (is the \

@@ -143,6 +143,81 @@ fn sigterm_stops_the_command_and_restores() {
     assert_eq!(read(PAGE_CLUSTER), before);
 }
 
+/// `kill -SIG pid`.
+fn send(signal: &str, pid: u32) {
+    let status = Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+}
+
+/// hugewise exits with 128 + the signal it got, whether the command it ran then ended with
+/// another (SIGTERM, which hugewise sends it) or shaping was cut short.
+#[test]
+fn the_exit_code_is_128_plus_the_signal_received() {
+    let _g = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if !root() {
+        return;
+    }
+    // While the command runs.
+    for (signal, code) in [("INT", 130), ("TERM", 143)] {
+        let state = tempfile::tempdir().expect("tmp");
+        let (before, child) = sleep_with_other_page_cluster(state.path());
+        send(signal, child.id());
+        let o = child.wait_with_output().expect("wait");
+        assert_eq!(
+            o.status.code(),
+            Some(code),
+            "SIG{signal}: {}",
+            text(&o.stderr)
+        );
+        assert_eq!(read(PAGE_CLUSTER), before);
+    }
+    // While shaping: memory is being taken (page-cluster, set first, shows it has begun). At
+    // most 8 GiB, leaving 6 GiB or more free for whatever else runs on the machine.
+    let available = meminfo_bytes("MemAvailable:");
+    let take = (available.saturating_sub(6 << 30)).min(8 << 30);
+    if take < 2 << 30 {
+        hugewise_sys::testing::skip("less than 8 GiB available to take 2 GiB of while shaping");
+        return;
+    }
+    for (signal, code) in [("TERM", 143), ("INT", 130)] {
+        let state = tempfile::tempdir().expect("tmp");
+        let before = read(PAGE_CLUSTER);
+        let target = if before == "0" { "1" } else { "0" };
+        let child = hw(state.path())
+            .args(["env", "with", "--page-cluster", target, "--probe", "off"])
+            .args(["--pressure-take", &format!("{}MiB", take >> 20)])
+            .args(["--", "sleep", "30"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        wait_until("the setting", || read(PAGE_CLUSTER) == target);
+        send(signal, child.id());
+        let o = child.wait_with_output().expect("wait");
+        let err = text(&o.stderr);
+        assert!(
+            err.contains("interrupted while shaping"),
+            "SIG{signal}: {err}"
+        );
+        assert_eq!(o.status.code(), Some(code), "SIG{signal}: {err}");
+        assert_eq!(read(PAGE_CLUSTER), before);
+    }
+}
+
+/// A `/proc/meminfo` line's value in bytes.
+fn meminfo_bytes(key: &str) -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .expect("meminfo")
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .expect("a meminfo value")
+        << 10
+}
+
 #[test]
 fn a_killed_run_is_found_and_restore_puts_it_back() {
     let _g = MACHINE.lock().unwrap_or_else(|e| e.into_inner());

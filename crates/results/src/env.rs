@@ -386,8 +386,8 @@ pub struct RunOutcome {
 
 impl RunOutcome {
     /// The exit code a shell would report: the command's, or 128 + signal.
-    pub fn shell_code(&self) -> i32 {
-        self.exit_code.or(self.signal.map(|s| 128 + s)).unwrap_or(1)
+    pub fn shell_code(&self) -> u8 {
+        crate::exit::shell_code(self.exit_code, self.signal)
     }
 }
 

@@ -14,6 +14,7 @@ pub mod capture;
 pub mod collection;
 pub mod env;
 pub mod exec;
+pub mod exit;
 pub mod faultlat;
 pub mod graph;
 pub mod kernel;
