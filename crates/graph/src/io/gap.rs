@@ -188,7 +188,12 @@ pub fn read(
         arcs_kept = arcs_kept.min(a.edges.len() as u64);
     }
     if !h.directed {
-        symmetry::require(&sides[0], path, "byte 0 says")?;
+        symmetry::require(
+            &sides[0],
+            symmetry::fingerprint(&sides[0]),
+            path,
+            "byte 0 says",
+        )?;
     }
     let normalize_ns = t.elapsed().as_nanos() as u64;
     let mut it = sides.into_iter();
