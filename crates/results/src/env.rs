@@ -131,9 +131,9 @@ pub struct EnvShow {
     /// Changes it has not undone yet; `null` when the journal could not be read (see
     /// `unread`).
     pub pending: Option<Vec<PendingChange>>,
-    /// What could not be read, and what would read it (absent in results written before
-    /// 2026-11-28).
-    #[serde(default)]
+    /// What could not be read, and what would read it; absent when everything was read (and
+    /// in results written before 2026-11-28).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unread: Vec<String>,
 }
 
