@@ -16,8 +16,9 @@ pub const STATS_FLUSH: Duration = Duration::from_millis(50);
 /// Why: on 6.18 with cgroup v1, BFS on kron:20 with a locked hot prefix (`+lock`) at 65 % of
 /// its footprint was OOM-killed with swap to spare in 8 of 22 runs without these reads and in
 /// none of 22 with them; a loop reading `memory.usage_in_bytes` instead did not help (8 of 15
-/// killed), one reading `memory.stat` did (none of 15) (BENCHMARKS.md, "Stale statistics and
-/// the OOM killer"). Reading the file makes the kernel flush the cgroup's per-CPU statistics.
+/// killed), one reading `memory.stat` did (none of 15) (docs/benchmarks-log.md, "Stale
+/// statistics and the OOM killer"). Reading the file makes the kernel flush the cgroup's per-CPU
+/// statistics.
 /// The reads are made from outside the cgroup, so nothing of them is charged to it. The
 /// cgroups of `run --memory` (unless `--stats-flush off`), `env limit` and `env with
 /// --limit-memory` get one; the bloat study's does not need one (its sampler reads

@@ -163,7 +163,7 @@ pub struct MemoryLimit {
 /// Reads of a cgroup's `memory.stat` at a fixed interval while a command runs in it: each makes
 /// the kernel flush the cgroup's statistics. On cgroup v1, BFS with a locked hot prefix at 65 %
 /// of its footprint was OOM-killed with swap to spare in 8 of 22 runs without them and none of
-/// 22 with them (BENCHMARKS.md, "Stale statistics and the OOM killer").
+/// 22 with them (docs/benchmarks-log.md, "Stale statistics and the OOM killer").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StatsFlush {
     /// Time between reads.

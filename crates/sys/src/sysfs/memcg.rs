@@ -71,8 +71,8 @@ pub fn memcg_counters(dir: &Path) -> Result<MemcgCounters> {
 /// bytes read (0 only when the file is empty).
 ///
 /// Measured on 6.18 with cgroup v1: a run swapping in a small cgroup is OOM-killed with swap to
-/// spare far less often while something reads this file every 50 ms (BENCHMARKS.md, "Stale
-/// statistics and the OOM killer"); reading `memory.usage_in_bytes` instead does not help.
+/// spare far less often while something reads this file every 50 ms (docs/benchmarks-log.md,
+/// "Stale statistics and the OOM killer"); reading `memory.usage_in_bytes` instead does not help.
 pub fn flush_stats(dir: &Path) -> Result<usize> {
     let path = dir.join("memory.stat");
     std::fs::read(&path)
