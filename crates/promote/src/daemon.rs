@@ -56,6 +56,12 @@ pub struct Config {
     /// The most thinning the daemon asks of a sampling target while its looks find nothing to
     /// do (1: always every sample); see [`crate::thinning`].
     pub max_thinning: u32,
+    /// A chunk whose last two reads agreed (mapped pages and huge or not) is read again only
+    /// every this many looks, staggered by address, unless the daemon acts on it (0 or 1: every
+    /// look). A huge hot chunk, or a cold one, changes seldom, and once the budget is full
+    /// reading page tables is most of what the daemon costs; a change is seen within this
+    /// many looks.
+    pub settled_every: u64,
 }
 
 impl Default for Config {
@@ -72,6 +78,7 @@ impl Default for Config {
             scan_chunks: 2048,
             first_samples: 1 << 16,
             max_thinning: 64,
+            settled_every: 8,
         }
     }
 }
@@ -86,6 +93,11 @@ struct Managed {
     known: std::collections::BTreeMap<usize, (u16, bool)>,
     /// Where the next partial sweep starts.
     cursor: usize,
+    /// Chunks whose last two reads agreed and that the daemon has not acted on since: read
+    /// only every `settled_every` looks.
+    settled: std::collections::HashSet<usize>,
+    /// Sweeps made.
+    looks: u64,
     /// The allocation log the target keeps when it runs under `hugewise exec` (or linked the
     /// preload library): allocations its rules put on 4 KiB pages are left alone.
     log: Option<AllocLog>,
@@ -162,6 +174,8 @@ impl Managed {
             channel,
             known: Default::default(),
             cursor: 0,
+            settled: Default::default(),
+            looks: 0,
             broken: Vec::new(),
             log: None,
             refusals_said: Default::default(),
@@ -175,6 +189,7 @@ impl Managed {
     fn sweep(
         &mut self,
         limit: usize,
+        every: u64,
         read: &mut u64,
         notes: &mut Vec<String>,
     ) -> Result<Vec<(usize, u16, bool)>> {
@@ -185,16 +200,32 @@ impl Managed {
             .flat_map(|r| (r.start..r.end).step_by(HUGE))
             .filter(|&a| !kept_small.iter().any(|b| a < b.end && b.start < a + HUGE))
             .collect();
+        self.looks += 1;
+        let look = self.looks;
+        let settled = &self.settled;
+        // A settled chunk's turn comes every `every` looks, a different look for neighbours.
+        let its_turn = |a: usize| {
+            every <= 1 || !settled.contains(&a) || (look + (a / HUGE) as u64).is_multiple_of(every)
+        };
+        let whole = limit == 0 || addrs.len() <= limit;
         let mut due: Vec<bool> = addrs
             .iter()
-            .map(|a| limit == 0 || addrs.len() <= limit || !self.known.contains_key(a))
+            .map(|&a| !self.known.contains_key(&a) || (whole && its_turn(a)))
             .collect();
-        if limit > 0 && addrs.len() > limit {
+        if !whole {
+            // The next `limit` chunks from the cursor whose turn it is: settled chunks passed
+            // over let one sweep cover more of a large target for the same reads.
             let from = addrs.partition_point(|&a| a < self.cursor);
-            for k in 0..limit {
-                due[(from + k) % addrs.len()] = true;
+            let (mut taken, mut k) = (0, 0);
+            while taken < limit && k < addrs.len() {
+                let i = (from + k) % addrs.len();
+                if its_turn(addrs[i]) {
+                    due[i] = true;
+                    taken += 1;
+                }
+                k += 1;
             }
-            self.cursor = addrs[(from + limit) % addrs.len()];
+            self.cursor = addrs[(from + k) % addrs.len()];
         }
         // Read the due chunks in runs of consecutive addresses: one page-table scan per run.
         let mut i = 0;
@@ -211,6 +242,11 @@ impl Managed {
             for c in self.target.scan(&(addrs[i]..addrs[j - 1] + HUGE))? {
                 let now = (c.mapped_pages, c.huge == Some(true));
                 let before = self.known.insert(c.addr, now);
+                if before == Some(now) {
+                    self.settled.insert(c.addr);
+                } else {
+                    self.settled.remove(&c.addr);
+                }
                 if before.is_some_and(|b| b.1)
                     && !now.1
                     && now.0 > 0
@@ -223,6 +259,7 @@ impl Managed {
         }
         let live: std::collections::BTreeSet<usize> = addrs.iter().copied().collect();
         self.known.retain(|a, _| live.contains(a));
+        self.settled.retain(|a| live.contains(a));
         Ok(self.known.iter().map(|(&a, &(m, h))| (a, m, h)).collect())
     }
 }
@@ -331,6 +368,7 @@ impl Daemon {
             let first = chunks.len();
             match m.sweep(
                 self.cfg.scan_chunks,
+                self.cfg.settled_every,
                 iv.chunks_read.get_or_insert(0),
                 &mut iv.notes,
             ) {
@@ -418,6 +456,8 @@ impl Daemon {
         if ok {
             // What the action read back is what the kernel holds now, until the next sweep.
             if let Some(m) = self.targets.iter_mut().find(|m| m.target.pid() == c.pid) {
+                // Acted on: read again at the next look, to see that it stayed as it was left.
+                m.settled.remove(&c.addr);
                 if let Some(k) = m.known.get_mut(&c.addr) {
                     k.1 = kind == ActionKind::Promote;
                     if k.1 {

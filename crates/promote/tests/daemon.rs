@@ -646,3 +646,52 @@ fn what_is_read_of_a_target_that_exited_is_not_used() {
     child.wait().expect("reap");
     assert!(gone(t.maps()));
 }
+
+#[test]
+fn a_chunk_read_the_same_twice_is_read_again_only_at_its_turn() {
+    let _one = serial();
+    let mut m = Mapping::anonymous(8 * HUGE, MapOptions::default()).expect("map");
+    m.advise(0..m.len(), Advice::NoHugePage)
+        .expect("no THP at fault");
+    m.touch_pages(4096);
+    let t0 = Instant::now();
+    let me = std::process::id() as i32;
+    let target = Target::attach(&ProcFs::default(), me, t0)
+        .expect("attach")
+        .within(m.addr()..m.addr() + m.len());
+    let mut d = Daemon::new(
+        by_name("mega").expect("mega"),
+        Config {
+            scan_chunks: 0,
+            settled_every: 4,
+            ..cfg(Limit::Bytes(0))
+        },
+        t0,
+    );
+    d.add(target);
+    let reads: Vec<u64> = (0..6)
+        .map(|_| {
+            d.step(&mut |_| {})
+                .expect("step")
+                .chunks_read
+                .expect("counted")
+        })
+        .collect();
+    // Looks 1 and 2 read all 8 (new, then not yet read alike twice); from look 3 on each
+    // chunk's turn comes every 4th look, 2 of 8 consecutive chunks a look.
+    assert_eq!(reads, [8, 8, 2, 2, 2, 2]);
+    // A change in a settled chunk is seen by its turn, within 4 looks.
+    m.advise(0..m.len(), Advice::HugePage).expect("THP allowed");
+    let before = d.step(&mut |_| {}).expect("step").mapped_bytes;
+    m.discard(0..HUGE).expect("freed");
+    let mut looks = 0;
+    loop {
+        looks += 1;
+        let iv = d.step(&mut |_| {}).expect("step");
+        if iv.mapped_bytes < before {
+            assert_eq!(iv.mapped_bytes, before - HUGE as u64);
+            break;
+        }
+        assert!(looks < 4, "not seen after {looks} looks");
+    }
+}
