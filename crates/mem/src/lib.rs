@@ -2,6 +2,8 @@
 //! chosen per region and whose real backing is read back from the kernel.
 //!
 //! - [`Bytes`] and [`Amount`]: sizes and shares as users write them (`1.5GiB`, `2M`, `25%`);
+//! - [`Share`], [`Interval`], [`Count`]: shares, time spans and counts as users write them
+//!   (`30%`, `0.5s`, `20M`), each flag's range a [`ShareRange`] or [`Interval::at_least`];
 //! - [`PagePolicy`], [`PolicyMap`], [`AllocOrder`]: what each region asks of the kernel, and in
 //!   which order regions are faulted in;
 //! - [`Region`]: one array in one mapping, with `collapse`, `split` and `backing`;
@@ -15,6 +17,7 @@ mod error;
 mod locked;
 mod policy;
 mod region;
+mod value;
 
 pub use backing::{Backing, BackingSource};
 pub use bytes::{Amount, Bytes};
@@ -23,3 +26,4 @@ pub use policy::{AllocOrder, PagePolicy, PolicyMap};
 pub use region::{
     CollapseOutcome, KernelFiles, Populate, Region, RegionOptions, SplitMethod, SplitOutcome,
 };
+pub use value::{Bare, Count, Interval, Share, ShareRange};

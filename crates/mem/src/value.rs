@@ -1,0 +1,326 @@
+//! Shares, intervals and counts as users write them (`30%`, `0.5s`, `20M`), each parsed in one
+//! place; the range a flag allows is a check on the parsed value ([`ShareRange`],
+//! [`Interval::at_least`]), not a parser of its own.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use hugewise_sys::read::shown;
+
+use crate::{Error, Result};
+
+/// A share of a whole: `30%` or `0.3`. It keeps the form it was written in, so that a flag
+/// can read a bare number as a percentage ([`ShareRange::bare`]) and messages quote it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Share {
+    /// The number as written (30 for `30%`, 0.3 for `0.3`).
+    written: f64,
+    /// Whether it was written with `%`.
+    percent: bool,
+}
+
+impl Share {
+    /// A share from a fraction of the whole (0.3 for 30 %).
+    pub fn from_fraction(fraction: f64) -> Share {
+        Share {
+            written: fraction,
+            percent: false,
+        }
+    }
+
+    /// The fraction of the whole: 0.3 for `30%` or `0.3`.
+    pub fn fraction(self) -> f64 {
+        if self.percent {
+            self.written / 100.0
+        } else {
+            self.written
+        }
+    }
+
+    /// `s` parsed and checked against `range`: the form its flag allows (bare numbers as
+    /// fractions, percentages or refused) and the bounds, with the flag's own message.
+    pub fn parse_in(s: &str, range: &ShareRange) -> Result<Share> {
+        let bad = |why: &str| Error::Parse(format!("'{}': {why}", shown(s)));
+        let share: Share = s.parse()?;
+        let share = match (share.percent, range.bare) {
+            (false, Bare::Refused) => return Err(bad("give a percentage, e.g. 50%")),
+            (false, Bare::Percent) => Share {
+                percent: true,
+                ..share
+            },
+            _ => share,
+        };
+        let f = share.fraction();
+        let above_min = if range.min_open {
+            f > range.min
+        } else {
+            f >= range.min
+        };
+        if !(above_min && f <= range.max) {
+            return Err(bad(range.expect));
+        }
+        Ok(share)
+    }
+}
+
+impl FromStr for Share {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Share> {
+        let t = s.trim();
+        let (num, percent) = match t.strip_suffix('%') {
+            Some(p) => (p.trim(), true),
+            None => (t, false),
+        };
+        match num.parse::<f64>() {
+            Ok(written) if written.is_finite() => Ok(Share { written, percent }),
+            _ => Err(Error::Parse(format!(
+                "'{}': a share such as 30% or 0.3",
+                shown(s)
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for Share {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.percent {
+            write!(f, "{}%", self.written)
+        } else {
+            write!(f, "{}", self.written)
+        }
+    }
+}
+
+/// What a bare number (no `%`) means to a flag taking a share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bare {
+    /// A fraction: `0.3` is 30 %.
+    Fraction,
+    /// A percentage: `4` is 4 %.
+    Percent,
+    /// Not allowed: the flag takes percentages only.
+    Refused,
+}
+
+/// The shares a flag allows, as fractions, and what it says when given another.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShareRange {
+    /// The least share.
+    pub min: f64,
+    /// Whether `min` itself is excluded.
+    pub min_open: bool,
+    /// The largest share.
+    pub max: f64,
+    /// What a bare number means.
+    pub bare: Bare,
+    /// The message for a share outside the range (after the quoted input).
+    pub expect: &'static str,
+}
+
+impl ShareRange {
+    /// Above 0 and at most 100 % (a memory limit, a share deleted).
+    pub const POSITIVE: ShareRange = ShareRange {
+        min: 0.0,
+        min_open: true,
+        max: 1.0,
+        bare: Bare::Fraction,
+        expect: "a share above 0 and at most 100%",
+    };
+
+    /// 0 to 100 % of a footprint, a bare number a percentage (a plan's budget, `4%`).
+    pub const FOOTPRINT: ShareRange = ShareRange {
+        min: 0.0,
+        min_open: false,
+        max: 1.0,
+        bare: Bare::Percent,
+        expect: "a share of the footprint from 0% to 100%, such as 4%",
+    };
+
+    /// 0 to 1 as a fraction (`0.5`).
+    pub const UNIT: ShareRange = ShareRange {
+        min: 0.0,
+        min_open: false,
+        max: 1.0,
+        bare: Bare::Fraction,
+        expect: "a share from 0 to 1",
+    };
+
+    /// 0 % to 95 % as a percentage (free memory made useless for 2 MiB pages).
+    pub const FRAGMENT: ShareRange = ShareRange {
+        min: 0.0,
+        min_open: false,
+        max: 0.95,
+        bare: Bare::Refused,
+        expect: "must be between 0% and 95%",
+    };
+}
+
+/// A positive time span: `100ms`, `0.5s`, `90s`, `5m`, `1h`, or plain seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Interval(pub Duration);
+
+impl Interval {
+    /// `s` parsed, refused when shorter than `min` (intervals of periodic work: `1ms`).
+    pub fn at_least(s: &str, min: Duration) -> Result<Interval> {
+        let i: Interval = s.parse()?;
+        if i.0 < min {
+            return Err(Error::Parse(format!(
+                "'{}': at least {}",
+                shown(s),
+                Interval(min)
+            )));
+        }
+        Ok(i)
+    }
+}
+
+impl FromStr for Interval {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Interval> {
+        let t = s.trim();
+        let bad = |why: &str| Error::Parse(format!("'{}': {why}", shown(s)));
+        if let Some(ms) = t.strip_suffix("ms") {
+            return match ms.parse::<f64>() {
+                Ok(v) if v > 0.0 && v.is_finite() => Ok(Interval(Duration::from_secs_f64(v / 1e3))),
+                _ => Err(bad("an interval such as 100ms or 0.5s")),
+            };
+        }
+        let (num, mult) = match t.char_indices().last() {
+            Some((i, 's')) => (&t[..i], 1.0),
+            Some((i, 'm')) => (&t[..i], 60.0),
+            Some((i, 'h')) => (&t[..i], 3600.0),
+            _ => (t, 1.0),
+        };
+        let v: f64 = num
+            .parse()
+            .map_err(|_| bad("a duration such as 90s, 5m or 1h"))?;
+        if !(v > 0.0 && v.is_finite()) {
+            return Err(bad("must be positive"));
+        }
+        Duration::try_from_secs_f64(v * mult)
+            .map(Interval)
+            .map_err(|_| bad("too long"))
+    }
+}
+
+impl fmt::Display for Interval {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ms = self.0.as_secs_f64() * 1e3;
+        if ms < 1000.0 {
+            write!(f, "{ms}ms")
+        } else {
+            write!(f, "{}s", self.0.as_secs_f64())
+        }
+    }
+}
+
+/// A count of 1 or more with an optional decimal suffix: `1000`, `20M`, `1.5k`, `2G`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Count(pub u64);
+
+impl FromStr for Count {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Count> {
+        let t = s.trim();
+        let (num, mult) = match t.char_indices().last() {
+            Some((i, 'k' | 'K')) => (&t[..i], 1e3),
+            Some((i, 'm' | 'M')) => (&t[..i], 1e6),
+            Some((i, 'g' | 'G')) => (&t[..i], 1e9),
+            _ => (t, 1.0),
+        };
+        let v: f64 = num
+            .parse()
+            .map_err(|_| Error::Parse(format!("'{}' is not a count (e.g. 1000, 20M)", shown(s))))?;
+        let n = v * mult;
+        if !(n >= 1.0 && n < u64::MAX as f64) {
+            return Err(Error::Parse(format!("'{}' must be at least 1", shown(s))));
+        }
+        Ok(Count(n.round() as u64))
+    }
+}
+
+impl fmt::Display for Count {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn share(s: &str, r: &ShareRange) -> std::result::Result<f64, String> {
+        Share::parse_in(s, r)
+            .map(Share::fraction)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn shares_take_percentages_or_fractions_within_their_flags_range() {
+        assert_eq!(share("30%", &ShareRange::POSITIVE), Ok(0.3));
+        assert_eq!(share("0.3", &ShareRange::POSITIVE), Ok(0.3));
+        let e = share("0", &ShareRange::POSITIVE).expect_err("0");
+        assert_eq!(e, "'0': a share above 0 and at most 100%");
+        assert_eq!(
+            share("lots", &ShareRange::POSITIVE).expect_err("lots"),
+            "'lots': a share such as 30% or 0.3"
+        );
+        assert_eq!(share("4", &ShareRange::FOOTPRINT), Ok(0.04));
+        assert_eq!(share("0%", &ShareRange::FOOTPRINT), Ok(0.0));
+        assert!(share("101%", &ShareRange::FOOTPRINT)
+            .expect_err("101%")
+            .contains("from 0% to 100%"));
+        assert_eq!(share("0.5", &ShareRange::UNIT), Ok(0.5));
+        assert!(share("1.5", &ShareRange::UNIT).is_err());
+        assert_eq!(share("50%", &ShareRange::FRAGMENT), Ok(0.5));
+        assert_eq!(
+            share("50", &ShareRange::FRAGMENT).expect_err("bare"),
+            "'50': give a percentage, e.g. 50%"
+        );
+        assert_eq!(
+            share("96%", &ShareRange::FRAGMENT).expect_err("96%"),
+            "'96%': must be between 0% and 95%"
+        );
+        for s in ["30%", "0.3"] {
+            assert_eq!(s.parse::<Share>().expect(s).to_string(), s);
+        }
+    }
+
+    #[test]
+    fn intervals_from_milliseconds_to_hours() {
+        let i = |s: &str| s.parse::<Interval>().map(|i| i.0).ok();
+        assert_eq!(i("100ms"), Some(Duration::from_millis(100)));
+        assert_eq!(i("0.5s"), Some(Duration::from_millis(500)));
+        assert_eq!(i("5m"), Some(Duration::from_secs(300)));
+        assert_eq!(i("1h"), Some(Duration::from_secs(3600)));
+        assert_eq!(i("2"), Some(Duration::from_secs(2)));
+        let e = |s: &str| s.parse::<Interval>().expect_err(s).to_string();
+        assert_eq!(e("-1s"), "'-1s': must be positive");
+        assert_eq!(e("0ms"), "'0ms': an interval such as 100ms or 0.5s");
+        assert_eq!(e("often"), "'often': a duration such as 90s, 5m or 1h");
+        let short = Interval::at_least("0.1ms", Duration::from_millis(1)).expect_err("short");
+        assert_eq!(short.to_string(), "'0.1ms': at least 1ms");
+        assert!(Interval::at_least("1ms", Duration::from_millis(1)).is_ok());
+    }
+
+    #[test]
+    fn counts_with_decimal_suffixes() {
+        let c = |s: &str| s.parse::<Count>().map(|c| c.0).ok();
+        assert_eq!(c("1000"), Some(1000));
+        assert_eq!(c("20M"), Some(20_000_000));
+        assert_eq!(c("1.5k"), Some(1500));
+        assert_eq!(
+            "0".parse::<Count>().expect_err("0").to_string(),
+            "'0' must be at least 1"
+        );
+        assert!(c("-5").is_none());
+        assert_eq!(
+            "lots".parse::<Count>().expect_err("lots").to_string(),
+            "'lots' is not a count (e.g. 1000, 20M)"
+        );
+    }
+}
