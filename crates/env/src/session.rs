@@ -252,6 +252,47 @@ fn undo_one(
     }
 }
 
+/// Run `work` with `knob` set to `value` in a session of its own, and put it back when `work`
+/// returns. While `work` runs, a watcher polls `cancelled` every 50 ms: when it says so, the
+/// knob is put back at once and `on_cancel` is called, which should end the process (`work`
+/// cannot be stopped from outside, and would run on with the machine put back).
+pub fn with_setting<T>(
+    host: &Host,
+    knob: Knob,
+    value: &str,
+    cancelled: &(dyn Fn() -> bool + Sync),
+    on_cancel: &(dyn Fn() + Sync),
+    work: impl FnOnce() -> T,
+) -> Result<T> {
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    use std::sync::Mutex;
+    let mut session = Session::open(host, Lifetime::Run)?;
+    session.set(knob, value)?;
+    let session = Mutex::new(session);
+    let done = AtomicBool::new(false);
+    let out = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !done.load(Relaxed) {
+                if cancelled() {
+                    // A panic elsewhere leaves the session whole: restore it all the same.
+                    session.lock().unwrap_or_else(|p| p.into_inner()).restore();
+                    on_cancel();
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        });
+        let out = work();
+        done.store(true, Relaxed);
+        out
+    });
+    session
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+        .restore();
+    Ok(out)
+}
+
 /// Undo every pending change in the journal, newest first, whoever made it: what a crashed or
 /// killed run left behind, and settings kept on purpose.
 pub fn restore_all(host: &Host) -> Result<RestoreReport> {

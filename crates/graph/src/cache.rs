@@ -67,6 +67,25 @@ impl Cache {
         }
     }
 
+    /// The cache a user asked for: in `dir`, none for `off`, and without a directory the
+    /// default one: `$HUGEWISE_CACHE_DIR`, else `$XDG_CACHE_HOME/hugewise`, else
+    /// `$HOME/.cache/hugewise` (none when none of them is set).
+    pub fn chosen(dir: Option<&Path>) -> Option<Cache> {
+        let var = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        match dir {
+            Some(d) if d.as_os_str() == "off" => None,
+            Some(d) => Some(Cache::new(d)),
+            None => var("HUGEWISE_CACHE_DIR")
+                .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("hugewise")))
+                .or_else(|| var("HOME").map(|d| d.join(".cache").join("hugewise")))
+                .map(Cache::new),
+        }
+    }
+
     /// Keep graphs of at least `bytes` (0: all).
     pub fn min_graph_bytes(mut self, bytes: u64) -> Cache {
         self.min_graph_bytes = bytes;

@@ -361,3 +361,57 @@ pub fn swap_table(runs: &[(&str, &SwapStudy)]) -> String {
     }
     t.render()
 }
+
+/// What `hugewise study` prints when its runs are done: the tables of plan `plan`'s runs in
+/// `c` (pages, fault latency, swap, bloat, packing) and its headlines.
+pub fn finished(c: &hugewise_results::collection::Collection, plan: usize) -> String {
+    use hugewise_results::AnyResult;
+    let runs = c.runs_of(plan);
+    let ids: Vec<String> = runs.iter().map(|e| e.run_id()).collect();
+    let mut o = String::new();
+    let pages: Vec<(&str, &PagesReport)> = runs
+        .iter()
+        .zip(&ids)
+        .filter_map(|(e, id)| match &e.result {
+            AnyResult::Pages(s) => Some((id.as_str(), &s.result)),
+            _ => None,
+        })
+        .collect();
+    if !pages.is_empty() {
+        let _ = writeln!(o, "{}", pages_table(&pages));
+    }
+    let faults: Vec<(&str, &FaultlatReport)> = runs
+        .iter()
+        .zip(&ids)
+        .filter_map(|(e, id)| match &e.result {
+            AnyResult::Faultlat(s) => Some((id.as_str(), &s.result)),
+            _ => None,
+        })
+        .collect();
+    if !faults.is_empty() {
+        let _ = writeln!(o, "{}", faultlat_table(&faults));
+    }
+    let swaps: Vec<(&str, &SwapStudy)> = runs
+        .iter()
+        .zip(&ids)
+        .filter_map(|(e, id)| match &e.result {
+            AnyResult::Swap(s) => Some((id.as_str(), &s.result)),
+            _ => None,
+        })
+        .collect();
+    if !swaps.is_empty() {
+        let _ = writeln!(o, "{}", swap_table(&swaps));
+    }
+    for e in &runs {
+        if let AnyResult::BenchBloat(s) = &e.result {
+            let _ = writeln!(o, "{}", crate::execview::bloat(&s.result));
+        }
+    }
+    for e in &runs {
+        if let AnyResult::BenchPacking(s) = &e.result {
+            let _ = writeln!(o, "{}", crate::execview::packing(&s.result));
+        }
+    }
+    let _ = writeln!(o, "{}", headlines(&c.headlines(plan)));
+    o
+}
