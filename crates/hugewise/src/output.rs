@@ -2,22 +2,10 @@
 //! hugewise owns stdout), and with `--out` the JSON saved atomically in its schema envelope.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::Path;
 
-use clap::Args;
 use hugewise_results::{Kind, Meta, Saved};
 use hugewise_study::save;
-
-/// Output options shared by every command.
-#[derive(Debug, Args)]
-pub struct Output {
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
-    /// Also save the JSON result to this file (atomically: never half written).
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
-}
 
 /// Where a command prints its result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,27 +21,12 @@ pub fn meta() -> Meta {
     hugewise_study::meta::collect(env!("CARGO_PKG_VERSION"), std::env::args().collect())
 }
 
-/// Save `result` (with the meta block) if asked, then print it as JSON or as `text` renders it.
-pub fn emit<T: Kind>(
-    out: &Output,
-    result: T,
-    text: impl FnOnce(&T) -> String,
-) -> anyhow::Result<()> {
-    emit_to(
-        Stream::Stdout,
-        out.json,
-        out.out.as_ref(),
-        result,
-        Some(text),
-    )
-}
-
 /// Save `result` if asked and print it to `stream`: as JSON when `json`, else as `text`
 /// renders it (`None`: the text was already shown as the work went).
 pub fn emit_to<T: Kind>(
     stream: Stream,
     json: bool,
-    path: Option<&PathBuf>,
+    path: Option<&Path>,
     result: T,
     text: Option<impl FnOnce(&T) -> String>,
 ) -> anyhow::Result<()> {

@@ -154,6 +154,14 @@ impl Steps {
         }
     }
 
+    /// Progress that ends the current step and counts `phase` from the first count.
+    pub fn counting<'a>(&'a self, phase: &'static str) -> impl FnMut(u64, u64) + 'a {
+        move |done, total| {
+            self.phase(phase);
+            self.update(done, total);
+        }
+    }
+
     /// End the last step.
     pub fn finish(&self) {
         let s = self.state();

@@ -8,17 +8,18 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::Args;
 use hugewise_report::studyview;
-use hugewise_results::pagebench::PagesReport;
-use hugewise_results::sim::Curves;
-use hugewise_results::study::{headlines, Evidence, PlannedRun, StudyPlan};
-use hugewise_results::{AnyResult, Saved};
+use hugewise_results::collection;
+use hugewise_results::study::{PlannedRun, StudyPlan};
+use hugewise_results::Saved;
 use hugewise_study::presets::{self, PRESETS};
 use hugewise_study::runner::{self, Observer, Outcome};
 use hugewise_study::slurm;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::cli::args::{cpus, parse_threads};
+use crate::output::meta;
 use crate::progress::Mode;
-use crate::{cancel_flag, cpus, meta};
+use crate::signals::cancel_flag;
 
 /// The presets, for `--help`.
 pub fn help() -> String {
@@ -76,7 +77,7 @@ pub struct StudyArgs {
     #[arg(long = "run", value_name = "ID")]
     pub runs: Vec<String>,
     /// Worker threads of each kernel, 1 or more (default: one per CPU).
-    #[arg(long, value_parser = crate::cli::parse_threads)]
+    #[arg(long, value_parser = parse_threads)]
     pub threads: Option<usize>,
     /// Seed of generated graphs and of sources.
     #[arg(long, default_value_t = 1)]
@@ -230,43 +231,6 @@ impl Observer for Progress {
     }
 }
 
-/// Every result of this study's runs found in `dir`.
-#[derive(Default)]
-struct Found {
-    pages: Vec<(String, PagesReport)>,
-    curves: Vec<Curves>,
-    faults: Vec<(String, hugewise_results::faultlat::FaultlatReport)>,
-    swaps: Vec<(String, hugewise_results::swapstudy::SwapStudy)>,
-    bloats: Vec<(String, hugewise_results::bloat::BloatReport)>,
-    packings: Vec<(String, hugewise_results::packing::PackingReport)>,
-}
-
-fn evidence(dir: &Path, plan: &StudyPlan) -> Found {
-    let mut f = Found::default();
-    for r in &plan.runs {
-        match hugewise_sys::read::result(&runner::run_path(dir, &r.id)) {
-            Ok(AnyResult::Pages(s)) => f.pages.push((r.id.clone(), s.result)),
-            Ok(AnyResult::Curves(s)) => f.curves.push(s.result),
-            Ok(AnyResult::Faultlat(s)) => f.faults.push((r.id.clone(), s.result)),
-            Ok(AnyResult::Swap(s)) => f.swaps.push((r.id.clone(), s.result)),
-            Ok(AnyResult::BenchBloat(s)) => f.bloats.push((r.id.clone(), s.result)),
-            Ok(AnyResult::BenchPacking(s)) => f.packings.push((r.id.clone(), s.result)),
-            _ => {}
-        }
-    }
-    f
-}
-
-/// Write the study's report beside its results: the HTML page `hugewise report DIR` makes,
-/// from the saved files alone.
-fn write_report(dir: &Path) -> anyhow::Result<PathBuf> {
-    let c = hugewise_results::collection::load(&[dir.to_path_buf()], &hugewise_sys::read::result)
-        .with_context(|| format!("reading the results in {}", dir.display()))?;
-    let path = dir.join("report.html");
-    hugewise_study::save::write_atomic(&path, hugewise_report::html::render(&c).as_bytes())?;
-    Ok(path)
-}
-
 /// `--emit slurm`: the plan and its array job in `dir`; nothing runs here.
 fn emit_slurm(plan: &StudyPlan, dir: &Path, seed: u64, json: bool) -> anyhow::Result<u8> {
     let exe = std::env::current_exe().context("finding the hugewise binary the tasks run")?;
@@ -284,8 +248,8 @@ fn emit_slurm(plan: &StudyPlan, dir: &Path, seed: u64, json: bool) -> anyhow::Re
     Ok(0)
 }
 
-/// `hugewise study`.
-pub fn study(a: StudyArgs, mode: Mode) -> anyhow::Result<u8> {
+/// Run the study (or print its plan, or write its batch job); 1 when a run failed.
+pub fn run(a: StudyArgs, mode: Mode) -> anyhow::Result<u8> {
     let opts = presets::Options {
         quick: a.quick,
         repeat: a.repeat,
@@ -358,60 +322,20 @@ pub fn study(a: StudyArgs, mode: Mode) -> anyhow::Result<u8> {
         .iter()
         .filter(|(_, o)| matches!(o, Outcome::Failed(_)))
         .collect();
-    let Found {
-        pages,
-        curves,
-        faults,
-        swaps,
-        bloats,
-        packings,
-    } = evidence(&dir, &plan);
-    let page_refs: Vec<&PagesReport> = pages.iter().map(|(_, r)| r).collect();
-    let curve_refs: Vec<&Curves> = curves.iter().collect();
-    let swap_refs: Vec<&hugewise_results::swapstudy::SwapStudy> =
-        swaps.iter().map(|(_, r)| r).collect();
-    let bloat_refs: Vec<&hugewise_results::bloat::BloatReport> =
-        bloats.iter().map(|(_, r)| r).collect();
-    let packing_refs: Vec<&hugewise_results::packing::PackingReport> =
-        packings.iter().map(|(_, r)| r).collect();
-    let heads = headlines(
-        &plan,
-        Evidence {
-            pages: &page_refs,
-            curves: &curve_refs,
-            swaps: &swap_refs,
-            bloats: &bloat_refs,
-            packings: &packing_refs,
-        },
-    );
+    // The directory is read once, for the headlines and the report alike.
+    let c = collection::load(&[dir.clone()], &hugewise_sys::read::result)
+        .with_context(|| format!("reading the results in {}", dir.display()))?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&heads)?);
+        println!("{}", serde_json::to_string_pretty(&c.headlines(0))?);
     } else {
-        let rows: Vec<(&str, &PagesReport)> = pages.iter().map(|(i, r)| (i.as_str(), r)).collect();
-        if !rows.is_empty() {
-            println!("{}", studyview::pages_table(&rows));
-        }
-        if !faults.is_empty() {
-            let rows: Vec<_> = faults.iter().map(|(i, r)| (i.as_str(), r)).collect();
-            println!("{}", studyview::faultlat_table(&rows));
-        }
-        if !swaps.is_empty() {
-            let rows: Vec<_> = swaps.iter().map(|(i, r)| (i.as_str(), r)).collect();
-            println!("{}", studyview::swap_table(&rows));
-        }
-        for (_, r) in &bloats {
-            println!("{}", hugewise_report::execview::bloat(r));
-        }
-        for (_, r) in &packings {
-            println!("{}", hugewise_report::execview::packing(r));
-        }
-        println!("{}", studyview::headlines(&heads));
+        print!("{}", studyview::finished(&c, 0));
     }
     // Runs picked with --run are a scheduler's tasks, running at once beside each other: each
     // writes its own result file only, and the report is left to whoever reads the whole
     // directory.
     if a.runs.is_empty() {
-        let report = write_report(&dir)?;
+        let report = dir.join("report.html");
+        hugewise_study::save::write_atomic(&report, hugewise_report::html::render(&c).as_bytes())?;
         if mode != Mode::Off {
             eprintln!("report: {}", report.display());
         }

@@ -1,13 +1,25 @@
-//! Command-line definitions of `hugewise env`. Only clap types live here.
+//! `hugewise env`: shape this machine as real servers are, and always put it back. Arguments
+//! become env-crate calls; their reports are printed and the outcome mapped to an exit code.
 
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 
+use anyhow::bail;
 use clap::{Args, Subcommand};
-use hugewise_mem::Bytes;
+use hugewise_env::journal::Lifetime;
+use hugewise_env::pressure::Target;
+use hugewise_env::scoped::{self, CommandSpec, Plan, ProbeSize, Stage, SwapPlan, Then};
+use hugewise_env::{state, Host, KhugepagedSetting, Knob, Session};
+use hugewise_mem::{Bytes, Share, ShareRange};
+use hugewise_report::envview;
+use hugewise_results::env::{ActionReport, SetReport, SwapReport};
 
-use crate::output::Output;
+use crate::cli::args::{parse_duration, Output};
+use crate::output::Stream;
+use crate::progress::{Mode, Steps, Unit};
+use crate::signals::cancel_flag;
 
-const ENV_HELP: &str = "\
+pub const HELP: &str = "\
 Every change is written to a journal before it is made (old value, new value, how to undo):
 HUGEWISE_STATE_DIR/journal.jsonl, by default /var/lib/hugewise/journal.jsonl. `env with`,
 `env pressure`, `env fragment` and `env limit` undo their changes when they end, also on error,
@@ -236,8 +248,8 @@ pub struct EnvPressureArgs {
 #[derive(Debug, Args)]
 pub struct EnvFragmentArgs {
     /// Share of free memory to make useless for 2 MiB pages, 0% to 95%.
-    #[arg(long, value_parser = parse_level)]
-    pub level: f64,
+    #[arg(long, value_parser = |s: &str| Share::parse_in(s, &ShareRange::FRAGMENT))]
+    pub level: Share,
     /// THP probe afterwards: auto (all above the floor, at most 4 GiB), off, or a size.
     #[arg(long, default_value = "auto", value_parser = parse_probe)]
     pub probe: hugewise_env::scoped::ProbeSize,
@@ -310,8 +322,8 @@ pub struct EnvWithArgs {
     #[arg(long, value_name = "SIZE")]
     pub pressure_take: Option<Bytes>,
     /// Make this share of the free memory that remains useless for 2 MiB pages.
-    #[arg(long, value_name = "LEVEL", value_parser = parse_level)]
-    pub fragment: Option<f64>,
+    #[arg(long, value_name = "LEVEL", value_parser = |s: &str| Share::parse_in(s, &ShareRange::FRAGMENT))]
+    pub fragment: Option<Share>,
     /// Run the command in a memory cgroup with this limit (its statistics kept fresh by a read
     /// of memory.stat every 50 ms, as `env limit` does).
     #[arg(long, value_name = "SIZE")]
@@ -332,7 +344,7 @@ pub struct EnvWithArgs {
 }
 
 /// `64kB=always` → (64, "always").
-pub fn parse_mthp(s: &str) -> Result<(u64, String), String> {
+fn parse_mthp(s: &str) -> Result<(u64, String), String> {
     let (size, mode) = s
         .split_once('=')
         .ok_or_else(|| format!("'{s}': expected SIZE=MODE, e.g. 64kB=always"))?;
@@ -343,24 +355,8 @@ pub fn parse_mthp(s: &str) -> Result<(u64, String), String> {
     Ok((b.0 / 1024, mode.to_string()))
 }
 
-/// `50%` → 0.5.
-pub fn parse_level(s: &str) -> Result<f64, String> {
-    let num = s
-        .trim()
-        .strip_suffix('%')
-        .ok_or_else(|| format!("'{s}': give a percentage, e.g. 50%"))?;
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("'{s}': not a percentage"))?;
-    if !(0.0..=95.0).contains(&v) {
-        return Err(format!("'{s}': must be between 0% and 95%"));
-    }
-    Ok(v / 100.0)
-}
-
 /// `auto`, `off` or a size.
-pub fn parse_probe(s: &str) -> Result<hugewise_env::scoped::ProbeSize, String> {
+fn parse_probe(s: &str) -> Result<hugewise_env::scoped::ProbeSize, String> {
     use hugewise_env::scoped::ProbeSize;
     match s {
         "auto" => Ok(ProbeSize::Auto),
@@ -372,25 +368,274 @@ pub fn parse_probe(s: &str) -> Result<hugewise_env::scoped::ProbeSize, String> {
     }
 }
 
-/// `90s`, `5m`, `1h`, or plain seconds.
-pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    let t = s.trim();
-    let (num, mult) = match t.char_indices().last() {
-        Some((i, 's')) => (&t[..i], 1.0),
-        Some((i, 'm')) => (&t[..i], 60.0),
-        Some((i, 'h')) => (&t[..i], 3600.0),
-        _ => (t, 1.0),
-    };
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("'{s}': a duration such as 90s, 5m or 1h"))?;
-    if !(v > 0.0 && v.is_finite()) {
-        return Err(format!("'{s}': must be positive"));
+fn need_root(what: &str) -> anyhow::Result<()> {
+    if !hugewise_sys::caps::is_root() {
+        bail!("hugewise env {what} changes the machine and needs root; run it with sudo");
     }
-    Ok(std::time::Duration::from_secs_f64(v * mult))
+    Ok(())
 }
 
-pub(crate) const HELP: &str = ENV_HELP;
+/// Progress of shaping: one step per phase, in bytes for memory taken and in blocks for
+/// fragmentation.
+fn progress_sink(mode: Mode) -> impl FnMut(&str, u64, u64) {
+    let mut current: Option<(String, Steps)> = None;
+    move |phase: &str, done: u64, total: u64| {
+        if current.as_ref().is_none_or(|(p, _)| p != phase) {
+            if let Some((_, s)) = current.take() {
+                s.finish();
+            }
+            let unit = if phase == "fragment" {
+                Unit::Items
+            } else {
+                Unit::Bytes
+            };
+            current = Some((phase.to_string(), Steps::new(mode, phase, unit)));
+        }
+        if let Some((_, s)) = &current {
+            s.update(done, total);
+        }
+    }
+}
+
+fn set_kept(what: &str, sets: Vec<(Knob, String)>, out: &Output) -> anyhow::Result<i32> {
+    need_root(what)?;
+    if sets.is_empty() {
+        bail!("hugewise env {what}: nothing to set (see --help)");
+    }
+    let host = Host::real();
+    let mut s = Session::open(&host, Lifetime::Kept)?;
+    let mut done = Vec::new();
+    for (k, v) in sets {
+        done.push(s.set(k, &v)?);
+    }
+    out.emit(SetReport { settings: done }, envview::set_report)?;
+    Ok(0)
+}
+
+fn action(
+    name: &'static str,
+    f: fn(&Host) -> hugewise_env::Result<()>,
+    out: &Output,
+) -> anyhow::Result<i32> {
+    need_root(name)?;
+    let host = Host::real();
+    let before = state::settled(&host)?;
+    f(&host)?;
+    let after = state::settled(&host)?;
+    let r = ActionReport {
+        action: name.to_string(),
+        before,
+        after,
+    };
+    out.emit(r, envview::action)?;
+    Ok(0)
+}
+
+/// Shape, then run a command or hold, then restore; the report goes to stderr stage by stage
+/// (or as JSON at the end: to stdout when hugewise owns it, to stderr when a command does).
+fn shape_and(plan: Plan, then: Then, out: &Output, progress: Mode) -> anyhow::Result<i32> {
+    let cancel = cancel_flag()?;
+    let is_cancelled = || cancel.load(Ordering::Relaxed);
+    let text = !out.json;
+    let mut sink = progress_sink(progress);
+    let mut show = |stage: Stage<'_>| {
+        if !text {
+            return;
+        }
+        match stage {
+            Stage::Shaped(r) => eprint!("{}", envview::shape(r)),
+            Stage::Holding(Some(d)) => eprintln!(
+                "hugewise: holding for {:.0} s (Ctrl-C ends it early)",
+                d.as_secs_f64()
+            ),
+            Stage::Holding(None) => eprintln!("hugewise: holding until Ctrl-C"),
+            Stage::Ran(r) => eprint!("{}", envview::run_outcome(r)),
+            Stage::Finished(f) => eprint!("{}", envview::finish(f)),
+        }
+    };
+    let r = match scoped::shape_and(
+        &Host::real(),
+        &plan,
+        &then,
+        &is_cancelled,
+        &mut sink,
+        &mut show,
+    ) {
+        Ok(r) => r,
+        // The exit code is 128 + the signal (see `signals`).
+        Err(hugewise_env::Error::Interrupted) => {
+            bail!("interrupted while shaping; everything done so far was put back")
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let restored = r.finish.as_ref().is_none_or(|f| f.restore.complete());
+    let run_error = r.error.clone();
+    let code = r.run.as_ref().map_or(0, |run| run.shell_code().into());
+    let stream = match then {
+        Then::Run(_) => Stream::Stderr,
+        Then::Hold(_) => Stream::Stdout,
+    };
+    out.emit_to(stream, r, None::<fn(&_) -> String>)?;
+    if !restored {
+        bail!("some changes could not be put back (listed above); they stay in the journal for `hugewise env restore`");
+    }
+    if let Some(e) = run_error {
+        bail!("{e}");
+    }
+    Ok(code)
+}
+
+fn hold_plan(h: &HoldArgs) -> Plan {
+    let mut p = Plan::new();
+    p.floor_bytes = h.floor.0;
+    p
+}
+
+/// Run one `hugewise env` subcommand; returns the exit code.
+pub fn run(cmd: EnvCommand, progress: Mode) -> anyhow::Result<i32> {
+    match cmd {
+        EnvCommand::Show(a) => {
+            let r = hugewise_env::show::show(&Host::real())?;
+            a.output.emit(r, envview::show)?;
+            Ok(0)
+        }
+        EnvCommand::Thp(a) => {
+            let mut sets = Vec::new();
+            if let Some(v) = a.enabled {
+                sets.push((Knob::ThpEnabled, v));
+            }
+            if let Some(v) = a.defrag {
+                sets.push((Knob::ThpDefrag, v));
+            }
+            for (kib, v) in a.sizes {
+                sets.push((Knob::MthpEnabled { size_kib: kib }, v));
+            }
+            set_kept("thp", sets, &a.output)
+        }
+        EnvCommand::Hugetlb(a) => {
+            let mut sets = Vec::new();
+            if let Some(n) = a.pages_2m {
+                sets.push((Knob::HugetlbPages { size_kib: 2048 }, n.to_string()));
+            }
+            if let Some(n) = a.pages_1g {
+                sets.push((Knob::HugetlbPages { size_kib: 1 << 20 }, n.to_string()));
+            }
+            set_kept("hugetlb", sets, &a.output)
+        }
+        EnvCommand::Khugepaged(a) => {
+            let mut sets = Vec::new();
+            for (s, v) in [
+                (KhugepagedSetting::PagesToScan, a.pages_to_scan),
+                (KhugepagedSetting::ScanSleepMillisecs, a.scan_sleep_ms),
+                (KhugepagedSetting::MaxPtesNone, a.max_ptes_none),
+            ] {
+                if let Some(v) = v {
+                    sets.push((Knob::Khugepaged { setting: s }, v.to_string()));
+                }
+            }
+            set_kept("khugepaged", sets, &a.output)
+        }
+        EnvCommand::PageCluster(a) => set_kept(
+            "page-cluster",
+            vec![(Knob::PageCluster, a.value.to_string())],
+            &a.output,
+        ),
+        EnvCommand::Compact(a) => action("compact", scoped::compact, &a.output),
+        EnvCommand::DropCaches(a) => action("drop-caches", scoped::drop_caches, &a.output),
+        EnvCommand::Swap(a) => {
+            need_root("swap")?;
+            let host = Host::real();
+            let mut s = Session::open(&host, Lifetime::Kept)?;
+            s.add_swap(&a.file, a.size.0)?;
+            let r = SwapReport {
+                file: a.file.clone(),
+                size_bytes: a.size.0,
+                swaps: host.proc.swaps()?,
+            };
+            a.output.emit(r, envview::swap)?;
+            Ok(0)
+        }
+        EnvCommand::Pressure(a) => {
+            need_root("pressure")?;
+            let mut plan = hold_plan(&a.hold);
+            plan.pressure = match (a.leave, a.take) {
+                (Some(l), _) => Some(Target::Leave(l.0)),
+                (None, Some(t)) => Some(Target::Take(t.0)),
+                (None, None) => None,
+            };
+            plan.probe = ProbeSize::Off;
+            shape_and(plan, Then::Hold(a.hold.hold_for), &a.hold.output, progress)
+        }
+        EnvCommand::Fragment(a) => {
+            need_root("fragment")?;
+            let mut plan = hold_plan(&a.hold);
+            plan.fragment = Some(a.level.fraction());
+            plan.probe = a.probe;
+            shape_and(plan, Then::Hold(a.hold.hold_for), &a.hold.output, progress)
+        }
+        EnvCommand::Limit(a) => {
+            need_root("limit")?;
+            let mut plan = Plan::new();
+            plan.limit_bytes = Some(a.memory.0);
+            plan.probe = ProbeSize::Off;
+            let cmd = CommandSpec { argv: a.command };
+            shape_and(plan, Then::Run(cmd), &a.output, progress)
+        }
+        EnvCommand::With(a) => {
+            need_root("with")?;
+            let mut plan = Plan::new();
+            plan.thp_enabled = a.thp;
+            plan.thp_defrag = a.thp_defrag;
+            plan.mthp = a.mthp;
+            for (s, v) in [
+                (KhugepagedSetting::PagesToScan, a.khugepaged_pages_to_scan),
+                (
+                    KhugepagedSetting::ScanSleepMillisecs,
+                    a.khugepaged_scan_sleep_ms,
+                ),
+                (KhugepagedSetting::MaxPtesNone, a.khugepaged_max_ptes_none),
+            ] {
+                if let Some(v) = v {
+                    plan.khugepaged.push((s, v));
+                }
+            }
+            if let Some(n) = a.hugetlb_2m {
+                plan.hugetlb.push((2048, n));
+            }
+            if let Some(n) = a.hugetlb_1g {
+                plan.hugetlb.push((1 << 20, n));
+            }
+            plan.page_cluster = a.page_cluster;
+            plan.swap = a.swap.map(|b| SwapPlan {
+                bytes: b.0,
+                path: a.swap_file.clone(),
+            });
+            plan.drop_caches = a.drop_caches;
+            plan.compact = a.compact;
+            plan.pressure = match (a.pressure_leave, a.pressure_take) {
+                (Some(l), _) => Some(Target::Leave(l.0)),
+                (None, Some(t)) => Some(Target::Take(t.0)),
+                (None, None) => None,
+            };
+            plan.fragment = a.fragment.map(Share::fraction);
+            plan.limit_bytes = a.limit_memory.map(|b| b.0);
+            plan.probe = a.probe;
+            plan.floor_bytes = a.floor.0;
+            let cmd = CommandSpec { argv: a.command };
+            shape_and(plan, Then::Run(cmd), &a.output, progress)
+        }
+        EnvCommand::Restore(a) => {
+            need_root("restore")?;
+            let r = hugewise_env::restore_all(&Host::real())?;
+            let complete = r.complete();
+            a.output.emit(r, envview::restore)?;
+            if !complete {
+                bail!("some changes could not be undone; they stay in the journal");
+            }
+            Ok(0)
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -400,18 +645,6 @@ mod tests {
     fn parsers() {
         assert_eq!(parse_mthp("64kB=always"), Ok((64, "always".into())));
         assert!(parse_mthp("64kB").is_err());
-        assert_eq!(parse_level("50%"), Ok(0.5));
-        assert!(parse_level("50").is_err());
-        assert!(parse_level("96%").is_err());
-        assert_eq!(
-            parse_duration("5m"),
-            Ok(std::time::Duration::from_secs(300))
-        );
-        assert_eq!(parse_duration("2"), Ok(std::time::Duration::from_secs(2)));
-        assert!(parse_duration("-1s").is_err());
-        assert_eq!(
-            parse_probe("1GiB"),
-            Ok(hugewise_env::scoped::ProbeSize::Bytes(1 << 30))
-        );
+        assert_eq!(parse_probe("1GiB"), Ok(ProbeSize::Bytes(1 << 30)));
     }
 }

@@ -1,13 +1,14 @@
 //! `hugewise report`: saved results in, a view out; nothing is re-run.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use clap::Args;
 use hugewise_report::{collectionview, html, Style};
 use hugewise_results::collection;
 
-use crate::cli::{ReportArgs, ReportFormat};
+use crate::cli::args::usage;
 
 pub const HELP: &str = "\
 Examples:
@@ -26,6 +27,38 @@ different machines (host and CPU in each file's meta) are kept apart.
 
 The HTML page holds its charts as SVG, its styles inline, and no script: it needs no network.
 Every file names its kind (`schema`) and version; nothing is re-run.";
+
+/// `hugewise report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Saved results (any command's --out FILE) or directories of them (a study's --out DIR,
+    /// with its runs/ folder).
+    #[arg(value_name = "PATH", required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Write the report to FILE (atomically) instead of printing it.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// text, md, csv or html [default: html when --out ends in .html, else text].
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<ReportFormat>,
+    /// One file's Markdown table (bench pages, bench randread, bench promote), as before
+    /// --format existed; with several paths, the same as --format md.
+    #[arg(long, conflicts_with = "format")]
+    pub markdown: bool,
+}
+
+/// What `hugewise report` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    /// Terminal tables, as the commands print them.
+    Text,
+    /// Markdown: headlines and tables.
+    Md,
+    /// CSV: one row per bench pages layout per run.
+    Csv,
+    /// One self-contained HTML page with charts.
+    Html,
+}
 
 /// The format asked for, or the one the output's name implies.
 fn format_of(a: &ReportArgs) -> ReportFormat {
@@ -52,15 +85,16 @@ fn single(path: &Path, style: Style) -> anyhow::Result<String> {
     let r = hugewise_sys::read::result(path)?;
     match hugewise_report::render(&r, style) {
         Some(text) => Ok(text),
-        None => crate::usage_error(format!(
+        None => Err(usage(format!(
             "--markdown: a {} result has no Markdown table (bench pages, bench randread and \
              bench promote have); --format md renders any result",
             r.schema()
-        )),
+        ))),
     }
 }
 
-pub fn report(a: &ReportArgs) -> anyhow::Result<()> {
+/// Read the results and write the view asked for.
+pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
     let format = format_of(a);
     let one_file = match a.paths.as_slice() {
         [p] if !p.is_dir() => Some(p.as_path()),

@@ -1,0 +1,94 @@
+//! `hugewise bench exec`: a program under several page rules and without hugewise,
+//! alternated round by round.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use hugewise_exec::protocol::{DEFAULT_HOT_ARENA, DEFAULT_MIN_SIZE};
+use hugewise_exec::run;
+use hugewise_mem::Bytes;
+use hugewise_report::execview;
+use hugewise_study::execbench;
+
+use crate::cli::args::{usage, Output};
+use crate::progress::{Mode, Steps, Unit};
+use crate::signals::cancel_flag;
+
+pub const HELP: &str = "\
+Variants are separated by `;` (rules hold commas): `plain` runs the program without hugewise,
+anything else is a set of rules as `hugewise exec --pages` takes them. The first variant is the
+baseline: each speedup is the median over rounds of its time over the variant's in the same
+round. Each round runs every variant once, starting one variant later than the round before
+(A B C, B C A, ...), each after checking the machine is quiet; the
+program's output is discarded (a failing run stops the benchmark and says which variant). With
+--metric KEY the program's own line `KEY=SECONDS` is compared too, for a program that times
+the phase that matters apart from its setup.
+
+Examples:
+  hugewise bench exec -- python3 my_job.py                      plain vs *=base vs *=thp
+  hugewise bench exec --variants '*=base;*=thp;>=1GiB=thp' --rounds 7 -- ./simulator big.cfg";
+
+/// `hugewise bench exec`.
+#[derive(Debug, Args)]
+pub struct BenchExecArgs {
+    /// Variants separated by `;`: `plain` or rules (see below).
+    #[arg(long, default_value = "plain;*=base;*=thp")]
+    pub variants: String,
+    /// Rounds; each runs every variant once.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rounds: u32,
+    /// Allocations smaller than this stay with the program's allocator.
+    #[arg(long, default_value_t = Bytes(DEFAULT_MIN_SIZE))]
+    pub min_size: Bytes,
+    /// The preload library (default: libhugewise_preload.so beside hugewise).
+    #[arg(long, value_name = "FILE")]
+    pub preload: Option<PathBuf>,
+    /// Most bytes of the hot arena (rules with policy `arena`).
+    #[arg(long, default_value_t = Bytes(DEFAULT_HOT_ARENA))]
+    pub hot_arena: Bytes,
+    /// Also compare the time the program measures itself: it prints a line `KEY=SECONDS` on
+    /// stdout (for example the timed phase without its setup).
+    #[arg(long, value_name = "KEY")]
+    pub metric: Option<String>,
+    /// Print a Markdown table for BENCHMARKS.md.
+    #[arg(long)]
+    pub markdown: bool,
+    /// Output options.
+    #[command(flatten)]
+    pub output: Output,
+    /// The program and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// `hugewise bench exec`.
+pub fn run(a: BenchExecArgs, progress: Mode) -> anyhow::Result<()> {
+    let stop = &*cancel_flag()?;
+    let variants = execbench::Variant::parse_list(&a.variants)
+        .map_err(|e| usage(format!("--variants: {e}")))?;
+    if variants.is_empty() {
+        return Err(usage("--variants: no variant given"));
+    }
+    let scratch = hugewise_study::packing::scratch()?;
+    let cfg = execbench::Config {
+        argv: a.command.clone(),
+        variants,
+        rounds: a.rounds,
+        min_size: a.min_size.0,
+        preload: run::find_preload(a.preload.as_deref())?,
+        metric: a.metric.clone(),
+        // In a directory of its own: a fixed name in /tmp could be another user's link.
+        scratch: scratch.path().join("program.out"),
+        hot_arena: a.hot_arena.0,
+    };
+    let steps = Steps::new(progress, "runs", Unit::Items);
+    let r = execbench::run(&cfg, stop, &mut |done, total| steps.update(done, total))
+        .context("benchmarking the program")?;
+    steps.finish();
+    if a.markdown {
+        a.output.emit(r, execview::bench_markdown)
+    } else {
+        a.output.emit(r, execview::bench)
+    }
+}

@@ -1,0 +1,286 @@
+//! `hugewise bench promote`: a skewed workload (or a graph kernel) with 4 KiB pages, all huge,
+//! a replayed plan and the online daemon, alternated round by round.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use hugewise_mem::{Amount, Bytes, Count};
+use hugewise_report::promoteview;
+use hugewise_study::promotebench;
+
+use crate::cli::args::{parse_interval, KernelArg, Output};
+use crate::progress::{Mode, Steps, Unit};
+use crate::signals::cancel_flag;
+
+pub const HELP: &str = "Examples:
+  hugewise bench promote                           8 GiB, 5 rounds (about 15 minutes)
+  hugewise bench promote --size 2GiB --rounds 2 --reads 50M   a quicker look
+  hugewise bench promote --zipf 1,1.5 --json     two workloads: a long tail and a sharp hot set
+  hugewise bench promote --zipf 1.2 --budget 2% --markdown
+  hugewise bench promote --hotspot 4%:99% --lines-per-page 1 --chase
+                         99 % of dependent reads on 4 % of the chunks, one line of each page
+  hugewise bench promote --hotspot 1%:99% --lines-per-page 1 --chase --same-frames
+                         99 % on 1 % of the chunks, every arm of a round on the same pages
+  hugewise env with --pressure-leave 10GiB --fragment 50% -- \
+    hugewise bench promote --hotspot 1%:99% --lines-per-page 1 --chase --cold-first
+                         huge pages scarce: Linux THP at fault (the ideal arm, cold chunks
+                         faulted first) against the plan and the daemon
+  hugewise bench promote --graph k26.hwg --kernel pr --rounds 3 --out bp-pr.json
+                         PageRank on kron:26 (hugewise graph gen --graph kron:26 --out k26.hwg)
+  hugewise bench promote --graph kron:20 --rounds 1 --plan plan.json   a quick look, a given plan
+
+Arms: base (4 KiB pages), ideal (every chunk huge), plan (the chunks a sampled profile ranks
+highest, collapsed before the clock starts), daemon (the pcc policy on samples the workload
+publishes, promoting while the clock runs). The plan and the daemon get the same budget.
+Share of ideal is (speedup - 1) / (ideal speedup - 1) in the same round, its median over rounds;
+saving share is (base - arm) / (base - ideal) from the medians of times over the ideal's,
+steadier when the ideal gains little in some rounds. With --same-frames the order is fixed
+(ideal, plan, base, daemon): the ideal runs right after the whole region was collapsed, the
+plan keeps its chunks of that collapse, and the daemon starts from 4 KiB pages. Needs THP
+`madvise` so that the base arm faults 4 KiB pages. --json gives one object per workload under
+`workloads`, its headline first: workload, ideal_speedup, plan_speedup, daemon_speedup, their
+shares of the ideal (per round, and of its saving: plan_share_of_ideal_saving,
+daemon_share_of_ideal_saving), huge_footprint_share (the plan's, read back from the
+kernel), the daemon's, reach_budget_ms and daemon_cpu_share.
+
+With --graph each arm is a `hugewise run` process of its own (a fresh load, so the ideal has the
+graph's arrays huge too): base all=system, ideal all=thp, plan --promote with a pcc plan, daemon
+under `hugewise promote --policy pcc`. Its times are the kernel's seconds per timed trial.";
+
+/// `hugewise bench promote`.
+#[derive(Debug, Args)]
+pub struct BenchPromoteArgs {
+    /// Region size.
+    #[arg(long, default_value = "8GiB", allow_negative_numbers = true)]
+    pub size: Bytes,
+    /// Zipf exponents over the 2 MiB chunks' ranks, comma-separated: one workload each, run in
+    /// turn, each against its own base and ideal [default: 1, without --hotspot].
+    #[arg(long, value_delimiter = ',', num_args = 1..)]
+    pub zipf: Vec<f64>,
+    /// Hot spots, comma-separated, each `CHUNKS:READS` in percent: READS of the reads spread
+    /// evenly over CHUNKS of the 2 MiB chunks (scattered over the region), the rest evenly over
+    /// the others (`4%:99%`). One workload each, run after the Zipf ones.
+    #[arg(long, value_delimiter = ',', num_args = 1.., value_name = "CHUNKS:READS", value_parser = parse_hotspot)]
+    pub hotspot: Vec<(f64, f64)>,
+    /// Timed reads per run (k/M/G suffixes are decimal).
+    #[arg(long, default_value = "200M")]
+    pub reads: Count,
+    /// Rounds; each runs every arm once, alternated.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rounds: u32,
+    /// Share of the region the plan and the daemon may make huge.
+    #[arg(long, default_value = "4%")]
+    pub budget: Amount,
+    /// The daemon's interval.
+    #[arg(long, default_value = "1s", value_parser = parse_interval)]
+    pub interval: Duration,
+    /// One access in this many is published to the daemon.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
+    pub sample_every: u32,
+    /// Seed of the permutation and the reads.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Cache lines of each 4 KiB page the reads go to, a power of two from 1 to 64 (every
+    /// line); they start at an offset that moves from page to page, so they fill every cache
+    /// set. With 1 the hot chunks' data fits the caches while their pages overflow the TLB:
+    /// records a page apart whose headers alone are read, where walks of 4 KiB page tables
+    /// are the reads' cost.
+    #[arg(long, default_value_t = 64, value_name = "LINES")]
+    pub lines_per_page: u32,
+    /// Make each read's address wait for the word read before it, as a pointer chase or a
+    /// traversal does: a page walk then cannot overlap other reads, and its whole latency is
+    /// the read's. The addresses are the same as without it.
+    #[arg(long)]
+    pub chase: bool,
+    /// Run every arm of a round on the same physical pages: the region is faulted with 4 KiB
+    /// pages and collapsed whole, then split in place from arm to arm (ideal, plan, base, then
+    /// the daemon from 4 KiB pages). Arms then differ in their page tables only, not in where
+    /// their memory landed, which in a virtual machine decides how the host maps it; the
+    /// order within a round is fixed.
+    #[arg(long)]
+    pub same_frames: bool,
+    /// Fault each arm's region chunk by chunk, coldest first, as a program that fills its bulk
+    /// data before its hot index. Where huge pages are scarce (under `hugewise env with
+    /// --pressure-leave … --fragment …`), the ideal arm is then Linux THP at fault spending
+    /// them on cold chunks, against the plan and the daemon choosing hot ones; its huge share
+    /// says what the kernel gave.
+    #[arg(long, conflicts_with = "same_frames")]
+    pub cold_first: bool,
+    /// Run even when the region is larger than the memory available; only sensible with swap
+    /// to spare.
+    #[arg(long)]
+    pub force: bool,
+    /// A graph kernel instead of Zipf reads: the graph as `hugewise run --graph` takes it
+    /// (save a large one as .hwg first). Each arm is then its own `hugewise run` process.
+    #[arg(long, value_name = "GRAPH", conflicts_with_all = ["zipf", "hotspot", "size", "reads", "seed", "lines_per_page", "chase", "same_frames", "cold_first", "force"])]
+    pub graph: Option<String>,
+    /// With --graph: the kernel.
+    #[arg(long, value_enum, default_value = "pr", requires = "graph")]
+    pub kernel: KernelArg,
+    /// With --graph: timed trials per run, after the run's untimed warm-up (sampled for the
+    /// daemon, whose ramp happens in it if the warm-up lasts long enough) and, for the plan,
+    /// one more trial in which its steps are made (in every arm, for a kernel whose trials
+    /// start from different sources, so that all arms time the same ones).
+    #[arg(long, default_value_t = 1, requires = "graph", value_parser = clap::value_parser!(u32).range(1..))]
+    pub trials: u32,
+    /// With --graph: the plan to replay (from `hugewise sim --plan`, with a `pcc` plan at the
+    /// budget). Without it, one is made first from a trace of the kernel (PageRank: one
+    /// iteration) and kept in the work directory.
+    #[arg(long, value_name = "FILE", requires = "graph")]
+    pub plan: Option<PathBuf>,
+    /// With --graph: where the plan, its trace (removed once simulated) and the arms' result
+    /// files go.
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "bench-promote.work",
+        requires = "graph"
+    )]
+    pub work_dir: PathBuf,
+    /// With --graph: one more argument for every arm's `hugewise run` and for the plan's
+    /// trace (repeat it: --run-arg=--threads --run-arg=2).
+    #[arg(
+        long = "run-arg",
+        value_name = "ARG",
+        allow_hyphen_values = true,
+        requires = "graph"
+    )]
+    pub run_args: Vec<String>,
+    /// Print a Markdown table instead of the terminal table.
+    #[arg(long, conflicts_with = "json")]
+    pub markdown: bool,
+    /// Output options.
+    #[command(flatten)]
+    pub output: Output,
+}
+
+/// `4%:99%` (the % signs optional) as shares: (0.04, 0.99).
+fn parse_hotspot(s: &str) -> Result<(f64, f64), String> {
+    let pct = |p: &str| {
+        let v: f64 = p.trim().trim_end_matches('%').parse().ok()?;
+        (v.is_finite()).then_some(v / 100.0)
+    };
+    let (chunks, reads) = s
+        .split_once(':')
+        .and_then(|(c, r)| Some((pct(c)?, pct(r)?)))
+        .ok_or_else(|| format!("'{s}': a hot spot is CHUNKS:READS in percent, such as 4%:99%"))?;
+    if !(chunks > 0.0 && chunks < 1.0 && (0.0..=1.0).contains(&reads)) {
+        return Err(format!(
+            "'{s}': the hot chunks are above 0% and below 100%, the reads from 0% to 100%"
+        ));
+    }
+    Ok((chunks, reads))
+}
+
+/// Run `hugewise bench promote`.
+pub fn run(a: BenchPromoteArgs, progress: Mode) -> anyhow::Result<()> {
+    let cancel = &*cancel_flag()?;
+    if let Some(graph) = a.graph.clone() {
+        return bench_graph(a, graph, progress, cancel);
+    }
+    let budget_share = match a.budget {
+        Amount::Percent(p) => p / 100.0,
+        Amount::Bytes(b) => b.0 as f64 / a.size.0.max(1) as f64,
+    };
+    let cfg = promotebench::Config {
+        bytes: a.size,
+        skews: {
+            let zipf = if a.zipf.is_empty() && a.hotspot.is_empty() {
+                vec![1.0]
+            } else {
+                a.zipf
+            };
+            zipf.into_iter()
+                .map(promotebench::Skew::Zipf)
+                .chain(
+                    a.hotspot
+                        .into_iter()
+                        .map(|(chunks, reads)| promotebench::Skew::Hotspot { chunks, reads }),
+                )
+                .collect()
+        },
+        reads: a.reads.0,
+        rounds: a.rounds,
+        budget_share,
+        interval: a.interval,
+        sample_every: a.sample_every,
+        seed: a.seed,
+        lines_per_page: a.lines_per_page,
+        chase: a.chase,
+        same_frames: a.same_frames,
+        cold_first: a.cold_first,
+        force: a.force,
+    };
+    let steps = Steps::new(progress, "runs", Unit::Items);
+    let r = promotebench::run(&cfg, cancel, &mut |done, total| steps.update(done, total))
+        .context("promotion benchmark")?;
+    steps.finish();
+    if a.markdown {
+        a.output.emit(r, promoteview::bench_markdown)
+    } else {
+        a.output.emit(r, promoteview::bench)
+    }
+}
+
+/// `hugewise bench promote --graph`: the four arms on a graph kernel.
+fn bench_graph(
+    a: BenchPromoteArgs,
+    graph: String,
+    progress: Mode,
+    cancel: &std::sync::atomic::AtomicBool,
+) -> anyhow::Result<()> {
+    let Amount::Percent(p) = a.budget else {
+        anyhow::bail!(
+            "--budget: with --graph the budget is a share of the run's footprint (4%), not a size"
+        );
+    };
+    let cfg = hugewise_study::promotegraph::Config {
+        exe: std::env::current_exe().context("finding the hugewise binary the arms run")?,
+        kernel: a.kernel.name().to_string(),
+        takes_sources: a.kernel.spec().sources_per_trial() > 0,
+        graph,
+        run_args: a.run_args,
+        trials: a.trials,
+        rounds: a.rounds,
+        budget_share: p / 100.0,
+        interval: a.interval,
+        sample_every: a.sample_every,
+        plan: a.plan,
+        work_dir: a.work_dir,
+    };
+    let steps = Steps::new(progress, "runs", Unit::Items);
+    let w = hugewise_study::promotegraph::run(&cfg, cancel, &mut |done, total| {
+        steps.update(done, total)
+    })
+    .context("promotion benchmark on a graph kernel")?;
+    steps.finish();
+    let r = promotebench::Report { workloads: vec![w] };
+    if a.markdown {
+        a.output.emit(r, promoteview::bench_markdown)
+    } else {
+        a.output.emit(r, promoteview::bench)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_hotspot;
+
+    #[test]
+    fn hot_spots_parse_as_shares_and_bad_ones_name_themselves() {
+        assert_eq!(parse_hotspot("4%:99%"), Ok((0.04, 0.99)));
+        let (c, r) = parse_hotspot(" 1 : 99.9 ").expect("no % signs");
+        assert!(
+            (c - 0.01).abs() < 1e-12 && (r - 0.999).abs() < 1e-12,
+            "{c} {r}"
+        );
+        for bad in [
+            "4%", "x:99%", "0%:99%", "100%:50%", "4%:101%", "4%:-1%", "nan:5",
+        ] {
+            let e = parse_hotspot(bad).expect_err(bad);
+            assert!(e.contains(&format!("'{bad}'")), "{e}");
+        }
+    }
+}

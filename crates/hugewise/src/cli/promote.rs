@@ -1,0 +1,245 @@
+//! `hugewise promote`: huge pages given to a running program, by a replayed plan or the online
+//! daemon within a budget.
+
+use std::collections::HashMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use hugewise_mem::{Amount, Bytes};
+use hugewise_promote::budget::{Limit, Share};
+use hugewise_promote::{daemon, session};
+use hugewise_report::promoteview;
+
+use crate::cli::args::{parse_duration, parse_interval, Output};
+use crate::output::Stream;
+use crate::signals::cancel_flag;
+
+pub const HELP: &str = "Examples:
+  hugewise promote --pid 4242 --budget 2%
+                         the daemon, on what the program publishes (hugewise.h) or maps:
+                         pcc on its access samples, else mega on its mapped pages
+  hugewise promote --pid 4242 --pid 4243 --budget 1GiB --share round-robin --bias 4243=2
+                         two programs share one budget; the second's scores count double
+  hugewise promote --policy mega --budget 4% -- ./my-program --its-args
+                         start a program and promote it until it exits
+  hugewise promote --plan plan.json --plan-policy pcc --plan-budget 4% -- ./traced-program
+                         replay a plan made by hugewise sim --plan from a trace of the program
+  hugewise promote --pid 4242 --for 60s --actions --out promote.json
+
+Promotion is MADV_COLLAPSE through process_madvise; demotion is MADV_COLD on 4 KiB of a huge
+page, which makes the kernel split it. Every action is read back from the kernel (pagemap), and
+the budget counts the huge pages the kernel reports, its own THP included. The target is never
+stopped or signalled. Needs ptrace access to the target and CAP_SYS_NICE (root has both).
+How it works: docs/promotion.md.";
+
+/// The daemon's policies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PolicyArg {
+    /// pcc for a target that publishes access samples, mega for one that does not.
+    Auto,
+    /// Most sampled chunks first, counts halved every interval (needs access samples).
+    Pcc,
+    /// Mapped and used chunks; demotes those that stop being either.
+    Mega,
+    /// Widest access coverage first.
+    Hawkeye,
+    /// What khugepaged would do: address order, no ranking.
+    Linux,
+}
+
+impl PolicyArg {
+    pub fn name(self) -> &'static str {
+        match self {
+            PolicyArg::Auto => "auto",
+            PolicyArg::Pcc => "pcc",
+            PolicyArg::Mega => "mega",
+            PolicyArg::Hawkeye => "hawkeye",
+            PolicyArg::Linux => "linux",
+        }
+    }
+}
+
+/// How targets share the budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShareArg {
+    /// Best chunks first, whichever process they belong to.
+    Highest,
+    /// Each process's best in turn.
+    RoundRobin,
+}
+
+/// `hugewise promote`.
+#[derive(Debug, Args)]
+pub struct PromoteArgs {
+    /// A running process to manage; repeat for several (they share the budget).
+    #[arg(long = "pid", value_name = "PID", conflicts_with = "command")]
+    pub pids: Vec<i32>,
+    /// Replay this plan (`hugewise sim --plan`) instead of running the daemon.
+    #[arg(long, value_name = "FILE", conflicts_with = "policy")]
+    pub plan: Option<PathBuf>,
+    /// With --plan: the policy whose plan to replay, when the file holds several.
+    #[arg(long, value_name = "NAME", requires = "plan")]
+    pub plan_policy: Option<String>,
+    /// With --plan: the budget whose plan to replay (a share such as 4%), when the file holds
+    /// several.
+    #[arg(long, value_name = "SHARE", requires = "plan")]
+    pub plan_budget: Option<Amount>,
+    /// The daemon's policy. The first interval says, per target, which signal it acts on.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub policy: PolicyArg,
+    /// Most memory huge at once: a share of the targets' mapped memory (2%) or a size (512MiB).
+    #[arg(long, default_value = "2%")]
+    pub budget: Amount,
+    /// Time between two looks at the targets (90s, 0.5s, 200ms, 2m).
+    #[arg(long, default_value = "1s", value_parser = parse_interval)]
+    pub interval: Duration,
+    /// How several targets share the budget.
+    #[arg(long, value_enum, default_value = "highest")]
+    pub share: ShareArg,
+    /// A factor on one process's scores (PID=FACTOR); repeat for several.
+    #[arg(long = "bias", value_name = "PID=FACTOR", value_parser = parse_bias)]
+    pub bias: Vec<(i32, f64)>,
+    /// Most promotions per interval.
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_promotions: u32,
+    /// Most 2 MiB chunks whose page tables are read per target and interval (0: all); a
+    /// larger target is swept over several intervals, which bounds the daemon's CPU time.
+    #[arg(long, default_value_t = 2048, value_name = "CHUNKS")]
+    pub scan_chunks: usize,
+    /// pcc only: the most the daemon thins a program's samples while its looks find nothing to
+    /// do (it asks for one in 4, 16, 64, ... of the usual, for all again when it fills or
+    /// empties the budget, one step more when it swaps a chunk); 1 keeps every sample.
+    #[arg(long, default_value_t = 64, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(hugewise_sys::shm::MAX_THINNING)))]
+    pub max_thinning: u32,
+    /// Stop after this long (the targets keep running).
+    #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Print every action as it happens (on stderr).
+    #[arg(long)]
+    pub actions: bool,
+    /// Output options.
+    #[command(flatten)]
+    pub output: Output,
+    /// A program to start without address-space randomisation and promote until it exits.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+fn parse_bias(s: &str) -> Result<(i32, f64), String> {
+    let (p, f) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}': expected PID=FACTOR"))?;
+    let pid = p
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{p}' is not a pid"))?;
+    let f: f64 = f
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{f}' is not a number"))?;
+    if !(f > 0.0 && f.is_finite()) {
+        return Err(format!("'{s}': the factor must be positive"));
+    }
+    Ok((pid, f))
+}
+
+pub fn limit(a: Amount) -> Limit {
+    match a {
+        Amount::Bytes(b) => Limit::Bytes(b.0),
+        Amount::Percent(p) => Limit::Share(p / 100.0),
+    }
+}
+
+fn share(a: Amount) -> anyhow::Result<f64> {
+    match a {
+        Amount::Percent(p) => Ok(p / 100.0),
+        Amount::Bytes(_) => anyhow::bail!("--plan-budget takes a share such as 4%"),
+    }
+}
+
+/// Run `hugewise promote`; the exit code is the started command's when there is one.
+pub fn run(a: PromoteArgs) -> anyhow::Result<u8> {
+    let cancel = &*cancel_flag()?;
+    let engine = match &a.plan {
+        Some(file) => session::Engine::Plan {
+            file: file.clone(),
+            policy: a.plan_policy.clone(),
+            budget_share: a.plan_budget.map(share).transpose()?,
+        },
+        None => session::Engine::Daemon {
+            policy: a.policy.name().to_string(),
+            config: daemon::Config {
+                interval: a.interval,
+                limit: limit(a.budget),
+                share: match a.share {
+                    ShareArg::Highest => Share::HighestFirst,
+                    ShareArg::RoundRobin => Share::RoundRobin,
+                },
+                bias: a.bias.iter().copied().collect::<HashMap<_, _>>(),
+                max_promotions: a.max_promotions as usize,
+                scan_chunks: a.scan_chunks,
+                max_thinning: a.max_thinning,
+                ..daemon::Config::default()
+            },
+            budget_label: budget_label(a.budget),
+        },
+    };
+    let cfg = session::Config {
+        targets: if a.command.is_empty() {
+            session::Targets::Pids(a.pids.clone())
+        } else {
+            session::Targets::Launch(a.command.clone())
+        },
+        engine,
+        duration: a.duration,
+    };
+    let live = std::io::stderr().is_terminal();
+    let verbose = a.actions;
+    let r = session::run(
+        &cfg,
+        cancel,
+        &mut |act| {
+            if verbose {
+                eprintln!("{}", promoteview::action_line(act));
+            }
+        },
+        &mut |iv| {
+            // What the daemon has to say goes above the status line, once.
+            for note in &iv.notes {
+                if live {
+                    eprint!("\r\x1b[2K");
+                }
+                eprintln!("hugewise promote: {note}");
+            }
+            if live {
+                // One status line, rewritten in place.
+                eprint!("\r\x1b[2K{}", promoteview::interval_line(iv));
+            }
+        },
+    )
+    .context("promotion session")?;
+    if live && r.mode == "daemon" {
+        eprintln!();
+    }
+    let code = r.command_exit.unwrap_or(0).clamp(0, 255) as u8;
+    // A command hugewise started owns stdout (its output may be piped on); the session's
+    // report then goes to stderr, as `env with` and `exec` do.
+    let stream = if a.command.is_empty() {
+        Stream::Stdout
+    } else {
+        Stream::Stderr
+    };
+    a.output.emit_to(stream, r, Some(promoteview::session))?;
+    Ok(code)
+}
+
+pub fn budget_label(a: Amount) -> String {
+    match a {
+        Amount::Bytes(Bytes(b)) => hugewise_report::fmt::bytes(b),
+        Amount::Percent(p) => format!("{p}%"),
+    }
+}

@@ -1,0 +1,149 @@
+//! `hugewise trace`: every data access of a graph kernel into a .hwt trace, or Valgrind lackey
+//! output imported.
+
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use hugewise_report::simview;
+use hugewise_results::capture::LackeyImport;
+use hugewise_study::capture;
+
+use crate::cli::args::{usage, GraphInputArgs, KernelArg, KernelSettings, Placement};
+use crate::output::{self, Stream};
+use crate::progress::{Mode, Steps, Unit};
+
+/// `hugewise trace`.
+#[derive(Debug, Args)]
+pub struct TraceArgs {
+    /// Import instead of tracing a kernel.
+    #[command(subcommand)]
+    pub import: Option<TraceImport>,
+    /// Kernel.
+    #[arg(value_enum)]
+    pub kernel: Option<KernelArg>,
+    /// Graph.
+    #[command(flatten)]
+    pub input: GraphInputArgs,
+    /// Where the arrays go.
+    #[command(flatten)]
+    pub place: Placement,
+    /// Kernel settings.
+    #[command(flatten)]
+    pub settings: KernelSettings,
+    /// The trace file (written atomically; its sidecar is FILE.json).
+    #[arg(long, default_value = "run.hwt")]
+    pub out: PathBuf,
+    /// Threads, each recording its own stream (the simulator gives each its own TLBs and
+    /// PCC). With 1 the trace is the same on every run.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub threads: u16,
+    /// Untraced runs of the same code, timed for the simulator's clock (0: none).
+    #[arg(long, default_value_t = 3)]
+    pub rate_runs: u32,
+    /// Also time N untraced runs on a copy all on 4 KiB pages and on a copy all asking for
+    /// THP, alternated, and keep them in the sidecar: `hugewise sim` then calibrates its
+    /// speedup estimate on them. Takes twice the graph's memory more (0: none).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub calibrate: u32,
+    /// Do not check the traced run's result against the serial reference (which for
+    /// PageRank on a large graph takes far longer than the trace).
+    #[arg(long)]
+    pub no_verify: bool,
+    /// Print the capture report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `hugewise trace <importer>`.
+#[derive(Debug, Subcommand)]
+pub enum TraceImport {
+    /// Import `valgrind --tool=lackey --trace-mem=yes` output (a file, or - for stdin),
+    /// streaming.
+    Lackey {
+        /// Lackey output; - reads stdin.
+        input: PathBuf,
+        /// The trace file.
+        #[arg(long, default_value = "run.hwt")]
+        out: PathBuf,
+        /// Accesses read before the regions are fixed.
+        #[arg(long, default_value_t = hugewise_trace::lackey::WINDOW)]
+        window: usize,
+        /// Print the result (what was imported) as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `hugewise trace`.
+pub fn run(a: TraceArgs, progress: Mode) -> anyhow::Result<()> {
+    if let Some(TraceImport::Lackey {
+        input,
+        out,
+        window,
+        json,
+    }) = a.import
+    {
+        return import_lackey(input, out, window, json, progress);
+    }
+    let Some(kernel) = a.kernel else {
+        return Err(usage(
+            "name a kernel (bfs, sssp, pr, cc, bc, tc) or an importer (lackey)",
+        ));
+    };
+    let spec = a.settings.spec(kernel)?;
+    let cfg = capture::Config {
+        input: a.input.graph.clone(),
+        load: a.input.load_options(),
+        layout: a.place.layout(),
+        kernel: spec,
+        threads: usize::from(a.threads),
+        reorder: a.place.reorder,
+        reorder_cache: a.place.cache.cache(),
+        sources: a.settings.source.clone(),
+        out: a.out.clone(),
+        rate_runs: a.rate_runs,
+        verify: !a.no_verify,
+        calibrate_runs: a.calibrate,
+    };
+    let steps = Steps::new(progress, "tracing", Unit::Items);
+    let r = capture::capture(&cfg)
+        .with_context(|| format!("tracing {} on {}", spec.name(), a.input.graph))?;
+    steps.update(r.accesses, r.accesses);
+    steps.finish();
+    output::emit_to(Stream::Stdout, a.json, None, r, Some(simview::capture))
+}
+
+/// `hugewise trace lackey`.
+fn import_lackey(
+    input: PathBuf,
+    out: PathBuf,
+    window: usize,
+    json: bool,
+    progress: Mode,
+) -> anyhow::Result<()> {
+    let steps = Steps::new(progress, "importing", Unit::Items);
+    let t0 = Instant::now();
+    let r = if input == Path::new("-") {
+        hugewise_trace::lackey::import(std::io::stdin().lock(), Path::new("<stdin>"), &out, window)
+    } else {
+        let (f, _) = hugewise_sys::read::open(&input)
+            .with_context(|| format!("opening {}", input.display()))?;
+        hugewise_trace::lackey::import(BufReader::with_capacity(1 << 20, f), &input, &out, window)
+    }?;
+    let elapsed_ns = t0.elapsed().as_nanos() as u64;
+    steps.update(r.summary.accesses, r.summary.accesses);
+    steps.finish();
+    let r = LackeyImport {
+        input,
+        trace: out,
+        accesses: r.summary.accesses,
+        lines: r.lines,
+        instructions_skipped: r.instructions,
+        trace_bytes: r.summary.bytes,
+        elapsed_ns,
+    };
+    output::emit_to(Stream::Stdout, json, None, r, Some(simview::lackey))
+}
