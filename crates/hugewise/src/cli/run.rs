@@ -222,7 +222,7 @@ fn trials(
         }),
     };
     steps.finish();
-    Ok(r.with_context(|| format!("running {} on {}", kernel.name(), a.input.graph))?)
+    r.with_context(|| format!("running {} on {}", kernel.name(), a.input.graph))
 }
 
 /// `--overcommit`: a factor or `auto`.

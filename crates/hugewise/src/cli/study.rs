@@ -323,7 +323,7 @@ pub fn run(a: StudyArgs, mode: Mode) -> anyhow::Result<u8> {
         .filter(|(_, o)| matches!(o, Outcome::Failed(_)))
         .collect();
     // The directory is read once, for the headlines and the report alike.
-    let c = collection::load(&[dir.clone()], &hugewise_sys::read::result)
+    let c = collection::load(std::slice::from_ref(&dir), &hugewise_sys::read::result)
         .with_context(|| format!("reading the results in {}", dir.display()))?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&c.headlines(0))?);
