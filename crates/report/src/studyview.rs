@@ -368,49 +368,50 @@ pub fn finished(c: &hugewise_results::collection::Collection, plan: usize) -> St
     use hugewise_results::AnyResult;
     let runs = c.runs_of(plan);
     let ids: Vec<String> = runs.iter().map(|e| e.run_id()).collect();
+    // The runs of one kind, with their ids.
+    fn rows<'a, T>(
+        runs: &[&'a hugewise_results::collection::Entry],
+        ids: &'a [String],
+        pick: impl Fn(&'a AnyResult) -> Option<&'a T>,
+    ) -> Vec<(&'a str, &'a T)> {
+        runs.iter()
+            .zip(ids)
+            .filter_map(|(e, id)| Some((id.as_str(), pick(&e.result)?)))
+            .collect()
+    }
     let mut o = String::new();
-    let pages: Vec<(&str, &PagesReport)> = runs
-        .iter()
-        .zip(&ids)
-        .filter_map(|(e, id)| match &e.result {
-            AnyResult::Pages(s) => Some((id.as_str(), &s.result)),
-            _ => None,
-        })
-        .collect();
+    let pages = rows(&runs, &ids, |r| match r {
+        AnyResult::Pages(s) => Some(&s.result),
+        _ => None,
+    });
     if !pages.is_empty() {
         let _ = writeln!(o, "{}", pages_table(&pages));
     }
-    let faults: Vec<(&str, &FaultlatReport)> = runs
-        .iter()
-        .zip(&ids)
-        .filter_map(|(e, id)| match &e.result {
-            AnyResult::Faultlat(s) => Some((id.as_str(), &s.result)),
-            _ => None,
-        })
-        .collect();
+    let faults = rows(&runs, &ids, |r| match r {
+        AnyResult::Faultlat(s) => Some(&s.result),
+        _ => None,
+    });
     if !faults.is_empty() {
         let _ = writeln!(o, "{}", faultlat_table(&faults));
     }
-    let swaps: Vec<(&str, &SwapStudy)> = runs
-        .iter()
-        .zip(&ids)
-        .filter_map(|(e, id)| match &e.result {
-            AnyResult::Swap(s) => Some((id.as_str(), &s.result)),
-            _ => None,
-        })
-        .collect();
+    let swaps = rows(&runs, &ids, |r| match r {
+        AnyResult::Swap(s) => Some(&s.result),
+        _ => None,
+    });
     if !swaps.is_empty() {
         let _ = writeln!(o, "{}", swap_table(&swaps));
     }
-    for e in &runs {
-        if let AnyResult::BenchBloat(s) = &e.result {
-            let _ = writeln!(o, "{}", crate::execview::bloat(&s.result));
-        }
+    for (_, r) in rows(&runs, &ids, |r| match r {
+        AnyResult::BenchBloat(s) => Some(&s.result),
+        _ => None,
+    }) {
+        let _ = writeln!(o, "{}", crate::execview::bloat(r));
     }
-    for e in &runs {
-        if let AnyResult::BenchPacking(s) = &e.result {
-            let _ = writeln!(o, "{}", crate::execview::packing(&s.result));
-        }
+    for (_, r) in rows(&runs, &ids, |r| match r {
+        AnyResult::BenchPacking(s) => Some(&s.result),
+        _ => None,
+    }) {
+        let _ = writeln!(o, "{}", crate::execview::packing(r));
     }
     let _ = writeln!(o, "{}", headlines(&c.headlines(plan)));
     o
