@@ -4,8 +4,8 @@
 use std::io::Write;
 use std::path::Path;
 
+use hugewise_bench::save;
 use hugewise_results::{Kind, Meta, Saved};
-use hugewise_study::save;
 
 /// Where a command prints its result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,7 +18,7 @@ pub enum Stream {
 
 /// The `meta` block of this run.
 pub fn meta() -> Meta {
-    hugewise_study::meta::collect(env!("CARGO_PKG_VERSION"), std::env::args().collect())
+    hugewise_bench::meta::collect(env!("CARGO_PKG_VERSION"), std::env::args().collect())
 }
 
 /// Save `result` if asked and print it to `stream`: as JSON when `json`, else as `text`

@@ -344,7 +344,7 @@ fn a_study_swap_run_measures_every_share_at_every_factor() {
         estimate_s: 30.0,
         claims: Vec::new(),
     };
-    let meta = || hugewise_study::meta::collect("0.0.0", vec!["test".into()]);
+    let meta = || hugewise_bench::meta::collect("0.0.0", vec!["test".into()]);
     let plan = runner::prepare(&study, &plan, meta(), false).expect("prepare");
     let opts = runner::Options {
         dir: study.clone(),

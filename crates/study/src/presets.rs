@@ -11,7 +11,7 @@ use hugewise_graph::gen::Spec as GenSpec;
 use hugewise_graph::load::Input;
 use hugewise_results::study::{Claim, Metric, PlannedRun, Shape, StudyPlan, Variant, Work};
 
-use crate::{Error, Result};
+use hugewise_bench::{Error, Result};
 
 /// Every array on 4 KiB pages.
 pub const BASE: &str = "4 KiB";
@@ -342,7 +342,7 @@ fn estimate_s(work: &Work, shape: &Shape) -> f64 {
                     .iter()
                     .map(|f| {
                         let exploring = if f == "auto" {
-                            crate::overcommit::FACTORS.len() as f64
+                            hugewise_bench::run::overcommit::FACTORS.len() as f64
                         } else {
                             0.0
                         };
@@ -552,11 +552,11 @@ fn swap_claims() -> Vec<Claim> {
 }
 
 /// The swap preset's road-like mesh: 36 M vertices, large enough that its per-vertex arrays and
-/// the 64 MiB a run needs besides ([`crate::swap::PROGRESS_SLACK`]) fit in 70 % of its
+/// the 64 MiB a run needs besides ([`hugewise_bench::run::memory::PROGRESS_SLACK`]) fit in 70 % of its
 /// footprint (947 MiB under BFS).
 const ROAD: &str = "road:6000x6000";
 
-/// The least share of its footprint the road mesh runs at (see [`crate::swap::limit_for`]).
+/// The least share of its footprint the road mesh runs at (see [`hugewise_bench::run::memory::limit_for`]).
 const ROAD_LEAST_SHARE: f64 = 0.7;
 
 /// The bloat preset's variants: Linux's modes, THP by hugewise's rule, and the mega daemon.

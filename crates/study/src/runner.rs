@@ -21,9 +21,9 @@ use hugewise_results::{AnyResult, Kind, Meta, Saved};
 use hugewise_sim::curve::{self, CurveSpec};
 use hugewise_sim::TlbConfig;
 
-use crate::{
-    bloat, capture, faultlat, graphrun, packing, pagebench, save, swapstudy, Error, Result,
-};
+use hugewise_bench::{bloat, capture, faultlat, packing, pagebench, save, Error, Result};
+
+use crate::swapsweep;
 
 /// The plan's file in a study directory.
 pub const PLAN_FILE: &str = "study.json";
@@ -170,13 +170,14 @@ fn input_for(graph: &str, opts: &Options, threads: usize, obs: &mut dyn Observer
             path: opts.dir.join(GRAPHS_DIR),
             source,
         })?;
-        let cfg = graphrun::WriteConfig {
+        let cfg = hugewise_bench::run::WriteConfig {
             input,
             load: load_options(opts.seed),
             reorder: None,
             out: path.clone(),
         };
-        crate::thread_pool(threads)?.install(|| graphrun::write(&cfg, &mut |_| {}))?;
+        hugewise_bench::thread_pool(threads)?
+            .install(|| hugewise_bench::run::write(&cfg, &mut |_| {}))?;
     }
     Ok(Input::File(path))
 }
@@ -447,7 +448,7 @@ enum Done {
     Pages(pagebench::Report),
     Curves(Box<hugewise_results::sim::Curves>),
     Faultlat(faultlat::Report),
-    Swap(swapstudy::SwapStudy),
+    Swap(hugewise_results::swapstudy::SwapStudy),
     Bloat(hugewise_results::bloat::BloatReport),
     Packing(Box<hugewise_results::packing::PackingReport>),
 }
@@ -621,7 +622,7 @@ fn work(
             let Input::File(file) = input_for(graph, opts, plan.threads, obs)? else {
                 return Err(config("swap", "the graph must be a file or a generator"));
             };
-            let cfg = swapstudy::Config {
+            let cfg = swapsweep::Config {
                 exe,
                 graph_spec: graph.clone(),
                 graph: file,
@@ -634,11 +635,11 @@ fn work(
                 factors: factors.clone(),
                 page_cluster: *page_cluster,
                 trials: *trials,
-                swap_file: swapstudy::swap_file(&run.id),
+                swap_file: swapsweep::swap_file(&run.id),
             };
             obs.phase("swapping");
             obs.progress(0, (shares.len() * factors.len()) as u64);
-            Ok(Done::Swap(swapstudy::run(
+            Ok(Done::Swap(swapsweep::run(
                 &cfg,
                 &mut |d, t| obs.progress(d as u64, t as u64),
                 cancel,
@@ -718,7 +719,7 @@ mod tests {
     }
 
     fn meta() -> Meta {
-        crate::meta::collect("0.0.0", vec!["test".into()])
+        hugewise_bench::meta::collect("0.0.0", vec!["test".into()])
     }
 
     fn smoke() -> StudyPlan {

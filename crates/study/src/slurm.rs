@@ -20,8 +20,10 @@ use hugewise_mem::Bytes;
 use hugewise_results::study::{PlannedRun, StudyPlan};
 use serde::Serialize;
 
-use crate::save::write_atomic;
-use crate::{runner, Error, Result};
+use hugewise_bench::save::write_atomic;
+use hugewise_bench::{Error, Result};
+
+use crate::runner;
 
 /// What `hugewise study --help` says about `--emit slurm`.
 pub const HELP: &str = "\
@@ -180,7 +182,7 @@ pub fn emit(plan: &StudyPlan, job: &SlurmJob, dir: &Path) -> Result<Emitted> {
         return Err(Error::Config(format!("sbatch option {a:?} has a newline")));
     }
     let hugewise = absolute(&job.hugewise)?;
-    let meta = crate::meta::collect(env!("CARGO_PKG_VERSION"), std::env::args().collect());
+    let meta = hugewise_bench::meta::collect(env!("CARGO_PKG_VERSION"), std::env::args().collect());
     let plan = &runner::prepare(&dir, plan, meta, true)?;
     let plan_path = dir.join(runner::PLAN_FILE);
     let slurm_dir = dir.join("slurm");

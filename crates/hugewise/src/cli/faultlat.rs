@@ -2,9 +2,9 @@
 
 use anyhow::Context;
 use clap::Args;
+use hugewise_bench::faultlat;
 use hugewise_mem::{Bytes, PagePolicy};
 use hugewise_report::views;
-use hugewise_study::faultlat;
 
 use crate::cli::args::Output;
 use crate::progress::{Mode, Steps, Unit};

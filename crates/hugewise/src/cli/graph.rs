@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
+use hugewise_bench::run;
 use hugewise_graph::reorder::Method;
 use hugewise_report::views;
-use hugewise_study::graphrun;
 
 use crate::cli::args::{parse_reorder, GraphInputArgs, Output};
 use crate::output::{self, Stream};
@@ -84,27 +84,23 @@ pub fn run(cmd: GraphCommand, progress: Mode) -> anyhow::Result<()> {
 /// `graph info`.
 fn info(a: InfoArgs, progress: Mode) -> anyhow::Result<()> {
     let steps = Steps::new(progress, "loading", Unit::Items);
-    let r = progress::with_reads(&steps, || {
-        graphrun::info(&a.input.graph, a.input.load_options())
-    })
-    .with_context(|| format!("loading {}", a.input.graph))?;
+    let r = progress::with_reads(&steps, || run::info(&a.input.graph, a.input.load_options()))
+        .with_context(|| format!("loading {}", a.input.graph))?;
     steps.finish();
     a.output.emit(r, views::graph_info)
 }
 
 /// `graph gen` and `graph convert`.
 fn write(a: ConvertArgs, progress: Mode) -> anyhow::Result<()> {
-    let cfg = graphrun::WriteConfig {
+    let cfg = run::WriteConfig {
         input: a.input.graph.clone(),
         load: a.input.load_options(),
         reorder: a.reorder,
         out: a.out.clone(),
     };
     let steps = Steps::new(progress, "loading", Unit::Items);
-    let r = progress::with_reads(&steps, || {
-        graphrun::write(&cfg, &mut |phase| steps.phase(phase))
-    })
-    .with_context(|| format!("saving {} to {}", a.input.graph, a.out.display()))?;
+    let r = progress::with_reads(&steps, || run::write(&cfg, &mut |phase| steps.phase(phase)))
+        .with_context(|| format!("saving {} to {}", a.input.graph, a.out.display()))?;
     steps.finish();
     output::emit_to(Stream::Stdout, a.json, None, r, Some(views::graph_written))
 }

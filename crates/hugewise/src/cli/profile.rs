@@ -102,7 +102,7 @@ pub fn run(a: ProfileArgs, progress: Mode) -> anyhow::Result<u8> {
              program statically linked, or does it bring its own allocator?)"
         );
     } else {
-        hugewise_study::save::write_atomic(
+        hugewise_bench::save::write_atomic(
             &a.placement_out,
             report.placement.trim_end().as_bytes(),
         )?;

@@ -6,10 +6,10 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use anyhow::Context;
 use clap::Args;
+use hugewise_bench::run::{self, memory};
 use hugewise_env::{Host, Knob};
 use hugewise_mem::{Share, ShareRange};
 use hugewise_report::views;
-use hugewise_study::{graphrun, swap};
 
 use crate::cli::args::{
     cpus, parse_interval, parse_threads, GraphInputArgs, KernelArg, KernelSettings, Output,
@@ -139,12 +139,12 @@ pub fn run(a: RunArgs, progress: Mode) -> anyhow::Result<()> {
 
 /// Under `--memory`: this program again with `--contained` as the worker, in a memory cgroup.
 /// (The worker's argv belongs with `swap`, whose typed workers will replace it.)
-fn supervise(a: &RunArgs, share: Share) -> anyhow::Result<graphrun::Report> {
-    let plan = swap::Plan {
+fn supervise(a: &RunArgs, share: Share) -> anyhow::Result<run::Report> {
+    let plan = memory::Plan {
         share: share.fraction(),
         swap: match a.swap.as_str() {
-            "none" => swap::SwapSource::Existing,
-            _ => swap::SwapSource::File(a.swap_file.clone()),
+            "none" => memory::SwapSource::Existing,
+            _ => memory::SwapSource::File(a.swap_file.clone()),
         },
         page_cluster: a.page_cluster,
         stats_flush: a.stats_flush.0,
@@ -154,7 +154,7 @@ fn supervise(a: &RunArgs, share: Share) -> anyhow::Result<graphrun::Report> {
     worker.extend(std::env::args().skip(1));
     worker.push("--contained".into());
     let cancel = cancel_flag()?;
-    Ok(swap::supervise(&Host::real(), &plan, &worker, &|| {
+    Ok(memory::supervise(&Host::real(), &plan, &worker, &|| {
         cancel.load(Relaxed)
     })?)
 }
@@ -164,8 +164,8 @@ fn trials(
     a: &RunArgs,
     kernel: hugewise_graph::kernels::Spec,
     progress: Mode,
-) -> anyhow::Result<graphrun::Report> {
-    let cfg = graphrun::Config {
+) -> anyhow::Result<run::Report> {
+    let cfg = run::Config {
         input: a.input.graph.clone(),
         load: a.input.kernel_load_options(),
         layout: a.place.layout(),
@@ -181,22 +181,22 @@ fn trials(
             (None, _) => cpus(),
         },
         sample_every: a.sample_every,
-        replay: a.promote.clone().map(|plan| graphrun::Replay {
+        replay: a.promote.clone().map(|plan| run::Replay {
             plan,
             policy: a.plan_policy.clone(),
             budget_share: a.plan_budget.map(Share::fraction),
         }),
     };
-    let mut contain = |fp: &graphrun::Footprint| {
-        swap::contain_worker(
+    let mut contain = |fp: &run::Footprint| {
+        memory::contain_worker(
             fp,
             &mut std::io::stdin().lock(),
             &mut std::io::stdout().lock(),
         )
     };
-    let extras = graphrun::Extras {
+    let extras = run::Extras {
         telemetry: a.telemetry,
-        contain: a.contained.then_some(&mut contain as graphrun::Contain<'_>),
+        contain: a.contained.then_some(&mut contain as run::Contain<'_>),
         auto_overcommit: a.overcommit == Some(Overcommit::Auto),
     };
     let steps = Steps::new(progress, "loading", Unit::Items);
@@ -214,11 +214,11 @@ fn trials(
                     eprintln!("hugewise: interrupted; vm.page-cluster is put back");
                     std::process::exit(exit_code(1).into());
                 },
-                || graphrun::run_with(&cfg, extras, &mut steps.counting("trials")),
+                || run::run_with(&cfg, extras, &mut steps.counting("trials")),
             )?
         }
         _ => progress::with_reads(&steps, || {
-            graphrun::run_with(&cfg, extras, &mut steps.counting("trials"))
+            run::run_with(&cfg, extras, &mut steps.counting("trials"))
         }),
     };
     steps.finish();
@@ -276,7 +276,7 @@ mod tests {
         };
         assert_eq!(
             r.stats_flush,
-            FlushInterval(Some(hugewise_study::swap::STATS_FLUSH)),
+            FlushInterval(Some(hugewise_bench::run::memory::STATS_FLUSH)),
             "the CLI's default is the supervisor's"
         );
         assert!(Cli::try_parse_from(["hugewise", "run", "bfs", "--stats-flush", "off"]).is_err());

@@ -4,13 +4,13 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
+use hugewise_bench::save;
 use hugewise_report::simview;
 use hugewise_results::sim::ReuseReport;
 use hugewise_results::Saved;
 use hugewise_sim::curve::{self, CurveSpec};
 use hugewise_sim::grammar::parse_calibration;
 use hugewise_sim::{reuse, Budgets, PolicyList, TlbConfig};
-use hugewise_study::save;
 use hugewise_trace::meta::Calibration;
 
 use crate::cli::args::{usage, Output};

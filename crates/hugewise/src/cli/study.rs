@@ -335,7 +335,7 @@ pub fn run(a: StudyArgs, mode: Mode) -> anyhow::Result<u8> {
     // directory.
     if a.runs.is_empty() {
         let report = dir.join("report.html");
-        hugewise_study::save::write_atomic(&report, hugewise_report::html::render(&c).as_bytes())?;
+        hugewise_bench::save::write_atomic(&report, hugewise_report::html::render(&c).as_bytes())?;
         if mode != Mode::Off {
             eprintln!("report: {}", report.display());
         }

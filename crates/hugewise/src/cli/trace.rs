@@ -7,9 +7,9 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
+use hugewise_bench::capture;
 use hugewise_report::simview;
 use hugewise_results::capture::LackeyImport;
-use hugewise_study::capture;
 
 use crate::cli::args::{usage, GraphInputArgs, KernelArg, KernelSettings, Placement};
 use crate::output::{self, Stream};

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
+use hugewise_bench::bloat;
 use hugewise_mem::{Bytes, Count, Share, ShareRange};
 use hugewise_report::execview;
-use hugewise_study::bloat;
 
 use crate::cli::args::{parse_interval, usage, Output};
 use crate::progress::{Mode, Steps, Unit};

@@ -5,11 +5,11 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
+use hugewise_bench::execbench;
 use hugewise_exec::protocol::{DEFAULT_HOT_ARENA, DEFAULT_MIN_SIZE};
 use hugewise_exec::run;
 use hugewise_mem::Bytes;
 use hugewise_report::execview;
-use hugewise_study::execbench;
 
 use crate::cli::args::{usage, Output};
 use crate::progress::{Mode, Steps, Unit};
@@ -70,7 +70,7 @@ pub fn run(a: BenchExecArgs, progress: Mode) -> anyhow::Result<()> {
     if variants.is_empty() {
         return Err(usage("--variants: no variant given"));
     }
-    let scratch = hugewise_study::packing::scratch()?;
+    let scratch = hugewise_bench::packing::scratch()?;
     let cfg = execbench::Config {
         argv: a.command.clone(),
         variants,

@@ -3,9 +3,9 @@
 
 use anyhow::Context;
 use clap::Args;
+use hugewise_bench::pagebench::{self, Variant};
 use hugewise_mem::PolicyMap;
 use hugewise_report::views;
-use hugewise_study::pagebench::{self, Variant};
 
 use crate::cli::args::{
     cpus, parse_pages, parse_threads, usage, GraphInputArgs, KernelArg, Output, ReorderCacheArg,

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
+use hugewise_bench::promote as bench;
 use hugewise_mem::{Amount, Bytes, Count};
 use hugewise_report::promoteview;
-use hugewise_study::promotebench;
 
 use crate::cli::args::{parse_interval, KernelArg, Output};
 use crate::progress::{Mode, Steps, Unit};
@@ -184,7 +184,7 @@ pub fn run(a: BenchPromoteArgs, progress: Mode) -> anyhow::Result<()> {
         Amount::Percent(p) => p / 100.0,
         Amount::Bytes(b) => b.0 as f64 / a.size.0.max(1) as f64,
     };
-    let cfg = promotebench::Config {
+    let cfg = bench::driver::Config {
         bytes: a.size,
         skews: {
             let zipf = if a.zipf.is_empty() && a.hotspot.is_empty() {
@@ -193,11 +193,11 @@ pub fn run(a: BenchPromoteArgs, progress: Mode) -> anyhow::Result<()> {
                 a.zipf
             };
             zipf.into_iter()
-                .map(promotebench::Skew::Zipf)
+                .map(bench::driver::Skew::Zipf)
                 .chain(
                     a.hotspot
                         .into_iter()
-                        .map(|(chunks, reads)| promotebench::Skew::Hotspot { chunks, reads }),
+                        .map(|(chunks, reads)| bench::driver::Skew::Hotspot { chunks, reads }),
                 )
                 .collect()
         },
@@ -214,7 +214,7 @@ pub fn run(a: BenchPromoteArgs, progress: Mode) -> anyhow::Result<()> {
         force: a.force,
     };
     let steps = Steps::new(progress, "runs", Unit::Items);
-    let r = promotebench::run(&cfg, cancel, &mut |done, total| steps.update(done, total))
+    let r = bench::driver::run(&cfg, cancel, &mut |done, total| steps.update(done, total))
         .context("promotion benchmark")?;
     steps.finish();
     if a.markdown {
@@ -236,7 +236,7 @@ fn bench_graph(
             "--budget: with --graph the budget is a share of the run's footprint (4%), not a size"
         );
     };
-    let cfg = hugewise_study::promotegraph::Config {
+    let cfg = hugewise_bench::promote::graph::Config {
         exe: std::env::current_exe().context("finding the hugewise binary the arms run")?,
         kernel: a.kernel.name().to_string(),
         takes_sources: a.kernel.spec().sources_per_trial() > 0,
@@ -251,12 +251,12 @@ fn bench_graph(
         work_dir: a.work_dir,
     };
     let steps = Steps::new(progress, "runs", Unit::Items);
-    let w = hugewise_study::promotegraph::run(&cfg, cancel, &mut |done, total| {
+    let w = hugewise_bench::promote::graph::run(&cfg, cancel, &mut |done, total| {
         steps.update(done, total)
     })
     .context("promotion benchmark on a graph kernel")?;
     steps.finish();
-    let r = promotebench::Report { workloads: vec![w] };
+    let r = hugewise_results::promote::PromoteBenchReport { workloads: vec![w] };
     if a.markdown {
         a.output.emit(r, promoteview::bench_markdown)
     } else {

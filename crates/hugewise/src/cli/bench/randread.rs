@@ -3,9 +3,9 @@
 
 use anyhow::Context;
 use clap::Args;
+use hugewise_bench::randread;
 use hugewise_mem::{Bytes, Count};
 use hugewise_report::views;
-use hugewise_study::randread;
 
 use crate::cli::args::Output;
 use crate::progress::{Mode, Steps, Unit};

@@ -23,7 +23,7 @@ use hugewise_results::promote::{ActionKind, PromoteReport};
 use hugewise_results::run::RunReport;
 use hugewise_results::AnyResult;
 
-use crate::promotebench::{summarize_arms, Arm, Sample, Workload};
+use crate::promote::driver::{summarize_arms, Arm, Sample, Workload};
 use crate::quiet;
 use crate::stats::median;
 use crate::{Error, Progress, Result};

@@ -1,18 +1,18 @@
 //! A study's `swap` run: one kernel on one graph held to several shares of its footprint in
 //! memory, at several thread overcommit factors. Each point is a whole `hugewise run --memory`
 //! (a supervisor here, a worker process in the memory cgroup, swap made and removed per
-//! point, see [`crate::swap`]), so a point that is OOM-killed costs that point only.
+//! point, see [`hugewise_bench::run::memory`]), so a point that is OOM-killed costs that point
+//! only.
 //!
 //! The worker is this program's own `run` command: [`worker_args`] writes its command line,
 //! the one place outside the binary that knows those flags.
 
 use std::path::{Path, PathBuf};
 
+use hugewise_bench::run::memory::{self, SwapSource};
+use hugewise_bench::{Error, Result};
 use hugewise_env::Host;
-pub use hugewise_results::swapstudy::{SwapPoint, SwapStudy};
-
-use crate::swap::{self, SwapSource};
-use crate::{Error, Result};
+use hugewise_results::swapstudy::{SwapPoint, SwapStudy};
 
 /// Where a study run's points put their swap file (made and removed by each point): one path
 /// per run, so that runs of one study started side by side (Slurm tasks) do not collide.
@@ -58,7 +58,7 @@ pub fn worker_args(c: &Config, share: f64, factor: &str) -> Vec<String> {
     // `auto` explores for up to one trial per factor before it settles; the trials after
     // that are its steady state, as many as a fixed factor's.
     let trials = match factor {
-        "auto" => c.trials + crate::overcommit::FACTORS.len() as u32,
+        "auto" => c.trials + hugewise_bench::run::overcommit::FACTORS.len() as u32,
         _ => c.trials,
     };
     let mut a: Vec<String> = vec![
@@ -122,28 +122,28 @@ pub fn run(
             if cancel() {
                 return Err(Error::Interrupted);
             }
-            let plan = swap::Plan {
+            let plan = memory::Plan {
                 share,
                 swap: SwapSource::File(c.swap_file.clone()),
                 page_cluster: c.page_cluster,
-                stats_flush: Some(swap::STATS_FLUSH),
+                stats_flush: Some(memory::STATS_FLUSH),
             };
-            let point = match swap::supervise(&host, &plan, &worker_args(c, share, factor), cancel)
-            {
-                Ok(r) => SwapPoint {
-                    share,
-                    factor: factor.clone(),
-                    run: Some(r),
-                    error: None,
-                },
-                Err(Error::Interrupted) => return Err(Error::Interrupted),
-                Err(e) => SwapPoint {
-                    share,
-                    factor: factor.clone(),
-                    run: None,
-                    error: Some(e.to_string()),
-                },
-            };
+            let point =
+                match memory::supervise(&host, &plan, &worker_args(c, share, factor), cancel) {
+                    Ok(r) => SwapPoint {
+                        share,
+                        factor: factor.clone(),
+                        run: Some(r),
+                        error: None,
+                    },
+                    Err(Error::Interrupted) => return Err(Error::Interrupted),
+                    Err(e) => SwapPoint {
+                        share,
+                        factor: factor.clone(),
+                        run: None,
+                        error: Some(e.to_string()),
+                    },
+                };
             points.push(point);
             done(points.len(), total);
         }

@@ -23,7 +23,7 @@ use hugewise_graph::Csr;
 use hugewise_graph::Layout;
 use hugewise_trace::{meta, Header, Region, TraceMeta, Writer};
 
-use crate::graphrun::{prepare, Graph, Prepared};
+use crate::run::{prepare, Graph, Prepared};
 use crate::stats::summarize;
 use crate::{Error, Result};
 pub use hugewise_results::capture::{ArrayInfo, CaptureReport as Report};

@@ -2,6 +2,9 @@
 //! verify, and report timings apart from loading, with every array's real backing; and the
 //! graph commands that load without running (`graph info`, `graph gen|convert`).
 
+pub mod memory;
+pub mod overcommit;
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -16,7 +19,7 @@ pub use hugewise_results::graph::{Degrees, GraphInfo, GraphWritten};
 pub use hugewise_results::run::{InfoReport, RunReplay, RunReport as Report, Trial};
 use hugewise_results::telemetry::{MemoryLimit, OvercommitChoice};
 
-use crate::overcommit::Controller;
+use self::overcommit::Controller;
 use crate::telemetry::{Sampler, Summary};
 
 use crate::stats::summarize;

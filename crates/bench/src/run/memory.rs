@@ -34,7 +34,7 @@ use hugewise_results::run::RunReport;
 pub use hugewise_results::telemetry::{MemoryLimit, StatsFlush};
 use hugewise_sys::process::Signal;
 
-use crate::graphrun::{Contained, Footprint};
+use crate::run::{Contained, Footprint};
 use crate::{Error, Result};
 
 /// Memory the kernel needs resident beside its per-vertex arrays to make progress: page

@@ -112,7 +112,7 @@ impl Controller {
     }
 
     /// Still doubling: no factor chosen yet. The run gives these trials the same work (see
-    /// `graphrun`), so that the factors are compared on it.
+    /// [`crate::run`]), so that the factors are compared on it.
     pub fn exploring(&self) -> bool {
         self.mode == Mode::Exploring
     }

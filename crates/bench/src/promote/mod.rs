@@ -1,0 +1,7 @@
+//! Does promotion pay? One bench, four arms alternated round by round (4 KiB pages only, every
+//! chunk huge, a promotion plan replayed, the online daemon promoting while the work runs), on
+//! two workloads: a skewed random-read stream ([`driver`]) and a graph kernel, each arm its own
+//! `hugewise run` ([`graph`]).
+
+pub mod driver;
+pub mod graph;
