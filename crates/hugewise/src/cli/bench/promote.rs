@@ -193,11 +193,11 @@ pub fn run(a: BenchPromoteArgs, progress: Mode) -> anyhow::Result<()> {
                 a.zipf
             };
             zipf.into_iter()
-                .map(bench::driver::Skew::Zipf)
+                .map(bench::stream::Skew::Zipf)
                 .chain(
                     a.hotspot
                         .into_iter()
-                        .map(|(chunks, reads)| bench::driver::Skew::Hotspot { chunks, reads }),
+                        .map(|(chunks, reads)| bench::stream::Skew::Hotspot { chunks, reads }),
                 )
                 .collect()
         },
