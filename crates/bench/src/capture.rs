@@ -26,7 +26,7 @@ use hugewise_trace::{meta, Header, Region, TraceMeta, Writer};
 use crate::run::{prepare, Graph, Prepared};
 use crate::stats::summarize;
 use crate::{Error, Result};
-pub use hugewise_results::capture::{ArrayInfo, CaptureReport as Report};
+use hugewise_results::capture::{ArrayInfo, CaptureReport};
 
 /// Accesses handed to the encoder at once, and per trace block, on one thread.
 const BATCH: usize = 1 << 20;
@@ -122,7 +122,7 @@ fn to_info(s: &Span) -> ArrayInfo {
 }
 
 /// Trace `cfg.kernel` on `cfg.input`.
-pub fn capture(cfg: &Config) -> Result<Report> {
+pub fn capture(cfg: &Config) -> Result<CaptureReport> {
     let threads = cfg.threads.clamp(1, usize::from(u16::MAX));
     let pool = crate::thread_pool(threads)?;
     let (prepared, mut kernel) = load(cfg, &cfg.layout, &pool)?;
@@ -208,7 +208,7 @@ pub fn capture(cfg: &Config) -> Result<Report> {
     let accesses_per_s = untraced_ns
         .as_ref()
         .map(|s| kernel_accesses as f64 / (s.median / 1e9));
-    let report = Report {
+    let report = CaptureReport {
         graph_spec: cfg.input.to_string(),
         graph,
         kernel: cfg.kernel,

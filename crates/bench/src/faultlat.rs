@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use hdrhistogram::Histogram;
 use hugewise_mem::{Bytes, PagePolicy, Region, RegionOptions};
-pub use hugewise_results::faultlat::{CollapsePhase, FaultlatReport as Report, Latency};
+use hugewise_results::faultlat::{CollapsePhase, FaultlatReport, Latency};
 use hugewise_sys::mmap::Advice;
 use hugewise_sys::rusage::thread_faults;
 
@@ -65,7 +65,7 @@ fn timer_overhead() -> u64 {
 }
 
 /// Run the measurement. `progress` gets bytes touched (then bytes collapsed) of the total.
-pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
+pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<FaultlatReport> {
     let bytes = cfg.bytes.0 as usize;
     if bytes < PAGE {
         return Err(Error::Config(format!(
@@ -116,7 +116,7 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
     } else {
         None
     };
-    Ok(Report {
+    Ok(FaultlatReport {
         bytes: bytes as u64,
         policy: cfg.policy.to_string(),
         touches: total_steps,

@@ -16,9 +16,7 @@ use hugewise_graph::load::{load, Input, LoadOptions};
 use hugewise_graph::reorder::{self, Method, Relabeling};
 use hugewise_graph::{Csr, Layout};
 use hugewise_mem::{AllocOrder, PolicyMap};
-pub use hugewise_results::pagebench::{
-    PagesReport as Report, PagesSample as Sample, PagesVariant as VariantSummary,
-};
+use hugewise_results::pagebench::{PagesReport, PagesSample, PagesVariant};
 
 use crate::quiet;
 use crate::stats::{median, summarize};
@@ -144,12 +142,16 @@ impl Copy {
 }
 
 /// Run the comparison; `progress` counts samples (0 once loading and warm-up are over).
-pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
+pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<PagesReport> {
     run_with(cfg, progress, &|| false)
 }
 
 /// [`run`], stopping with [`Error::Interrupted`] between samples once `cancel` says so.
-pub fn run_with(cfg: &Config, progress: Progress<'_>, cancel: &dyn Fn() -> bool) -> Result<Report> {
+pub fn run_with(
+    cfg: &Config,
+    progress: Progress<'_>,
+    cancel: &dyn Fn() -> bool,
+) -> Result<PagesReport> {
     if cfg.variants.len() < 2 || cfg.rounds == 0 {
         return Err(Error::Config(
             "compare at least two layouts over at least one round".into(),
@@ -280,7 +282,7 @@ pub fn run_with(cfg: &Config, progress: Progress<'_>, cancel: &dyn Fn() -> bool)
                 k.run(&c.graph, &mine)?;
                 Ok(t.elapsed().as_nanos() as u64)
             })?;
-            samples.push(Sample {
+            samples.push(PagesSample {
                 round,
                 variant: v,
                 kernel_ns,
@@ -316,7 +318,7 @@ pub fn run_with(cfg: &Config, progress: Progress<'_>, cancel: &dyn Fn() -> bool)
             .map(|r| r.backing.huge_bytes())
             .sum();
         let spec = &cfg.variants[v];
-        summary.push(VariantSummary {
+        summary.push(PagesVariant {
             name: spec.name.clone(),
             pages: spec.kernel_pages.to_string(),
             graph_pages: spec.graph_pages.as_ref().map(|p| p.to_string()),
@@ -333,7 +335,7 @@ pub fn run_with(cfg: &Config, progress: Progress<'_>, cancel: &dyn Fn() -> bool)
             },
         });
     }
-    Ok(Report {
+    Ok(PagesReport {
         graph_spec: cfg.input.to_string(),
         graph: shared.graph.info(),
         graph_pages: cfg.graph_pages.to_string(),
@@ -469,10 +471,11 @@ mod tests {
             written, read,
             "the second run read the entry, not wrote it again"
         );
-        let sources =
-            |r: &Report| -> Vec<Vec<u32>> { r.samples.iter().map(|s| s.sources.clone()).collect() };
+        let sources = |r: &PagesReport| -> Vec<Vec<u32>> {
+            r.samples.iter().map(|s| s.sources.clone()).collect()
+        };
         assert_eq!(sources(&first), sources(&second));
-        let outcome = |r: &Report| r.summary[1].reorder_cache.as_ref().map(|c| c.outcome);
+        let outcome = |r: &PagesReport| r.summary[1].reorder_cache.as_ref().map(|c| c.outcome);
         assert_eq!(outcome(&first), Some(CacheOutcome::Stored));
         assert_eq!(outcome(&second), Some(CacheOutcome::Hit));
         assert!(first.summary[0].reorder_cache.is_none());

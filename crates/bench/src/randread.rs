@@ -8,9 +8,7 @@
 use std::time::Instant;
 
 use hugewise_mem::{Bytes, PagePolicy, Region, RegionOptions};
-pub use hugewise_results::randread::{
-    RandreadReport as Report, RandreadSample as Sample, RandreadVariant as VariantSummary, Variant,
-};
+use hugewise_results::randread::{RandreadReport, RandreadSample, RandreadVariant, Variant};
 use hugewise_sys::mmap::Advice;
 
 use crate::quiet;
@@ -66,7 +64,7 @@ fn make(variant: Variant, elems: usize) -> Result<Region<u64>> {
 }
 
 /// Run the benchmark. `progress` counts samples done of the total.
-pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
+pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<RandreadReport> {
     if cfg.rounds == 0 || cfg.reads == 0 {
         return Err(Error::Config("rounds and reads must be at least 1".into()));
     }
@@ -97,7 +95,7 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
             let t = Instant::now();
             std::hint::black_box(random_reads(&r, cfg.reads, seed));
             let ns = t.elapsed().as_nanos() as f64;
-            samples.push(Sample {
+            samples.push(RandreadSample {
                 round,
                 variant,
                 ns_per_read: ns / cfg.reads as f64,
@@ -109,7 +107,7 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
         }
     }
     let summary = summarize_variants(&samples);
-    Ok(Report {
+    Ok(RandreadReport {
         bytes: cfg.bytes.0,
         reads: cfg.reads,
         rounds: cfg.rounds,
@@ -119,11 +117,11 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
     })
 }
 
-fn summarize_variants(samples: &[Sample]) -> Vec<VariantSummary> {
+fn summarize_variants(samples: &[RandreadSample]) -> Vec<RandreadVariant> {
     Variant::ALL
         .iter()
         .filter_map(|&v| {
-            let mine: Vec<&Sample> = samples.iter().filter(|s| s.variant == v).collect();
+            let mine: Vec<&RandreadSample> = samples.iter().filter(|s| s.variant == v).collect();
             let ns: Vec<f64> = mine.iter().map(|s| s.ns_per_read).collect();
             let ratios: Vec<f64> = mine
                 .iter()
@@ -135,7 +133,7 @@ fn summarize_variants(samples: &[Sample]) -> Vec<VariantSummary> {
                 })
                 .collect();
             let shares: Vec<f64> = mine.iter().map(|s| s.huge_share).collect();
-            Some(VariantSummary {
+            Some(RandreadVariant {
                 variant: v,
                 ns_per_read: summarize(&ns)?,
                 speedup_vs_base: if v == Variant::Base {

@@ -445,9 +445,9 @@ fn write<T: Kind>(path: &Path, meta: Meta, r: T) -> Result<()> {
 }
 
 enum Done {
-    Pages(pagebench::Report),
+    Pages(hugewise_results::pagebench::PagesReport),
     Curves(Box<hugewise_results::sim::Curves>),
-    Faultlat(faultlat::Report),
+    Faultlat(hugewise_results::faultlat::FaultlatReport),
     Swap(hugewise_results::swapstudy::SwapStudy),
     Bloat(hugewise_results::bloat::BloatReport),
     Packing(Box<hugewise_results::packing::PackingReport>),

@@ -21,9 +21,8 @@ use hugewise_promote::daemon::{self, Daemon};
 use hugewise_promote::replay::{replay, Step};
 use hugewise_promote::target::Target;
 use hugewise_promote::HUGE;
-pub use hugewise_results::promote::{
-    Arm, Hotspot, PromoteBenchArm as ArmSummary, PromoteBenchReport as Report,
-    PromoteBenchSample as Sample, PromoteBenchWorkload as Workload,
+use hugewise_results::promote::{
+    Arm, PromoteBenchArm, PromoteBenchReport, PromoteBenchSample, PromoteBenchWorkload,
 };
 use hugewise_sys::proc::ProcFs;
 
@@ -100,7 +99,11 @@ struct DaemonRun {
 
 /// Run the benchmark: every workload in turn, each with all its arms alternated round by
 /// round. `progress` counts runs done of the total.
-pub fn run(cfg: &Config, cancel: &AtomicBool, progress: Progress<'_>) -> Result<Report> {
+pub fn run(
+    cfg: &Config,
+    cancel: &AtomicBool,
+    progress: Progress<'_>,
+) -> Result<PromoteBenchReport> {
     if cfg.rounds == 0 || cfg.reads == 0 {
         return Err(Error::Config("rounds and reads must be at least 1".into()));
     }
@@ -136,7 +139,7 @@ pub fn run(cfg: &Config, cancel: &AtomicBool, progress: Progress<'_>) -> Result<
         w.fill_headline();
         workloads.push(w);
     }
-    Ok(Report { workloads })
+    Ok(PromoteBenchReport { workloads })
 }
 
 fn run_workload(
@@ -144,7 +147,7 @@ fn run_workload(
     skew: Skew,
     cancel: &AtomicBool,
     progress: Progress<'_>,
-) -> Result<Workload> {
+) -> Result<PromoteBenchWorkload> {
     let chunks = (cfg.bytes.0 as usize / HUGE).max(1);
     if chunks < 2 {
         return Err(Error::Config(
@@ -270,7 +273,7 @@ fn run_workload(
             }
             let huge_share = r.backing()?.huge_bytes() as f64 / r.mapped_bytes() as f64;
             let (hot_huge, _) = huge_chunks(r, &plan)?;
-            samples.push(Sample {
+            samples.push(PromoteBenchSample {
                 huge_share,
                 setup_ns,
                 reach_budget_ms: dr.as_ref().and_then(|d| d.reach_ms),
@@ -289,21 +292,21 @@ fn run_workload(
                 hot_chunks_huge: Some(hot_huge),
                 collapse_ns,
                 quiet: q,
-                ..Sample::timed(round, arm, ns as f64 / cfg.reads as f64)
+                ..PromoteBenchSample::timed(round, arm, ns as f64 / cfg.reads as f64)
             });
             progress(samples.len() as u64, total);
         }
     }
     let summary = summarize_arms(&samples);
-    Ok(Workload {
+    Ok(PromoteBenchWorkload {
         workload: match skew {
-            Skew::Zipf(s) => Workload::zipf_name(s, cfg.lines_per_page, cfg.chase),
+            Skew::Zipf(s) => PromoteBenchWorkload::zipf_name(s, cfg.lines_per_page, cfg.chase),
             Skew::Hotspot { chunks, reads } => {
-                Workload::hotspot_name(chunks, reads, cfg.lines_per_page, cfg.chase)
+                PromoteBenchWorkload::hotspot_name(chunks, reads, cfg.lines_per_page, cfg.chase)
             }
         },
         bytes: (chunks * HUGE) as u64,
-        unit: Workload::NS_PER_READ.into(),
+        unit: PromoteBenchWorkload::NS_PER_READ.into(),
         zipf_s: match skew {
             Skew::Zipf(s) => Some(s),
             Skew::Hotspot { .. } => None,
@@ -322,7 +325,7 @@ fn run_workload(
         samples,
         summary,
         // The headline is filled from the samples by the caller.
-        ..Workload::default()
+        ..PromoteBenchWorkload::default()
     })
 }
 
@@ -436,7 +439,7 @@ fn timed_with_daemon(
     Ok((ns, run))
 }
 
-pub(crate) fn summarize_arms(samples: &[Sample]) -> Vec<ArmSummary> {
+pub(crate) fn summarize_arms(samples: &[PromoteBenchSample]) -> Vec<PromoteBenchArm> {
     let in_round = |arm: Arm, round: u32| {
         samples
             .iter()
@@ -446,7 +449,7 @@ pub(crate) fn summarize_arms(samples: &[Sample]) -> Vec<ArmSummary> {
     Arm::ALL
         .iter()
         .filter_map(|&a| {
-            let mine: Vec<&Sample> = samples.iter().filter(|s| s.arm == a).collect();
+            let mine: Vec<&PromoteBenchSample> = samples.iter().filter(|s| s.arm == a).collect();
             let ns: Vec<f64> = mine.iter().map(|s| s.time).collect();
             let speedups: Vec<f64> = mine
                 .iter()
@@ -461,7 +464,7 @@ pub(crate) fn summarize_arms(samples: &[Sample]) -> Vec<ArmSummary> {
                 })
                 .collect();
             let huge: Vec<f64> = mine.iter().map(|s| s.huge_share).collect();
-            Some(ArmSummary {
+            Some(PromoteBenchArm {
                 // Filled from the samples with the headline.
                 time_vs_ideal: None,
                 share_of_ideal_saving: None,

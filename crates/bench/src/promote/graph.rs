@@ -23,7 +23,9 @@ use hugewise_results::promote::{ActionKind, PromoteReport};
 use hugewise_results::run::RunReport;
 use hugewise_results::AnyResult;
 
-use crate::promote::driver::{summarize_arms, Arm, Sample, Workload};
+use hugewise_results::promote::{Arm, PromoteBenchSample, PromoteBenchWorkload};
+
+use crate::promote::driver::summarize_arms;
 use crate::quiet;
 use crate::stats::median;
 use crate::{Error, Progress, Result};
@@ -65,7 +67,11 @@ const POLICY: &str = "pcc";
 
 /// Run the benchmark. `progress` counts runs done of the total (the plan's making counts as
 /// one when it is made here); `cancel` ends it between runs.
-pub fn run(cfg: &Config, cancel: &AtomicBool, progress: Progress<'_>) -> Result<Workload> {
+pub fn run(
+    cfg: &Config,
+    cancel: &AtomicBool,
+    progress: Progress<'_>,
+) -> Result<PromoteBenchWorkload> {
     if cfg.rounds == 0 || cfg.trials == 0 {
         return Err(Error::Config("rounds and trials must be at least 1".into()));
     }
@@ -123,14 +129,14 @@ pub fn run(cfg: &Config, cancel: &AtomicBool, progress: Progress<'_>) -> Result<
             if arm == Arm::Plan {
                 plan_chunks = plan_chunks.max(chunks);
             }
-            samples.push(Sample { quiet: q, ..s });
+            samples.push(PromoteBenchSample { quiet: q, ..s });
             progress(total - runs + samples.len() as u64, total);
         }
     }
     let summary = summarize_arms(&samples);
-    let mut w = Workload {
+    let mut w = PromoteBenchWorkload {
         workload: format!("{}:{}", cfg.kernel, cfg.graph),
-        unit: Workload::SECONDS.into(),
+        unit: PromoteBenchWorkload::SECONDS.into(),
         bytes: footprint,
         reads: u64::from(cfg.trials),
         graph: Some(hugewise_results::promote::GraphWorkload {
@@ -146,7 +152,7 @@ pub fn run(cfg: &Config, cancel: &AtomicBool, progress: Progress<'_>) -> Result<
         sample_every: cfg.sample_every,
         samples,
         summary,
-        ..Workload::default()
+        ..PromoteBenchWorkload::default()
     };
     w.fill_headline();
     Ok(w)
@@ -267,7 +273,7 @@ fn run_arm(
     round: u32,
     plan: &Path,
     cancel: &AtomicBool,
-) -> Result<(Sample, u64, u64)> {
+) -> Result<(PromoteBenchSample, u64, u64)> {
     let out = cfg
         .work_dir
         .join(format!("round{round}-{}.json", arm.name()));
@@ -343,11 +349,11 @@ fn run_arm(
         ))
     })?;
     let footprint: u64 = report.regions.iter().map(|r| r.data_bytes).sum();
-    let mut s = Sample {
+    let mut s = PromoteBenchSample {
         huge_share: report.huge_footprint_share,
         setup_ns: report.load.load_ns,
         wall_ns,
-        ..Sample::timed(round, arm, time)
+        ..PromoteBenchSample::timed(round, arm, time)
     };
     let mut chunks = 0;
     if let Some(r) = &report.replay {
@@ -378,7 +384,7 @@ fn collapse_latencies(actions: &[hugewise_results::promote::Action]) -> Vec<u64>
 }
 
 /// The daemon's cost and reach from its session record; its wall time stands for the run's.
-fn daemon_fields(s: &mut Sample, d: &PromoteReport) {
+fn daemon_fields(s: &mut PromoteBenchSample, d: &PromoteReport) {
     s.wall_ns = d.wall_ns;
     s.daemon_cpu_ns = d.totals.daemon_cpu_ns;
     s.reach_budget_ms = d.totals.reach_budget_ms;

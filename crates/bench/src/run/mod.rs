@@ -15,8 +15,8 @@ use hugewise_graph::reorder::{self, Method, Relabeling, ReorderStats};
 use hugewise_graph::traced::sampled;
 use hugewise_graph::{Csr, Layout};
 use hugewise_results::graph::RegionReport;
-pub use hugewise_results::graph::{Degrees, GraphInfo, GraphWritten};
-pub use hugewise_results::run::{InfoReport, RunReplay, RunReport as Report, Trial};
+use hugewise_results::graph::{Degrees, GraphWritten};
+use hugewise_results::run::{InfoReport, RunReplay, RunReport, Trial};
 use hugewise_results::telemetry::{MemoryLimit, OvercommitChoice};
 
 use self::overcommit::Controller;
@@ -219,8 +219,8 @@ fn given_sources(given: &[u32], n: usize, wanted: usize) -> Result<Vec<u32>> {
 }
 
 /// Run. `progress` counts trials done (0 once loading and warm-up are over). A trial that fails verification is recorded as such and
-/// the run goes on; check [`Report::failed_verification`].
-pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<Report> {
+/// the run goes on; check [`RunReport::failed_verification`].
+pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<RunReport> {
     run_with(cfg, Extras::default(), progress)
 }
 
@@ -299,7 +299,7 @@ fn locked_outside_vertex_arrays(graph_regions: &[RegionReport]) -> u64 {
 }
 
 /// [`run`] with telemetry, a memory limit and an automatic overcommit factor.
-pub fn run_with(cfg: &Config, mut extras: Extras<'_>, progress: Progress<'_>) -> Result<Report> {
+pub fn run_with(cfg: &Config, mut extras: Extras<'_>, progress: Progress<'_>) -> Result<RunReport> {
     if cfg.trials == 0 {
         return Err(Error::Config("trials must be at least 1".into()));
     }
@@ -534,7 +534,7 @@ pub fn run_with(cfg: &Config, mut extras: Extras<'_>, progress: Progress<'_>) ->
     let mapped: u64 = regions.iter().map(|r| r.backing.total_bytes).sum();
     let huge: u64 = regions.iter().map(|r| r.backing.huge_bytes()).sum();
     let ns: Vec<f64> = trials.iter().map(|t| t.kernel_ns as f64).collect();
-    Ok(Report {
+    Ok(RunReport {
         graph_spec: cfg.input.to_string(),
         graph: g.info(),
         kernel: cfg.kernel,
@@ -735,7 +735,7 @@ mod tests {
             let second = run(&c, &mut |_, _| {}).expect("second run");
             c.reorder_cache = None;
             let plain = run(&c, &mut |_, _| {}).expect("no cache");
-            let outcome = |r: &Report| {
+            let outcome = |r: &RunReport| {
                 let x = r.reorder.as_ref().expect("reordered");
                 x.cache.as_ref().map(|c| c.outcome)
             };
