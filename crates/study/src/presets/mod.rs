@@ -1,0 +1,854 @@
+//! Study presets: each names the question it answers and expands, for this machine, into a
+//! plan of runs (kernel × graph × layouts × machine shape) with the seeds' numbers its headlines
+//! are set against.
+//!
+//! A preset is one row of [`PRESETS`]: what it asks, what it reproduces and needs, the function
+//! that builds its runs (below, one per preset) and the function that gives its papers' claims
+//! (in `claims.rs`, beside the claims presets share); each run's estimated time and footprint
+//! come from its work (`estimate.rs`).
+//!
+//! Layout names are shared across presets so that headlines can find them: [`BASE`] is every
+//! array on 4 KiB pages (the baseline of every comparison), [`IDEAL`] every array huge (the
+//! graph's included), [`PROPERTY`] the property array huge, [`HOT`] DBG reordering with THP for
+//! the leading (hottest) part of the property array.
+
+mod claims;
+mod estimate;
+
+use hugewise_bench::{Error, Result};
+use hugewise_results::study::{Claim, PlannedRun, Shape, StudyPlan, Variant, Work};
+
+use estimate::{estimate_s, footprint_bytes};
+
+/// Every array on 4 KiB pages.
+pub const BASE: &str = "4 KiB";
+/// Every array huge, the graph's included.
+pub const IDEAL: &str = "all THP";
+/// The kernel's property array huge.
+pub const PROPERTY: &str = "property THP";
+/// DBG reordering, THP for the hot prefix of the property array.
+pub const HOT: &str = "DBG + hot prefix";
+/// DBG reordering on 4 KiB pages: what the reordering gives by itself.
+pub const DBG: &str = "DBG, 4 KiB";
+/// Share of the property array that [`HOT`] backs with huge pages after DBG.
+pub const HOT_PREFIX: &str = "20%";
+
+const GIB: u64 = 1 << 30;
+
+/// A preset: what it is for (for `--help` and `--dry-run`), and how it expands.
+#[derive(Debug, Clone, Copy)]
+pub struct Preset {
+    /// Its name.
+    pub name: &'static str,
+    /// The question it answers.
+    pub question: &'static str,
+    /// The seed figures it reproduces.
+    pub reproduces: &'static str,
+    /// What it needs (root, memory, time).
+    pub needs: &'static str,
+    /// Its runs, for the options given.
+    runs: fn(&Given) -> Vec<PlannedRun>,
+    /// The papers' claims its headlines are set against.
+    claims: fn() -> Vec<Claim>,
+}
+
+/// The presets, in the order `--help` lists them: adding one is a row here and the function
+/// building its runs below.
+pub const PRESETS: &[Preset] = &[
+    Preset {
+        name: "quick",
+        question: "Do huge pages pay for graph kernels here, and which layout gets the most of \
+                   it per huge page spent?",
+        reproduces: "IISWC'22 Fig. 1 and 10 in brief, MICRO'23 Fig. 5 (simulated)",
+        needs: "no root; about 1 GiB of memory; under 5 minutes",
+        runs: quick,
+        claims: claims::quick,
+    },
+    Preset {
+        name: "page-size",
+        question: "Which array profits from huge pages?",
+        reproduces: "IISWC'22 Fig. 1 and 5",
+        needs: "no root; 8 GiB at kron:24 (--quick: kron:22, 1 GiB); 15 minutes (--quick: 4)",
+        runs: page_size,
+        claims: claims::page_size,
+    },
+    Preset {
+        name: "pressure",
+        question: "How does free memory beyond the working set change what huge pages give, \
+                   with the graph allocated first or the property array first?",
+        reproduces: "IISWC'22 Fig. 7",
+        needs: "root (memory pressure); 8 GiB; 30 minutes (--quick: 6)",
+        runs: pressure,
+        claims: claims::pressure,
+    },
+    Preset {
+        name: "fragmentation",
+        question: "How much of the huge-page gain survives 0, 25, 50 and 75 % fragmentation \
+                   by unmovable pages?",
+        reproduces: "IISWC'22 Fig. 8 and 9",
+        needs: "root (fragmentation); 8 GiB; 30 minutes (--quick: 6)",
+        runs: fragmentation,
+        claims: claims::fragmentation,
+    },
+    Preset {
+        name: "selectivity",
+        question: "How much of the property array must be huge, with and without DBG, under \
+                   +3 GiB pressure and 50 % fragmentation?",
+        reproduces: "IISWC'22 Fig. 10 and 11",
+        needs: "root (pressure and fragmentation); 8 GiB; 40 minutes (--quick: 8)",
+        runs: selectivity,
+        claims: claims::selectivity,
+    },
+    Preset {
+        name: "utility",
+        question: "What does each share of memory promoted buy, simulated (PCC, HawkEye, \
+                   Linux) and real (DBG hot prefix), at 0, 50 and 90 % fragmentation?",
+        reproduces: "MICRO'23 Fig. 5 and 7",
+        needs: "root for the fragmented runs; 4 GiB; 30 minutes (--quick: 6)",
+        runs: utility,
+        claims: claims::utility,
+    },
+    Preset {
+        name: "faultlat",
+        question: "What does a page fault cost with 4 KiB pages, THP at fault, and fault then \
+                   collapse, at 0 and 50 % fragmentation?",
+        reproduces: "SYSTOR'19 Tables 2 and 3",
+        needs: "root for the fragmented runs; 2 GiB; 3 minutes",
+        runs: faultlat,
+        claims: claims::none,
+    },
+    Preset {
+        name: "swap",
+        question: "When the graph does not fit in memory, where does the time go, what do more \
+                   threads than cores buy, and what happens to huge pages under swapping?",
+        reproduces: "Haddadi et al. (swapping) Fig. 2, 4 and 8-11",
+        needs: "root (a memory cgroup and a swap file on a local disk); 2 GiB of disk for swap; \
+                --quick: kron:22 BFS, 6 minutes; full: kron, urand and a road-like mesh x 3 \
+                kernels, hours",
+        runs: swap,
+        claims: claims::swap,
+    },
+    Preset {
+        name: "bloat",
+        question: "What do huge pages cost a real server in memory, and buy it in throughput, \
+                   under Linux's THP modes and under hugewise exec with the mega daemon?",
+        reproduces: "MEGA's Redis bloat experiment (fill, read, delete half, refill)",
+        needs: "root (THP mode, a memory cgroup); redis-server and redis-tools; 4 GiB; \
+                --quick: 200k keys, 2 minutes; full: 2 M keys x 3 rounds, 10 minutes",
+        runs: bloat,
+        claims: claims::bloat,
+    },
+    Preset {
+        name: "packing",
+        question: "Do a program's hot small objects, packed into a few huge pages, buy what \
+                   huge pages for its whole heap buy, at a fraction of the huge pages?",
+        reproduces: "the selective huge pages thesis: hot objects found by access monitoring, \
+                     packed into one huge-page arena",
+        needs: "root (THP mode per run); cc; 2.5 GiB; --quick: 1 M records, 1 minute; full: \
+                4 M records x 5 rounds, 6 minutes",
+        runs: packing,
+        claims: claims::packing,
+    },
+    Preset {
+        name: "smoke",
+        question: "Does the study machinery work on this machine (seconds)?",
+        reproduces: "nothing: a check of the runner, the report and a scheduler",
+        needs: "no root; 100 MiB; seconds",
+        runs: smoke,
+        claims: claims::smoke,
+    },
+];
+
+/// What to expand a preset with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Options {
+    /// The shortened variant.
+    pub quick: bool,
+    /// Rounds per comparison (`None`: the preset's).
+    pub repeat: Option<u32>,
+    /// Worker threads of each kernel.
+    pub threads: usize,
+}
+
+/// The named preset's description.
+pub fn about(name: &str) -> Result<&'static Preset> {
+    PRESETS.iter().find(|p| p.name == name).ok_or_else(|| {
+        Error::Config(format!(
+            "unknown study '{name}': use {}",
+            PRESETS
+                .iter()
+                .map(|p| p.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })
+}
+
+/// What a preset's runs are built from.
+#[derive(Debug, Clone, Copy)]
+struct Given {
+    /// The shortened variant.
+    quick: bool,
+    /// Rounds per comparison: the options' or the default.
+    rounds: u32,
+    /// Rounds asked for in the options, for presets whose default differs.
+    repeat: Option<u32>,
+}
+
+/// Expand preset `name` for this machine.
+pub fn expand(name: &str, o: &Options) -> Result<StudyPlan> {
+    let preset = about(name)?;
+    let given = Given {
+        quick: o.quick,
+        rounds: o.repeat.unwrap_or(if o.quick { 3 } else { 5 }),
+        repeat: o.repeat,
+    };
+    let runs = (preset.runs)(&given);
+    let estimate_s = runs.iter().map(|r| r.estimate_s).sum();
+    Ok(StudyPlan {
+        preset: name.into(),
+        question: preset.question.into(),
+        reproduces: preset.reproduces.into(),
+        quick: o.quick,
+        repeat: given.rounds,
+        threads: o.threads,
+        runs,
+        estimate_s,
+        claims: (preset.claims)(),
+    })
+}
+
+fn variant(name: &str, kernel_pages: &str, graph_pages: &str, reorder: Option<&str>) -> Variant {
+    Variant {
+        name: name.into(),
+        kernel_pages: kernel_pages.into(),
+        graph_pages: graph_pages.into(),
+        reorder: reorder.map(Into::into),
+        kernel_first: false,
+    }
+}
+
+fn base() -> Variant {
+    variant(BASE, "all=base", "all=base", None)
+}
+
+fn ideal() -> Variant {
+    variant(IDEAL, "all=thp", "all=thp", None)
+}
+
+fn property() -> Variant {
+    variant(PROPERTY, "all=base,property=thp", "all=base", None)
+}
+
+fn dbg() -> Variant {
+    variant(DBG, "all=base", "all=base", Some("dbg"))
+}
+
+fn hot() -> Variant {
+    variant(
+        HOT,
+        &format!("all=base,property=thp-prefix:{HOT_PREFIX}"),
+        "all=base",
+        Some("dbg"),
+    )
+}
+
+fn pages_run(id: String, label: String, shape: Shape, work: Work) -> PlannedRun {
+    PlannedRun {
+        id,
+        label,
+        estimate_s: estimate_s(&work, &shape),
+        footprint_bytes: footprint_bytes(&work),
+        shape,
+        work,
+    }
+}
+
+fn pages(graph: &str, kernel: &str, variants: Vec<Variant>, rounds: u32) -> Work {
+    Work::Pages {
+        graph: graph.into(),
+        kernel: kernel.into(),
+        variants,
+        rounds,
+    }
+}
+
+/// A file-name-safe id part from a graph spec (`kron:22` → `kron22`).
+fn slug(s: &str) -> String {
+    s.chars()
+        .filter_map(|c| match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' | '-' => Some(c.to_ascii_lowercase()),
+            '.' | '%' => Some('-'),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Fragmented by `f` (0: the machine as it is).
+fn fragmented(f: f64) -> Shape {
+    if f == 0.0 {
+        Shape::default()
+    } else {
+        Shape {
+            fragment: Some(f),
+            free_beyond_footprint_bytes: None,
+        }
+    }
+}
+
+const CURVE_POLICIES: [&str; 3] = ["pcc", "hawkeye", "linux"];
+const CURVE_BUDGETS: [f64; 9] = [0.0, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.0];
+
+fn curve(graph: &str, kernel: &str, reorder: Option<&str>) -> Work {
+    Work::Curve {
+        graph: graph.into(),
+        kernel: kernel.into(),
+        policies: CURVE_POLICIES.iter().map(|s| s.to_string()).collect(),
+        budgets: CURVE_BUDGETS.to_vec(),
+        reorder: reorder.map(Into::into),
+    }
+}
+
+/// The swap preset's road-like mesh: 36 M vertices, large enough that its per-vertex arrays and
+/// the 64 MiB a run needs besides ([`hugewise_bench::run::memory::PROGRESS_SLACK`]) fit in 70 % of its
+/// footprint (947 MiB under BFS).
+const ROAD: &str = "road:6000x6000";
+
+/// The least share of its footprint the road mesh runs at (see [`hugewise_bench::run::memory::limit_for`]).
+const ROAD_LEAST_SHARE: f64 = 0.7;
+
+/// The bloat preset's variants: Linux's modes, THP by hugewise's rule, and the mega daemon.
+const BLOAT_VARIANTS: [&str; 5] = [
+    "never",
+    "madvise",
+    "always",
+    "exec:*=thp",
+    "exec:*=system+mega",
+];
+
+/// A pages run small enough to check the machinery in seconds.
+fn smoke(p: &Given) -> Vec<PlannedRun> {
+    let rounds = p.rounds;
+    vec![pages_run(
+        "bfs-kron10".into(),
+        "bfs on kron:10, 4 KiB vs property THP".into(),
+        Shape::default(),
+        pages("kron:10", "bfs", vec![base(), property()], rounds.min(2)),
+    )]
+}
+
+/// Three kernels in five layouts and one simulated curve, under five minutes.
+fn quick(p: &Given) -> Vec<PlannedRun> {
+    let q = p.quick;
+    let rounds = p.rounds;
+    let mut runs = Vec::new();
+    let g = if q { "kron:20" } else { "kron:22" };
+    for k in ["bfs", "sssp", "pr"] {
+        runs.push(pages_run(
+            format!("{k}-{}", slug(g)),
+            format!("{k} on {g}, five layouts"),
+            Shape::default(),
+            pages(
+                g,
+                k,
+                vec![base(), dbg(), property(), hot(), ideal()],
+                rounds,
+            ),
+        ));
+    }
+    let tg = if q { "kron:18" } else { "kron:20" };
+    runs.push(pages_run(
+        format!("curve-bfs-{}", slug(tg)),
+        format!("bfs on {tg} (DBG), simulated utility curve"),
+        Shape::default(),
+        curve(tg, "bfs", Some("dbg")),
+    ));
+    runs
+}
+
+/// One array huge at a time, then all of them.
+fn page_size(p: &Given) -> Vec<PlannedRun> {
+    let q = p.quick;
+    let rounds = p.rounds;
+    let mut runs = Vec::new();
+    let g = if q { "kron:22" } else { "kron:24" };
+    let kernels: &[&str] = if q {
+        &["bfs", "pr"]
+    } else {
+        &["bfs", "sssp", "pr", "cc"]
+    };
+    for k in kernels {
+        let mut vs = vec![base(), property()];
+        vs.push(variant("edges THP", "all=base", "all=base,edges=thp", None));
+        vs.push(variant(
+            "offsets THP",
+            "all=base",
+            "all=base,offsets=thp",
+            None,
+        ));
+        vs.push(ideal());
+        runs.push(pages_run(
+            format!("{k}-{}", slug(g)),
+            format!("{k} on {g}, one array huge at a time"),
+            Shape::default(),
+            pages(g, k, vs, rounds),
+        ));
+    }
+    runs
+}
+
+/// PageRank with free memory stepped beyond its footprint, graph or property array allocated first.
+fn pressure(p: &Given) -> Vec<PlannedRun> {
+    let q = p.quick;
+    let rounds = p.rounds;
+    let mut runs = Vec::new();
+    let g = if q { "kron:22" } else { "kron:24" };
+    let steps: Vec<u64> = if q { vec![0, 1, 3] } else { (0..=6).collect() };
+    for s in steps {
+        let extra = s * GIB / 2;
+        let shape = Shape {
+            fragment: None,
+            free_beyond_footprint_bytes: Some(extra),
+        };
+        let vs = vec![
+            base(),
+            variant("THP, graph first", "all=thp", "all=thp", None),
+            Variant {
+                kernel_first: true,
+                ..variant("THP, property first", "all=thp", "all=thp", None)
+            },
+        ];
+        runs.push(pages_run(
+            format!("pr-{}-free{}m", slug(g), extra >> 20),
+            format!("pr on {g}, free = footprint + {} MiB", extra >> 20),
+            shape,
+            pages(g, "pr", vs, rounds),
+        ));
+    }
+    runs
+}
+
+/// Five layouts at 0, 25, 50 and 75 % fragmentation.
+fn fragmentation(p: &Given) -> Vec<PlannedRun> {
+    let q = p.quick;
+    let rounds = p.rounds;
+    let mut runs = Vec::new();
+    let g = if q { "kron:22" } else { "kron:24" };
+    let kernels: &[&str] = if q { &["pr"] } else { &["bfs", "pr"] };
+    for f in [0.0, 0.25, 0.5, 0.75] {
+        for k in kernels {
+            runs.push(pages_run(
+                format!("{k}-{}-frag{:.0}", slug(g), f * 100.0),
+                format!("{k} on {g}, {:.0} % fragmented", f * 100.0),
+                fragmented(f),
+                pages(
+                    g,
+                    k,
+                    vec![base(), dbg(), property(), hot(), ideal()],
+                    rounds,
+                ),
+            ));
+        }
+    }
+    runs
+}
+
+/// Growing prefixes of the property array huge, with and without DBG, under pressure and fragmentation.
+fn selectivity(p: &Given) -> Vec<PlannedRun> {
+    let q = p.quick;
+    let rounds = p.rounds;
+    let mut runs = Vec::new();
+    let g = if q { "kron:22" } else { "kron:24" };
+    let kernels: &[&str] = if q { &["pr"] } else { &["bfs", "pr", "sssp"] };
+    let shape = Shape {
+        fragment: Some(0.5),
+        free_beyond_footprint_bytes: Some(3 * GIB),
+    };
+    for k in kernels {
+        let mut vs = vec![base(), dbg()];
+        for p in [20, 40, 60, 80, 100] {
+            vs.push(variant(
+                &format!("property {p}%"),
+                &format!("all=base,property=thp-prefix:{p}%"),
+                "all=base",
+                None,
+            ));
+        }
+        for p in [20, 40, 60, 80, 100] {
+            let name = if format!("{p}%") == HOT_PREFIX {
+                HOT.to_string()
+            } else {
+                format!("DBG + property {p}%")
+            };
+            vs.push(variant(
+                &name,
+                &format!("all=base,property=thp-prefix:{p}%"),
+                "all=base",
+                Some("dbg"),
+            ));
+        }
+        vs.push(ideal());
+        runs.push(pages_run(
+            format!("{k}-{}-selective", slug(g)),
+            format!("{k} on {g}, share of the property array huge"),
+            shape.clone(),
+            pages(g, k, vs, rounds),
+        ));
+    }
+    runs
+}
+
+/// Simulated utility curves, and real ones from DBG hot prefixes at three fragmentations.
+fn utility(p: &Given) -> Vec<PlannedRun> {
+    let q = p.quick;
+    let rounds = p.rounds;
+    let mut runs = Vec::new();
+    let g = if q { "kron:22" } else { "kron:24" };
+    let tg = if q { "kron:18" } else { "kron:20" };
+    for k in ["bfs", "pr"] {
+        runs.push(pages_run(
+            format!("curve-{k}-{}", slug(tg)),
+            format!("{k} on {tg} (DBG), simulated utility curve"),
+            Shape::default(),
+            curve(tg, k, Some("dbg")),
+        ));
+    }
+    let shares: &[u32] = if q {
+        &[1, 4, 16, 64, 100]
+    } else {
+        &[1, 2, 4, 8, 16, 32, 64, 100]
+    };
+    for f in [0.0, 0.5, 0.9] {
+        let mut vs = vec![base(), dbg()];
+        for s in shares {
+            vs.push(variant(
+                &format!("DBG + property {s}%"),
+                &format!("all=base,property=thp-prefix:{s}%"),
+                "all=base",
+                Some("dbg"),
+            ));
+        }
+        vs.push(ideal());
+        runs.push(pages_run(
+            format!("real-pr-{}-frag{:.0}", slug(g), f * 100.0),
+            format!(
+                "pr on {g} (DBG), real utility curve, {:.0} % fragmented",
+                f * 100.0
+            ),
+            fragmented(f),
+            pages(g, "pr", vs, rounds),
+        ));
+    }
+    runs
+}
+
+/// Fault latency of three ways to back a region, unfragmented and half fragmented.
+fn faultlat(p: &Given) -> Vec<PlannedRun> {
+    let q = p.quick;
+    let mut runs = Vec::new();
+    let size = if q { GIB / 4 } else { GIB };
+    for f in [0.0, 0.5] {
+        for (policy, collapse) in [("base", false), ("thp", false), ("base", true)] {
+            let tag = if collapse { "collapse" } else { policy };
+            runs.push(pages_run(
+                format!("faultlat-{tag}-frag{:.0}", f * 100.0),
+                format!(
+                    "faults, {}{}, {:.0} % fragmented",
+                    policy,
+                    if collapse { " then collapse" } else { "" },
+                    f * 100.0
+                ),
+                fragmented(f),
+                Work::Faultlat {
+                    size_bytes: size,
+                    policy: policy.into(),
+                    then_collapse: collapse,
+                },
+            ));
+        }
+    }
+    runs
+}
+
+/// Kernels held to shares of their footprint at several overcommit factors; THP and the hot prefix under swapping.
+fn swap(p: &Given) -> Vec<PlannedRun> {
+    let q = p.quick;
+    let rounds = p.rounds;
+    let mut runs = Vec::new();
+    let (graphs, kernels, shares, factors): (&[&str], &[&str], Vec<f64>, &[&str]) = if q {
+        (
+            &["kron:22"],
+            &["bfs"],
+            vec![1.0, 0.5, 0.3],
+            &["1", "4", "auto"],
+        )
+    } else {
+        (
+            // A road-like mesh beside the two generators: the paper's road graphs
+            // (high diameter, little work a level) got slower with overcommit.
+            &["kron:22", "urand:22", ROAD],
+            &["bfs", "cc", "pr"],
+            vec![1.0, 0.7, 0.5, 0.3],
+            &["1", "2", "4", "8", "16", "auto"],
+        )
+    };
+    let trials = if q { 3 } else { rounds.max(3) };
+    for g in graphs {
+        // Under 3 arcs a vertex, the road mesh keeps nearly 60 % of its footprint in
+        // per-vertex arrays, which every step touches: of the shares, it runs short of
+        // memory only at 70 %. The THP and hot-prefix runs below ask about skewed
+        // degrees (DBG's hot vertices), which a mesh of a few neighbours a vertex does
+        // not have.
+        let road = *g == ROAD;
+        let shares: Vec<f64> = if road {
+            shares
+                .iter()
+                .copied()
+                .filter(|s| *s >= ROAD_LEAST_SHARE)
+                .collect()
+        } else {
+            shares.clone()
+        };
+        for k in kernels {
+            // Swap readahead at the kernel's default (3) and off (0) for BFS only,
+            // whose frontier reads are the least sequential.
+            let clusters: &[Option<u32>] = if *k == "bfs" && !q {
+                &[None, Some(0)]
+            } else {
+                &[None]
+            };
+            for pc in clusters {
+                runs.push(pages_run(
+                    format!(
+                        "swap-{k}-{}{}",
+                        slug(g),
+                        pc.map(|n| format!("-pc{n}")).unwrap_or_default()
+                    ),
+                    format!(
+                        "{k} on {g} held to shares of its footprint{}",
+                        pc.map(|n| format!(", page-cluster {n}"))
+                            .unwrap_or_default()
+                    ),
+                    Shape::default(),
+                    Work::Swap {
+                        graph: g.to_string(),
+                        kernel: k.to_string(),
+                        pages: "all=base".into(),
+                        reorder: None,
+                        shares: shares.clone(),
+                        factors: factors.iter().map(|f| f.to_string()).collect(),
+                        page_cluster: *pc,
+                        trials,
+                    },
+                ));
+            }
+        }
+        if road {
+            continue;
+        }
+        // Huge pages under swapping: every array asking for THP, at factor 1.
+        runs.push(pages_run(
+            format!("swap-thp-bfs-{}", slug(g)),
+            format!("bfs on {g}, every array THP, held to shares of its footprint"),
+            Shape::default(),
+            Work::Swap {
+                graph: g.to_string(),
+                kernel: "bfs".into(),
+                pages: "all=thp".into(),
+                reorder: None,
+                shares: vec![1.0, 0.5],
+                factors: vec!["1".into()],
+                page_cluster: None,
+                trials,
+            },
+        ));
+        // The hot prefix under swapping: PageRank after DBG on 4 KiB pages, with the
+        // hot prefix of its property array huge, and huge and locked in memory.
+        if !q {
+            let prefix = format!("property=thp-prefix:{HOT_PREFIX}");
+            for (id, what, pages) in [
+                ("swap-dbg-pr", "4 KiB pages", "all=base".to_string()),
+                (
+                    "swap-hot-pr",
+                    "the hot prefix THP",
+                    format!("all=base,{prefix}"),
+                ),
+                (
+                    "swap-hot-lock-pr",
+                    "the hot prefix THP and locked",
+                    format!("all=base,{prefix}+lock"),
+                ),
+            ] {
+                runs.push(pages_run(
+                    format!("{id}-{}", slug(g)),
+                    format!("pr on {g} after DBG, {what}, held to shares of its footprint"),
+                    Shape::default(),
+                    Work::Swap {
+                        graph: g.to_string(),
+                        kernel: "pr".into(),
+                        pages,
+                        reorder: Some("dbg".into()),
+                        shares: vec![1.0, 0.5],
+                        factors: vec!["1".into()],
+                        page_cluster: None,
+                        trials,
+                    },
+                ));
+            }
+        }
+    }
+    runs
+}
+
+/// Redis under each THP mode and hugewise exec rule.
+fn bloat(p: &Given) -> Vec<PlannedRun> {
+    let q = p.quick;
+    let keys = if q { 200_000 } else { 2_000_000 };
+    vec![pages_run(
+        format!("bloat-redis-{}k", keys / 1000),
+        format!("redis-server with {keys} keys: THP modes and hugewise exec"),
+        Shape::default(),
+        Work::Bloat {
+            keys,
+            value_bytes: 1024,
+            delete_share: 0.5,
+            variants: BLOAT_VARIANTS.iter().map(|v| v.to_string()).collect(),
+            rounds: if q { 1 } else { p.repeat.unwrap_or(3) },
+        },
+    )]
+}
+
+/// A program of hot records among cold ones: 4 KiB, THP, packed.
+fn packing(p: &Given) -> Vec<PlannedRun> {
+    let q = p.quick;
+    let (records, hops) = if q {
+        (1_000_000, 5_000_000)
+    } else {
+        (4_000_000, 20_000_000)
+    };
+    vec![pages_run(
+        format!("packing-{}m", records / 1_000_000),
+        format!(
+            "{}M hot records among as many cold: 4 KiB, THP, packed",
+            records / 1_000_000
+        ),
+        Shape::default(),
+        Work::Packing {
+            records,
+            hops,
+            hot_arena_bytes: hugewise_exec::protocol::DEFAULT_HOT_ARENA,
+            rounds: if q { 2 } else { p.repeat.unwrap_or(5) },
+        },
+    )]
+}
+
+#[cfg(test)]
+mod tests {
+    use hugewise_results::study::Metric;
+
+    use super::*;
+
+    #[test]
+    fn every_preset_expands_with_unique_ids_and_its_claims_name_real_layouts() {
+        for p in PRESETS {
+            for quick in [false, true] {
+                let plan = expand(
+                    p.name,
+                    &Options {
+                        quick,
+                        repeat: None,
+                        threads: 2,
+                    },
+                )
+                .expect(p.name);
+                assert!(!plan.runs.is_empty(), "{}", p.name);
+                let mut ids: Vec<_> = plan.runs.iter().map(|r| r.id.as_str()).collect();
+                ids.sort();
+                ids.dedup();
+                assert_eq!(ids.len(), plan.runs.len(), "{}: duplicate ids", p.name);
+                assert!(plan.estimate_s > 0.0);
+                let names: Vec<&str> = plan
+                    .runs
+                    .iter()
+                    .flat_map(|r| match &r.work {
+                        Work::Pages { variants, .. } => {
+                            variants.iter().map(|v| v.name.as_str()).collect()
+                        }
+                        _ => Vec::new(),
+                    })
+                    .collect();
+                for c in &plan.claims {
+                    let wanted = match &c.metric {
+                        Metric::Speedup { variant } | Metric::HugeShare { variant } => {
+                            vec![variant.as_str()]
+                        }
+                        Metric::ShareOfIdeal {
+                            variant,
+                            ideal,
+                            over,
+                        } => {
+                            let mut v = vec![variant.as_str(), ideal.as_str()];
+                            v.extend(over.as_deref());
+                            v
+                        }
+                        Metric::SpeedupOver { variant, over } => {
+                            vec![variant.as_str(), over.as_str()]
+                        }
+                        Metric::SimShareOfIdeal { .. }
+                        | Metric::OvercommitGain { .. }
+                        | Metric::Slowdown { .. }
+                        | Metric::ThroughputVsAlways { .. }
+                        | Metric::BloatVsAlways { .. }
+                        | Metric::PackingSpeedup { .. }
+                        | Metric::PackingHugeShare { .. } => vec![],
+                    };
+                    for w in wanted {
+                        assert!(names.contains(&w), "{}: claim names '{w}'", p.name);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_full_swap_preset_holds_the_road_mesh_only_to_shares_it_can_run_at() {
+        let plan = expand(
+            "swap",
+            &Options {
+                quick: false,
+                repeat: None,
+                threads: 2,
+            },
+        )
+        .expect("swap");
+        let mut road_runs = 0;
+        for r in &plan.runs {
+            let Work::Swap { graph, shares, .. } = &r.work else {
+                continue;
+            };
+            if graph == ROAD {
+                road_runs += 1;
+                assert_eq!(shares, &[1.0, ROAD_LEAST_SHARE], "{}", r.id);
+            } else {
+                assert!(shares.contains(&0.5), "{}: {shares:?}", r.id);
+            }
+        }
+        // BFS twice (readahead on and off), CC and PR; no THP or hot-prefix runs.
+        assert_eq!(road_runs, 4);
+    }
+
+    #[test]
+    fn quick_fits_in_five_minutes_by_its_own_estimate() {
+        let plan = expand(
+            "quick",
+            &Options {
+                quick: false,
+                repeat: None,
+                threads: 2,
+            },
+        )
+        .expect("quick");
+        assert!(plan.estimate_s < 300.0, "{}", plan.estimate_s);
+        assert!(about("nope").is_err());
+    }
+}
