@@ -139,7 +139,7 @@ pub fn run(a: RunArgs, progress: Mode) -> anyhow::Result<()> {
 
 /// Under `--memory`: this program again with `--contained` as the worker, in a memory cgroup.
 /// (The worker's argv belongs with `swap`, whose typed workers will replace it.)
-fn supervise(a: &RunArgs, share: Share) -> anyhow::Result<run::Report> {
+fn supervise(a: &RunArgs, share: Share) -> anyhow::Result<hugewise_results::run::RunReport> {
     let plan = memory::Plan {
         share: share.fraction(),
         swap: match a.swap.as_str() {
@@ -164,7 +164,7 @@ fn trials(
     a: &RunArgs,
     kernel: hugewise_graph::kernels::Spec,
     progress: Mode,
-) -> anyhow::Result<run::Report> {
+) -> anyhow::Result<hugewise_results::run::RunReport> {
     let cfg = run::Config {
         input: a.input.graph.clone(),
         load: a.input.kernel_load_options(),
