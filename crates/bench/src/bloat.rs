@@ -17,12 +17,12 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use hugewise_env::{Host, Knob, Lifetime, Session};
-use hugewise_exec::rules::Rules;
 use hugewise_exec::run::{self as exec, Config as ExecConfig};
 use hugewise_promote::budget::Limit;
 use hugewise_promote::daemon::Config as DaemonConfig;
 use hugewise_promote::session::Engine;
 use hugewise_results::bloat::{BloatPhase, BloatReport, BloatRun, BloatVariant, MemPoint};
+use hugewise_rules::Rules;
 use hugewise_sys::proc::{Pid, ProcFs};
 use hugewise_sys::sysfs::memcg_counters;
 
@@ -359,13 +359,13 @@ fn one_run(
                         &ExecConfig {
                             argv: argv.clone(),
                             rules: rules.clone(),
-                            min_size: hugewise_exec::protocol::DEFAULT_MIN_SIZE,
+                            min_size: hugewise_rules::protocol::DEFAULT_MIN_SIZE,
                             preload,
                             interval: Duration::from_millis(500),
                             stdout_file: Some(dir.join("server.out")),
                             cgroup_procs: Some(cgroup.procs_file()),
                             profile: false,
-                            hot_arena: hugewise_exec::protocol::DEFAULT_HOT_ARENA,
+                            hot_arena: hugewise_rules::protocol::DEFAULT_HOT_ARENA,
                             promote: policy.as_ref().map(|p| Engine::Daemon {
                                 policy: p.clone(),
                                 config: DaemonConfig {

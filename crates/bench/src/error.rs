@@ -41,6 +41,9 @@ pub enum Error {
     /// Running a program under `hugewise exec` failed.
     #[error(transparent)]
     Exec(#[from] hugewise_exec::Error),
+    /// A page rule could not be read.
+    #[error(transparent)]
+    Rules(#[from] hugewise_rules::Error),
 }
 
 impl Error {

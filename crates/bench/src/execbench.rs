@@ -6,10 +6,10 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use hugewise_exec::rules::Rules;
 use hugewise_exec::run::{self as exec, Config as ExecConfig};
 use hugewise_results::exec::{ExecBenchReport, ExecBenchSample, ExecBenchVariant};
 use hugewise_results::stats::BUSY_SHARE;
+use hugewise_rules::Rules;
 
 use crate::stats::{median, summarize};
 use crate::{quiet, Error, Result};

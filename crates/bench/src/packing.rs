@@ -14,11 +14,11 @@ use std::time::{Duration, Instant};
 
 use hugewise_env::{Host, Knob, Lifetime, Session};
 use hugewise_exec::placement::{self, Options};
-use hugewise_exec::rules::Rules;
 use hugewise_exec::run::{self as exec, Config as ExecConfig};
 use hugewise_results::exec::ProfileReport;
 use hugewise_results::packing::{PackingReport, PackingSample, PackingVariant};
 use hugewise_results::stats::BUSY_SHARE;
+use hugewise_rules::Rules;
 use hugewise_sys::proc::{Pid, ProcFs};
 
 use crate::execbench::metric_value;

@@ -1,29 +1,21 @@
 //! hugewise-exec runs programs hugewise did not write with its preload library, which takes
-//! over their large allocations and gives each the page policy the user's rules choose:
-//! [`rules`] (the rule language), [`sites`] (call sites that survive a reload), [`protocol`]
-//! (what `hugewise exec` and the library agree on), [`run`] (starting the program, reading each
-//! allocation's backing while it runs, the result), [`placement`] (from a profile to a placement
-//! file), [`elf`] (whether a program can be preloaded at all, and a library is one).
+//! over their large allocations and gives each the page policy the user's rules choose: [`run`]
+//! (starting the program, reading each allocation's backing while it runs, the result),
+//! [`placement`] (from a profile to a placement file), [`elf`] (whether a program can be
+//! preloaded at all, and a library is one). The rule language, call sites and what `hugewise
+//! exec` and the library agree on live in hugewise-rules, which the library shares.
 #![forbid(unsafe_code)]
 
 pub mod elf;
 pub mod placement;
-pub mod protocol;
-pub mod rules;
 pub mod run;
-pub mod sites;
 
 /// Why a program could not be run under `hugewise exec`.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A page rule could not be read.
-    #[error("{at}: {why}")]
-    Rules {
-        /// Where: the rule's position and text, or the file and line.
-        at: String,
-        /// What is wrong.
-        why: String,
-    },
+    #[error(transparent)]
+    Rules(#[from] hugewise_rules::Error),
     /// The preload library was not found.
     #[error("{0}")]
     NoPreload(String),

@@ -13,9 +13,8 @@ use std::fmt::Write;
 
 use hugewise_mem::Bytes;
 use hugewise_results::exec::{ExecReport, ProfileReport, ProfileSite};
-
-use crate::rules::{Placement, Rule, Rules};
-use crate::sites::Site;
+use hugewise_rules::sites::Site;
+use hugewise_rules::{Placement, Rule, Rules};
 
 /// How a placement is chosen.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use hugewise_results::exec::{ExecAllocation, ExecProcess, ExecReport};
+use hugewise_rules::protocol::{self, LIBRARY};
+use hugewise_rules::{Placement, Rules};
 use hugewise_sys::alloclog::{
     AllocLog, LogEntry, Origin, FLAG_BAD_RULES, FLAG_FOREIGN_ALLOCATOR, FLAG_SITES_MISSING,
 };
@@ -18,8 +20,6 @@ use hugewise_sys::proc::{PageRun, Pid, ProcFs, ScanCategories, Vma};
 use hugewise_sys::process::{PidFd, Signal};
 
 use crate::elf;
-use crate::protocol::{self, LIBRARY};
-use crate::rules::{Placement, Rules};
 use crate::{Error, Result};
 
 /// What to run and how.

@@ -31,9 +31,9 @@ use std::sync::OnceLock;
 
 use std::sync::atomic::AtomicUsize;
 
-use hugewise_exec::protocol;
-use hugewise_exec::rules::{Placement, Rules};
-use hugewise_exec::sites::{Modules, Site};
+use hugewise_rules::protocol;
+use hugewise_rules::sites::{Modules, Site};
+use hugewise_rules::{Placement, Rules};
 use hugewise_sys::alloclog::{
     name_of, pad, AllocLog, LogEntry, Origin, FLAG_BAD_RULES, FLAG_FOREIGN_ALLOCATOR,
     FLAG_SITES_MISSING, NAME_BYTES,

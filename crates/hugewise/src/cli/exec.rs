@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use hugewise_exec::protocol::{DEFAULT_HOT_ARENA, DEFAULT_MIN_SIZE};
-use hugewise_exec::rules::Rules;
 use hugewise_exec::run::{self, Config, Tick};
 use hugewise_mem::Bytes;
 use hugewise_promote::{daemon, session};
 use hugewise_report::{execview, fmt};
+use hugewise_rules::protocol::{DEFAULT_HOT_ARENA, DEFAULT_MIN_SIZE};
+use hugewise_rules::Rules;
 use hugewise_sys::read;
 
 use crate::cli::args::{parse_interval, usage, Output};

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use clap::Args;
 use hugewise_exec::placement::{self, Options};
-use hugewise_exec::protocol::{DEFAULT_HOT_ARENA, DEFAULT_MIN_SIZE};
-use hugewise_exec::rules::Rules;
 use hugewise_exec::run::{self, Config};
 use hugewise_mem::{Bytes, Share, ShareRange};
 use hugewise_report::execview;
+use hugewise_rules::protocol::{DEFAULT_HOT_ARENA, DEFAULT_MIN_SIZE};
+use hugewise_rules::Rules;
 
 use crate::cli::args::{parse_interval, Output};
 use crate::cli::exec::live_line;

@@ -736,7 +736,7 @@ fn packing(p: &Given) -> Vec<PlannedRun> {
         Work::Packing {
             records,
             hops,
-            hot_arena_bytes: hugewise_exec::protocol::DEFAULT_HOT_ARENA,
+            hot_arena_bytes: hugewise_rules::protocol::DEFAULT_HOT_ARENA,
             rounds: if q { 2 } else { p.repeat.unwrap_or(5) },
         },
     )]

@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use hugewise_bench::execbench;
-use hugewise_exec::protocol::{DEFAULT_HOT_ARENA, DEFAULT_MIN_SIZE};
 use hugewise_exec::run;
 use hugewise_mem::Bytes;
 use hugewise_report::execview;
+use hugewise_rules::protocol::{DEFAULT_HOT_ARENA, DEFAULT_MIN_SIZE};
 
 use crate::cli::args::{usage, Output};
 use crate::progress::{Mode, Steps, Unit};

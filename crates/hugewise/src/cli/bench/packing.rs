@@ -7,10 +7,10 @@ use anyhow::Context;
 use clap::Args;
 use hugewise_bench::packing;
 use hugewise_exec::placement::Options;
-use hugewise_exec::protocol::DEFAULT_HOT_ARENA;
 use hugewise_exec::run;
 use hugewise_mem::{Bytes, Count, Share, ShareRange};
 use hugewise_report::execview;
+use hugewise_rules::protocol::DEFAULT_HOT_ARENA;
 
 use crate::cli::args::Output;
 use crate::progress::{Mode, Steps, Unit};

@@ -134,13 +134,13 @@ impl Rules {
             if part.is_empty() {
                 continue;
             }
-            out.push(parse_rule(part).map_err(|why| Error::Rules {
+            out.push(parse_rule(part).map_err(|why| Error {
                 at: format!("rule {} ('{}')", i + 1, shown(part)),
                 why,
             })?);
         }
         if out.is_empty() {
-            return Err(Error::Rules {
+            return Err(Error {
                 at: "rules".into(),
                 why: "no rule given (write for example '>=2MiB=thp')".into(),
             });
@@ -155,14 +155,14 @@ impl Rules {
         for (n, line) in text.lines().enumerate() {
             let line = line.split('#').next().unwrap_or("").trim();
             for part in line.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-                out.push(parse_rule(part).map_err(|why| Error::Rules {
+                out.push(parse_rule(part).map_err(|why| Error {
                     at: format!("{name}:{}: '{}'", n + 1, shown(part)),
                     why,
                 })?);
             }
         }
         if out.is_empty() {
-            return Err(Error::Rules {
+            return Err(Error {
                 at: name.to_string(),
                 why: "holds no rule".into(),
             });
