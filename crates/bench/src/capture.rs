@@ -17,8 +17,8 @@ use std::time::Instant;
 use hugewise_graph::cache::Cache;
 use hugewise_graph::kernels::{Kernel, Spec, SpecExt};
 use hugewise_graph::load::{Input, LoadOptions};
+use hugewise_graph::probe::{self, PerThread, Record, Span, Streams};
 use hugewise_graph::reorder::Method;
-use hugewise_graph::traced::{self, PerThread, Record, Span, Streams};
 use hugewise_graph::Csr;
 use hugewise_graph::Layout;
 use hugewise_trace::{meta, Header, Region, TraceMeta, Writer};
@@ -163,7 +163,7 @@ pub fn capture(cfg: &Config) -> Result<CaptureReport> {
     let started = Instant::now();
     let prologue = {
         let mut first = streams.slot(0);
-        traced::first_touch(&spans, &mut *first);
+        probe::first_touch(&spans, &mut *first);
         first.count()
     };
     let traced_run = pool.install(|| kernel.trace(&g, &run_sources, &streams));
@@ -258,7 +258,7 @@ pub fn capture(cfg: &Config) -> Result<CaptureReport> {
 /// The graph's arrays, then the kernel's in address order (as they were created), for the
 /// header and the first-touch prologue.
 fn spans_of(g: &Csr, kernel: &dyn Kernel) -> Vec<Span> {
-    let mut spans = traced::graph_spans(g);
+    let mut spans = probe::graph_spans(g);
     let mut mine = kernel.spans();
     mine.sort_by_key(|s| s.base);
     spans.extend(mine);

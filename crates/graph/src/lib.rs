@@ -1,5 +1,6 @@
 //! hugewise-graph owns graphs laid out in page-policy regions: the CSR, the streaming
-//! builder, generators, readers and writers, and the kernels with their verifiers.
+//! builder, generators, readers and writers, the kernels with their verifiers, and the access
+//! probes through which one kernel body is timed, traced ([`probe`]) or sampled ([`sampler`]).
 //!
 //! Every array (offsets, edges, weights, a kernel's property and frontier arrays) is a
 //! [`hugewise_mem::Region`], so its page size comes from the command line and its real backing
@@ -18,12 +19,13 @@ pub mod kernels;
 pub mod layout;
 pub mod load;
 mod owned;
+pub mod probe;
 pub mod reorder;
 pub mod rng;
+pub mod sampler;
 pub mod save;
 pub mod settings;
 pub mod shapes;
-pub mod traced;
 
 pub use csr::Csr;
 pub use error::{Error, Result};

@@ -12,7 +12,7 @@ use hugewise_graph::cache::{Cache, Found, Hit};
 use hugewise_graph::kernels::{pick_sources, pick_sources_by, Kernel, Spec, SpecExt};
 use hugewise_graph::load::{load, Input, LoadOptions, LoadStats};
 use hugewise_graph::reorder::{self, Method, Relabeling, ReorderStats};
-use hugewise_graph::traced::sampled;
+use hugewise_graph::sampler::sampled;
 use hugewise_graph::{Csr, Layout};
 use hugewise_results::graph::RegionReport;
 use hugewise_results::graph::{Degrees, GraphWritten};
@@ -93,7 +93,7 @@ fn replay_steps(
     let plan_err =
         |e: hugewise_promote::plan::PlanError| Error::Config(format!("{}: {e}", r.plan.display()));
     let (i, p) = select(&plans, r.policy.as_deref(), r.budget_share).map_err(plan_err)?;
-    let here: Vec<(String, u64, u64)> = hugewise_graph::traced::graph_spans(g)
+    let here: Vec<(String, u64, u64)> = hugewise_graph::probe::graph_spans(g)
         .into_iter()
         .chain(kernel.spans())
         .map(|s| (s.name, s.base, s.bytes))

@@ -18,7 +18,8 @@ use rayon::prelude::*;
 
 use crate::csr::{RegionReport, RegionReportExt, Side};
 use crate::kernels::{add_f64, Kernel, Outcome};
-use crate::traced::{Off, Probe, Sampled, Span, Streams, Tracer};
+use crate::probe::{Off, Probe, Span, Streams, Tracer};
+use crate::sampler::Sampled;
 use crate::{Csr, Layout, Result};
 
 const UNSEEN: u32 = u32::MAX;

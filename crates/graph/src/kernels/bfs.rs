@@ -23,7 +23,8 @@ use rayon::prelude::*;
 
 use crate::csr::{RegionReport, RegionReportExt, Side};
 use crate::kernels::{Kernel, Outcome};
-use crate::traced::{Off, Probe, Sampled, Span, Streams, Tracer};
+use crate::probe::{Off, Probe, Span, Streams, Tracer};
+use crate::sampler::Sampled;
 use crate::{Csr, Layout, Result};
 
 /// Parent value of an unreached vertex.

@@ -5,7 +5,7 @@
 //! reused by every trial. Arrays that depend on the edge count are created by the first run,
 //! which callers do untimed as a warm-up.
 //!
-//! Every kernel has one body, generic over a [`Tracer`](crate::traced::Tracer): the timed run
+//! Every kernel has one body, generic over a [`Tracer`](crate::probe::Tracer): the timed run
 //! and `hugewise trace` run the same code, the first with a tracer that compiles away.
 //!
 //! Region groups, for `--pages`: `property` is every vertex-indexed array that the kernel reads
@@ -24,14 +24,15 @@ use std::sync::atomic::AtomicU64;
 pub use hugewise_results::kernel::{Outcome, Spec};
 
 use crate::csr::RegionReport;
+use crate::probe::{Probe, Span, Streams};
 use crate::rng::SplitMix64;
-use crate::traced::{Probe, Sampled, Span, Streams};
+use crate::sampler::Sampled;
 use crate::{Csr, Error, Layout, Result};
 
 /// A kernel with its working arrays.
 ///
-/// Each kernel has one body, generic over a [`Tracer`](crate::traced::Tracer): [`Kernel::run`] calls it with
-/// [`Off`](crate::traced::Off), whose hooks compile away, and [`Kernel::trace`] with a
+/// Each kernel has one body, generic over a [`Tracer`](crate::probe::Tracer): [`Kernel::run`] calls it with
+/// [`Off`](crate::probe::Off), whose hooks compile away, and [`Kernel::trace`] with a
 /// recording tracer, so a trace records the kernel that is timed.
 pub trait Kernel: Send + Sync {
     /// Run once from `sources` (as many as [`Spec::sources_per_trial`] says). Only this is
@@ -40,7 +41,7 @@ pub trait Kernel: Send + Sync {
     /// Run once as [`Kernel::run`] does, telling `t` every access of every worker thread.
     fn trace(&mut self, g: &Csr, sources: &[u32], t: &Streams) -> Result<()>;
     /// Run once as [`Kernel::run`] does, publishing one access in so many of those `s` sees
-    /// (see [`crate::traced::watch!`]) to a promotion daemon.
+    /// (see [`crate::probe::watch!`]) to a promotion daemon.
     fn sample(&mut self, g: &Csr, sources: &[u32], s: &Sampled<'_>) -> Result<()>;
     /// Where the kernel's arrays are, for a trace's header (arrays the first run creates are
     /// there after it).

@@ -32,7 +32,8 @@ use rayon::prelude::*;
 
 use crate::csr::{RegionReport, RegionReportExt, Side};
 use crate::kernels::{add_f64, Kernel, Outcome};
-use crate::traced::{Off, Probe, Sampled, Span, Streams, Tracer};
+use crate::probe::{Off, Probe, Span, Streams, Tracer};
+use crate::sampler::Sampled;
 use crate::{Csr, Layout, Result};
 
 /// Damping factor.
@@ -232,7 +233,7 @@ fn pull_sweep<T: Tracer>(
                         inc.prefetch_neighbors((v + STREAM_AHEAD).min(last) as u32);
                         // A sampler sees one vertex in 32, here and in every loop of an
                         // iteration: the rest run without probes.
-                        change += crate::traced::watch!(p, {
+                        change += crate::probe::watch!(p, {
                             // Summed in f64: a hub's thousands of nearly equal shares, added
                             // in f32, round the same way often enough to move its score by
                             // more than the convergence bound (a star of 30 000 leaves failed
@@ -277,7 +278,7 @@ fn refresh<T: Tracer>(out: Side, scores: &mut [f32], contrib: &mut [f32], k: f32
                 let outs = &out.offsets[v0..=v0 + cs.len()];
                 let mut sums = Sums::default();
                 for ((c, s), o) in cs.iter_mut().zip(ss).zip(outs.windows(2)) {
-                    sums = sums.add(crate::traced::watch!(p, {
+                    sums = sums.add(crate::probe::watch!(p, {
                         let start = p.read(&o[0]);
                         let deg = (p.read(&o[1]) - start) as usize;
                         let new = p.read(s);
@@ -345,7 +346,7 @@ fn push_sweep<T: Tracer>(
             .for_each_init(
                 || t.probe(),
                 |p, u| {
-                    crate::traced::watch!(p, {
+                    crate::probe::watch!(p, {
                         let out = p.neighbors(out_side, u);
                         if out.is_empty() {
                             return;
@@ -367,7 +368,7 @@ fn push_sweep<T: Tracer>(
         .map_init(
             || t.probe(),
             |p, (x, s)| {
-                crate::traced::watch!(p, {
+                crate::probe::watch!(p, {
                     let new = base + d * p.read(x) as f32;
                     p.write(x, new as f64);
                     (new - p.read(s)).abs() as f64
@@ -389,7 +390,7 @@ fn push_finish<T: Tracer>(out: Side, scores: &mut [f32], sums: &[f32], k: f32, t
         .map_init(
             || t.probe(),
             |p, (v, (s, new))| {
-                crate::traced::watch!(p, {
+                crate::probe::watch!(p, {
                     let new = p.read(new) as f32;
                     let x = new + k * (new - p.read(s));
                     p.write(s, x);
@@ -561,7 +562,7 @@ mod tests {
         fn idle(&mut self) -> bool {
             self.passes_left -= 1;
             if self.passes_left == 0 {
-                self.passes_left = crate::traced::WATCHED_PASS_EVERY;
+                self.passes_left = crate::sampler::WATCHED_PASS_EVERY;
                 return false;
             }
             true
@@ -579,7 +580,7 @@ mod tests {
             let mut k = Pr::new(&Layout::default(), g.n(), mode, 1e-4, 1000).expect("pr");
             // One thread runs the same accesses every time: first what a sampler sees of them,
             // then the sampled run, whose samples must be every 16th of those.
-            let seen = crate::traced::PerThread::new(vec![Seen {
+            let seen = crate::probe::PerThread::new(vec![Seen {
                 all: Vec::new(),
                 passes_left: 1,
             }]);
@@ -588,7 +589,7 @@ mod tests {
             let path = std::env::temp_dir().join(format!("hw-pr-nth-{}", std::process::id()));
             let ring = hugewise_sys::shm::SampleRing::create(&path, 1 << 20).expect("ring");
             let _ = std::fs::remove_file(&path);
-            let s = crate::traced::sampled(&ring, 16, 1);
+            let s = crate::sampler::sampled(&ring, 16, 1);
             pool.install(|| k.body(&g, &s)).expect("sampled");
             drop(s);
             let mut got = Vec::new();

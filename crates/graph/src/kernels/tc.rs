@@ -22,8 +22,9 @@ use rayon::prelude::*;
 
 use crate::csr::{RegionReport, RegionReportExt, Side};
 use crate::kernels::{Kernel, Outcome};
+use crate::probe::{Off, Probe, Span, Streams, Tracer};
 use crate::rng::SplitMix64;
-use crate::traced::{Off, Probe, Sampled, Span, Streams, Tracer};
+use crate::sampler::Sampled;
 use crate::{Csr, Layout, Result};
 
 /// Triangle counting with its oriented graph.
