@@ -105,6 +105,13 @@ impl Publisher {
         self.ring.push(addr as u64 & !1 | u64::from(write));
     }
 
+    /// Say how many accesses one sample stands for (one in `accesses` is published, before
+    /// the daemon's thinning): the daemon can then weigh a chunk's walks in walks per second
+    /// against what collapsing it costs.
+    pub fn set_period(&self, accesses: u64) {
+        self.ring.set_period(accesses);
+    }
+
     /// The ring, for readers in the same process.
     pub fn ring(&self) -> &SampleRing {
         &self.ring
@@ -162,6 +169,11 @@ impl Subscriber {
     /// daemon may only read it). A program that does not read the request publishes as before.
     pub fn ask_thinning(&self, factor: u32) -> bool {
         self.ring.set_thinning(factor)
+    }
+
+    /// How many accesses one sample stands for before thinning, if the program said.
+    pub fn period(&self) -> Option<u64> {
+        self.ring.period()
     }
 
     /// Samples published since the last [`drain`](Self::drain), read or not.

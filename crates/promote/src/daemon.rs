@@ -62,6 +62,14 @@ pub struct Config {
     /// reading page tables is most of what the daemon costs; a change is seen within this
     /// many looks.
     pub settled_every: u64,
+    /// What one page walk that a huge page removes costs the program, in nanoseconds: between
+    /// a walk served from the caches and one that misses them. With the sampling period a
+    /// target publishes, it turns a chunk's sampled walks into time saved per second.
+    pub walk_ns: f64,
+    /// How long a promoted chunk is expected to keep its heat, in seconds: its collapse (a core
+    /// busy for its latency, the target's TLB flushed) must be paid back within it, or the
+    /// chunk is left on 4 KiB pages. Applies to targets that say their sampling period.
+    pub payback_s: f64,
 }
 
 impl Default for Config {
@@ -79,6 +87,8 @@ impl Default for Config {
             first_samples: 1 << 16,
             max_thinning: 64,
             settled_every: 8,
+            walk_ns: 30.0,
+            payback_s: 10.0,
         }
     }
 }
@@ -285,7 +295,18 @@ pub struct Daemon {
     refused: std::collections::HashSet<(i32, usize)>,
     /// How many samples the targets are asked for.
     thinning: Thinning,
+    /// Latencies of the last successful collapses, newest last: what a collapse costs here.
+    collapses: std::collections::VecDeque<u64>,
+    /// Targets told that chunks were not worth their collapse.
+    told_not_worth: std::collections::BTreeSet<i32>,
 }
+
+/// What a collapse is taken to cost before the daemon has timed one: the middle of the
+/// 0.4–5 ms `MADV_COLLAPSE` takes per 2 MiB in a virtual machine.
+const COLLAPSE_NS_GUESS: u64 = 2_000_000;
+
+/// Collapses whose latency the estimate of a collapse's cost keeps.
+const COLLAPSES_KEPT: usize = 32;
 
 impl Daemon {
     /// A daemon with `policy`, timed from `t0`.
@@ -308,6 +329,8 @@ impl Daemon {
             counted: 0,
             first_counted: None,
             refused: Default::default(),
+            collapses: Default::default(),
+            told_not_worth: Default::default(),
             thinning: Thinning::new(thin_max),
             cfg,
         }
@@ -468,6 +491,10 @@ impl Daemon {
         }
         match (kind, ok) {
             (ActionKind::Promote, true) => {
+                if self.collapses.len() == COLLAPSES_KEPT {
+                    self.collapses.pop_front();
+                }
+                self.collapses.push_back(a.latency_ns);
                 iv.promoted += 1;
                 *huge += HUGE as u64;
             }
@@ -590,12 +617,25 @@ impl Daemon {
             .filter(|&(i, _)| !self.refused.contains(&(chunks[i].pid, chunks[i].addr)))
             .collect();
         let order = budget::order(&wanted, &chunks, self.cfg.share, &self.cfg.bias);
+        let periods: HashMap<i32, u64> = self
+            .targets
+            .iter()
+            .filter_map(|m| Some((m.target.pid(), m.samples.as_ref()?.period()?)))
+            .collect();
+        let collapse_ns = self.collapse_ns();
+        let mut not_worth: HashMap<i32, u32> = HashMap::new();
         let mut score: HashMap<usize, f64> = d.promote.iter().copied().collect();
         // A candidate takes a huge chunk's place on the heat that lasted.
         score.extend(d.lasting.iter().copied());
         // Demotions made (and read back split) to take a huge chunk's place.
         let mut swaps = 0u32;
         for i in order.into_iter().take(self.cfg.max_promotions) {
+            if let Some(&period) = periods.get(&chunks[i].pid) {
+                if saving_ns(&chunks[i], period, dt, &self.cfg) < collapse_ns as f64 {
+                    *not_worth.entry(chunks[i].pid).or_default() += 1;
+                    continue;
+                }
+            }
             if huge + HUGE as u64 > iv.budget_bytes {
                 // Full: take the place of the least valued huge chunk if this one is worth
                 // clearly more.
@@ -630,6 +670,20 @@ impl Daemon {
         }
         iv.huge_bytes_after = huge;
         iv.swaps = Some(swaps);
+        if !not_worth.is_empty() {
+            iv.not_worth = Some(not_worth.values().sum());
+        }
+        for (pid, n) in not_worth {
+            if self.told_not_worth.insert(pid) {
+                iv.notes.push(format!(
+                    "pid {pid}: {n} chunk(s) would save less than their collapse costs \
+                     ({:.1} ms, at {} ns a walk over {} s), so they stay on 4 KiB pages",
+                    collapse_ns as f64 / 1e6,
+                    self.cfg.walk_ns,
+                    self.cfg.payback_s
+                ));
+            }
+        }
         let look = Look::of(self.warming_up(), iv.promoted, iv.demoted, iv.failed, swaps);
         let factor = self.thinning.after(look);
         let mut asked = false;
@@ -639,6 +693,14 @@ impl Daemon {
         iv.sample_thinning = asked.then_some(factor);
         iv.cpu_ns = hugewise_sys::rusage::thread_cpu_ns() - cpu0;
         Ok(iv)
+    }
+
+    /// What a collapse costs here: the median latency of the last ones this daemon made, or a
+    /// guess before the first.
+    fn collapse_ns(&self) -> u64 {
+        let mut v: Vec<u64> = self.collapses.iter().copied().collect();
+        v.sort_unstable();
+        v.get(v.len() / 2).copied().unwrap_or(COLLAPSE_NS_GUESS)
     }
 
     /// Run intervals until `cancel` is set or no target is left. `on_interval` hears each
@@ -690,6 +752,14 @@ impl Daemon {
             .max()
             .unwrap_or(0)
     }
+}
+
+/// The time a huge page for `c` would save its program over the payback time, in
+/// nanoseconds: its walks this look (already weighed by the thinning) times the accesses one
+/// sample stands for, per second of the look, at `walk_ns` a walk.
+fn saving_ns(c: &ChunkInfo, period: u64, dt_s: f64, cfg: &Config) -> f64 {
+    let walks_per_s = f64::from(c.walks) * period as f64 / dt_s.max(1e-3);
+    walks_per_s * cfg.walk_ns * cfg.payback_s
 }
 
 /// Count `addrs` (one target's samples, in the order written) into its `chunks` (sorted by

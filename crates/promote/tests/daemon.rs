@@ -695,3 +695,36 @@ fn a_chunk_read_the_same_twice_is_read_again_only_at_its_turn() {
         assert!(looks < 4, "not seen after {looks} looks");
     }
 }
+
+#[test]
+fn a_chunk_whose_walks_would_not_pay_for_its_collapse_stays_small() {
+    // 1 000 samples on chunk 1, each on another page than the last: 1 000 walks in the first
+    // look, which the daemon takes as one second. At 30 ns a walk over 10 s, a sample that
+    // stands for one access saves 1 000 × 30 × 10 = 0.3 ms, less than the 2 ms a collapse is
+    // taken to cost before one is timed; one that stands for 100 saves 30 ms.
+    for (period, promoted) in [(1u64, 0u32), (100, 1)] {
+        let Some((_one, m)) = serial_four_k_chunks(4) else {
+            return;
+        };
+        let (publisher, mut d) = pcc_on_me(
+            &format!("worth-{period}"),
+            cfg_each_second(Limit::Bytes(2 << 20)),
+        );
+        publisher.set_period(period);
+        heat(&publisher, &m, &[1], 1000);
+        let iv = d.step(&mut |_| {}).expect("step");
+        assert_eq!(iv.promoted, promoted, "period {period}: {iv:?}");
+        if promoted == 0 {
+            assert_eq!(iv.not_worth, Some(1), "{iv:?}");
+            assert!(
+                iv.notes
+                    .iter()
+                    .any(|n| n.contains("would save less than their collapse")),
+                "{:?}",
+                iv.notes
+            );
+        } else {
+            assert_eq!(iv.not_worth, None, "{iv:?}");
+        }
+    }
+}

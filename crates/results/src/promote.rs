@@ -102,6 +102,11 @@ pub struct Interval {
     pub sample_thinning: Option<u32>,
     /// CPU time of the daemon's thread over the whole interval's work.
     pub cpu_ns: u64,
+    /// Candidates left on 4 KiB pages because their sampled walks would save less than their
+    /// collapse costs (only for targets that say their sampling period); `null` when none
+    /// were, and in results from before it was weighed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_worth: Option<u32>,
     /// What the daemon found worth saying this interval, once each: which signal a policy
     /// acts on and why, a target's sample ring or allocation log refused and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -7,7 +7,9 @@
 //! (u64, written by the reader: publish one sample in this many of those the writer would, 0 or
 //! 1 for all; a writer that does not read it publishes as before), weight (u64: the sum over the
 //! samples written of the thinning each was published at, so that a reader can weigh what it
-//! reads by what it stands for; 0 from a writer that does not keep it). A writer
+//! reads by what it stands for; 0 from a writer that does not keep it), period (u64: how many
+//! of its accesses one published sample stands for before thinning; 0 when the writer does not
+//! say). A writer
 //! claims a slot with one `fetch_add` on head and then stores its word, so several threads may
 //! write at once without a lock; a reader may see a claimed slot before its store lands (it
 //! then reads the slot's previous sample), which a sampler tolerates. A reader that falls more
@@ -41,6 +43,9 @@ const HEADER: usize = 64;
 const THINNING: usize = 4;
 /// The header word in which writers add up what their samples stand for.
 const WEIGHT: usize = 5;
+/// The header word in which a writer says how many accesses one published sample stands for
+/// before any thinning (0: it does not say).
+const PERIOD: usize = 6;
 /// The most thinning a reader may ask for: even thinned, a writer keeps publishing enough for
 /// the reader to notice that what is hot has changed.
 pub const MAX_THINNING: u32 = 1024;
@@ -422,6 +427,20 @@ impl SampleRing {
         self.header()[WEIGHT].load(Ordering::Relaxed)
     }
 
+    /// Say that one published sample stands for `accesses` accesses of the writer (its
+    /// sampling period, before the reader's thinning), so that a reader can turn sampled counts
+    /// into rates. Only the ring's creator says it.
+    pub fn set_period(&self, accesses: u64) {
+        if self.writable {
+            self.header()[PERIOD].store(accesses, Ordering::Relaxed);
+        }
+    }
+
+    /// The writer's sampling period, if it said (see [`set_period`](Self::set_period)).
+    pub fn period(&self) -> Option<u64> {
+        Some(self.header()[PERIOD].load(Ordering::Relaxed)).filter(|&p| p > 0)
+    }
+
     /// Append the samples written since `cursor` (a head value from an earlier call, 0 at
     /// first) to `out`; returns the new cursor and how many samples were overwritten before
     /// they could be read.
@@ -496,6 +515,11 @@ mod tests {
         w.push_all(&[1, 2, 3]);
         w.push_weighted(&[4, 5], 16);
         assert_eq!((r.head(), r.weight()), (5, 35));
+        // The writer's sampling period: unsaid, then said; only the writer says it.
+        assert_eq!(r.period(), None);
+        w.set_period(64);
+        r.set_period(1);
+        assert_eq!(r.period(), Some(64));
         std::fs::remove_file(&path).expect("remove");
     }
 
