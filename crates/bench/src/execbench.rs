@@ -11,7 +11,7 @@ use hugewise_results::exec::{ExecBenchReport, ExecBenchSample, ExecBenchVariant}
 use hugewise_results::stats::BUSY_SHARE;
 use hugewise_rules::Rules;
 
-use crate::stats::{median, summarize};
+use crate::stats::{median, ratio, summarize, Stopped, Until};
 use crate::{quiet, Error, Result};
 
 /// One way of running the program.
@@ -52,8 +52,11 @@ pub struct Config {
     pub argv: Vec<String>,
     /// The variants, the first being the baseline of the ratios.
     pub variants: Vec<Variant>,
-    /// Rounds.
+    /// Rounds, at least.
     pub rounds: u32,
+    /// More rounds until the speedups' intervals are narrow enough (those of the program's
+    /// own times with a metric).
+    pub until: Until,
     /// Allocations below this stay with the program's allocator.
     pub min_size: u64,
     /// The preload library.
@@ -115,11 +118,12 @@ pub fn run(
     let samples = all_rounds(cfg, stop, progress);
     // The program's output went to the scratch file: gone whether the rounds ended or failed.
     let _ = std::fs::remove_file(&cfg.scratch);
-    let samples = samples?;
+    let (samples, rounds, stopped) = samples?;
     let variants = summarize_variants(&cfg.variants, &samples);
     Ok(ExecBenchReport {
         command: cfg.argv.clone(),
-        rounds: cfg.rounds,
+        rounds,
+        stopped: Some(stopped),
         min_size_bytes: cfg.min_size,
         samples,
         variants,
@@ -130,10 +134,23 @@ fn all_rounds(
     cfg: &Config,
     stop: &AtomicBool,
     progress: &mut dyn FnMut(u64, u64),
-) -> Result<Vec<ExecBenchSample>> {
-    let total = u64::from(cfg.rounds) * cfg.variants.len() as u64;
+) -> Result<(Vec<ExecBenchSample>, u32, Stopped)> {
+    let total = u64::from(cfg.until.planned(cfg.rounds)) * cfg.variants.len() as u64;
     let mut samples = Vec::new();
-    for round in 0..cfg.rounds {
+    let first = cfg.variants[0].label();
+    let started = Instant::now();
+    let mut round = 0;
+    let stopped = loop {
+        let now: Vec<Vec<f64>> = cfg.variants[1..]
+            .iter()
+            .map(|v| match cfg.metric {
+                Some(_) => ratios_vs_first(&samples, &first, &v.label(), &|s| s.metric_s),
+                None => ratios_vs_first(&samples, &first, &v.label(), &|s| Some(s.wall_ns as f64)),
+            })
+            .collect();
+        if let Some(why) = cfg.until.stop(cfg.rounds, round, started.elapsed(), &now) {
+            break why;
+        }
         // Each round starts one variant later, so no variant always runs right after the
         // same other one (in this VM, what the previous run freed changes the next one's
         // first touch).
@@ -202,8 +219,28 @@ fn all_rounds(
             samples.push(sample);
             progress(samples.len() as u64, total);
         }
-    }
-    Ok(samples)
+        round += 1;
+    };
+    Ok((samples, round, stopped))
+}
+
+/// Per round that ran both, `of` the first variant's run over `of` this variant's.
+fn ratios_vs_first(
+    samples: &[ExecBenchSample],
+    first: &str,
+    label: &str,
+    of: &dyn Fn(&ExecBenchSample) -> Option<f64>,
+) -> Vec<f64> {
+    samples
+        .iter()
+        .filter(|s| s.variant == label)
+        .filter_map(|s| {
+            let b = samples
+                .iter()
+                .find(|b| b.variant == first && b.round == s.round)?;
+            Some(of(b)? / of(s)?)
+        })
+        .collect()
 }
 
 fn summarize_variants(variants: &[Variant], samples: &[ExecBenchSample]) -> Vec<ExecBenchVariant> {
@@ -215,18 +252,12 @@ fn summarize_variants(variants: &[Variant], samples: &[ExecBenchSample]) -> Vec<
             let mine: Vec<&ExecBenchSample> =
                 samples.iter().filter(|s| s.variant == label).collect();
             let wall: Vec<f64> = mine.iter().map(|s| s.wall_ns as f64).collect();
-            let ratios = |of: &dyn Fn(&ExecBenchSample) -> Option<f64>| -> Vec<f64> {
-                mine.iter()
-                    .filter_map(|s| {
-                        let b = samples
-                            .iter()
-                            .find(|b| b.variant == first && b.round == s.round)?;
-                        Some(of(b)? / of(s)?)
-                    })
-                    .collect()
+            let of_first = |of: &dyn Fn(&ExecBenchSample) -> Option<f64>| match label == first {
+                true => (None, None),
+                false => ratio(&ratios_vs_first(samples, &first, &label, of)),
             };
-            let wall_ratios = ratios(&|s| Some(s.wall_ns as f64));
-            let metric_ratios = ratios(&|s| s.metric_s);
+            let (wall_speedup, wall_ci95) = of_first(&|s| Some(s.wall_ns as f64));
+            let (metric_speedup, metric_ci95) = of_first(&|s| s.metric_s);
             let metric: Vec<f64> = mine.iter().filter_map(|s| s.metric_s).collect();
             let huge: Vec<f64> = mine
                 .iter()
@@ -237,9 +268,11 @@ fn summarize_variants(variants: &[Variant], samples: &[ExecBenchSample]) -> Vec<
                     Variant::Plain => None,
                     Variant::Rules(_) => Some(label.clone()),
                 },
-                speedup_vs_first: (label != first).then(|| median(&wall_ratios)).flatten(),
+                speedup_vs_first: wall_speedup,
+                speedup_vs_first_ci95: wall_ci95,
                 metric_s: summarize(&metric),
-                metric_speedup_vs_first: (label != first).then(|| median(&metric_ratios)).flatten(),
+                metric_speedup_vs_first: metric_speedup,
+                metric_speedup_vs_first_ci95: metric_ci95,
                 huge_bytes: median(&huge),
                 wall_ns: summarize(&wall)?,
                 label,

@@ -22,7 +22,7 @@ use hugewise_rules::Rules;
 use hugewise_sys::proc::{Pid, ProcFs};
 
 use crate::execbench::metric_value;
-use crate::stats::{median, summarize};
+use crate::stats::{median, ratio, summarize};
 use crate::{quiet, Error, Result};
 
 /// What to run.
@@ -289,13 +289,18 @@ fn summarize_variants(samples: &[PackingSample]) -> Vec<PackingVariant> {
                 })
                 .collect();
             let huge = huge_of(label);
+            let (speedup, ci95) = match label == VARIANTS[0].0 {
+                true => (None, None),
+                false => ratio(&ratios),
+            };
             Some(PackingVariant {
                 label: label.into(),
                 thp: thp.into(),
                 placement: packed,
                 wall_ns: summarize(&wall)?,
                 metric_s: summarize(&metric),
-                speedup_vs_4k: (label != VARIANTS[0].0).then(|| median(&ratios)).flatten(),
+                speedup_vs_4k: speedup,
+                speedup_vs_4k_ci95: ci95,
                 huge_bytes: huge,
                 huge_share_of_thp_all: huge.zip(all).map(|(h, a)| h / a),
             })

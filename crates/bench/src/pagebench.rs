@@ -19,7 +19,7 @@ use hugewise_mem::{AllocOrder, PolicyMap};
 use hugewise_results::pagebench::{PagesReport, PagesSample, PagesVariant};
 
 use crate::quiet;
-use crate::stats::{median, summarize};
+use crate::stats::{ratio, summarize, Until};
 use crate::{Error, Progress, Result};
 
 /// One layout to compare: the kernel's arrays, and optionally a copy of the graph of its own
@@ -117,8 +117,10 @@ pub struct Config {
     pub kernel: Spec,
     /// The layouts; the first is the baseline.
     pub variants: Vec<Variant>,
-    /// Rounds; each runs every variant once.
+    /// Rounds; each runs every variant once. At least that many with `until`.
     pub rounds: u32,
+    /// More rounds until the speedups' intervals are narrow enough.
+    pub until: Until,
     /// Worker threads.
     pub threads: usize,
     /// Keep a reordered file's copy here and read it back on later runs.
@@ -241,7 +243,7 @@ pub fn run_with(
     let sources = pick_sources(
         &shared.graph,
         cfg.load.seed,
-        per_trial * cfg.rounds as usize,
+        per_trial * cfg.until.planned(cfg.rounds) as usize,
     )?;
     let mut kernels: Vec<Box<dyn Kernel>> = Vec::new();
     for (i, (v, early)) in cfg.variants.iter().zip(early).enumerate() {
@@ -255,11 +257,31 @@ pub fn run_with(
         pool.install(|| k.run(&c.graph, &warm))?;
         kernels.push(k);
     }
-    let total = cfg.rounds as u64 * kernels.len() as u64;
-    let mut samples = Vec::new();
+    let total = cfg.until.planned(cfg.rounds) as u64 * kernels.len() as u64;
+    let mut samples: Vec<PagesSample> = Vec::new();
     // Loading and warm-up are over: the count of samples starts.
     progress(0, total);
-    for round in 0..cfg.rounds {
+    let time = |samples: &[PagesSample], v: usize, round: u32| {
+        samples
+            .iter()
+            .find(|s| s.variant == v && s.round == round)
+            .map(|s| s.kernel_ns as f64)
+    };
+    // Per round that ran both, the baseline's time over variant v's.
+    let ratios = |samples: &[PagesSample], v: usize, rounds: u32| -> Vec<f64> {
+        (0..rounds)
+            .filter_map(|r| Some(time(samples, 0, r)? / time(samples, v, r)?))
+            .collect()
+    };
+    let started = Instant::now();
+    let mut round = 0;
+    let stopped = loop {
+        let now: Vec<Vec<f64>> = (1..kernels.len())
+            .map(|v| ratios(&samples, v, round))
+            .collect();
+        if let Some(why) = cfg.until.stop(cfg.rounds, round, started.elapsed(), &now) {
+            break why;
+        }
         let src = &sources[round as usize * per_trial..(round as usize + 1) * per_trial];
         let mut order: Vec<usize> = (0..kernels.len()).collect();
         if round % 2 == 1 {
@@ -291,20 +313,16 @@ pub fn run_with(
             });
             progress(samples.len() as u64, total);
         }
-    }
-    let time = |v: usize, round: u32| {
-        samples
-            .iter()
-            .find(|s| s.variant == v && s.round == round)
-            .map(|s| s.kernel_ns as f64)
+        round += 1;
     };
     let graph_regions = shared.graph.regions()?;
     let mut summary = Vec::new();
     for (v, k) in kernels.iter().enumerate() {
-        let ns: Vec<f64> = (0..cfg.rounds).filter_map(|r| time(v, r)).collect();
-        let ratios: Vec<f64> = (0..cfg.rounds)
-            .filter_map(|r| Some(time(0, r)? / time(v, r)?))
-            .collect();
+        let ns: Vec<f64> = (0..round).filter_map(|r| time(&samples, v, r)).collect();
+        let (speedup, ci95) = match v {
+            0 => (None, None),
+            _ => ratio(&ratios(&samples, v, round)),
+        };
         let regions = k.regions()?;
         let own_graph = graph_of(v).graph.regions()?;
         let mapped: u64 = regions
@@ -326,7 +344,8 @@ pub fn run_with(
             reorder_cache: graph_of(v).cache.clone(),
             kernel_first: spec.kernel_first,
             kernel_ns: summarize(&ns).ok_or_else(|| Error::Config("no samples".into()))?,
-            speedup_vs_first: if v == 0 { None } else { median(&ratios) },
+            speedup_vs_first: speedup,
+            speedup_vs_first_ci95: ci95,
             regions,
             huge_footprint_share: if mapped == 0 {
                 0.0
@@ -342,7 +361,8 @@ pub fn run_with(
         graph_regions,
         kernel: cfg.kernel,
         threads: cfg.threads,
-        rounds: cfg.rounds,
+        rounds: round,
+        stopped: Some(stopped),
         load: load_stats,
         samples,
         summary,
@@ -369,6 +389,7 @@ mod tests {
                 .map(|s| Variant::parse(s).expect("variant"))
                 .collect(),
             rounds: 3,
+            until: Until::default(),
             threads: 2,
             reorder_cache: None,
         }

@@ -12,7 +12,7 @@ use hugewise_results::randread::{RandreadReport, RandreadSample, RandreadVariant
 use hugewise_sys::mmap::Advice;
 
 use crate::quiet;
-use crate::stats::{median, summarize};
+use crate::stats::{median, ratio, summarize, Until};
 use crate::{Error, Progress, Result};
 
 /// What to measure.
@@ -22,8 +22,10 @@ pub struct Config {
     pub bytes: Bytes,
     /// Timed reads per sample.
     pub reads: u64,
-    /// Rounds (each round runs every variant once).
+    /// Rounds (each round runs every variant once), at least.
     pub rounds: u32,
+    /// More rounds until the speedups' intervals are narrow enough.
+    pub until: Until,
     /// Seed of the address stream.
     pub seed: u64,
     /// Run even when the region is larger than the memory available (swap to spare).
@@ -77,9 +79,21 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<RandreadReport> {
     // One variant's region at a time, every page touched.
     let implies = format!("a region of {} with every page touched", cfg.bytes);
     crate::room::check(cfg.bytes, cfg.bytes.0, &implies, cfg.force)?;
-    let total = cfg.rounds as u64 * Variant::ALL.len() as u64;
+    let total = cfg.until.planned(cfg.rounds) as u64 * Variant::ALL.len() as u64;
     let mut samples = Vec::new();
-    for round in 0..cfg.rounds {
+    let started = Instant::now();
+    let mut round = 0;
+    let stopped = loop {
+        let ratios: Vec<Vec<f64>> = Variant::ALL[1..]
+            .iter()
+            .map(|&v| ratios_vs_base(&samples, v))
+            .collect();
+        if let Some(why) = cfg
+            .until
+            .stop(cfg.rounds, round, started.elapsed(), &ratios)
+        {
+            break why;
+        }
         for variant in Variant::ALL {
             let t0 = Instant::now();
             let r = make(variant, elems)?;
@@ -105,16 +119,32 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<RandreadReport> {
             });
             progress(samples.len() as u64, total);
         }
-    }
+        round += 1;
+    };
     let summary = summarize_variants(&samples);
     Ok(RandreadReport {
         bytes: cfg.bytes.0,
         reads: cfg.reads,
-        rounds: cfg.rounds,
+        rounds: round,
+        stopped: Some(stopped),
         seed: cfg.seed,
         samples,
         summary,
     })
+}
+
+/// Per round that ran both, base time over `v`'s.
+fn ratios_vs_base(samples: &[RandreadSample], v: Variant) -> Vec<f64> {
+    samples
+        .iter()
+        .filter(|s| s.variant == v)
+        .filter_map(|s| {
+            samples
+                .iter()
+                .find(|b| b.variant == Variant::Base && b.round == s.round)
+                .map(|b| b.ns_per_read / s.ns_per_read)
+        })
+        .collect()
 }
 
 fn summarize_variants(samples: &[RandreadSample]) -> Vec<RandreadVariant> {
@@ -123,24 +153,16 @@ fn summarize_variants(samples: &[RandreadSample]) -> Vec<RandreadVariant> {
         .filter_map(|&v| {
             let mine: Vec<&RandreadSample> = samples.iter().filter(|s| s.variant == v).collect();
             let ns: Vec<f64> = mine.iter().map(|s| s.ns_per_read).collect();
-            let ratios: Vec<f64> = mine
-                .iter()
-                .filter_map(|s| {
-                    samples
-                        .iter()
-                        .find(|b| b.variant == Variant::Base && b.round == s.round)
-                        .map(|b| b.ns_per_read / s.ns_per_read)
-                })
-                .collect();
+            let (speedup, ci95) = match v {
+                Variant::Base => (None, None),
+                _ => ratio(&ratios_vs_base(samples, v)),
+            };
             let shares: Vec<f64> = mine.iter().map(|s| s.huge_share).collect();
             Some(RandreadVariant {
                 variant: v,
                 ns_per_read: summarize(&ns)?,
-                speedup_vs_base: if v == Variant::Base {
-                    None
-                } else {
-                    median(&ratios)
-                },
+                speedup_vs_base: speedup,
+                speedup_vs_base_ci95: ci95,
                 huge_share: median(&shares).unwrap_or(0.0),
             })
         })
@@ -169,6 +191,7 @@ mod tests {
             rounds,
             seed: 1,
             force: false,
+            until: Until::default(),
         }
     }
 

@@ -1,6 +1,12 @@
-//! Summaries of raw samples: median and spread, never a mean alone.
+//! Summaries of raw samples: median and spread, never a mean alone; the 95 % interval of a
+//! median of per-round ratios, and when an alternated comparison has run rounds enough.
 
-pub use hugewise_results::stats::{median, Summary};
+use std::time::Duration;
+
+pub use hugewise_results::stats::{median, median_interval, MedianInterval, Stopped, Summary};
+
+/// Level of every interval the benches report.
+pub const LEVEL: f64 = 0.95;
 
 /// Summarise `v`; `None` when empty.
 pub fn summarize(v: &[f64]) -> Option<Summary> {
@@ -17,6 +23,80 @@ pub fn summarize(v: &[f64]) -> Option<Summary> {
     })
 }
 
+/// The median of per-round ratios and its 95 % interval, both from the same ratios: every
+/// alternated comparison's one way to summarise them.
+pub fn ratio(ratios: &[f64]) -> (Option<f64>, Option<MedianInterval>) {
+    (median(ratios), median_interval(ratios, LEVEL))
+}
+
+/// Whether the 95 % interval of the median of `ratios` is at most `pct` % of that median
+/// wide. Too few ratios for an interval are never narrow enough.
+pub fn narrow_enough(ratios: &[f64], pct: f64) -> bool {
+    match ratio(ratios) {
+        (Some(m), Some(i)) if m != 0.0 => i.width_rel(m) * 100.0 <= pct,
+        _ => false,
+    }
+}
+
+/// How many rounds an alternated comparison runs: at least its `--rounds`, then, with
+/// `--until`, more until every ratio's interval is narrow enough or a cap is reached.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Until {
+    /// Widest interval wanted, in per cent of its median; `None`: the minimum rounds only.
+    pub width_pct: Option<f64>,
+    /// Rounds at most (never fewer than the minimum).
+    pub max_rounds: u32,
+    /// Time at most, checked between rounds: a round begun runs to its end.
+    pub max_time: Duration,
+}
+
+impl Default for Until {
+    /// The minimum rounds only.
+    fn default() -> Self {
+        Until {
+            width_pct: None,
+            max_rounds: 20,
+            max_time: Duration::from_secs(30 * 60),
+        }
+    }
+}
+
+impl Until {
+    /// Rounds at most, for progress: the minimum, or the cap with `--until`.
+    pub fn planned(&self, min_rounds: u32) -> u32 {
+        match self.width_pct {
+            Some(_) => min_rounds.max(self.max_rounds),
+            None => min_rounds,
+        }
+    }
+
+    /// After `done` rounds (at least `min_rounds` asked) in `elapsed`, with each watched
+    /// ratio's per-round values: `None` to run another round, or why to stop.
+    pub fn stop(
+        &self,
+        min_rounds: u32,
+        done: u32,
+        elapsed: Duration,
+        ratios: &[Vec<f64>],
+    ) -> Option<Stopped> {
+        if done < min_rounds {
+            return None;
+        }
+        let Some(pct) = self.width_pct else {
+            return Some(Stopped::Rounds);
+        };
+        if ratios.iter().all(|r| narrow_enough(r, pct)) {
+            Some(Stopped::Narrow)
+        } else if done >= self.max_rounds {
+            Some(Stopped::MaxRounds)
+        } else if elapsed >= self.max_time {
+            Some(Stopped::MaxTime)
+        } else {
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -30,5 +110,41 @@ mod tests {
         assert_eq!(s.mean, 14.4);
         // deviations 1,1,0,19,2 -> median 1 -> 1/11
         assert!((s.mad_rel - 1.0 / 11.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn an_interval_is_narrow_enough_when_its_width_over_the_median_is_at_most_asked() {
+        // 6 ratios: the interval is the extremes, 1.0..1.2 around a median of 1.1 (18.2 %).
+        let r = [1.0, 1.05, 1.1, 1.1, 1.15, 1.2];
+        assert!(narrow_enough(&r, 20.0));
+        assert!(narrow_enough(&r, 18.2));
+        assert!(!narrow_enough(&r, 18.1));
+        // 5 ratios, however close, give no 95 % interval.
+        assert!(!narrow_enough(&[1.0; 5], 50.0));
+        assert!(narrow_enough(&[1.0; 6], 0.0));
+    }
+
+    #[test]
+    fn rounds_stop_at_the_minimum_then_when_narrow_or_at_a_cap() {
+        let until = Until {
+            width_pct: Some(10.0),
+            max_rounds: 8,
+            max_time: Duration::from_secs(60),
+        };
+        let wide = vec![vec![1.0, 2.0, 1.0, 2.0, 1.0, 2.0]];
+        let narrow = vec![vec![1.0, 1.01, 1.02, 1.0, 1.01, 1.02]];
+        let s = Duration::from_secs(1);
+        assert_eq!(until.stop(6, 5, s, &narrow), None, "below the minimum");
+        assert_eq!(until.stop(6, 6, s, &narrow), Some(Stopped::Narrow));
+        assert_eq!(until.stop(6, 6, s, &wide), None);
+        // Every ratio must be narrow.
+        let both = vec![narrow[0].clone(), wide[0].clone()];
+        assert_eq!(until.stop(6, 6, s, &both), None);
+        assert_eq!(until.stop(6, 8, s, &wide), Some(Stopped::MaxRounds));
+        let late = Duration::from_secs(61);
+        assert_eq!(until.stop(6, 7, late, &wide), Some(Stopped::MaxTime));
+        // The minimum runs whatever the caps.
+        assert_eq!(until.stop(10, 9, late, &wide), None);
+        assert_eq!(Until::default().stop(3, 3, s, &wide), Some(Stopped::Rounds));
     }
 }

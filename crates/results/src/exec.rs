@@ -164,6 +164,10 @@ pub struct ExecBenchReport {
     pub command: Vec<String>,
     /// Rounds; each runs every variant once, starting one variant later than the last.
     pub rounds: u32,
+    /// Why the rounds stopped: the rounds asked for ran, the interval grew narrow enough
+    /// (`--until`), or a cap was hit. Absent in files from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<crate::stats::Stopped>,
     /// Allocations smaller than this stayed with the program's allocator.
     pub min_size_bytes: u64,
     /// Every run.
@@ -203,12 +207,20 @@ pub struct ExecBenchVariant {
     /// Median over rounds of the first variant's time over this one's, in the same round
     /// (`null` for the first).
     pub speedup_vs_first: Option<f64>,
+    /// 95 % interval of that median, from the per-round ratios' order statistics (`null`
+    /// with fewer than 6 rounds; absent in files from before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speedup_vs_first_ci95: Option<crate::stats::MedianInterval>,
     /// Median huge bytes; `null` without hugewise.
     pub huge_bytes: Option<f64>,
     /// The time the program measured itself, seconds; `null` when not asked.
     pub metric_s: Option<crate::stats::Summary>,
     /// As `speedup_vs_first`, over the program's own times.
     pub metric_speedup_vs_first: Option<f64>,
+    /// 95 % interval of that median, from the per-round ratios' order statistics (`null`
+    /// with fewer than 6 rounds; absent in files from before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric_speedup_vs_first_ci95: Option<crate::stats::MedianInterval>,
 }
 
 /// `hugewise profile`: a profile run of a program, the call sites it found hot, and the

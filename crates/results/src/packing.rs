@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::exec::ProfileReport;
-use crate::stats::{Quiet, Summary};
+use crate::stats::{MedianInterval, Quiet, Summary};
 
 /// The benchmark.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -60,6 +60,10 @@ pub struct PackingVariant {
     /// Median over rounds of the 4 KiB run's time over this one's in the same round (the
     /// program's own time when it prints one); `null` for the baseline.
     pub speedup_vs_4k: Option<f64>,
+    /// 95 % interval of that median, from the per-round ratios' order statistics (`null`
+    /// with fewer than 6 rounds; absent in files from before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speedup_vs_4k_ci95: Option<MedianInterval>,
     /// Median peak huge bytes.
     pub huge_bytes: Option<f64>,
     /// Those over THP for everything's (`thp-all`; `null` when that ran no huge page).

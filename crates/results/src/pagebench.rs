@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::graph::{GraphInfo, LoadStats, RegionReport};
 use crate::kernel::Spec;
-use crate::stats::{Quiet, Summary};
+use crate::stats::{MedianInterval, Quiet, Stopped, Summary};
 
 /// One timed run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,6 +45,10 @@ pub struct PagesVariant {
     pub kernel_first: bool,
     /// Median over rounds of baseline time / this variant's time; `null` for the baseline.
     pub speedup_vs_first: Option<f64>,
+    /// 95 % interval of that median, from the per-round ratios' order statistics (`null`
+    /// with fewer than 6 rounds; absent in files from before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speedup_vs_first_ci95: Option<MedianInterval>,
     /// The kernel's arrays with their backing after the last round.
     pub regions: Vec<RegionReport>,
     /// Bytes in huge pages over every array (graph and kernel) / bytes mapped for them.
@@ -68,6 +72,10 @@ pub struct PagesReport {
     pub threads: usize,
     /// Rounds.
     pub rounds: u32,
+    /// Why the rounds stopped: the rounds asked for ran, the interval grew narrow enough
+    /// (`--until`), or a cap was hit. Absent in files from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<Stopped>,
     /// Load time.
     pub load: LoadStats,
     /// Every sample, in the order run.

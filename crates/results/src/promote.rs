@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::stats::{Quiet, Summary};
+use crate::stats::{MedianInterval, Quiet, Stopped, Summary};
 
 /// What was asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -300,10 +300,18 @@ pub struct PromoteBenchArm {
     pub time: Summary,
     /// Median over rounds of base / this arm in the same round (`null` for base).
     pub speedup_vs_base: Option<f64>,
+    /// 95 % interval of that median, from the per-round values' order statistics (`null`
+    /// with fewer than 6 rounds; absent in files from before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speedup_vs_base_ci95: Option<MedianInterval>,
     /// Median over rounds of (speedup - 1) / (ideal speedup - 1) in the same round: the share
     /// of the ideal's gain reached (`null` for base and ideal, or when the ideal gained
     /// nothing).
     pub share_of_ideal: Option<f64>,
+    /// 95 % interval of that median, from the per-round values' order statistics (`null`
+    /// with fewer than 6 rounds; absent in files from before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share_of_ideal_ci95: Option<MedianInterval>,
     /// Median huge-page share of the region, read from the kernel.
     pub huge_footprint_share: f64,
     /// Median over rounds of this arm's time over the ideal's in the same round (`null` for
@@ -373,18 +381,33 @@ pub struct PromoteBenchWorkload {
     /// All huge over 4 KiB pages: median of same-round ratios.
     #[serde(default)]
     pub ideal_speedup: Option<f64>,
+    /// Its 95 % interval (see [`PromoteBenchArm::speedup_vs_base_ci95`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ideal_speedup_ci95: Option<MedianInterval>,
     /// The plan over 4 KiB pages.
     #[serde(default)]
     pub plan_speedup: Option<f64>,
+    /// Its 95 % interval (see [`PromoteBenchArm::speedup_vs_base_ci95`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_speedup_ci95: Option<MedianInterval>,
     /// The daemon over 4 KiB pages.
     #[serde(default)]
     pub daemon_speedup: Option<f64>,
+    /// Its 95 % interval (see [`PromoteBenchArm::speedup_vs_base_ci95`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon_speedup_ci95: Option<MedianInterval>,
     /// The plan's share of the ideal's gain, (speedup - 1) / (ideal - 1) per round, median.
     #[serde(default)]
     pub plan_share_of_ideal: Option<f64>,
+    /// Its 95 % interval (see [`PromoteBenchArm::speedup_vs_base_ci95`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_share_of_ideal_ci95: Option<MedianInterval>,
     /// The daemon's share of the ideal's gain.
     #[serde(default)]
     pub daemon_share_of_ideal: Option<f64>,
+    /// Its 95 % interval (see [`PromoteBenchArm::speedup_vs_base_ci95`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon_share_of_ideal_ci95: Option<MedianInterval>,
     /// The plan's share of the time the ideal saves (see
     /// [`PromoteBenchArm::share_of_ideal_saving`]): steadier than the per-round share when
     /// rounds differ in how much the ideal gains.
@@ -464,6 +487,9 @@ pub struct PromoteBenchWorkload {
     pub interval_ms: u64,
     /// Sampling period of the daemon arm.
     pub sample_every: u32,
+    /// Why its rounds stopped (see `--until`). Absent in files from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<Stopped>,
     /// Every sample, in the order run.
     pub samples: Vec<PromoteBenchSample>,
     /// Summaries, base first.
@@ -644,6 +670,11 @@ impl PromoteBenchWorkload {
         self.daemon_speedup = arm(Arm::Daemon).and_then(|s| s.speedup_vs_base);
         self.plan_share_of_ideal = arm(Arm::Plan).and_then(|s| s.share_of_ideal);
         self.daemon_share_of_ideal = arm(Arm::Daemon).and_then(|s| s.share_of_ideal);
+        self.ideal_speedup_ci95 = arm(Arm::Ideal).and_then(|s| s.speedup_vs_base_ci95);
+        self.plan_speedup_ci95 = arm(Arm::Plan).and_then(|s| s.speedup_vs_base_ci95);
+        self.daemon_speedup_ci95 = arm(Arm::Daemon).and_then(|s| s.speedup_vs_base_ci95);
+        self.plan_share_of_ideal_ci95 = arm(Arm::Plan).and_then(|s| s.share_of_ideal_ci95);
+        self.daemon_share_of_ideal_ci95 = arm(Arm::Daemon).and_then(|s| s.share_of_ideal_ci95);
         self.huge_footprint_share = arm(Arm::Plan).map(|s| s.huge_footprint_share);
         self.daemon_huge_footprint_share = arm(Arm::Daemon).map(|s| s.huge_footprint_share);
         let daemon: Vec<&PromoteBenchSample> = self

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::stats::{Quiet, Summary};
+use crate::stats::{MedianInterval, Quiet, Stopped, Summary};
 
 /// One way of backing the region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,6 +56,10 @@ pub struct RandreadVariant {
     pub ns_per_read: Summary,
     /// Median over rounds of base / this variant in the same round (`null` for base itself).
     pub speedup_vs_base: Option<f64>,
+    /// 95 % interval of that median, from the per-round ratios' order statistics (`null`
+    /// with fewer than 6 rounds; absent in files from before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speedup_vs_base_ci95: Option<MedianInterval>,
     /// Median huge-page share.
     pub huge_share: f64,
 }
@@ -69,6 +73,10 @@ pub struct RandreadReport {
     pub reads: u64,
     /// Rounds.
     pub rounds: u32,
+    /// Why the rounds stopped: the rounds asked for ran, the interval grew narrow enough
+    /// (`--until`), or a cap was hit. Absent in files from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<Stopped>,
     /// Seed.
     pub seed: u64,
     /// Every sample, in the order run.

@@ -92,6 +92,32 @@ pub fn median_interval(v: &[f64], level: f64) -> Option<MedianInterval> {
         })
 }
 
+/// Why an alternated comparison stopped running rounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stopped {
+    /// The rounds asked for ran (no `--until`).
+    Rounds,
+    /// Every ratio's interval grew as narrow as `--until` asked.
+    Narrow,
+    /// `--max-rounds` was reached first.
+    MaxRounds,
+    /// `--max-time` was reached first.
+    MaxTime,
+}
+
+impl Stopped {
+    /// Its name in JSON and tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stopped::Rounds => "rounds",
+            Stopped::Narrow => "narrow",
+            Stopped::MaxRounds => "max_rounds",
+            Stopped::MaxTime => "max_time",
+        }
+    }
+}
+
 /// Others' share of the CPUs above which a sample counts as taken on a busy machine: the
 /// quiet check waits for the machine to fall to it, and a sample taken when it gave up waiting
 /// is flagged.

@@ -513,6 +513,7 @@ fn work(
                 kernel: kernel_spec(kernel)?,
                 variants: vs,
                 rounds: *rounds,
+                until: Default::default(),
                 threads: plan.threads,
                 reorder_cache: reorder_cache_for(plan, run, opts),
             };

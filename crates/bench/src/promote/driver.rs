@@ -29,7 +29,7 @@ use hugewise_sys::proc::ProcFs;
 use super::frames::{all_huge, huge_chunks, make, split_chunks};
 use super::stream::{profile_plan, Pass, Skew, Stream, WORDS_PER_CHUNK};
 use crate::quiet;
-use crate::stats::{median, summarize};
+use crate::stats::{median, ratio, summarize, Until};
 use crate::{Error, Progress, Result};
 
 /// What to measure.
@@ -41,8 +41,10 @@ pub struct Config {
     pub skews: Vec<Skew>,
     /// Timed reads per run.
     pub reads: u64,
-    /// Rounds (each runs every arm once).
+    /// Rounds (each runs every arm once), at least.
     pub rounds: u32,
+    /// More rounds until every arm's speedup interval is narrow enough.
+    pub until: Until,
     /// Share of the region that may be huge for `plan` and `daemon`.
     pub budget_share: f64,
     /// The daemon's interval.
@@ -128,7 +130,7 @@ pub fn run(
         cfg.bytes
     );
     crate::room::check(cfg.bytes, cfg.bytes.0 + BESIDE_REGION, &implies, cfg.force)?;
-    let per = u64::from(cfg.rounds) * Arm::ALL.len() as u64;
+    let per = u64::from(cfg.until.planned(cfg.rounds)) * Arm::ALL.len() as u64;
     let total = per * cfg.skews.len() as u64;
     let mut workloads = Vec::with_capacity(cfg.skews.len());
     for (i, &skew) in cfg.skews.iter().enumerate() {
@@ -177,11 +179,17 @@ fn run_workload(
     let coldest_first: Option<Vec<u32>> = cfg
         .cold_first
         .then(|| stream.hottest().iter().rev().copied().collect());
-    let total = u64::from(cfg.rounds) * Arm::ALL.len() as u64;
+    let total = u64::from(cfg.until.planned(cfg.rounds)) * Arm::ALL.len() as u64;
     let proc = ProcFs::default();
     let me = std::process::id() as i32;
     let mut samples = Vec::new();
-    for round in 0..cfg.rounds {
+    let started = Instant::now();
+    let mut round = 0;
+    let stopped = loop {
+        let now = watched(&samples);
+        if let Some(why) = cfg.until.stop(cfg.rounds, round, started.elapsed(), &now) {
+            break why;
+        }
         // Alternate the order within a round too: A B C D, then D C B A. On shared frames the
         // order follows the splits.
         let mut arms = Arm::ALL.to_vec();
@@ -296,9 +304,11 @@ fn run_workload(
             });
             progress(samples.len() as u64, total);
         }
-    }
+        round += 1;
+    };
     let summary = summarize_arms(&samples);
     Ok(PromoteBenchWorkload {
+        stopped: Some(stopped),
         workload: match skew {
             Skew::Zipf(s) => PromoteBenchWorkload::zipf_name(s, cfg.lines_per_page, cfg.chase),
             Skew::Hotspot { chunks, reads } => {
@@ -439,22 +449,38 @@ fn timed_with_daemon(
     Ok((ns, run))
 }
 
+fn in_round(samples: &[PromoteBenchSample], arm: Arm, round: u32) -> Option<f64> {
+    samples
+        .iter()
+        .find(|s| s.arm == arm && s.round == round)
+        .map(|s| s.time)
+}
+
+/// Per round that ran both, the base's time over `arm`'s.
+fn speedups(samples: &[PromoteBenchSample], arm: Arm) -> Vec<f64> {
+    samples
+        .iter()
+        .filter(|s| s.arm == arm)
+        .filter_map(|s| Some(in_round(samples, Arm::Base, s.round)? / s.time))
+        .collect()
+}
+
+/// The ratios `--until` watches: every arm's speedup over the base.
+pub(crate) fn watched(samples: &[PromoteBenchSample]) -> Vec<Vec<f64>> {
+    [Arm::Ideal, Arm::Plan, Arm::Daemon]
+        .iter()
+        .map(|&a| speedups(samples, a))
+        .collect()
+}
+
 pub(crate) fn summarize_arms(samples: &[PromoteBenchSample]) -> Vec<PromoteBenchArm> {
-    let in_round = |arm: Arm, round: u32| {
-        samples
-            .iter()
-            .find(|s| s.arm == arm && s.round == round)
-            .map(|s| s.time)
-    };
+    let in_round = |arm: Arm, round: u32| in_round(samples, arm, round);
     Arm::ALL
         .iter()
         .filter_map(|&a| {
             let mine: Vec<&PromoteBenchSample> = samples.iter().filter(|s| s.arm == a).collect();
             let ns: Vec<f64> = mine.iter().map(|s| s.time).collect();
-            let speedups: Vec<f64> = mine
-                .iter()
-                .filter_map(|s| Some(in_round(Arm::Base, s.round)? / s.time))
-                .collect();
+            let speedups = speedups(samples, a);
             let shares: Vec<f64> = mine
                 .iter()
                 .filter_map(|s| {
@@ -464,22 +490,24 @@ pub(crate) fn summarize_arms(samples: &[PromoteBenchSample]) -> Vec<PromoteBench
                 })
                 .collect();
             let huge: Vec<f64> = mine.iter().map(|s| s.huge_share).collect();
+            let (speedup, speedup_ci95) = match a {
+                Arm::Base => (None, None),
+                _ => ratio(&speedups),
+            };
+            let (share, share_ci95) = match a {
+                Arm::Base | Arm::Ideal => (None, None),
+                _ => ratio(&shares),
+            };
             Some(PromoteBenchArm {
                 // Filled from the samples with the headline.
                 time_vs_ideal: None,
                 share_of_ideal_saving: None,
                 arm: a,
                 time: summarize(&ns)?,
-                speedup_vs_base: if a == Arm::Base {
-                    None
-                } else {
-                    median(&speedups)
-                },
-                share_of_ideal: if matches!(a, Arm::Base | Arm::Ideal) {
-                    None
-                } else {
-                    median(&shares)
-                },
+                speedup_vs_base: speedup,
+                speedup_vs_base_ci95: speedup_ci95,
+                share_of_ideal: share,
+                share_of_ideal_ci95: share_ci95,
                 huge_footprint_share: median(&huge).unwrap_or(0.0),
             })
         })
@@ -500,6 +528,7 @@ mod tests {
             skews: vec![Skew::Zipf(1.0)],
             reads,
             rounds: 1,
+            until: Until::default(),
             budget_share: 0.25,
             interval: Duration::from_millis(10),
             sample_every: 64,
@@ -565,6 +594,7 @@ mod tests {
             // first samples, and a run that ends first promotes nothing.
             reads: 2_000_000,
             rounds: 1,
+            until: Until::default(),
             budget_share: 0.125,
             interval: Duration::from_millis(10),
             sample_every: 64,
@@ -648,6 +678,7 @@ mod tests {
             }],
             reads: 2_000_000,
             rounds: 2,
+            until: Until::default(),
             budget_share: 0.125,
             interval: Duration::from_millis(10),
             sample_every: 64,
@@ -703,6 +734,7 @@ mod tests {
             skews: vec![],
             reads: 1,
             rounds: 1,
+            until: Until::default(),
             budget_share: 0.1,
             interval: Duration::from_millis(20),
             sample_every: 64,

@@ -25,7 +25,7 @@ use hugewise_results::AnyResult;
 
 use hugewise_results::promote::{Arm, PromoteBenchSample, PromoteBenchWorkload};
 
-use crate::promote::driver::summarize_arms;
+use crate::promote::driver::{summarize_arms, watched};
 use crate::quiet;
 use crate::stats::median;
 use crate::{Error, Progress, Result};
@@ -48,8 +48,10 @@ pub struct Config {
     /// Timed trials per run, after `run`'s untimed warm-up (and the trials
     /// [`setup_trials`] drops).
     pub trials: u32,
-    /// Rounds (each runs every arm once).
+    /// Rounds (each runs every arm once), at least.
     pub rounds: u32,
+    /// More rounds until every arm's speedup interval is narrow enough.
+    pub until: crate::stats::Until,
     /// Share of the footprint the plan and the daemon may make huge.
     pub budget_share: f64,
     /// The daemon's interval.
@@ -95,7 +97,7 @@ pub fn run(
         path: cfg.work_dir.clone(),
         source,
     })?;
-    let runs = u64::from(cfg.rounds) * Arm::ALL.len() as u64;
+    let runs = u64::from(cfg.until.planned(cfg.rounds)) * Arm::ALL.len() as u64;
     let total = runs + u64::from(cfg.plan.is_none());
     let (plan, plan_made_s) = match &cfg.plan {
         Some(p) => (p.clone(), None),
@@ -109,7 +111,13 @@ pub fn run(
     let mut samples = Vec::with_capacity(runs as usize);
     let mut footprint = 0u64;
     let mut plan_chunks = 0u64;
-    for round in 0..cfg.rounds {
+    let started = Instant::now();
+    let mut round = 0;
+    let stopped = loop {
+        let now = watched(&samples);
+        if let Some(why) = cfg.until.stop(cfg.rounds, round, started.elapsed(), &now) {
+            break why;
+        }
         let mut arms = Arm::ALL.to_vec();
         if round % 2 == 1 {
             arms.reverse();
@@ -132,9 +140,11 @@ pub fn run(
             samples.push(PromoteBenchSample { quiet: q, ..s });
             progress(total - runs + samples.len() as u64, total);
         }
-    }
+        round += 1;
+    };
     let summary = summarize_arms(&samples);
     let mut w = PromoteBenchWorkload {
+        stopped: Some(stopped),
         workload: format!("{}:{}", cfg.kernel, cfg.graph),
         unit: PromoteBenchWorkload::SECONDS.into(),
         bytes: footprint,

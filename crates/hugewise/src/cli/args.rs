@@ -272,6 +272,40 @@ pub fn parse_threads(s: &str) -> Result<usize, String> {
     }
 }
 
+/// More rounds of an alternated comparison, until its ratios are known closely enough.
+#[derive(Debug, Clone, Args)]
+pub struct UntilArgs {
+    /// Keep running rounds (`--rounds` is then the minimum) until every speedup's 95 %
+    /// interval is at most this wide relative to its median (`3%`), or a cap is reached.
+    #[arg(long, value_name = "PCT", value_parser = parse_percent)]
+    pub until: Option<f64>,
+    /// With --until: rounds at most.
+    #[arg(long, default_value_t = 20, requires = "until", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_rounds: u32,
+    /// With --until: time at most (`90s`, `30m`, `2h`), checked between rounds.
+    #[arg(long, default_value = "30m", requires = "until", value_parser = parse_duration)]
+    pub max_time: std::time::Duration,
+}
+
+impl UntilArgs {
+    /// The bench crate's plain config.
+    pub fn until(&self) -> hugewise_bench::stats::Until {
+        hugewise_bench::stats::Until {
+            width_pct: self.until,
+            max_rounds: self.max_rounds,
+            max_time: self.max_time,
+        }
+    }
+}
+
+/// A width in per cent, `3%` or `3`: more than 0.
+pub fn parse_percent(s: &str) -> Result<f64, String> {
+    match s.trim().trim_end_matches('%').trim().parse::<f64>() {
+        Ok(p) if p > 0.0 && p.is_finite() => Ok(p),
+        _ => Err(format!("'{s}' is not a width in per cent (e.g. 3%)")),
+    }
+}
+
 /// An interval of periodic work: at least 1 ms.
 pub fn parse_interval(s: &str) -> Result<std::time::Duration, hugewise_mem::Error> {
     hugewise_mem::Interval::at_least(s, std::time::Duration::from_millis(1)).map(|i| i.0)
@@ -291,5 +325,13 @@ mod tests {
         assert_eq!(parse_threads("2"), Ok(2));
         assert!(parse_threads("0").expect_err("0").contains("1 or more"));
         assert!(parse_threads("-1").is_err());
+    }
+
+    #[test]
+    fn widths_are_positive_percentages() {
+        assert_eq!(parse_percent("3%"), Ok(3.0));
+        assert_eq!(parse_percent("2.5"), Ok(2.5));
+        assert!(parse_percent("0%").is_err());
+        assert!(parse_percent("x%").is_err());
     }
 }

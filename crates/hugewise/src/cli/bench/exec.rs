@@ -11,7 +11,7 @@ use hugewise_mem::Bytes;
 use hugewise_report::execview;
 use hugewise_rules::protocol::{DEFAULT_HOT_ARENA, DEFAULT_MIN_SIZE};
 
-use crate::cli::args::{usage, Output};
+use crate::cli::args::{usage, Output, UntilArgs};
 use crate::progress::{Mode, Steps, Unit};
 use crate::signals::cancel_flag;
 
@@ -38,6 +38,9 @@ pub struct BenchExecArgs {
     /// Rounds; each runs every variant once.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub rounds: u32,
+    /// More rounds until the intervals are narrow enough.
+    #[command(flatten)]
+    pub until: UntilArgs,
     /// Allocations smaller than this stay with the program's allocator.
     #[arg(long, default_value_t = Bytes(DEFAULT_MIN_SIZE))]
     pub min_size: Bytes,
@@ -75,6 +78,7 @@ pub fn run(a: BenchExecArgs, progress: Mode) -> anyhow::Result<()> {
         argv: a.command.clone(),
         variants,
         rounds: a.rounds,
+        until: a.until.until(),
         min_size: a.min_size.0,
         preload: run::find_preload(a.preload.as_deref())?,
         metric: a.metric.clone(),

@@ -9,6 +9,7 @@ use hugewise_report::views;
 
 use crate::cli::args::{
     cpus, parse_pages, parse_threads, usage, GraphInputArgs, KernelArg, Output, ReorderCacheArg,
+    UntilArgs,
 };
 use crate::progress::{self, Mode, Steps, Unit};
 
@@ -33,6 +34,9 @@ pub struct PagesArgs {
     /// Rounds; each runs every variant once.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub rounds: u32,
+    /// More rounds until the intervals are narrow enough.
+    #[command(flatten)]
+    pub until: UntilArgs,
     /// Worker threads, 1 or more (default: one per CPU).
     #[arg(long, value_parser = parse_threads)]
     pub threads: Option<usize>,
@@ -71,6 +75,7 @@ pub fn run(a: PagesArgs, progress: Mode) -> anyhow::Result<()> {
         kernel: a.kernel.spec(),
         variants: a.variants()?,
         rounds: a.rounds,
+        until: a.until.until(),
         threads: a.threads.unwrap_or_else(cpus),
         reorder_cache: a.cache.cache(),
     };

@@ -10,7 +10,7 @@ use hugewise_bench::promote as bench;
 use hugewise_mem::{Amount, Bytes, Count};
 use hugewise_report::promoteview;
 
-use crate::cli::args::{parse_interval, KernelArg, Output};
+use crate::cli::args::{parse_interval, KernelArg, Output, UntilArgs};
 use crate::progress::{Mode, Steps, Unit};
 use crate::signals::cancel_flag;
 
@@ -70,6 +70,9 @@ pub struct BenchPromoteArgs {
     /// Rounds; each runs every arm once, alternated.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub rounds: u32,
+    /// More rounds until the intervals are narrow enough.
+    #[command(flatten)]
+    pub until: UntilArgs,
     /// Share of the region the plan and the daemon may make huge.
     #[arg(long, default_value = "4%")]
     pub budget: Amount,
@@ -203,6 +206,7 @@ pub fn run(a: BenchPromoteArgs, progress: Mode) -> anyhow::Result<()> {
         },
         reads: a.reads.0,
         rounds: a.rounds,
+        until: a.until.until(),
         budget_share,
         interval: a.interval,
         sample_every: a.sample_every,
@@ -244,6 +248,7 @@ fn bench_graph(
         run_args: a.run_args,
         trials: a.trials,
         rounds: a.rounds,
+        until: a.until.until(),
         budget_share: p / 100.0,
         interval: a.interval,
         sample_every: a.sample_every,

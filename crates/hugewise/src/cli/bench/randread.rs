@@ -7,7 +7,7 @@ use hugewise_bench::randread;
 use hugewise_mem::{Bytes, Count};
 use hugewise_report::views;
 
-use crate::cli::args::Output;
+use crate::cli::args::{Output, UntilArgs};
 use crate::progress::{Mode, Steps, Unit};
 
 /// `hugewise bench randread`.
@@ -22,6 +22,9 @@ pub struct RandreadArgs {
     /// Rounds; each runs every variant once, alternated.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub rounds: u32,
+    /// More rounds until the intervals are narrow enough.
+    #[command(flatten)]
+    pub until: UntilArgs,
     /// Seed of the address stream.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -45,6 +48,7 @@ pub fn run(a: RandreadArgs, progress: Mode) -> anyhow::Result<()> {
         rounds: a.rounds,
         seed: a.seed,
         force: a.force,
+        until: a.until.until(),
     };
     let steps = Steps::new(progress, "samples", Unit::Items);
     let r = randread::run(&cfg, &mut |done, total| steps.update(done, total))
