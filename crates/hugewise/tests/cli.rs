@@ -800,3 +800,53 @@ fn generating_a_graph_reports_the_edges_made_and_their_rate() {
         "{err}"
     );
 }
+
+/// `--until` runs at least `--rounds`, keeps every ratio's interval in the JSON, and says why
+/// it stopped.
+#[test]
+fn randread_until_reports_intervals_and_why_it_stopped() {
+    let o = hw(&[
+        "bench",
+        "randread",
+        "--size",
+        "64MiB",
+        "--reads",
+        "1M",
+        "--rounds",
+        "6",
+        "--until",
+        "50%",
+        "--max-rounds",
+        "8",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let rounds = v["rounds"].as_u64().expect("rounds");
+    assert!((6..=8).contains(&rounds), "{rounds}");
+    let stopped = v["stopped"].as_str().expect("stopped");
+    assert!(["narrow", "max_rounds"].contains(&stopped), "{stopped}");
+    if stopped == "max_rounds" {
+        assert_eq!(rounds, 8);
+    }
+    assert!(v["summary"][0].get("speedup_vs_base_ci95").is_none());
+    for s in &v["summary"].as_array().expect("summary")[1..] {
+        let ci = &s["speedup_vs_base_ci95"];
+        let (lo, hi) = (
+            ci["lo"].as_f64().expect("lo"),
+            ci["hi"].as_f64().expect("hi"),
+        );
+        let median = s["speedup_vs_base"].as_f64().expect("speedup");
+        assert!(lo <= median && median <= hi, "{lo} {median} {hi}");
+        assert!(ci["coverage"].as_f64().expect("coverage") >= 0.95);
+        if stopped == "narrow" {
+            assert!((hi - lo) / median <= 0.5, "{s}");
+        }
+    }
+}
+
+#[test]
+fn until_caps_need_until() {
+    let o = hw(&["bench", "randread", "--max-rounds", "3"]);
+    fails_with(&o, 2, "--until");
+}

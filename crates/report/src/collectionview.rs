@@ -140,7 +140,7 @@ fn md_table(head: &[&str], right: &[bool], rows: &[Vec<String>]) -> String {
 fn speedup_cell(i: usize, b: &Bar) -> String {
     match (i, b.speedup) {
         (0, _) => "baseline".into(),
-        (_, Some(s)) => format!("{s:.2}x"),
+        (_, Some(s)) => crate::fmt::ratio_ci(s, b.ci95, b.samples, 2),
         (_, None) => String::new(),
     }
 }
@@ -204,7 +204,7 @@ fn pages_md(runs: &[&Entry]) -> String {
     );
     o.push_str(
         "\nspeedup: median over rounds of the baseline's time / the layout's, timed in the same \
-         round; spread: median absolute deviation of the times, as a share of the median.\n",
+         round, with its 95 % interval in brackets; spread: median absolute deviation of the times, as a share of the median.\n",
     );
     if busy > 0 {
         o.push_str(

@@ -11,7 +11,7 @@ use hugewise_results::pagebench::PagesReport;
 use hugewise_results::promote::{ActionKind, PromoteBenchWorkload, PromoteReport};
 use hugewise_results::randread::RandreadReport;
 use hugewise_results::sim::Curves;
-use hugewise_results::stats::{Quiet, Summary};
+use hugewise_results::stats::{MedianInterval, Quiet, Summary};
 use hugewise_results::study::Shape;
 use hugewise_results::AnyResult;
 
@@ -29,6 +29,9 @@ pub struct Bar {
     pub speedup: Option<f64>,
     /// Lowest and highest per-round ratio (`None` without paired rounds).
     pub ratio_range: Option<(f64, f64)>,
+    /// The 95 % interval of `speedup` as the result saved it (`None` for the baseline, below
+    /// 6 rounds, and in results from before intervals were kept).
+    pub ci95: Option<MedianInterval>,
     /// Share of the footprint in huge pages, read from the kernel.
     pub huge_share: f64,
     /// Samples timed while other processes kept the CPUs busy.
@@ -65,7 +68,7 @@ fn range(xs: &[f64]) -> Option<(f64, f64)> {
 type Timed<'a> = (u32, usize, f64, &'a Option<Quiet>);
 
 /// One layout's summary as its result saved it: label, times, median speedup, huge share.
-type Saved = (String, Summary, Option<f64>, f64);
+type Saved = (String, Summary, Option<f64>, Option<MedianInterval>, f64);
 
 /// Bars from a comparison's samples and summaries (the first summary is the baseline).
 fn bars(samples: &[Timed<'_>], summaries: Vec<Saved>) -> Vec<Bar> {
@@ -74,13 +77,14 @@ fn bars(samples: &[Timed<'_>], summaries: Vec<Saved>) -> Vec<Bar> {
     summaries
         .into_iter()
         .enumerate()
-        .map(|(i, (label, time, speedup, huge_share))| {
+        .map(|(i, (label, time, speedup, ci95, huge_share))| {
             let (busy, n) = crate::views::busy_of(samples.iter().filter(|s| s.1 == i).map(|s| s.3));
             Bar {
                 label,
                 time,
                 speedup: if i == 0 { Some(1.0) } else { speedup },
                 ratio_range: if i == 0 { None } else { range(&ratios[i]) },
+                ci95: if i == 0 { None } else { ci95 },
                 huge_share,
                 busy,
                 samples: n,
@@ -105,6 +109,7 @@ pub fn pages_bars(r: &PagesReport) -> Vec<Bar> {
                 label,
                 v.kernel_ns,
                 v.speedup_vs_first,
+                v.speedup_vs_first_ci95,
                 v.huge_footprint_share,
             )
         })
@@ -125,7 +130,13 @@ pub fn randread_bars(r: &RandreadReport) -> Vec<Bar> {
         .iter()
         .map(|v| {
             let label = v.variant.name().to_string();
-            (label, v.ns_per_read, v.speedup_vs_base, v.huge_share)
+            (
+                label,
+                v.ns_per_read,
+                v.speedup_vs_base,
+                v.speedup_vs_base_ci95,
+                v.huge_share,
+            )
         })
         .collect();
     bars(&samples, summaries)
@@ -161,6 +172,7 @@ pub fn promote_bench_bars(r: &PromoteBenchWorkload) -> Vec<Bar> {
                     ..t
                 },
                 a.speedup_vs_base,
+                a.speedup_vs_base_ci95,
                 a.huge_footprint_share,
             )
         })

@@ -6,7 +6,7 @@ use hugewise_results::bloat::BloatReport;
 use hugewise_results::exec::{ExecAllocation, ExecBenchReport, ExecReport, ProfileReport};
 use hugewise_results::packing::PackingReport;
 
-use crate::fmt::{bytes, ns, pct};
+use crate::fmt::{bytes, ns, pct, ratio_ci};
 use crate::table::Table;
 
 fn opt_bytes(v: Option<u64>) -> String {
@@ -240,8 +240,12 @@ pub fn exec(r: &ExecReport, all: bool) -> String {
     out
 }
 
-fn speedup(v: Option<f64>) -> String {
-    v.map_or_else(|| "1 (baseline)".into(), |x| format!("{x:.2}x"))
+fn speedup(
+    v: Option<f64>,
+    ci: Option<hugewise_results::stats::MedianInterval>,
+    n: usize,
+) -> String {
+    v.map_or_else(|| "1 (baseline)".into(), |x| ratio_ci(x, ci, n, 2))
 }
 
 fn bench_rows(r: &ExecBenchReport) -> Vec<[String; 8]> {
@@ -253,12 +257,12 @@ fn bench_rows(r: &ExecBenchReport) -> Vec<[String; 8]> {
                 v.label.clone(),
                 ns(v.wall_ns.median),
                 format!("{:.1}%", v.wall_ns.mad_rel * 100.0),
-                speedup(v.speedup_vs_first),
+                speedup(v.speedup_vs_first, v.speedup_vs_first_ci95, v.wall_ns.n),
                 metric.map_or_else(|| "-".into(), |m| ns(m.median * 1e9)),
                 metric.map_or_else(|| "-".into(), |m| format!("{:.1}%", m.mad_rel * 100.0)),
                 match (metric, v.metric_speedup_vs_first) {
                     (None, _) => "-".into(),
-                    (Some(_), s) => speedup(s),
+                    (Some(m), s) => speedup(s, v.metric_speedup_vs_first_ci95, m.n),
                 },
                 v.huge_bytes
                     .map_or_else(|| "-".into(), |h| bytes(h.round() as u64)),
@@ -271,10 +275,10 @@ const BENCH_HEADER: [&str; 8] = [
     "variant",
     "wall (median)",
     "spread",
-    "speedup",
+    "speedup [95% CI]",
     "own time (median)",
     "spread",
-    "speedup",
+    "speedup [95% CI]",
     "huge bytes",
 ];
 
@@ -285,9 +289,10 @@ pub fn bench(r: &ExecBenchReport) -> String {
         t.row(row);
     }
     format!(
-        "{} rounds of {}, allocations from {}; speedup = first variant's time / this one's, \
+        "{} rounds{} of {}, allocations from {}; speedup = first variant's time / this one's, \
          median over rounds\n\n{}",
         r.rounds,
+        crate::fmt::stopped(r.stopped),
         command_line(&r.command),
         bytes(r.min_size_bytes),
         t.render()
@@ -499,7 +504,7 @@ fn packing_table(r: &PackingReport) -> Table {
         "THP",
         "time (median)",
         "spread",
-        "speedup vs 4k",
+        "speedup vs 4k [95% CI]",
         "huge bytes",
         "huge / thp-all",
     ]);
@@ -514,8 +519,10 @@ fn packing_table(r: &PackingReport) -> Table {
             v.thp.clone(),
             format!("{time:.3} s"),
             format!("±{}", pct(spread)),
-            v.speedup_vs_4k
-                .map_or_else(|| "-".into(), |x| format!("{x:.2}x")),
+            v.speedup_vs_4k.map_or_else(
+                || "-".into(),
+                |x| ratio_ci(x, v.speedup_vs_4k_ci95, v.wall_ns.n, 2),
+            ),
             v.huge_bytes.map_or_else(|| "-".into(), |h| bytes(h as u64)),
             v.huge_share_of_thp_all.map_or_else(|| "-".into(), pct),
         ]);

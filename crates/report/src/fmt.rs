@@ -59,6 +59,55 @@ pub fn pct(share: f64) -> String {
     format!("{:.1}%", share * 100.0)
 }
 
+/// A median of per-round ratios with its 95 % interval, each to `digits` decimals and `x`:
+/// `1.31x [1.18–1.44]`; `1.31x [n<6]` when `rounds` were too few for an interval, `1.31x [-]`
+/// when the result kept none (saved before intervals were).
+pub fn ratio_ci(
+    ratio: f64,
+    ci: Option<hugewise_results::stats::MedianInterval>,
+    rounds: usize,
+    digits: usize,
+) -> String {
+    format!("{ratio:.digits$}x {}", interval(ci, rounds, digits))
+}
+
+/// The bracket of [`ratio_ci`] alone: `[1.18–1.44]`, `[n<6]` or `[-]`.
+pub fn interval(
+    ci: Option<hugewise_results::stats::MedianInterval>,
+    rounds: usize,
+    digits: usize,
+) -> String {
+    match ci {
+        Some(i) => format!("[{:.digits$}–{:.digits$}]", i.lo, i.hi),
+        None if rounds < 6 => "[n<6]".into(),
+        None => "[-]".into(),
+    }
+}
+
+/// A share as [`pct`] with its 95 % interval: `45.0% [30.1–60.2%]`, brackets as in
+/// [`ratio_ci`].
+pub fn pct_ci(
+    share: f64,
+    ci: Option<hugewise_results::stats::MedianInterval>,
+    rounds: usize,
+) -> String {
+    match ci {
+        Some(i) => format!("{} [{:.1}–{}]", pct(share), i.lo * 100.0, pct(i.hi)),
+        None => format!("{} {}", pct(share), interval(None, rounds, 0)),
+    }
+}
+
+/// Why the rounds stopped, as a clause after their count: empty when the rounds asked for ran.
+pub fn stopped(s: Option<hugewise_results::stats::Stopped>) -> &'static str {
+    use hugewise_results::stats::Stopped;
+    match s {
+        None | Some(Stopped::Rounds) => "",
+        Some(Stopped::Narrow) => " (until the intervals were narrow enough)",
+        Some(Stopped::MaxRounds) => " (--until: stopped at --max-rounds, intervals still wide)",
+        Some(Stopped::MaxTime) => " (--until: stopped at --max-time, intervals still wide)",
+    }
+}
+
 /// The reads of a cgroup's `memory.stat` made while a command ran: how often, how many, what
 /// they took, and why they stopped early if they did.
 pub fn stats_flush(f: &hugewise_results::telemetry::StatsFlush) -> String {
@@ -87,5 +136,13 @@ mod tests {
         assert_eq!(ns(118_000.0), "118 µs");
         assert_eq!(ns(1_200_000.0), "1.20 ms");
         assert_eq!(pct(0.25), "25.0%");
+        let ci = hugewise_results::stats::MedianInterval {
+            lo: 1.18,
+            hi: 1.444,
+            coverage: 0.97,
+        };
+        assert_eq!(ratio_ci(1.31, Some(ci), 6, 2), "1.31x [1.18–1.44]");
+        assert_eq!(ratio_ci(1.31, None, 5, 2), "1.31x [n<6]");
+        assert_eq!(ratio_ci(1.31, None, 7, 3), "1.310x [-]");
     }
 }

@@ -205,7 +205,8 @@ fn busy_note(busy: usize, all: usize) -> String {
 
 const SPREAD_NOTE: &str = "<p class=\"note\">Bars: median over rounds of the baseline's time / \
      the layout's time, each pair timed in the same round; whiskers: the lowest and highest \
-     per-round ratio. Spread: median absolute deviation of the times from their median, as a \
+     per-round ratio. In brackets: the 95 % interval of the median speedup, from the per-round \
+     ratios' order statistics (none below 6 rounds). Spread: median absolute deviation of the times from their median, as a \
      share of the median.</p>";
 
 /// A speedup chart and its table, for any timed comparison.
@@ -255,7 +256,16 @@ fn bars_card(page: &mut Page, title: &str, sub: &str, time_title: &str, bars: &[
             match (i, b.speedup) {
                 (0, _) => "baseline".into(),
                 (_, Some(s)) => format!(
-                    "{s:.2}×<span class=\"rng\">{}</span>",
+                    "{s:.2}×{}<span class=\"rng\">{}</span>",
+                    b.ci95
+                        .map(|c| format!(
+                            " <span class=\"ci\" title=\"95 % interval of the median \
+                             ({:.1} % coverage)\">[{:.2} – {:.2}]</span>",
+                            c.coverage * 100.0,
+                            c.lo,
+                            c.hi
+                        ))
+                        .unwrap_or_default(),
                     b.ratio_range
                         .map(|(l, h)| format!("{l:.2} – {h:.2}×"))
                         .unwrap_or_default()
@@ -701,9 +711,10 @@ fn results(page: &mut Page, entries: &[&Entry], c: &Collection) {
                 page,
                 &format!("Random reads: {}", file_name(e)),
                 &format!(
-                    "bench randread over {}, {} rounds.",
+                    "bench randread over {}, {} rounds{}.",
                     bytes(s.result.bytes),
-                    s.result.rounds
+                    s.result.rounds,
+                    crate::fmt::stopped(s.result.stopped)
                 ),
                 "per read",
                 &digest::randread_bars(&s.result),

@@ -6,7 +6,7 @@ use hugewise_results::promote::{
     Action, ActionKind, Interval, PromoteBenchReport, PromoteBenchWorkload, PromoteReport,
 };
 
-use crate::fmt::{bytes, ns, pct};
+use crate::fmt::{bytes, ns, pct, pct_ci, ratio_ci};
 use crate::table::Table;
 
 /// One line for an interval of the daemon, as the live summary shows it.
@@ -228,16 +228,20 @@ pub fn bench(r: &PromoteBenchReport) -> String {
             "daemon saving",
             "plan huge",
         ]);
-        let x = |v: Option<f64>| v.map(|x| format!("{x:.2}x")).unwrap_or_else(|| "-".into());
         let p = |v: Option<f64>| v.map(pct).unwrap_or_else(|| "-".into());
         for w in &r.workloads {
+            let n = rounds_run(w);
+            let x = |v: Option<f64>, ci| {
+                v.map(|x| ratio_ci(x, ci, n, 2))
+                    .unwrap_or_else(|| "-".into())
+            };
             t.row([
                 w.workload.clone(),
-                x(w.ideal_speedup),
-                x(w.plan_speedup),
+                x(w.ideal_speedup, w.ideal_speedup_ci95),
+                x(w.plan_speedup, w.plan_speedup_ci95),
                 p(w.plan_share_of_ideal),
                 p(w.plan_share_of_ideal_saving),
-                x(w.daemon_speedup),
+                x(w.daemon_speedup, w.daemon_speedup_ci95),
                 p(w.daemon_share_of_ideal),
                 p(w.daemon_share_of_ideal_saving),
                 p(w.huge_footprint_share),
@@ -253,12 +257,27 @@ pub fn bench(r: &PromoteBenchReport) -> String {
 fn against_ideal(s: &hugewise_results::promote::PromoteBenchArm) -> [String; 3] {
     let dash = || "-".to_string();
     [
-        s.share_of_ideal.map(pct).unwrap_or_else(dash),
+        s.share_of_ideal
+            .map(|x| pct_ci(x, s.share_of_ideal_ci95, s.time.n))
+            .unwrap_or_else(dash),
         s.time_vs_ideal
-            .map(|x| format!("{x:.2}"))
+            .map(|x| {
+                format!(
+                    "{x:.2} {}",
+                    crate::fmt::interval(s.time_vs_ideal_ci95, s.time.n, 2)
+                )
+            })
             .unwrap_or_else(dash),
         s.share_of_ideal_saving.map(pct).unwrap_or_else(dash),
     ]
+}
+
+/// Rounds that ran the base arm: how many ratios each median had at most.
+fn rounds_run(w: &PromoteBenchWorkload) -> usize {
+    w.samples
+        .iter()
+        .filter(|s| s.arm == hugewise_results::promote::Arm::Base)
+        .count()
 }
 
 /// The time column's head: what each arm's time is.
@@ -289,6 +308,10 @@ fn bench_workload(r: &PromoteBenchWorkload) -> String {
         r.interval_ms,
         r.sample_every
     );
+    let stopped = crate::fmt::stopped(r.stopped);
+    if !stopped.is_empty() {
+        let _ = writeln!(o, "{} rounds{stopped}\n", rounds_run(r));
+    }
     let median_head = unit_head(r);
     let mut t = Table::new([
         "arm",
@@ -296,7 +319,7 @@ fn bench_workload(r: &PromoteBenchWorkload) -> String {
         "min",
         "max",
         "spread (MAD)",
-        "speedup vs base",
+        "speedup vs base [95% CI]",
         "share of ideal",
         "time / ideal",
         "saving share",
@@ -312,7 +335,7 @@ fn bench_workload(r: &PromoteBenchWorkload) -> String {
             format!("{:.2}", n.max),
             pct(n.mad_rel),
             s.speedup_vs_base
-                .map(|x| format!("{x:.2}x"))
+                .map(|x| ratio_ci(x, s.speedup_vs_base_ci95, n.n, 2))
                 .unwrap_or_else(|| "(baseline)".into()),
             share,
             vs_ideal,
@@ -523,7 +546,7 @@ pub fn bench_markdown(r: &PromoteBenchReport) -> String {
 
 fn bench_markdown_workload(r: &PromoteBenchWorkload) -> String {
     let mut o = format!(
-        "| arm | {} | min | max | speedup vs base (median of per-round ratios) | share of ideal | time / ideal | share of the ideal's saving | huge share |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| arm | {} | min | max | speedup vs base (median of per-round ratios) [95% CI] | share of ideal | time / ideal | share of the ideal's saving | huge share |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         unit_head(r)
     );
     for s in &r.summary {
@@ -537,7 +560,7 @@ fn bench_markdown_workload(r: &PromoteBenchWorkload) -> String {
             n.min,
             n.max,
             s.speedup_vs_base
-                .map(|x| format!("{x:.2}x"))
+                .map(|x| ratio_ci(x, s.speedup_vs_base_ci95, n.n, 2))
                 .unwrap_or_else(|| "baseline".into()),
             share,
             vs_ideal,

@@ -219,7 +219,14 @@ pub fn headlines(h: &[Headline]) -> String {
 /// One row per `pages` run and variant: median time, speedup, huge share; a `*` marks a
 /// variant with a sample timed while the machine was busy.
 pub fn pages_table(runs: &[(&str, &PagesReport)]) -> String {
-    let mut t = Table::new(["run", "layout", "median", "speedup", "spread", "huge share"]);
+    let mut t = Table::new([
+        "run",
+        "layout",
+        "median",
+        "speedup [95% CI]",
+        "spread",
+        "huge share",
+    ]);
     let mut any_busy = 0;
     for (id, r) in runs {
         for (v, s) in r.summary.iter().enumerate() {
@@ -239,7 +246,7 @@ pub fn pages_table(runs: &[(&str, &PagesReport)]) -> String {
                 format!("{}{}", variant_label(s), if busy > 0 { " *" } else { "" }),
                 crate::fmt::ns(s.kernel_ns.median),
                 s.speedup_vs_first
-                    .map(|x| format!("{x:.2}x"))
+                    .map(|x| crate::fmt::ratio_ci(x, s.speedup_vs_first_ci95, s.kernel_ns.n, 2))
                     .unwrap_or_else(|| "baseline".into()),
                 pct(s.kernel_ns.mad_rel),
                 pct(s.huge_footprint_share),

@@ -10,7 +10,7 @@ use hugewise_results::randread::RandreadReport;
 use hugewise_results::run::{InfoReport, RunReport};
 use hugewise_results::stats::{Quiet, BUSY_SHARE};
 
-use crate::fmt::{bytes, ns, pct, stats_flush};
+use crate::fmt::{bytes, ns, pct, ratio_ci, stats_flush};
 use crate::table::Table;
 
 fn yes_no(p: &Probe) -> String {
@@ -248,10 +248,11 @@ pub fn randread(r: &RandreadReport) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "random 8-byte reads over {}: {} reads per sample, {} rounds (variants alternated), seed {}\n",
+        "random 8-byte reads over {}: {} reads per sample, {} rounds{} (variants alternated), seed {}\n",
         bytes(r.bytes),
         r.reads,
         r.rounds,
+        crate::fmt::stopped(r.stopped),
         r.seed
     );
     let (table, busy) = randread_table(r);
@@ -269,7 +270,7 @@ fn randread_table(r: &RandreadReport) -> (Table, usize) {
         "min",
         "max",
         "spread (MAD)",
-        "speedup vs base",
+        "speedup vs base [95% CI]",
         "huge",
     ]);
     let mut busy_total = 0;
@@ -289,7 +290,7 @@ fn randread_table(r: &RandreadReport) -> (Table, usize) {
             format!("{:.2}", n.max),
             pct(n.mad_rel),
             s.speedup_vs_base
-                .map(|x| format!("{x:.2}x"))
+                .map(|x| ratio_ci(x, s.speedup_vs_base_ci95, n.n, 2))
                 .unwrap_or_else(|| "(baseline)".into()),
             pct(s.huge_share),
         ]);
@@ -300,7 +301,7 @@ fn randread_table(r: &RandreadReport) -> (Table, usize) {
 /// A Markdown table of a randread result, for BENCHMARKS.md.
 pub fn randread_markdown(r: &RandreadReport) -> String {
     let mut o = String::from(
-        "| variant | ns/read (median) | min | max | speedup vs base (median of per-round ratios) | huge share |\n|---|---:|---:|---:|---:|---:|\n",
+        "| variant | ns/read (median) | min | max | speedup vs base (median of per-round ratios) [95% CI] | huge share |\n|---|---:|---:|---:|---:|---:|\n",
     );
     for s in &r.summary {
         let n = &s.ns_per_read;
@@ -312,7 +313,7 @@ pub fn randread_markdown(r: &RandreadReport) -> String {
             n.min,
             n.max,
             s.speedup_vs_base
-                .map(|x| format!("{x:.2}x"))
+                .map(|x| ratio_ci(x, s.speedup_vs_base_ci95, n.n, 2))
                 .unwrap_or_else(|| "baseline".into()),
             pct(s.huge_share)
         );
@@ -665,8 +666,12 @@ pub fn pagebench(r: &PagesReport) -> String {
     let _ = writeln!(o, "graph   {}: {}", r.graph_spec, graph_line(&r.graph));
     let _ = writeln!(
         o,
-        "kernel  {} on {} threads, {} rounds; graph arrays {}\n",
-        r.kernel, r.threads, r.rounds, r.graph_pages
+        "kernel  {} on {} threads, {} rounds{}; graph arrays {}\n",
+        r.kernel,
+        r.threads,
+        r.rounds,
+        crate::fmt::stopped(r.stopped),
+        r.graph_pages
     );
     let mut t = Table::new([
         "kernel arrays",
@@ -674,7 +679,7 @@ pub fn pagebench(r: &PagesReport) -> String {
         "min",
         "max",
         "spread",
-        "speedup",
+        "speedup [95% CI]",
         "huge share",
     ]);
     let mut busy_total = 0;
@@ -694,7 +699,7 @@ pub fn pagebench(r: &PagesReport) -> String {
             ns(k.max),
             pct(k.mad_rel),
             s.speedup_vs_first
-                .map(|x| format!("{x:.2}x"))
+                .map(|x| ratio_ci(x, s.speedup_vs_first_ci95, k.n, 2))
                 .unwrap_or_else(|| "baseline".into()),
             pct(s.huge_footprint_share),
         ]);
@@ -712,11 +717,18 @@ pub fn pagebench(r: &PagesReport) -> String {
 /// `hugewise bench pages --markdown`, for BENCHMARKS.md.
 pub fn pagebench_markdown(r: &PagesReport) -> String {
     let mut o = format!(
-        "{} on {} ({} vertices, {} edges), {} threads, {} rounds, graph arrays {}\n\n",
-        r.kernel, r.graph_spec, r.graph.vertices, r.graph.edges, r.threads, r.rounds, r.graph_pages
+        "{} on {} ({} vertices, {} edges), {} threads, {} rounds{}, graph arrays {}\n\n",
+        r.kernel,
+        r.graph_spec,
+        r.graph.vertices,
+        r.graph.edges,
+        r.threads,
+        r.rounds,
+        crate::fmt::stopped(r.stopped),
+        r.graph_pages
     );
     o.push_str(
-        "| kernel arrays | median | min | max | speedup (median of per-round ratios) | huge share of footprint |\n|---|---:|---:|---:|---:|---:|\n",
+        "| kernel arrays | median | min | max | speedup (median of per-round ratios) [95% CI] | huge share of footprint |\n|---|---:|---:|---:|---:|---:|\n",
     );
     for s in &r.summary {
         let k = &s.kernel_ns;
@@ -728,7 +740,7 @@ pub fn pagebench_markdown(r: &PagesReport) -> String {
             ns(k.min),
             ns(k.max),
             s.speedup_vs_first
-                .map(|x| format!("{x:.2}x"))
+                .map(|x| ratio_ci(x, s.speedup_vs_first_ci95, k.n, 2))
                 .unwrap_or_else(|| "baseline".into()),
             pct(s.huge_footprint_share)
         );

@@ -318,6 +318,9 @@ pub struct PromoteBenchArm {
     /// the ideal, and where no round ran both). An arm as fast as the ideal is at 1.
     #[serde(default)]
     pub time_vs_ideal: Option<f64>,
+    /// 95 % interval of that median (see `speedup_vs_base_ci95`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_vs_ideal_ci95: Option<MedianInterval>,
     /// The share of the time the ideal saves that this arm saves, (base - arm) / (base -
     /// ideal), from the medians of times over the ideal's: (b - a) / (b - 1) with a and b this
     /// arm's and the base's `time_vs_ideal`. `share_of_ideal` divides by each round's own gain,
@@ -634,21 +637,21 @@ impl PromoteBenchWorkload {
                 .find(|s| s.arm == Arm::Ideal && s.round == round)
                 .map(|s| s.time)
         };
-        let vs = |a: Arm| {
-            let ratios: Vec<f64> = self
-                .samples
+        let ratios = |a: Arm| -> Vec<f64> {
+            self.samples
                 .iter()
                 .filter(|s| s.arm == a)
                 .filter_map(|s| Some(s.time / ideal_in(s.round)?))
-                .collect();
-            crate::stats::median(&ratios)
+                .collect()
         };
-        let base = vs(Arm::Base);
-        let found: Vec<Option<f64>> = self.summary.iter().map(|s| vs(s.arm)).collect();
+        let base = crate::stats::median(&ratios(Arm::Base));
+        let found: Vec<Vec<f64>> = self.summary.iter().map(|s| ratios(s.arm)).collect();
         for (s, mine) in self.summary.iter_mut().zip(found) {
             if s.arm == Arm::Ideal || s.time_vs_ideal.is_some() {
                 continue;
             }
+            s.time_vs_ideal_ci95 = crate::stats::median_interval(&mine, 0.95);
+            let mine = crate::stats::median(&mine);
             s.time_vs_ideal = mine;
             if s.arm != Arm::Base {
                 s.share_of_ideal_saving = base

@@ -501,6 +501,7 @@ pub(crate) fn summarize_arms(samples: &[PromoteBenchSample]) -> Vec<PromoteBench
             Some(PromoteBenchArm {
                 // Filled from the samples with the headline.
                 time_vs_ideal: None,
+                time_vs_ideal_ci95: None,
                 share_of_ideal_saving: None,
                 arm: a,
                 time: summarize(&ns)?,

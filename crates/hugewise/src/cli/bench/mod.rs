@@ -19,10 +19,12 @@ pub enum BenchCommand {
   hugewise bench randread                          4 GiB, 5 rounds (about a minute)
   hugewise bench randread --size 1GiB --rounds 3   a quicker look
   hugewise bench randread --markdown               a table for BENCHMARKS.md
+  hugewise bench randread --rounds 6 --until 4%    rounds until each interval is within 4 %
 
 Each round creates each variant's region afresh and populates it before timing, checks that
 other processes are idle, warms up, then times the reads. The speedup is the median over
-rounds of base/variant measured in the same round.")]
+rounds of base/variant measured in the same round, with its 95 % interval (order statistics
+of the per-round ratios; 6 rounds at least).")]
     Randread(randread::RandreadArgs),
 
     /// One graph kernel under several page layouts of its own arrays, alternated round by
