@@ -138,90 +138,92 @@ fn all_rounds(
     let total = u64::from(cfg.until.planned(cfg.rounds)) * cfg.variants.len() as u64;
     let mut samples = Vec::new();
     let first = cfg.variants[0].label();
-    let started = Instant::now();
-    let mut round = 0;
-    let stopped = loop {
-        let now: Vec<Vec<f64>> = cfg.variants[1..]
+    // The program's own times when it prints them, else the wall times.
+    let watched = |samples: &[ExecBenchSample]| -> Vec<Vec<f64>> {
+        cfg.variants[1..]
             .iter()
             .map(|v| match cfg.metric {
-                Some(_) => ratios_vs_first(&samples, &first, &v.label(), &|s| s.metric_s),
-                None => ratios_vs_first(&samples, &first, &v.label(), &|s| Some(s.wall_ns as f64)),
+                Some(_) => ratios_vs_first(samples, &first, &v.label(), &|s| s.metric_s),
+                None => ratios_vs_first(samples, &first, &v.label(), &|s| Some(s.wall_ns as f64)),
             })
-            .collect();
-        if let Some(why) = cfg.until.stop(cfg.rounds, round, started.elapsed(), &now) {
-            break why;
-        }
-        // Each round starts one variant later, so no variant always runs right after the
-        // same other one (in this VM, what the previous run freed changes the next one's
-        // first touch).
-        let n = cfg.variants.len();
-        for v in (0..n).map(|k| &cfg.variants[(k + round as usize) % n]) {
-            if stop.load(std::sync::atomic::Ordering::Relaxed) {
-                return Err(Error::Interrupted);
-            }
-            let q = quiet::wait_quiet(BUSY_SHARE, Duration::from_millis(200), 5);
-            let mut sample = match v {
-                Variant::Plain => ExecBenchSample {
-                    round,
-                    variant: v.label(),
-                    wall_ns: plain(&cfg.argv, &cfg.scratch)?,
-                    metric_s: None,
-                    huge_bytes: None,
-                    peak_rss_bytes: None,
-                    quiet: q,
-                },
-                Variant::Rules(rules) => {
-                    let r = exec::run(
-                        &ExecConfig {
-                            argv: cfg.argv.clone(),
-                            rules: rules.clone(),
-                            min_size: cfg.min_size,
-                            preload: cfg.preload.clone(),
-                            interval: Duration::from_millis(250),
-                            stdout_file: Some(cfg.scratch.clone()),
-                            cgroup_procs: None,
-                            promote: None,
-                            profile: false,
-                            hot_arena: cfg.hot_arena,
-                        },
-                        stop,
-                        |_| {},
-                    )?;
-                    if r.exit_code != Some(0) {
-                        return Err(Error::Config(format!(
-                            "the program failed under {} (exit {:?}, signal {:?}); run it \
-                             with hugewise exec to see why",
-                            v.label(),
-                            r.exit_code,
-                            r.signal
-                        )));
-                    }
-                    ExecBenchSample {
-                        round,
-                        variant: v.label(),
-                        wall_ns: r.wall_ns,
-                        metric_s: None,
-                        huge_bytes: Some(r.totals().iter().map(|t| t.peak_huge_bytes).sum()),
-                        peak_rss_bytes: r.processes.first().and_then(|p| p.peak_rss_bytes),
-                        quiet: q,
-                    }
-                }
-            };
-            if let Some(key) = &cfg.metric {
-                let text = std::fs::read_to_string(&cfg.scratch).unwrap_or_default();
-                sample.metric_s = Some(metric_value(&text, key).ok_or_else(|| {
-                    Error::Config(format!(
-                        "the program printed no line '{key}=SECONDS' under {} (--metric)",
-                        v.label()
-                    ))
-                })?);
-            }
-            samples.push(sample);
-            progress(samples.len() as u64, total);
-        }
-        round += 1;
+            .collect()
     };
-    Ok((samples, round, stopped))
+    let (rounds, stopped) =
+        cfg.until
+            .rounds(cfg.rounds, &mut samples, watched, |round, samples| {
+                // Each round starts one variant later, so no variant always runs right after the
+                // same other one (in this VM, what the previous run freed changes the next one's
+                // first touch).
+                let n = cfg.variants.len();
+                for v in (0..n).map(|k| &cfg.variants[(k + round as usize) % n]) {
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        return Err(Error::Interrupted);
+                    }
+                    let q = quiet::wait_quiet(BUSY_SHARE, Duration::from_millis(200), 5);
+                    let mut sample = match v {
+                        Variant::Plain => ExecBenchSample {
+                            round,
+                            variant: v.label(),
+                            wall_ns: plain(&cfg.argv, &cfg.scratch)?,
+                            metric_s: None,
+                            huge_bytes: None,
+                            peak_rss_bytes: None,
+                            quiet: q,
+                        },
+                        Variant::Rules(rules) => {
+                            let r = exec::run(
+                                &ExecConfig {
+                                    argv: cfg.argv.clone(),
+                                    rules: rules.clone(),
+                                    min_size: cfg.min_size,
+                                    preload: cfg.preload.clone(),
+                                    interval: Duration::from_millis(250),
+                                    stdout_file: Some(cfg.scratch.clone()),
+                                    cgroup_procs: None,
+                                    promote: None,
+                                    profile: false,
+                                    hot_arena: cfg.hot_arena,
+                                },
+                                stop,
+                                |_| {},
+                            )?;
+                            if r.exit_code != Some(0) {
+                                return Err(Error::Config(format!(
+                                    "the program failed under {} (exit {:?}, signal {:?}); run it \
+                             with hugewise exec to see why",
+                                    v.label(),
+                                    r.exit_code,
+                                    r.signal
+                                )));
+                            }
+                            ExecBenchSample {
+                                round,
+                                variant: v.label(),
+                                wall_ns: r.wall_ns,
+                                metric_s: None,
+                                huge_bytes: Some(
+                                    r.totals().iter().map(|t| t.peak_huge_bytes).sum(),
+                                ),
+                                peak_rss_bytes: r.processes.first().and_then(|p| p.peak_rss_bytes),
+                                quiet: q,
+                            }
+                        }
+                    };
+                    if let Some(key) = &cfg.metric {
+                        let text = std::fs::read_to_string(&cfg.scratch).unwrap_or_default();
+                        sample.metric_s = Some(metric_value(&text, key).ok_or_else(|| {
+                            Error::Config(format!(
+                                "the program printed no line '{key}=SECONDS' under {} (--metric)",
+                                v.label()
+                            ))
+                        })?);
+                    }
+                    samples.push(sample);
+                    progress(samples.len() as u64, total);
+                }
+                Ok(())
+            })?;
+    Ok((samples, rounds, stopped))
 }
 
 /// Per round that ran both, `of` the first variant's run over `of` this variant's.

@@ -268,60 +268,60 @@ pub fn run_with(
             .map(|s| s.kernel_ns as f64)
     };
     // Per round that ran both, the baseline's time over variant v's.
-    let ratios = |samples: &[PagesSample], v: usize, rounds: u32| -> Vec<f64> {
-        (0..rounds)
-            .filter_map(|r| Some(time(samples, 0, r)? / time(samples, v, r)?))
+    let ratios = |samples: &[PagesSample], v: usize| -> Vec<f64> {
+        samples
+            .iter()
+            .filter(|s| s.variant == v)
+            .filter_map(|s| Some(time(samples, 0, s.round)? / s.kernel_ns as f64))
             .collect()
     };
-    let started = Instant::now();
-    let mut round = 0;
-    let stopped = loop {
-        let now: Vec<Vec<f64>> = (1..kernels.len())
-            .map(|v| ratios(&samples, v, round))
-            .collect();
-        if let Some(why) = cfg.until.stop(cfg.rounds, round, started.elapsed(), &now) {
-            break why;
-        }
-        let src = &sources[round as usize * per_trial..(round as usize + 1) * per_trial];
-        let mut order: Vec<usize> = (0..kernels.len()).collect();
-        if round % 2 == 1 {
-            order.reverse();
-        }
-        for v in order {
-            if cancel() {
-                return Err(Error::Interrupted);
+    let variants = kernels.len();
+    let (round, stopped) = cfg.until.rounds(
+        cfg.rounds,
+        &mut samples,
+        |s| (1..variants).map(|v| ratios(s, v)).collect(),
+        |round, samples| {
+            let src = &sources[round as usize * per_trial..(round as usize + 1) * per_trial];
+            let mut order: Vec<usize> = (0..kernels.len()).collect();
+            if round % 2 == 1 {
+                order.reverse();
             }
-            let c = graph_of(v);
-            let mine: Vec<u32> = src.iter().map(|s| c.source(*s)).collect();
-            let quiet = quiet::wait_quiet(
-                hugewise_results::stats::BUSY_SHARE,
-                Duration::from_millis(200),
-                5,
-            );
-            let k = &mut kernels[v];
-            let kernel_ns = pool.install(|| -> Result<u64> {
-                let t = Instant::now();
-                k.run(&c.graph, &mine)?;
-                Ok(t.elapsed().as_nanos() as u64)
-            })?;
-            samples.push(PagesSample {
-                round,
-                variant: v,
-                kernel_ns,
-                sources: src.to_vec(),
-                quiet,
-            });
-            progress(samples.len() as u64, total);
-        }
-        round += 1;
-    };
+            for v in order {
+                if cancel() {
+                    return Err(Error::Interrupted);
+                }
+                let c = graph_of(v);
+                let mine: Vec<u32> = src.iter().map(|s| c.source(*s)).collect();
+                let quiet = quiet::wait_quiet(
+                    hugewise_results::stats::BUSY_SHARE,
+                    Duration::from_millis(200),
+                    5,
+                );
+                let k = &mut kernels[v];
+                let kernel_ns = pool.install(|| -> Result<u64> {
+                    let t = Instant::now();
+                    k.run(&c.graph, &mine)?;
+                    Ok(t.elapsed().as_nanos() as u64)
+                })?;
+                samples.push(PagesSample {
+                    round,
+                    variant: v,
+                    kernel_ns,
+                    sources: src.to_vec(),
+                    quiet,
+                });
+                progress(samples.len() as u64, total);
+            }
+            Ok::<_, Error>(())
+        },
+    )?;
     let graph_regions = shared.graph.regions()?;
     let mut summary = Vec::new();
     for (v, k) in kernels.iter().enumerate() {
         let ns: Vec<f64> = (0..round).filter_map(|r| time(&samples, v, r)).collect();
         let (speedup, ci95) = match v {
             0 => (None, None),
-            _ => ratio(&ratios(&samples, v, round)),
+            _ => ratio(&ratios(&samples, v)),
         };
         let regions = k.regions()?;
         let own_graph = graph_of(v).graph.regions()?;

@@ -81,51 +81,49 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<RandreadReport> {
     crate::room::check(cfg.bytes, cfg.bytes.0, &implies, cfg.force)?;
     let total = cfg.until.planned(cfg.rounds) as u64 * Variant::ALL.len() as u64;
     let mut samples = Vec::new();
-    let started = Instant::now();
-    let mut round = 0;
-    let stopped = loop {
-        let ratios: Vec<Vec<f64>> = Variant::ALL[1..]
-            .iter()
-            .map(|&v| ratios_vs_base(&samples, v))
-            .collect();
-        if let Some(why) = cfg
-            .until
-            .stop(cfg.rounds, round, started.elapsed(), &ratios)
-        {
-            break why;
-        }
-        for variant in Variant::ALL {
-            let t0 = Instant::now();
-            let r = make(variant, elems)?;
-            let setup_ns = t0.elapsed().as_nanos() as u64;
-            let huge_share = r.backing()?.huge_share();
-            let q = quiet::wait_quiet(
-                hugewise_results::stats::BUSY_SHARE,
-                std::time::Duration::from_millis(200),
-                5,
-            );
-            let seed = cfg.seed.wrapping_add(round as u64);
-            std::hint::black_box(random_reads(&r, (cfg.reads / 10).max(1), seed ^ 0xabcdef));
-            let t = Instant::now();
-            std::hint::black_box(random_reads(&r, cfg.reads, seed));
-            let ns = t.elapsed().as_nanos() as f64;
-            samples.push(RandreadSample {
-                round,
-                variant,
-                ns_per_read: ns / cfg.reads as f64,
-                huge_share,
-                setup_ns,
-                quiet: q,
-            });
-            progress(samples.len() as u64, total);
-        }
-        round += 1;
-    };
+    let (rounds, stopped) = cfg.until.rounds(
+        cfg.rounds,
+        &mut samples,
+        |s| {
+            Variant::ALL[1..]
+                .iter()
+                .map(|&v| ratios_vs_base(s, v))
+                .collect()
+        },
+        |round, samples| {
+            for variant in Variant::ALL {
+                let t0 = Instant::now();
+                let r = make(variant, elems)?;
+                let setup_ns = t0.elapsed().as_nanos() as u64;
+                let huge_share = r.backing()?.huge_share();
+                let q = quiet::wait_quiet(
+                    hugewise_results::stats::BUSY_SHARE,
+                    std::time::Duration::from_millis(200),
+                    5,
+                );
+                let seed = cfg.seed.wrapping_add(round as u64);
+                std::hint::black_box(random_reads(&r, (cfg.reads / 10).max(1), seed ^ 0xabcdef));
+                let t = Instant::now();
+                std::hint::black_box(random_reads(&r, cfg.reads, seed));
+                let ns = t.elapsed().as_nanos() as f64;
+                samples.push(RandreadSample {
+                    round,
+                    variant,
+                    ns_per_read: ns / cfg.reads as f64,
+                    huge_share,
+                    setup_ns,
+                    quiet: q,
+                });
+                progress(samples.len() as u64, total);
+            }
+            Ok::<_, Error>(())
+        },
+    )?;
     let summary = summarize_variants(&samples);
     Ok(RandreadReport {
         bytes: cfg.bytes.0,
         reads: cfg.reads,
-        rounds: round,
+        rounds,
         stopped: Some(stopped),
         seed: cfg.seed,
         samples,

@@ -1,7 +1,7 @@
 //! Summaries of raw samples: median and spread, never a mean alone; the 95 % interval of a
 //! median of per-round ratios, and when an alternated comparison has run rounds enough.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub use hugewise_results::stats::{median, median_interval, MedianInterval, Stopped, Summary};
 
@@ -67,6 +67,29 @@ impl Until {
         match self.width_pct {
             Some(_) => min_rounds.max(self.max_rounds),
             None => min_rounds,
+        }
+    }
+
+    /// Run `round(r, samples)` for r = 0, 1, ... until [`Until::stop`] says to stop, with the
+    /// per-round ratios `watched` finds in the samples so far: every alternated comparison's
+    /// one loop over rounds. Returns the rounds run and why they stopped; an error from a
+    /// round ends the loop.
+    pub fn rounds<S, E>(
+        &self,
+        min_rounds: u32,
+        samples: &mut Vec<S>,
+        watched: impl Fn(&[S]) -> Vec<Vec<f64>>,
+        mut round: impl FnMut(u32, &mut Vec<S>) -> Result<(), E>,
+    ) -> Result<(u32, Stopped), E> {
+        let started = Instant::now();
+        let mut done = 0;
+        loop {
+            let ratios = watched(samples);
+            if let Some(why) = self.stop(min_rounds, done, started.elapsed(), &ratios) {
+                return Ok((done, why));
+            }
+            round(done, samples)?;
+            done += 1;
         }
     }
 
@@ -146,5 +169,50 @@ mod tests {
         // The minimum runs whatever the caps.
         assert_eq!(until.stop(10, 9, late, &wide), None);
         assert_eq!(Until::default().stop(3, 3, s, &wide), Some(Stopped::Rounds));
+    }
+
+    #[test]
+    fn the_loop_runs_rounds_until_the_watched_ratios_are_narrow() {
+        let until = Until {
+            width_pct: Some(10.0),
+            ..Until::default()
+        };
+        // Round 1 gives 2.0, every other 1.0: up to 8 ratios the interval is their extremes
+        // (1.0-2.0, 100 % wide); from 9 it is the 2nd from each end (96 % coverage), both 1.0.
+        let mut samples = Vec::new();
+        let (done, why) = until
+            .rounds(
+                2,
+                &mut samples,
+                |s: &[f64]| vec![s.to_vec()],
+                |r, s| {
+                    s.push(if r < 2 { 1.0 + r as f64 } else { 1.0 });
+                    Ok::<(), ()>(())
+                },
+            )
+            .expect("rounds");
+        assert_eq!(why, Stopped::Narrow);
+        assert_eq!((done, samples.len()), (9, 9));
+        let mut none: Vec<f64> = Vec::new();
+        let r = Until::default().rounds(
+            3,
+            &mut none,
+            |_| Vec::new(),
+            |_, s| {
+                s.push(1.0);
+                Ok::<(), ()>(())
+            },
+        );
+        assert_eq!(r, Ok((3, Stopped::Rounds)));
+        let e = Until::default().rounds(
+            3,
+            &mut none,
+            |_| Vec::new(),
+            |r, _| match r {
+                1 => Err("failed"),
+                _ => Ok(()),
+            },
+        );
+        assert_eq!(e, Err("failed"));
     }
 }

@@ -183,129 +183,125 @@ fn run_workload(
     let proc = ProcFs::default();
     let me = std::process::id() as i32;
     let mut samples = Vec::new();
-    let started = Instant::now();
-    let mut round = 0;
-    let stopped = loop {
-        let now = watched(&samples);
-        if let Some(why) = cfg.until.stop(cfg.rounds, round, started.elapsed(), &now) {
-            break why;
-        }
-        // Alternate the order within a round too: A B C D, then D C B A. On shared frames the
-        // order follows the splits.
-        let mut arms = Arm::ALL.to_vec();
-        if cfg.same_frames {
-            arms = SHARED_ORDER.to_vec();
-        } else if round % 2 == 1 {
-            arms.reverse();
-        }
-        // On shared frames, the round's one region, from arm to arm.
-        let mut shared: Option<Region<u64>> = None;
-        for arm in arms {
-            if cancel.load(Ordering::Relaxed) {
-                return Err(Error::Interrupted);
+    let (_, stopped) = cfg
+        .until
+        .rounds(cfg.rounds, &mut samples, watched, |round, samples| {
+            // Alternate the order within a round too: A B C D, then D C B A. On shared
+            // frames the order follows the splits.
+            let mut arms = Arm::ALL.to_vec();
+            if cfg.same_frames {
+                arms = SHARED_ORDER.to_vec();
+            } else if round % 2 == 1 {
+                arms.reverse();
             }
-            let t0 = Instant::now();
-            let mut collapse_ns = Vec::new();
-            // Plan arm: its chunks made huge, and those that were not (after retries).
-            let mut plan_outcomes = None;
-            let mut fresh = None;
-            let r: &Region<u64> = if cfg.same_frames {
-                let r = match shared.take() {
-                    Some(r) => r,
-                    None => all_huge(words)?,
-                };
-                match arm {
-                    Arm::Plan => {
-                        let mut rest = vec![true; chunks];
-                        for &c in &plan {
-                            rest[c as usize] = false;
-                        }
-                        split_chunks(&Target::attach(&proc, me, t0)?, &r, &rest)?;
-                        plan_outcomes = Some(huge_chunks(&r, &plan)?);
-                    }
-                    Arm::Base => {
-                        split_chunks(&Target::attach(&proc, me, t0)?, &r, &vec![true; chunks])?
-                    }
-                    Arm::Ideal | Arm::Daemon => {}
+            // On shared frames, the round's one region, from arm to arm.
+            let mut shared: Option<Region<u64>> = None;
+            for arm in arms {
+                if cancel.load(Ordering::Relaxed) {
+                    return Err(Error::Interrupted);
                 }
-                shared.insert(r)
-            } else {
-                fresh.insert(make(arm, words, coldest_first.as_deref())?)
-            };
-            if arm == Arm::Plan && !cfg.same_frames {
-                let target = Target::attach(&proc, me, t0)?;
-                let steps: Vec<Step> = plan
-                    .iter()
-                    .map(|&c| {
-                        let a = r.addr() + c as usize * HUGE;
-                        Step {
-                            at: Duration::ZERO,
-                            range: a..a + HUGE,
-                            kind: ActionKind::Promote,
+                let t0 = Instant::now();
+                let mut collapse_ns = Vec::new();
+                // Plan arm: its chunks made huge, and those that were not (after retries).
+                let mut plan_outcomes = None;
+                let mut fresh = None;
+                let r: &Region<u64> = if cfg.same_frames {
+                    let r = match shared.take() {
+                        Some(r) => r,
+                        None => all_huge(words)?,
+                    };
+                    match arm {
+                        Arm::Plan => {
+                            let mut rest = vec![true; chunks];
+                            for &c in &plan {
+                                rest[c as usize] = false;
+                            }
+                            split_chunks(&Target::attach(&proc, me, t0)?, &r, &rest)?;
+                            plan_outcomes = Some(huge_chunks(&r, &plan)?);
                         }
-                    })
-                    .collect();
-                let done = replay(&target, &steps, t0, &AtomicBool::new(false), &mut |_| {})?;
-                collapse_ns = done.actions.iter().map(|a| a.latency_ns).collect();
-                let ok = done.actions.iter().filter(|a| a.outcome == "ok").count() as u32;
-                plan_outcomes = Some((ok, plan.len() as u32 - ok.min(plan.len() as u32)));
-            }
-            let setup_ns = t0.elapsed().as_nanos() as u64;
-            let q = quiet::wait_quiet(0.10, Duration::from_millis(200), 5);
-            let seed = cfg.seed.wrapping_add(u64::from(round));
-            let warm = (cfg.reads / 20).max(1);
-            let warm_up = Pass {
-                n: warm,
-                seed: seed ^ 0xabcdef,
-                sample: None,
-                stop: cancel,
-            };
-            std::hint::black_box(stream.reads_until(r, warm_up));
-            let (ns, dr) = if arm == Arm::Daemon {
-                let (ns, d) = timed_with_daemon(cfg, &stream, r, seed, budget_bytes, cancel)?;
-                collapse_ns = d.collapse_ns.clone();
-                (ns, Some(d))
-            } else {
-                let t = Instant::now();
-                let timed = Pass {
-                    n: cfg.reads,
-                    seed,
+                        Arm::Base => {
+                            split_chunks(&Target::attach(&proc, me, t0)?, &r, &vec![true; chunks])?
+                        }
+                        Arm::Ideal | Arm::Daemon => {}
+                    }
+                    shared.insert(r)
+                } else {
+                    fresh.insert(make(arm, words, coldest_first.as_deref())?)
+                };
+                if arm == Arm::Plan && !cfg.same_frames {
+                    let target = Target::attach(&proc, me, t0)?;
+                    let steps: Vec<Step> = plan
+                        .iter()
+                        .map(|&c| {
+                            let a = r.addr() + c as usize * HUGE;
+                            Step {
+                                at: Duration::ZERO,
+                                range: a..a + HUGE,
+                                kind: ActionKind::Promote,
+                            }
+                        })
+                        .collect();
+                    let done = replay(&target, &steps, t0, &AtomicBool::new(false), &mut |_| {})?;
+                    collapse_ns = done.actions.iter().map(|a| a.latency_ns).collect();
+                    let ok = done.actions.iter().filter(|a| a.outcome == "ok").count() as u32;
+                    plan_outcomes = Some((ok, plan.len() as u32 - ok.min(plan.len() as u32)));
+                }
+                let setup_ns = t0.elapsed().as_nanos() as u64;
+                let q = quiet::wait_quiet(0.10, Duration::from_millis(200), 5);
+                let seed = cfg.seed.wrapping_add(u64::from(round));
+                let warm = (cfg.reads / 20).max(1);
+                let warm_up = Pass {
+                    n: warm,
+                    seed: seed ^ 0xabcdef,
                     sample: None,
                     stop: cancel,
                 };
-                std::hint::black_box(stream.reads_until(r, timed));
-                (t.elapsed().as_nanos() as u64, None)
-            };
-            if cancel.load(Ordering::Relaxed) {
-                return Err(Error::Interrupted);
+                std::hint::black_box(stream.reads_until(r, warm_up));
+                let (ns, dr) = if arm == Arm::Daemon {
+                    let (ns, d) = timed_with_daemon(cfg, &stream, r, seed, budget_bytes, cancel)?;
+                    collapse_ns = d.collapse_ns.clone();
+                    (ns, Some(d))
+                } else {
+                    let t = Instant::now();
+                    let timed = Pass {
+                        n: cfg.reads,
+                        seed,
+                        sample: None,
+                        stop: cancel,
+                    };
+                    std::hint::black_box(stream.reads_until(r, timed));
+                    (t.elapsed().as_nanos() as u64, None)
+                };
+                if cancel.load(Ordering::Relaxed) {
+                    return Err(Error::Interrupted);
+                }
+                let huge_share = r.backing()?.huge_bytes() as f64 / r.mapped_bytes() as f64;
+                let (hot_huge, _) = huge_chunks(r, &plan)?;
+                samples.push(PromoteBenchSample {
+                    huge_share,
+                    setup_ns,
+                    reach_budget_ms: dr.as_ref().and_then(|d| d.reach_ms),
+                    daemon_cpu_ns: dr.as_ref().map(|d| d.cpu_ns),
+                    wall_ns: ns,
+                    settled_ms: dr.as_ref().and_then(|d| d.settled_ms),
+                    daemon_steady_cpu_ns: dr
+                        .as_ref()
+                        .and_then(|d| d.steady_wall_ns.map(|_| d.steady_cpu_ns)),
+                    daemon_steady_wall_ns: dr.as_ref().and_then(|d| d.steady_wall_ns),
+                    promotions: dr
+                        .as_ref()
+                        .map(|d| (d.promoted, d.failed))
+                        .or(plan_outcomes),
+                    demotions: dr.as_ref().map(|d| (d.demoted, Some(d.swaps))),
+                    hot_chunks_huge: Some(hot_huge),
+                    collapse_ns,
+                    quiet: q,
+                    ..PromoteBenchSample::timed(round, arm, ns as f64 / cfg.reads as f64)
+                });
+                progress(samples.len() as u64, total);
             }
-            let huge_share = r.backing()?.huge_bytes() as f64 / r.mapped_bytes() as f64;
-            let (hot_huge, _) = huge_chunks(r, &plan)?;
-            samples.push(PromoteBenchSample {
-                huge_share,
-                setup_ns,
-                reach_budget_ms: dr.as_ref().and_then(|d| d.reach_ms),
-                daemon_cpu_ns: dr.as_ref().map(|d| d.cpu_ns),
-                wall_ns: ns,
-                settled_ms: dr.as_ref().and_then(|d| d.settled_ms),
-                daemon_steady_cpu_ns: dr
-                    .as_ref()
-                    .and_then(|d| d.steady_wall_ns.map(|_| d.steady_cpu_ns)),
-                daemon_steady_wall_ns: dr.as_ref().and_then(|d| d.steady_wall_ns),
-                promotions: dr
-                    .as_ref()
-                    .map(|d| (d.promoted, d.failed))
-                    .or(plan_outcomes),
-                demotions: dr.as_ref().map(|d| (d.demoted, Some(d.swaps))),
-                hot_chunks_huge: Some(hot_huge),
-                collapse_ns,
-                quiet: q,
-                ..PromoteBenchSample::timed(round, arm, ns as f64 / cfg.reads as f64)
-            });
-            progress(samples.len() as u64, total);
-        }
-        round += 1;
-    };
+            Ok::<_, Error>(())
+        })?;
     let summary = summarize_arms(&samples);
     Ok(PromoteBenchWorkload {
         stopped: Some(stopped),

@@ -111,37 +111,33 @@ pub fn run(
     let mut samples = Vec::with_capacity(runs as usize);
     let mut footprint = 0u64;
     let mut plan_chunks = 0u64;
-    let started = Instant::now();
-    let mut round = 0;
-    let stopped = loop {
-        let now = watched(&samples);
-        if let Some(why) = cfg.until.stop(cfg.rounds, round, started.elapsed(), &now) {
-            break why;
-        }
-        let mut arms = Arm::ALL.to_vec();
-        if round % 2 == 1 {
-            arms.reverse();
-        }
-        for arm in arms {
-            if cancel.load(Ordering::Relaxed) {
-                return Err(Error::Interrupted);
+    let (_, stopped) = cfg
+        .until
+        .rounds(cfg.rounds, &mut samples, watched, |round, samples| {
+            let mut arms = Arm::ALL.to_vec();
+            if round % 2 == 1 {
+                arms.reverse();
             }
-            let q = quiet::wait_quiet(0.10, Duration::from_millis(200), 5);
-            let (s, bytes, chunks) = run_arm(cfg, arm, round, &plan, cancel)?;
-            if arm == Arm::Base {
-                if s.huge_share > 0.0 {
-                    return Err(thp_always());
+            for arm in arms {
+                if cancel.load(Ordering::Relaxed) {
+                    return Err(Error::Interrupted);
                 }
-                footprint = bytes;
+                let q = quiet::wait_quiet(0.10, Duration::from_millis(200), 5);
+                let (s, bytes, chunks) = run_arm(cfg, arm, round, &plan, cancel)?;
+                if arm == Arm::Base {
+                    if s.huge_share > 0.0 {
+                        return Err(thp_always());
+                    }
+                    footprint = bytes;
+                }
+                if arm == Arm::Plan {
+                    plan_chunks = plan_chunks.max(chunks);
+                }
+                samples.push(PromoteBenchSample { quiet: q, ..s });
+                progress(total - runs + samples.len() as u64, total);
             }
-            if arm == Arm::Plan {
-                plan_chunks = plan_chunks.max(chunks);
-            }
-            samples.push(PromoteBenchSample { quiet: q, ..s });
-            progress(total - runs + samples.len() as u64, total);
-        }
-        round += 1;
-    };
+            Ok::<_, Error>(())
+        })?;
     let summary = summarize_arms(&samples);
     let mut w = PromoteBenchWorkload {
         stopped: Some(stopped),
