@@ -102,9 +102,13 @@ pub fn stopped(s: Option<hugewise_results::stats::Stopped>) -> &'static str {
     use hugewise_results::stats::Stopped;
     match s {
         None | Some(Stopped::Rounds) => "",
-        Some(Stopped::Narrow) => " (until the intervals were narrow enough)",
-        Some(Stopped::MaxRounds) => " (--until: stopped at --max-rounds, intervals still wide)",
-        Some(Stopped::MaxTime) => " (--until: stopped at --max-time, intervals still wide)",
+        Some(Stopped::Narrow) => ", until the intervals were as narrow as --until asked",
+        Some(Stopped::MaxRounds) => {
+            ", stopped at --max-rounds before the intervals were as narrow as --until asked"
+        }
+        Some(Stopped::MaxTime) => {
+            ", stopped at --max-time before the intervals were as narrow as --until asked"
+        }
     }
 }
 

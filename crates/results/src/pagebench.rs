@@ -70,7 +70,7 @@ pub struct PagesReport {
     pub kernel: Spec,
     /// Worker threads.
     pub threads: usize,
-    /// Rounds.
+    /// Rounds run: those asked for, or more with `--until`.
     pub rounds: u32,
     /// Why the rounds stopped: the rounds asked for ran, the interval grew narrow enough
     /// (`--until`), or a cap was hit. Absent in files from before it was kept.

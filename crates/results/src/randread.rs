@@ -71,7 +71,7 @@ pub struct RandreadReport {
     pub bytes: u64,
     /// Reads per sample.
     pub reads: u64,
-    /// Rounds.
+    /// Rounds run: those asked for, or more with `--until`.
     pub rounds: u32,
     /// Why the rounds stopped: the rounds asked for ran, the interval grew narrow enough
     /// (`--until`), or a cap was hit. Absent in files from before it was kept.
