@@ -621,6 +621,56 @@ mod tests {
     }
 
     #[test]
+    fn speedups_show_their_interval_and_the_header_why_the_rounds_stopped() {
+        use hugewise_results::promote::PromoteBenchArm;
+        use hugewise_results::stats::{MedianInterval, Stopped, Summary};
+        let arm = |arm, speedup_vs_base, speedup_vs_base_ci95| PromoteBenchArm {
+            arm,
+            time: Summary {
+                n: 6,
+                median: 1.0,
+                min: 1.0,
+                max: 1.0,
+                mean: 1.0,
+                mad_rel: 0.0,
+            },
+            speedup_vs_base,
+            speedup_vs_base_ci95,
+            share_of_ideal: None,
+            share_of_ideal_ci95: None,
+            huge_footprint_share: 0.0,
+            time_vs_ideal: None,
+            time_vs_ideal_ci95: None,
+            share_of_ideal_saving: None,
+        };
+        let ci = MedianInterval {
+            lo: 1.18,
+            hi: 1.44,
+            coverage: 0.96875,
+        };
+        let mut w = PromoteBenchWorkload {
+            stopped: Some(Stopped::Narrow),
+            samples: (0..6).map(|r| sample(r, Arm::Base, 100.0)).collect(),
+            summary: vec![
+                arm(Arm::Base, None, None),
+                arm(Arm::Ideal, Some(1.31), Some(ci)),
+                arm(Arm::Plan, Some(1.2), None),
+            ],
+            ..Default::default()
+        };
+        let text = bench_workload(&w);
+        assert!(text.contains("1.31x [1.18–1.44]"), "{text}");
+        // Six rounds but no interval kept: a file from before intervals.
+        assert!(text.contains("1.20x [-]"), "{text}");
+        assert!(
+            text.contains("6 rounds, until the intervals were as narrow as --until asked"),
+            "{text}"
+        );
+        w.stopped = Some(Stopped::Rounds);
+        assert!(!bench_workload(&w).contains("until"));
+    }
+
+    #[test]
     fn the_summary_gives_the_daemons_swaps_a_run() {
         let daemon = |round, swaps| {
             let mut s = sample(round, Arm::Daemon, 60.0);
