@@ -108,6 +108,10 @@ impl Until {
         let Some(pct) = self.width_pct else {
             return Some(Stopped::Rounds);
         };
+        // Nothing to watch (a comparison of one variant): no interval can become narrow.
+        if ratios.is_empty() {
+            return Some(Stopped::Rounds);
+        }
         if ratios.iter().all(|r| narrow_enough(r, pct)) {
             Some(Stopped::Narrow)
         } else if done >= self.max_rounds {

@@ -87,6 +87,30 @@ pub struct Journal {
     next_seq: u64,
 }
 
+/// Refuse a state directory another user could write to: the journal says what root puts back,
+/// and its lock file is truncated when opened, so whoever can put a file or a link there could
+/// steer both.
+fn trusted_dir(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(dir).map_err(|e| Error::io(dir, e))?;
+    let me = hugewise_sys::caps::euid();
+    if !m.file_type().is_dir() || (m.uid() != me && m.uid() != 0) || m.mode() & 0o022 != 0 {
+        return Err(Error::io(
+            dir,
+            std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!(
+                    "the state directory must be a directory of this user's or root's that no one \
+                     else may write to (owned by uid {}, mode {:o})",
+                    m.uid(),
+                    m.mode() & 0o7777
+                ),
+            ),
+        ));
+    }
+    Ok(())
+}
+
 impl Journal {
     /// The journal's file in `dir`.
     pub fn path_in(dir: &Path) -> PathBuf {
@@ -97,12 +121,14 @@ impl Journal {
     /// process holds it.
     pub fn open(dir: &Path) -> Result<Journal> {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        trusted_dir(dir)?;
         let lock_path = dir.join("lock");
         let mut lock = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .mode(0o600)
             .open(&lock_path)
             .map_err(|e| Error::io(&lock_path, e))?;
@@ -131,6 +157,7 @@ impl Journal {
             .read(true)
             .append(true)
             .create(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .mode(0o600)
             .open(&path)
             .map_err(|e| Error::io(&path, e))?;
@@ -381,5 +408,23 @@ mod tests {
         std::fs::write(&path, format!("{{oops}}\n{good}\n")).expect("write");
         let e = Journal::open(dir.path()).expect_err("damaged");
         assert!(e.to_string().contains("journal.jsonl:1:"), "{e}");
+    }
+
+    #[test]
+    fn a_state_directory_others_may_write_or_a_planted_link_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().expect("tmp");
+        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
+        let e = match Journal::open(d.path()) {
+            Ok(_) => panic!("a state directory others may write to was taken"),
+            Err(e) => e.to_string(),
+        };
+        assert!(e.contains("no one else may write to"), "{e}");
+        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o700)).expect("chmod");
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, b"keep").expect("write");
+        std::os::unix::fs::symlink(&victim, d.path().join("lock")).expect("plant");
+        assert!(Journal::open(d.path()).is_err());
+        assert_eq!(std::fs::read(&victim).expect("read"), b"keep");
     }
 }

@@ -33,8 +33,9 @@ pub fn remove_dead_rings() -> usize {
     })
 }
 
-/// Remove the sample rings in `dir` (a program's or `bench promote`'s) whose writer, named by
-/// the pid in the file name, is no longer `alive`. Returns how many were removed.
+/// Remove the sample rings in `dir` (a program's or `bench promote`'s) of this user whose
+/// writer, named by the pid in the file name, is no longer `alive`. Returns how many were
+/// removed.
 pub fn remove_stale(dir: &Path, alive: &dyn Fn(i32) -> bool) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
@@ -53,7 +54,10 @@ pub fn remove_stale(dir: &Path, alive: &dyn Fn(i32) -> bool) -> usize {
         else {
             continue;
         };
-        if !alive(pid) && std::fs::remove_file(e.path()).is_ok() {
+        if !alive(pid)
+            && hugewise_sys::file::is_own(&e.path())
+            && std::fs::remove_file(e.path()).is_ok()
+        {
             removed += 1;
         }
     }

@@ -103,11 +103,14 @@ struct Managed {
     known: std::collections::BTreeMap<usize, (u16, bool)>,
     /// Where the next partial sweep starts.
     cursor: usize,
-    /// Chunks whose last two reads agreed and that the daemon has not acted on since: read
-    /// only every `settled_every` looks.
-    settled: std::collections::HashSet<usize>,
+    /// Chunks whose last two reads agreed and that the daemon has not acted on since, with the
+    /// look from which they are due to be read again.
+    settled: HashMap<usize, u64>,
     /// Sweeps made.
     looks: u64,
+    /// What the samples counted at the last look stand for against all those published since
+    /// the look before (1 when none were passed over): the daemon keeps only the newest.
+    sample_scale: f64,
     /// The allocation log the target keeps when it runs under `hugewise exec` (or linked the
     /// preload library): allocations its rules put on 4 KiB pages are left alone.
     log: Option<AllocLog>,
@@ -156,10 +159,15 @@ impl Managed {
         // Looked for at every sweep until found: a program makes it at its first allocation
         // taken over, and the directory holds a few files.
         if self.log.is_none() {
-            if let Some(p) = alloclog::logs_of(self.target.pid()).first() {
-                match AllocLog::open_written_by(p, self.target.writer()) {
-                    Ok(log) => self.log = Some(log),
-                    Err(e) => self.refused(p, &e, notes),
+            // Every log under the target's pid, until one is its own: another user may have put
+            // one there first.
+            for p in alloclog::logs_of(self.target.pid()) {
+                match AllocLog::open_written_by(&p, self.target.writer()) {
+                    Ok(log) => {
+                        self.log = Some(log);
+                        break;
+                    }
+                    Err(e) => self.refused(&p, &e, notes),
                 }
             }
         }
@@ -186,6 +194,7 @@ impl Managed {
             cursor: 0,
             settled: Default::default(),
             looks: 0,
+            sample_scale: 1.0,
             broken: Vec::new(),
             log: None,
             refusals_said: Default::default(),
@@ -213,10 +222,9 @@ impl Managed {
         self.looks += 1;
         let look = self.looks;
         let settled = &self.settled;
-        // A settled chunk's turn comes every `every` looks, a different look for neighbours.
-        let its_turn = |a: usize| {
-            every <= 1 || !settled.contains(&a) || (look + (a / HUGE) as u64).is_multiple_of(every)
-        };
+        // A settled chunk's turn comes `every` looks after its last read; one the partial
+        // sweep did not reach on its turn stays due until it does.
+        let its_turn = |a: usize| every <= 1 || settled.get(&a).is_none_or(|&due| look >= due);
         let whole = limit == 0 || addrs.len() <= limit;
         let mut due: Vec<bool> = addrs
             .iter()
@@ -252,10 +260,15 @@ impl Managed {
             for c in self.target.scan(&(addrs[i]..addrs[j - 1] + HUGE))? {
                 let now = (c.mapped_pages, c.huge == Some(true));
                 let before = self.known.insert(c.addr, now);
-                if before == Some(now) {
-                    self.settled.insert(c.addr);
-                } else {
+                if before != Some(now) {
                     self.settled.remove(&c.addr);
+                } else if let Some(due) = self.settled.get_mut(&c.addr) {
+                    *due = self.looks + every;
+                } else {
+                    // Newly settled: due again within `every` looks, sooner by its address, so
+                    // that chunks settling together come due on different looks.
+                    let stagger = (c.addr / HUGE) as u64 % every.max(1);
+                    self.settled.insert(c.addr, self.looks + every - stagger);
                 }
                 if before.is_some_and(|b| b.1)
                     && !now.1
@@ -269,7 +282,7 @@ impl Managed {
         }
         let live: std::collections::BTreeSet<usize> = addrs.iter().copied().collect();
         self.known.retain(|a, _| live.contains(a));
-        self.settled.retain(|a| live.contains(a));
+        self.settled.retain(|a, _| live.contains(a));
         Ok(self.known.iter().map(|(&a, &(m, h))| (a, m, h)).collect())
     }
 }
@@ -415,6 +428,11 @@ impl Daemon {
                 self.ever_sampled.insert(pid);
                 addrs.clear();
                 let read = sub.drain(&mut addrs, self.cfg.max_samples);
+                m.sample_scale = if addrs.is_empty() {
+                    1.0
+                } else {
+                    (addrs.len() as u64 + read.passed) as f64 / addrs.len() as f64
+                };
                 iv.samples_lost += read.passed;
                 iv.samples += addrs.len() as u64;
                 count_samples(&mut chunks[first..], &addrs, read.weight);
@@ -617,10 +635,15 @@ impl Daemon {
             .filter(|&(i, _)| !self.refused.contains(&(chunks[i].pid, chunks[i].addr)))
             .collect();
         let order = budget::order(&wanted, &chunks, self.cfg.share, &self.cfg.bias);
-        let periods: HashMap<i32, u64> = self
+        // Accesses one counted sample stands for: the target's sampling period, times what the
+        // samples kept stand for among all it published (the daemon counts the newest only).
+        let periods: HashMap<i32, f64> = self
             .targets
             .iter()
-            .filter_map(|m| Some((m.target.pid(), m.samples.as_ref()?.period()?)))
+            .filter_map(|m| {
+                let period = m.samples.as_ref()?.period()?;
+                Some((m.target.pid(), period as f64 * m.sample_scale))
+            })
             .collect();
         let collapse_ns = self.collapse_ns();
         let mut not_worth: HashMap<i32, u32> = HashMap::new();
@@ -756,9 +779,9 @@ impl Daemon {
 
 /// The time a huge page for `c` would save its program over the payback time, in
 /// nanoseconds: its walks this look (already weighed by the thinning) times the accesses one
-/// sample stands for, per second of the look, at `walk_ns` a walk.
-fn saving_ns(c: &ChunkInfo, period: u64, dt_s: f64, cfg: &Config) -> f64 {
-    let walks_per_s = f64::from(c.walks) * period as f64 / dt_s.max(1e-3);
+/// counted sample stands for (`period`), per second of the look, at `walk_ns` a walk.
+fn saving_ns(c: &ChunkInfo, period: f64, dt_s: f64, cfg: &Config) -> f64 {
+    let walks_per_s = f64::from(c.walks) * period / dt_s.max(1e-3);
     walks_per_s * cfg.walk_ns * cfg.payback_s
 }
 

@@ -64,10 +64,12 @@ impl MedianInterval {
 
 /// The narrowest interval of order statistics (k-th smallest, k-th largest) whose coverage of
 /// the median is at least `level` (0.95 for 95 %); `None` when `v` has too few samples for
-/// that level, or holds a NaN. See [`MedianInterval`].
+/// that level, more than 1 000, or a NaN. See [`MedianInterval`].
 pub fn median_interval(v: &[f64], level: f64) -> Option<MedianInterval> {
     let n = v.len();
-    if n == 0 || v.iter().any(|x| x.is_nan()) {
+    // Past 1 000 samples 2^-n underflows: the binomial below is exact for the rounds of a
+    // comparison, not for arbitrary samples.
+    if n == 0 || n > 1000 || v.iter().any(|x| x.is_nan()) {
         return None;
     }
     let mut s = v.to_vec();

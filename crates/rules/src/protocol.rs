@@ -67,6 +67,7 @@ pub fn sweep_orphans() -> usize {
                 .and_then(|rest| rest.split('-').next())
                 .is_some_and(|pid| !std::path::Path::new("/proc").join(pid).exists())
         })
+        .filter(|e| hugewise_sys::file::is_own(&e.path()))
         .filter(|e| std::fs::remove_file(e.path()).is_ok())
         .count()
 }

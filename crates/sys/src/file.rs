@@ -104,15 +104,20 @@ impl Output {
                 None,
             ),
             Destination::Stream => {
+                // Looked at before the open as well: opening another user's FIFO would wait
+                // for a reader of theirs.
+                shared_stream_check(path, &std::fs::symlink_metadata(path)?)?;
                 // No O_CREAT, no O_TRUNC, no link: what was looked at, or an error.
                 let file = OpenOptions::new()
                     .write(true)
                     .custom_flags(libc::O_NOFOLLOW | libc::O_NOCTTY | libc::O_CLOEXEC)
                     .open(path)?;
-                let t = file.metadata()?.file_type();
+                let m = file.metadata()?;
+                let t = m.file_type();
                 if !(t.is_char_device() || t.is_fifo()) {
                     return Err(refused(type_name(&t)));
                 }
+                shared_stream_check(path, &m)?;
                 (file, None)
             }
         };
@@ -190,6 +195,30 @@ pub fn create_exclusive(path: &Path) -> std::io::Result<File> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .mode(if in_shared_dir(path) { 0o600 } else { 0o666 })
         .open(path)
+}
+
+/// In a directory every user may write to, a stream someone else made is theirs to read from
+/// (and a FIFO of theirs would make the open wait for them): the result is not handed to them.
+fn shared_stream_check(path: &Path, m: &std::fs::Metadata) -> std::io::Result<()> {
+    if in_shared_dir(path) && m.uid() != crate::caps::euid() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!(
+                "it is {} of uid {} in a directory every user may write to: hugewise streams a \
+                 result only to one of its own user there",
+                type_name(&m.file_type()),
+                m.uid()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `path` (not followed if a link) belongs to this process's user: a sweep of stale
+/// files in a shared directory removes only its own user's, never another's that merely looks
+/// stale from here (another pid namespace, another machine's view of `/dev/shm`).
+pub fn is_own(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.uid() == crate::caps::euid())
 }
 
 /// Whether `path`'s directory is writable by every user (as `/tmp` is).
@@ -367,5 +396,20 @@ mod tests {
         let p = d.path().join("r.json");
         write_atomic_with(&p, &mut |w| w.write_all(b"x")).expect("write");
         assert_eq!(std::fs::metadata(&p).expect("stat").mode() & 0o777, 0o600);
+    }
+
+    #[test]
+    fn another_users_fifo_in_a_shared_directory_gets_nothing() {
+        if !crate::testing::root_or_skip() {
+            return;
+        }
+        let d = tempfile::tempdir().expect("tmp");
+        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o1777)).expect("chmod");
+        let fifo = d.path().join("r.json");
+        crate::testing::mkfifo(&fifo).expect("mkfifo");
+        std::os::unix::fs::lchown(&fifo, Some(65534), None).expect("chown");
+        // Refused before the open, which would wait for a reader of theirs.
+        let e = write_atomic_with(&fifo, &mut |w| w.write_all(b"secret")).expect_err("refused");
+        assert!(e.to_string().contains("of uid 65534"), "{e}");
     }
 }
