@@ -19,7 +19,7 @@ use std::path::Path;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::shm::{create_shared, open_shared, Writer};
+use crate::shm::{create_shared, open_checked, open_shared, read_word, read_words, Writer};
 use crate::{Error, Result};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"HWALOG01");
@@ -194,11 +194,16 @@ pub struct LogHeader {
     pub flags: u64,
 }
 
-/// A mapped allocation log, unmapped on drop (the file stays until `hugewise exec` removes it).
+/// An allocation log: mapped for its writer and for readers of a log they trust, unmapped on
+/// drop; read through its descriptor by a reader of another process's log, whose writer could
+/// shrink the file under a mapping (the file stays until `hugewise exec` removes it).
 #[derive(Debug)]
 pub struct AllocLog {
-    ptr: NonNull<u8>,
+    /// The mapping, when there is one.
+    ptr: Option<NonNull<u8>>,
     len: usize,
+    /// The descriptor a reader of another process's log reads through.
+    file: Option<std::fs::File>,
     capacity: usize,
     writable: bool,
 }
@@ -215,8 +220,9 @@ impl AllocLog {
         let capacity = capacity.clamp(1, u32::MAX as usize);
         let len = (HEADER_WORDS + capacity * ENTRY_WORDS) * 8;
         Ok(AllocLog {
-            ptr: create_shared(path, len, MAGIC, VERSION, capacity)?,
+            ptr: Some(create_shared(path, len, MAGIC, VERSION, capacity)?),
             len,
+            file: None,
             capacity,
             writable: true,
         })
@@ -234,14 +240,28 @@ impl AllocLog {
     }
 
     fn open_from(path: &Path, from: Option<Writer>) -> Result<AllocLog> {
-        let (ptr, size) = open_shared(path, HEADER_WORDS * 8, MAGIC, "an allocation log", from)?;
-        let mut log = AllocLog {
-            ptr,
-            len: size,
-            capacity: 0,
-            writable: false,
+        const WHAT: &str = "an allocation log";
+        let mut log = if from.is_some() {
+            let (file, size) = open_checked(path, HEADER_WORDS * 8, MAGIC, WHAT, false, from)?;
+            AllocLog {
+                ptr: None,
+                len: size,
+                file: Some(file),
+                capacity: 0,
+                writable: false,
+            }
+        } else {
+            let (ptr, size) = open_shared(path, HEADER_WORDS * 8, MAGIC, WHAT, from)?;
+            AllocLog {
+                ptr: Some(ptr),
+                len: size,
+                file: None,
+                capacity: 0,
+                writable: false,
+            }
         };
-        let vc = log.header()[1].load(Ordering::Relaxed);
+        let size = log.len;
+        let vc = log.word(1);
         let (version, capacity) = ((vc & 0xffff_ffff) as u32, (vc >> 32) as usize);
         if version != VERSION {
             return Err(Error::parse(
@@ -261,38 +281,49 @@ impl AllocLog {
         Ok(log)
     }
 
-    fn header(&self) -> &[AtomicU64] {
+    /// The header's words, when mapped.
+    fn header(&self) -> Option<&[AtomicU64]> {
         // SAFETY: the mapping is at least HEADER_WORDS words, page aligned, and lives as long
         // as self; AtomicU64 has u64's size and alignment; every access goes through atomics,
         // so a writer in another process is no data race.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().cast::<AtomicU64>(), HEADER_WORDS) }
+        self.ptr.map(|p| unsafe {
+            std::slice::from_raw_parts(p.as_ptr().cast::<AtomicU64>(), HEADER_WORDS)
+        })
     }
 
-    fn entry(&self, i: usize) -> &[AtomicU64] {
+    /// Entry `i`'s words, when mapped.
+    fn entry(&self, i: usize) -> Option<&[AtomicU64]> {
         debug_assert!(i < self.capacity);
         // SAFETY: as in header; entry i lies inside the mapping because i < capacity and the
         // mapping holds HEADER_WORDS + capacity * ENTRY_WORDS words (checked in open).
-        unsafe {
+        self.ptr.map(|p| unsafe {
             std::slice::from_raw_parts(
-                self.ptr
-                    .as_ptr()
+                p.as_ptr()
                     .cast::<AtomicU64>()
                     .add(HEADER_WORDS + i * ENTRY_WORDS),
                 ENTRY_WORDS,
             )
+        })
+    }
+
+    /// Header word `i`, from the mapping or through the descriptor.
+    fn word(&self, i: usize) -> u64 {
+        match (self.header(), &self.file) {
+            (Some(h), _) => h[i].load(Ordering::Acquire),
+            (None, Some(f)) => read_word(f, i as u64),
+            (None, None) => 0,
         }
     }
 
     /// The header as it is now.
     pub fn head(&self) -> LogHeader {
-        let h = self.header();
         LogHeader {
-            pid: h[3].load(Ordering::Relaxed) as i32,
+            pid: self.word(3) as i32,
             capacity: self.capacity,
-            dropped: h[4].load(Ordering::Relaxed),
-            fallbacks: h[5].load(Ordering::Relaxed),
-            last_errno: h[6].load(Ordering::Relaxed) as i32,
-            flags: h[7].load(Ordering::Relaxed),
+            dropped: self.word(4),
+            fallbacks: self.word(5),
+            last_errno: self.word(6) as i32,
+            flags: self.word(7),
         }
     }
 
@@ -303,13 +334,13 @@ impl AllocLog {
         if !self.writable {
             return None;
         }
-        let h = self.header();
+        let h = self.header()?;
         let i = h[2].fetch_add(1, Ordering::AcqRel) as usize;
         if i >= self.capacity {
             h[4].fetch_add(1, Ordering::Relaxed);
             return None;
         }
-        let w = self.entry(i);
+        let w = self.entry(i)?;
         w[0].store(WRITING, Ordering::Relaxed);
         for (k, v) in [e.start, e.len, e.requested, e.attrs(), e.born_ns, 0, e.tag]
             .into_iter()
@@ -336,15 +367,15 @@ impl AllocLog {
         if !self.writable || slot as usize >= self.capacity {
             return;
         }
-        let w = self.entry(slot as usize);
-        w[6].store(at_ns, Ordering::Relaxed);
-        w[0].store(FREED, Ordering::Release);
+        if let Some(w) = self.entry(slot as usize) {
+            w[6].store(at_ns, Ordering::Relaxed);
+            w[0].store(FREED, Ordering::Release);
+        }
     }
 
     /// Count an allocation left to the program's allocator, with the errno that refused it.
     pub fn fallback(&self, errno: i32) {
-        if self.writable {
-            let h = self.header();
+        if let (true, Some(h)) = (self.writable, self.header()) {
             h[5].fetch_add(1, Ordering::Relaxed);
             h[6].store(errno as u64, Ordering::Relaxed);
         }
@@ -352,27 +383,41 @@ impl AllocLog {
 
     /// Raise header flags (`FLAG_*`).
     pub fn flag(&self, bits: u64) {
-        if self.writable {
-            self.header()[7].fetch_or(bits, Ordering::Relaxed);
+        if let (true, Some(h)) = (self.writable, self.header()) {
+            h[7].fetch_or(bits, Ordering::Relaxed);
         }
     }
 
     /// Every entry written so far, live or freed, in allocation order.
     pub fn entries(&self) -> Vec<LogEntry> {
-        let n = (self.header()[2].load(Ordering::Acquire) as usize).min(self.capacity);
+        let n = (self.word(2) as usize).min(self.capacity);
+        let whole = |mut words: [u64; ENTRY_WORDS], state: u64| {
+            (state == LIVE || state == FREED).then(|| {
+                words[0] = state;
+                LogEntry::from_words(words)
+            })
+        };
+        if let Some(f) = &self.file {
+            // One read of every claimed entry; what a shrunk file no longer holds is left out.
+            let mut raw = Vec::with_capacity(n * ENTRY_WORDS);
+            read_words(f, HEADER_WORDS as u64, n * ENTRY_WORDS, &mut raw);
+            return raw
+                .chunks_exact(ENTRY_WORDS)
+                .filter_map(|c| {
+                    let words: [u64; ENTRY_WORDS] = c.try_into().ok()?;
+                    whole(words, words[0])
+                })
+                .collect();
+        }
         (0..n)
             .filter_map(|i| {
-                let w = self.entry(i);
+                let w = self.entry(i)?;
                 let state = w[0].load(Ordering::Acquire);
-                if state != LIVE && state != FREED {
-                    return None;
-                }
                 let mut words = [0u64; ENTRY_WORDS];
                 for (k, slot) in words.iter_mut().enumerate() {
                     *slot = w[k].load(Ordering::Relaxed);
                 }
-                words[0] = state;
-                Some(LogEntry::from_words(words))
+                whole(words, state)
             })
             .collect()
     }
@@ -380,10 +425,12 @@ impl AllocLog {
 
 impl Drop for AllocLog {
     fn drop(&mut self) {
-        // SAFETY: ptr/len are the mapping made in create/open, unmapped once here; no reference
-        // into it outlives self.
-        unsafe {
-            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        if let Some(p) = self.ptr {
+            // SAFETY: ptr/len are the mapping made in create/open, unmapped once here; no
+            // reference into it outlives self.
+            unsafe {
+                libc::munmap(p.as_ptr().cast(), self.len);
+            }
         }
     }
 }
@@ -461,5 +508,33 @@ mod tests {
             "{err}"
         );
         std::fs::remove_file(&path).expect("remove");
+    }
+
+    #[test]
+    fn a_reader_of_another_process_log_reads_it_and_survives_its_shrinking() {
+        let d = tempfile::tempdir().expect("tmp");
+        let path = d.path().join("hugewise-exec.s.1");
+        let w = AllocLog::create(&path, 4).expect("create");
+        let r = AllocLog::open_written_by(&path, Writer::this_process()).expect("open");
+        assert_eq!(w.append(&entry(1 << 21, 0)), Some(0));
+        assert_eq!(w.append(&entry(2 << 21, 1)), Some(1));
+        w.freed(0, 99);
+        w.fallback(12);
+        let e = r.entries();
+        assert_eq!(e.len(), 2);
+        assert_eq!(
+            (e[0].start, e[0].freed_ns, e[1].start),
+            (1 << 21, Some(99), 2 << 21)
+        );
+        assert_eq!((r.head().fallbacks, r.head().last_errno), (1, 12));
+        // Shrunk under the reader: nothing is read, and nothing faults.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .expect("open")
+            .set_len(0)
+            .expect("shrink");
+        assert!(r.entries().is_empty());
+        assert_eq!(r.head().fallbacks, 0);
     }
 }

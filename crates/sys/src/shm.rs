@@ -23,7 +23,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -50,11 +50,16 @@ const PERIOD: usize = 6;
 /// the reader to notice that what is hot has changed.
 pub const MAX_THINNING: u32 = 1024;
 
-/// A mapped sample ring, unmapped on drop (the file stays until its owner removes it).
+/// A sample ring: mapped for its writer and for readers of a ring they trust, unmapped on drop;
+/// read through its descriptor by a reader that acts on another process's ring (the file stays
+/// until its owner removes it).
 #[derive(Debug)]
 pub struct SampleRing {
-    ptr: NonNull<u8>,
+    /// The mapping, when there is one.
+    ptr: Option<NonNull<u8>>,
     len: usize,
+    /// The descriptor a reader of another process's ring reads through.
+    file: Option<File>,
     slots: usize,
     writable: bool,
     /// Whether this mapping may store the reader's words (the thinning).
@@ -213,9 +218,23 @@ fn open_shared_as(
     write: bool,
     from: Option<Writer>,
 ) -> Result<(NonNull<u8>, usize)> {
-    // Never through a link: the files live in world-writable /dev/shm, and a reader that
-    // writes (as root) must write to the file it was pointed at. Never blocking on a FIFO
-    // planted under the name either: it is refused as not a regular file.
+    let (file, size) = open_checked(path, min, magic, what, write, from)?;
+    Ok((map_shared(&file, path, size, write)?, size))
+}
+
+/// Open the shared file at `path` (for writing too when `write`) and check it, through the
+/// descriptor alone: a regular file, never through a link, never waiting on a FIFO planted
+/// under the name; at least `min` bytes; `magic` first (a `what`, with its article's); and,
+/// when `from` is given, owned by that writer's user (or root) with its pid in the header. The
+/// file and its length.
+pub(crate) fn open_checked(
+    path: &Path,
+    min: usize,
+    magic: u64,
+    what: &str,
+    write: bool,
+    from: Option<Writer>,
+) -> Result<(File, usize)> {
     let file = OpenOptions::new()
         .read(true)
         .write(write)
@@ -243,35 +262,61 @@ fn open_shared_as(
         }
     }
     let size = meta.len() as usize;
-    if size < min {
+    if size < min.max(32) {
         return Err(Error::parse(
             path,
             0,
             format!("{size} bytes: shorter than the header of {what}"),
         ));
     }
-    let ptr = map_shared(&file, path, size, write)?;
-    // SAFETY: the mapping holds at least `min` >= 32 bytes (every format's header is longer),
-    // page aligned; read atomically since a writer in another process may be storing the
-    // magic right now.
-    let words = unsafe { std::slice::from_raw_parts(ptr.as_ptr().cast::<AtomicU64>(), 4) };
-    let refusal = if words[0].load(Ordering::Acquire) != magic {
-        Some(format!("not {what} of hugewise (bad magic)"))
-    } else {
-        let writer = words[3].load(Ordering::Relaxed) as i32;
-        from.filter(|w| w.pid != writer).map(|w| {
+    let word = |i: u64| read_word(&file, i);
+    if word(0) != magic {
+        return Err(Error::parse(
+            path,
+            0,
+            format!("not {what} of hugewise (bad magic)"),
+        ));
+    }
+    let writer = word(3) as i32;
+    if let Some(w) = from.filter(|w| w.pid != writer) {
+        return Err(Error::parse(
+            path,
+            0,
             format!(
                 "written by process {writer}, not by process {}: not read",
                 w.pid
-            )
-        })
-    };
-    if let Some(message) = refusal {
-        // SAFETY: the mapping made just above, unmapped once; nothing refers into it.
-        unsafe { libc::munmap(ptr.as_ptr().cast(), size) };
-        return Err(Error::parse(path, 0, message));
+            ),
+        ));
     }
-    Ok((ptr, size))
+    Ok((file, size))
+}
+
+/// Word `i` of `file` (little-endian), read through the descriptor: 0 past its end. A reader
+/// that does not trust the file's writer reads it so rather than through a mapping, which the
+/// writer could shrink under it (the next read of the mapping would raise SIGBUS).
+pub(crate) fn read_word(file: &File, i: u64) -> u64 {
+    let mut b = [0u8; 8];
+    match file.read_at(&mut b, i * 8) {
+        Ok(8) => u64::from_le_bytes(b),
+        _ => 0,
+    }
+}
+
+/// Words `from..from + n` of `file` into `out`, through the descriptor: fewer past its end.
+pub(crate) fn read_words(file: &File, from: u64, n: usize, out: &mut Vec<u64>) {
+    let mut buf = vec![0u8; n * 8];
+    let mut got = 0;
+    while got < buf.len() {
+        match file.read_at(&mut buf[got..], from * 8 + got as u64) {
+            Ok(0) | Err(_) => break,
+            Ok(k) => got += k,
+        }
+    }
+    out.extend(
+        buf[..got / 8 * 8]
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default())),
+    );
 }
 
 impl SampleRing {
@@ -282,8 +327,9 @@ impl SampleRing {
         let slots = slots.max(64).next_power_of_two();
         let len = HEADER + slots * 8;
         Ok(SampleRing {
-            ptr: create_shared(path, len, MAGIC, VERSION, slots)?,
+            ptr: Some(create_shared(path, len, MAGIC, VERSION, slots)?),
             len,
+            file: None,
             slots,
             writable: true,
             answers: true,
@@ -307,22 +353,45 @@ impl SampleRing {
 
     fn open_from(path: &Path, from: Option<Writer>) -> Result<SampleRing> {
         const WHAT: &str = "a sample ring";
-        let (ptr, size, answers) = match open_shared_as(path, HEADER, MAGIC, WHAT, true, from) {
-            Ok((p, s)) => (p, s, true),
-            Err(Error::Io { .. }) => {
-                let (p, s) = open_shared(path, HEADER, MAGIC, WHAT, from)?;
-                (p, s, false)
+        let mut ring = if from.is_some() {
+            // Another process's ring: read through the descriptor, never mapped, so that the
+            // writer shrinking its file cannot make this reader fault.
+            let (file, size, answers) = match open_checked(path, HEADER, MAGIC, WHAT, true, from) {
+                Ok((f, s)) => (f, s, true),
+                Err(Error::Io { .. }) => {
+                    let (f, s) = open_checked(path, HEADER, MAGIC, WHAT, false, from)?;
+                    (f, s, false)
+                }
+                Err(e) => return Err(e),
+            };
+            SampleRing {
+                ptr: None,
+                len: size,
+                file: Some(file),
+                slots: 0,
+                writable: false,
+                answers,
             }
-            Err(e) => return Err(e),
+        } else {
+            let (ptr, size, answers) = match open_shared_as(path, HEADER, MAGIC, WHAT, true, from) {
+                Ok((p, s)) => (p, s, true),
+                Err(Error::Io { .. }) => {
+                    let (p, s) = open_shared(path, HEADER, MAGIC, WHAT, from)?;
+                    (p, s, false)
+                }
+                Err(e) => return Err(e),
+            };
+            SampleRing {
+                ptr: Some(ptr),
+                len: size,
+                file: None,
+                slots: 0,
+                writable: false,
+                answers,
+            }
         };
-        let mut ring = SampleRing {
-            ptr,
-            len: size,
-            slots: 0,
-            writable: false,
-            answers,
-        };
-        let vs = ring.header()[1].load(Ordering::Relaxed);
+        let size = ring.len;
+        let vs = ring.word(1);
         let (version, slots) = ((vs & 0xffff_ffff) as u32, (vs >> 32) as usize);
         if version != VERSION {
             return Err(Error::parse(
@@ -342,20 +411,41 @@ impl SampleRing {
         Ok(ring)
     }
 
-    fn header(&self) -> &[AtomicU64] {
+    /// The header's words, when mapped.
+    fn header(&self) -> Option<&[AtomicU64]> {
         // SAFETY: the mapping is at least HEADER bytes, page aligned, and lives as long as
         // self; AtomicU64 has u64's size and alignment; every access goes through atomics, so
         // writers in other processes are no data race.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().cast::<AtomicU64>(), HEADER / 8) }
+        self.ptr.map(|p| unsafe {
+            std::slice::from_raw_parts(p.as_ptr().cast::<AtomicU64>(), HEADER / 8)
+        })
     }
 
-    fn ring(&self) -> &[AtomicU64] {
+    /// The slots, when mapped.
+    fn ring(&self) -> Option<&[AtomicU64]> {
         // SAFETY: as in header: the slots follow the header inside the mapping.
-        unsafe {
-            std::slice::from_raw_parts(
-                self.ptr.as_ptr().add(HEADER).cast::<AtomicU64>(),
-                self.slots,
-            )
+        self.ptr.map(|p| unsafe {
+            std::slice::from_raw_parts(p.as_ptr().add(HEADER).cast::<AtomicU64>(), self.slots)
+        })
+    }
+
+    /// Header word `i`, from the mapping or through the descriptor.
+    fn word(&self, i: usize) -> u64 {
+        match (self.header(), &self.file) {
+            (Some(h), _) => h[i].load(Ordering::Acquire),
+            (None, Some(f)) => read_word(f, i as u64),
+            (None, None) => 0,
+        }
+    }
+
+    /// Store header word `i` (a reader's request): to the mapping or through the descriptor.
+    fn store_word(&self, i: usize, v: u64) {
+        match (self.header(), &self.file) {
+            (Some(h), _) => h[i].store(v, Ordering::Relaxed),
+            (None, Some(f)) => {
+                let _ = f.write_at(&v.to_le_bytes(), (i * 8) as u64);
+            }
+            (None, None) => {}
         }
     }
 
@@ -366,14 +456,14 @@ impl SampleRing {
 
     /// The pid of the process that created the ring.
     pub fn writer_pid(&self) -> i32 {
-        self.header()[3].load(Ordering::Relaxed) as i32
+        self.word(3) as i32
     }
 
     /// The thinning the reader asks for: publish one sample in this many (1: all). Read by a
     /// writer when it starts a piece of work, so a change reaches it within one piece.
     #[inline]
     pub fn thinning(&self) -> u32 {
-        (self.header()[THINNING].load(Ordering::Relaxed) as u32).clamp(1, MAX_THINNING)
+        (self.word(THINNING) as u32).clamp(1, MAX_THINNING)
     }
 
     /// Ask the writer to publish one sample in `factor` (clamped to 1..=[`MAX_THINNING`]).
@@ -382,13 +472,13 @@ impl SampleRing {
         if !self.answers {
             return false;
         }
-        self.header()[THINNING].store(u64::from(factor.clamp(1, MAX_THINNING)), Ordering::Relaxed);
+        self.store_word(THINNING, u64::from(factor.clamp(1, MAX_THINNING)));
         true
     }
 
     /// Samples ever written.
     pub fn head(&self) -> u64 {
-        self.header()[2].load(Ordering::Acquire)
+        self.word(2)
     }
 
     /// Append one sample. Only the ring's creator writes: on a ring opened read-only this does
@@ -410,21 +500,23 @@ impl SampleRing {
     #[inline]
     pub fn push_weighted(&self, samples: &[u64], weight: u32) {
         debug_assert!(self.writable, "push on a sample ring opened read-only");
+        let (Some(header), Some(ring)) = (self.header(), self.ring()) else {
+            return;
+        };
         if !self.writable || samples.is_empty() {
             return;
         }
         let n = samples.len() as u64;
-        let first = self.header()[2].fetch_add(n, Ordering::AcqRel);
-        let ring = self.ring();
+        let first = header[2].fetch_add(n, Ordering::AcqRel);
         for (k, &s) in samples.iter().enumerate() {
             ring[(first as usize).wrapping_add(k) & (self.slots - 1)].store(s, Ordering::Relaxed);
         }
-        self.header()[WEIGHT].fetch_add(n * u64::from(weight.max(1)), Ordering::Relaxed);
+        header[WEIGHT].fetch_add(n * u64::from(weight.max(1)), Ordering::Relaxed);
     }
 
     /// The sum of what every sample written stands for (0 from writers that do not keep it).
     pub fn weight(&self) -> u64 {
-        self.header()[WEIGHT].load(Ordering::Relaxed)
+        self.word(WEIGHT)
     }
 
     /// Say that one published sample stands for `accesses` accesses of the writer (its
@@ -432,13 +524,13 @@ impl SampleRing {
     /// into rates. Only the ring's creator says it.
     pub fn set_period(&self, accesses: u64) {
         if self.writable {
-            self.header()[PERIOD].store(accesses, Ordering::Relaxed);
+            self.store_word(PERIOD, accesses);
         }
     }
 
     /// The writer's sampling period, if it said (see [`set_period`](Self::set_period)).
     pub fn period(&self) -> Option<u64> {
-        Some(self.header()[PERIOD].load(Ordering::Relaxed)).filter(|&p| p > 0)
+        Some(self.word(PERIOD)).filter(|&p| p > 0)
     }
 
     /// Append the samples written since `cursor` (a head value from an earlier call, 0 at
@@ -448,20 +540,39 @@ impl SampleRing {
         let head = self.head();
         let from = cursor.max(head.saturating_sub(self.slots as u64));
         let lost = from - cursor.min(from);
-        let ring = self.ring();
-        out.extend(
-            (from..head).map(|i| ring[i as usize & (self.slots - 1)].load(Ordering::Relaxed)),
-        );
+        match (self.ring(), &self.file) {
+            (Some(ring), _) => out.extend(
+                (from..head).map(|i| ring[i as usize & (self.slots - 1)].load(Ordering::Relaxed)),
+            ),
+            (None, Some(f)) => {
+                // At most two runs of slots: up to the ring's end, then from its start.
+                let mut i = from;
+                while i < head {
+                    let slot = i as usize & (self.slots - 1);
+                    let n = ((head - i) as usize).min(self.slots - slot);
+                    let before = out.len();
+                    read_words(f, (HEADER / 8 + slot) as u64, n, out);
+                    if out.len() - before < n {
+                        // The file shrank under the reader: what is left is not there.
+                        break;
+                    }
+                    i += n as u64;
+                }
+            }
+            (None, None) => {}
+        }
         (head, lost)
     }
 }
 
 impl Drop for SampleRing {
     fn drop(&mut self) {
-        // SAFETY: ptr/len are the mapping made in create/open, unmapped once here; no reference
-        // into it outlives self.
-        unsafe {
-            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        if let Some(p) = self.ptr {
+            // SAFETY: ptr/len are the mapping made in create/open, unmapped once here; no
+            // reference into it outlives self.
+            unsafe {
+                libc::munmap(p.as_ptr().cast(), self.len);
+            }
         }
     }
 }
@@ -630,5 +741,42 @@ mod tests {
             .to_string();
         assert!(e.contains("with another name"), "{e}");
         assert_eq!(std::fs::read(&victim).expect("read"), b"keep");
+    }
+
+    #[test]
+    fn a_reader_of_another_process_ring_survives_the_file_shrinking() {
+        let d = tempfile::tempdir().expect("tmp");
+        let path = d.path().join("hugewise-samples.7");
+        let w = SampleRing::create(&path, 64).expect("create");
+        let r = SampleRing::open_written_by(&path, Writer::this_process()).expect("open");
+        w.push_all(&[10, 20, 30]);
+        w.set_period(8);
+        let mut got = Vec::new();
+        assert_eq!(r.read_since(0, &mut got), (3, 0));
+        assert_eq!((got, r.period()), (vec![10, 20, 30], Some(8)));
+        assert!(r.set_thinning(4));
+        assert_eq!(
+            w.thinning(),
+            4,
+            "the request reached the writer through the descriptor"
+        );
+        // Samples that wrap round the ring's end come back in order.
+        let more: Vec<u64> = (100..170).collect();
+        w.push_all(&more);
+        let mut got = Vec::new();
+        assert_eq!(r.read_since(3, &mut got), (73, 6));
+        assert_eq!(got, (106..170).collect::<Vec<u64>>());
+        // The writer's user shrinks the file: a mapping would fault (SIGBUS) on the next read;
+        // through the descriptor the reader sees nothing left.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .expect("open")
+            .set_len(0)
+            .expect("shrink");
+        let mut got = Vec::new();
+        assert_eq!(r.read_since(73, &mut got), (0, 0));
+        assert!(got.is_empty());
+        assert_eq!((r.weight(), r.period()), (0, None));
     }
 }
