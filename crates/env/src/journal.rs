@@ -9,7 +9,7 @@
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -101,7 +101,8 @@ fn trusted_dir(dir: &Path) -> Result<()> {
                 std::io::ErrorKind::PermissionDenied,
                 format!(
                     "the state directory must be a directory of this user's or root's that no one \
-                     else may write to (owned by uid {}, mode {:o})",
+                     else may write to (owned by uid {}, mode {:o}; `chmod go-w` it, or set \
+                     HUGEWISE_STATE_DIR to another)",
                     m.uid(),
                     m.mode() & 0o7777
                 ),
@@ -120,7 +121,12 @@ impl Journal {
     /// Open (creating `dir` if needed) and lock the journal; [`Error::Busy`] when another
     /// process holds it.
     pub fn open(dir: &Path) -> Result<Journal> {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        // 0755 whatever the umask allows more of: a group-writable state directory is refused.
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(dir)
+            .map_err(|e| Error::io(dir, e))?;
         trusted_dir(dir)?;
         let lock_path = dir.join("lock");
         let mut lock = OpenOptions::new()

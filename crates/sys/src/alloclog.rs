@@ -16,10 +16,9 @@
 //! state says live, because the state is stored last with release order.
 
 use std::path::Path;
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::shm::{create_shared, open_checked, open_shared, read_word, read_words, Writer};
+use crate::shm::{Shared, Writer};
 use crate::{Error, Result};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"HWALOG01");
@@ -194,35 +193,25 @@ pub struct LogHeader {
     pub flags: u64,
 }
 
-/// An allocation log: mapped for its writer and for readers of a log they trust, unmapped on
-/// drop; read through its descriptor by a reader of another process's log, whose writer could
-/// shrink the file under a mapping (the file stays until `hugewise exec` removes it).
+/// An allocation log: mapped for its writer and for readers of a log they trust, read through
+/// its descriptor by a reader of another process's log (the file stays until
+/// `hugewise exec` removes it).
 #[derive(Debug)]
 pub struct AllocLog {
-    /// The mapping, when there is one.
-    ptr: Option<NonNull<u8>>,
-    len: usize,
-    /// The descriptor a reader of another process's log reads through.
-    file: Option<std::fs::File>,
+    shared: Shared,
     capacity: usize,
     writable: bool,
 }
 
-// SAFETY: the mapping is only reached through atomics, which are safe to share across threads.
-unsafe impl Send for AllocLog {}
-// SAFETY: as above.
-unsafe impl Sync for AllocLog {}
-
 impl AllocLog {
-    /// Create the log at `path` (as [`crate::shm::SampleRing::create`] makes a ring) with room for `capacity` entries, for this
-    /// process to write. The file is sparse: only entries written take memory.
+    /// Create the log at `path` (as [`crate::shm::SampleRing::create`] makes a ring) with room
+    /// for `capacity` entries, for this process to write. The file is sparse: only entries
+    /// written take memory.
     pub fn create(path: &Path, capacity: usize) -> Result<AllocLog> {
         let capacity = capacity.clamp(1, u32::MAX as usize);
         let len = (HEADER_WORDS + capacity * ENTRY_WORDS) * 8;
         Ok(AllocLog {
-            ptr: Some(create_shared(path, len, MAGIC, VERSION, capacity)?),
-            len,
-            file: None,
+            shared: Shared::create(path, len, MAGIC, VERSION, capacity)?,
             capacity,
             writable: true,
         })
@@ -234,34 +223,22 @@ impl AllocLog {
     }
 
     /// As [`open`](Self::open), for a reader that acts on the log: only a log that `writer`
-    /// made (see [`Writer`]).
+    /// made (see [`Writer`]), read through its descriptor.
     pub fn open_written_by(path: &Path, writer: Writer) -> Result<AllocLog> {
         AllocLog::open_from(path, Some(writer))
     }
 
     fn open_from(path: &Path, from: Option<Writer>) -> Result<AllocLog> {
-        const WHAT: &str = "an allocation log";
-        let mut log = if from.is_some() {
-            let (file, size) = open_checked(path, HEADER_WORDS * 8, MAGIC, WHAT, false, from)?;
-            AllocLog {
-                ptr: None,
-                len: size,
-                file: Some(file),
-                capacity: 0,
-                writable: false,
-            }
-        } else {
-            let (ptr, size) = open_shared(path, HEADER_WORDS * 8, MAGIC, WHAT, from)?;
-            AllocLog {
-                ptr: Some(ptr),
-                len: size,
-                file: None,
-                capacity: 0,
-                writable: false,
-            }
-        };
-        let size = log.len;
-        let vc = log.word(1);
+        let shared = Shared::open(
+            path,
+            HEADER_WORDS * 8,
+            MAGIC,
+            "an allocation log",
+            false,
+            from,
+        )?;
+        let size = shared.len();
+        let vc = shared.word(1);
         let (version, capacity) = ((vc & 0xffff_ffff) as u32, (vc >> 32) as usize);
         if version != VERSION {
             return Err(Error::parse(
@@ -277,42 +254,28 @@ impl AllocLog {
                 format!("{capacity} entries do not match the file's {size} bytes"),
             ));
         }
-        log.capacity = capacity;
-        Ok(log)
-    }
-
-    /// The header's words, when mapped.
-    fn header(&self) -> Option<&[AtomicU64]> {
-        // SAFETY: the mapping is at least HEADER_WORDS words, page aligned, and lives as long
-        // as self; AtomicU64 has u64's size and alignment; every access goes through atomics,
-        // so a writer in another process is no data race.
-        self.ptr.map(|p| unsafe {
-            std::slice::from_raw_parts(p.as_ptr().cast::<AtomicU64>(), HEADER_WORDS)
+        Ok(AllocLog {
+            shared,
+            capacity,
+            writable: false,
         })
     }
 
-    /// Entry `i`'s words, when mapped.
+    /// The header's words, when mapped (the writer's side).
+    fn header(&self) -> Option<&[AtomicU64]> {
+        self.shared.words(0, HEADER_WORDS)
+    }
+
+    /// Entry `i`'s words, when mapped (the writer's side).
     fn entry(&self, i: usize) -> Option<&[AtomicU64]> {
         debug_assert!(i < self.capacity);
-        // SAFETY: as in header; entry i lies inside the mapping because i < capacity and the
-        // mapping holds HEADER_WORDS + capacity * ENTRY_WORDS words (checked in open).
-        self.ptr.map(|p| unsafe {
-            std::slice::from_raw_parts(
-                p.as_ptr()
-                    .cast::<AtomicU64>()
-                    .add(HEADER_WORDS + i * ENTRY_WORDS),
-                ENTRY_WORDS,
-            )
-        })
+        self.shared
+            .words(HEADER_WORDS + i * ENTRY_WORDS, ENTRY_WORDS)
     }
 
-    /// Header word `i`, from the mapping or through the descriptor.
+    /// Header word `i`.
     fn word(&self, i: usize) -> u64 {
-        match (self.header(), &self.file) {
-            (Some(h), _) => h[i].load(Ordering::Acquire),
-            (None, Some(f)) => read_word(f, i as u64),
-            (None, None) => 0,
-        }
+        self.shared.word(i)
     }
 
     /// The header as it is now.
@@ -391,47 +354,17 @@ impl AllocLog {
     /// Every entry written so far, live or freed, in allocation order.
     pub fn entries(&self) -> Vec<LogEntry> {
         let n = (self.word(2) as usize).min(self.capacity);
-        let whole = |mut words: [u64; ENTRY_WORDS], state: u64| {
-            (state == LIVE || state == FREED).then(|| {
-                words[0] = state;
-                LogEntry::from_words(words)
-            })
-        };
-        if let Some(f) = &self.file {
-            // One read of every claimed entry; what a shrunk file no longer holds is left out.
-            let mut raw = Vec::with_capacity(n * ENTRY_WORDS);
-            read_words(f, HEADER_WORDS as u64, n * ENTRY_WORDS, &mut raw);
-            return raw
-                .chunks_exact(ENTRY_WORDS)
-                .filter_map(|c| {
-                    let words: [u64; ENTRY_WORDS] = c.try_into().ok()?;
-                    whole(words, words[0])
-                })
-                .collect();
-        }
-        (0..n)
-            .filter_map(|i| {
-                let w = self.entry(i)?;
-                let state = w[0].load(Ordering::Acquire);
-                let mut words = [0u64; ENTRY_WORDS];
-                for (k, slot) in words.iter_mut().enumerate() {
-                    *slot = w[k].load(Ordering::Relaxed);
-                }
-                whole(words, state)
+        // One read of every claimed entry, each entry's state first: a claimed entry whose
+        // state does not yet say live is skipped; what a shrunk file no longer holds is left out.
+        let mut raw = Vec::with_capacity(n * ENTRY_WORDS);
+        self.shared
+            .read_words(HEADER_WORDS, n * ENTRY_WORDS, &mut raw);
+        raw.chunks_exact(ENTRY_WORDS)
+            .filter_map(|c| {
+                let words: [u64; ENTRY_WORDS] = c.try_into().ok()?;
+                (words[0] == LIVE || words[0] == FREED).then(|| LogEntry::from_words(words))
             })
             .collect()
-    }
-}
-
-impl Drop for AllocLog {
-    fn drop(&mut self) {
-        if let Some(p) = self.ptr {
-            // SAFETY: ptr/len are the mapping made in create/open, unmapped once here; no
-            // reference into it outlives self.
-            unsafe {
-                libc::munmap(p.as_ptr().cast(), self.len);
-            }
-        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! file or the new one, never half of one), streamed to a device, a FIFO or standard output,
 //! and never written through anything else.
 //!
-//! A destination is looked at before anything is written ([`Destination::of`]): a new path or a
+//! A destination is looked at before anything is written: a new path or a
 //! regular file is replaced through a temporary file beside it, created with
 //! `O_CREAT|O_EXCL|O_NOFOLLOW` (so another user's link or file under that name is never
 //! written through) and renamed over the path; a character device, a FIFO or `-` is written as a
@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 /// What a path names, for writing a result to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Destination {
+enum Destination {
     /// Nothing yet: the file is created (atomically).
     New,
     /// A regular file: replaced atomically.
@@ -32,7 +32,7 @@ pub enum Destination {
 impl Destination {
     /// Look at `path` without following a link; an error (kind `InvalidInput`, saying the
     /// type) for anything hugewise does not write to.
-    pub fn of(path: &Path) -> std::io::Result<Destination> {
+    fn of(path: &Path) -> std::io::Result<Destination> {
         if path.as_os_str() == "-" {
             return Ok(Destination::Stdout);
         }
@@ -82,7 +82,7 @@ fn refused(what: &str) -> std::io::Error {
     )
 }
 
-/// A result being written to a [`Destination`]: nothing reaches a replaced path until
+/// A result being written to its destination (see the module's doc): nothing reaches a replaced path until
 /// [`commit`](Self::commit); dropped uncommitted, the temporary file goes.
 #[derive(Debug)]
 pub struct Output {
@@ -127,11 +127,6 @@ impl Output {
         })
     }
 
-    /// Whether the result goes to a stream (nothing to sync or rename).
-    pub fn is_stream(&self) -> bool {
-        self.replace.is_none()
-    }
-
     /// Flush; for a file, sync it to disk and rename it over its path.
     pub fn commit(mut self) -> std::io::Result<()> {
         self.out.flush()?;
@@ -174,7 +169,7 @@ impl Drop for Output {
 
 /// Stream whatever `fill` writes into `path`: atomically for a file (a temporary file in the
 /// same directory, synced, then renamed over `path`; on any error the temporary file is
-/// removed), as it comes for a stream (see [`Destination`]).
+/// removed), as it comes for a stream (see the module's doc).
 pub fn write_atomic_with(
     path: &Path,
     fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
@@ -187,7 +182,7 @@ pub fn write_atomic_with(
 /// Create a file that must not exist yet: `O_CREAT|O_EXCL|O_NOFOLLOW`, so that a link or a file
 /// someone else put under that name is never opened. Mode 0600 in a directory every user may
 /// write to, else 0666 less the umask.
-pub fn create_exclusive(path: &Path) -> std::io::Result<File> {
+fn create_exclusive(path: &Path) -> std::io::Result<File> {
     OpenOptions::new()
         .read(true)
         .write(true)
@@ -222,7 +217,7 @@ pub fn is_own(path: &Path) -> bool {
 }
 
 /// Whether `path`'s directory is writable by every user (as `/tmp` is).
-pub fn in_shared_dir(path: &Path) -> bool {
+fn in_shared_dir(path: &Path) -> bool {
     std::fs::metadata(parent(path)).is_ok_and(|m| m.mode() & 0o002 != 0)
 }
 
@@ -235,7 +230,7 @@ fn parent(path: &Path) -> &Path {
 
 /// A fresh temporary file beside `path` (`.NAME.PID.tmp`, or `.NAME.N.PID.tmp` when that
 /// name is taken), created with [`create_exclusive`], so the rename stays on one file system.
-pub fn create_temporary(path: &Path) -> std::io::Result<(PathBuf, File)> {
+fn create_temporary(path: &Path) -> std::io::Result<(PathBuf, File)> {
     let name = path
         .file_name()
         .ok_or_else(|| std::io::Error::other("no file name"))?

@@ -50,28 +50,19 @@ const PERIOD: usize = 6;
 /// the reader to notice that what is hot has changed.
 pub const MAX_THINNING: u32 = 1024;
 
-/// A sample ring: mapped for its writer and for readers of a ring they trust, unmapped on drop;
-/// read through its descriptor by a reader that acts on another process's ring (the file stays
+/// A sample ring: mapped for its writer and for readers of a ring they trust, read through its
+/// descriptor by a reader that acts on another process's ring (the file stays
 /// until its owner removes it).
 #[derive(Debug)]
 pub struct SampleRing {
-    /// The mapping, when there is one.
-    ptr: Option<NonNull<u8>>,
-    len: usize,
-    /// The descriptor a reader of another process's ring reads through.
-    file: Option<File>,
+    shared: Shared,
     slots: usize,
     writable: bool,
-    /// Whether this mapping may store the reader's words (the thinning).
+    /// Whether this reader may store the reader's words (the thinning).
     answers: bool,
 }
 
-// SAFETY: the mapping is only reached through atomics, which are safe to share across threads.
-unsafe impl Send for SampleRing {}
-// SAFETY: as above.
-unsafe impl Sync for SampleRing {}
-
-pub(crate) fn map_shared(file: &File, path: &Path, len: usize, write: bool) -> Result<NonNull<u8>> {
+fn map_shared(file: &File, path: &Path, len: usize, write: bool) -> Result<NonNull<u8>> {
     let prot = if write {
         libc::PROT_READ | libc::PROT_WRITE
     } else {
@@ -169,57 +160,161 @@ fn create_private(path: &Path) -> Result<File> {
     }
 }
 
-/// Create the shared file at `path`, `len` bytes long (sparse), map it for writing
-/// and write the header words hugewise's shared formats begin with: `magic`, `version` with
-/// `count` (slots or entries) in the high half, and the writer's pid in the fourth word. The
-/// magic goes last: a reader that sees it sees a complete header.
-pub(crate) fn create_shared(
-    path: &Path,
+/// One of hugewise's shared files as this process holds it: mapped, for its writer and for a
+/// reader of a file it trusts (its own), or read and written through the descriptor, for a
+/// reader that acts on another process's file, whose writer could shrink it under a mapping
+/// (the next read of the mapping would raise SIGBUS). Every format begins with the same words:
+/// magic, version with a count in the high half, a word of the format's, the writer's pid.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    /// The mapping, when there is one.
+    ptr: Option<NonNull<u8>>,
     len: usize,
-    magic: u64,
-    version: u32,
-    count: usize,
-) -> Result<NonNull<u8>> {
-    let file = create_private(path)?;
-    file.set_len(len as u64).map_err(|e| Error::io(path, e))?;
-    let ptr = map_shared(&file, path, len, true)?;
-    // SAFETY: the fresh mapping holds at least four words (every format's header is longer),
-    // page aligned; written through atomics because readers in other processes may map it.
-    let words = unsafe { std::slice::from_raw_parts(ptr.as_ptr().cast::<AtomicU64>(), 4) };
-    words[1].store(
-        u64::from(version) | ((count as u64) << 32),
-        Ordering::Relaxed,
-    );
-    words[3].store(u64::from(std::process::id()), Ordering::Relaxed);
-    words[0].store(magic, Ordering::Release);
-    Ok(ptr)
+    /// The descriptor, when the file is read through it.
+    file: Option<File>,
 }
 
-/// Map the whole shared file at `path` read-only after checking that it is a regular file
-/// that holds at least `min` bytes, starts with `magic` (a `what`, with its article's) and,
-/// when `from` is given, was made by that writer; the mapping and its length.
-pub(crate) fn open_shared(
-    path: &Path,
-    min: usize,
-    magic: u64,
-    what: &str,
-    from: Option<Writer>,
-) -> Result<(NonNull<u8>, usize)> {
-    open_shared_as(path, min, magic, what, false, from)
+// SAFETY: the mapping is only reached through atomics, which are safe to share across threads,
+// and a File is Send and Sync.
+unsafe impl Send for Shared {}
+// SAFETY: as above.
+unsafe impl Sync for Shared {}
+
+impl Shared {
+    /// Create the file at `path` (see [`create_private`]), `len` bytes long (sparse), map it
+    /// for writing and write the header words: `magic`, `version` with `count` in the high
+    /// half, and this process's pid in the fourth word. The magic goes last: a reader that
+    /// sees it sees a complete header.
+    pub(crate) fn create(
+        path: &Path,
+        len: usize,
+        magic: u64,
+        version: u32,
+        count: usize,
+    ) -> Result<Shared> {
+        let file = create_private(path)?;
+        file.set_len(len as u64).map_err(|e| Error::io(path, e))?;
+        let s = Shared {
+            ptr: Some(map_shared(&file, path, len, true)?),
+            len,
+            file: None,
+        };
+        s.store_word(1, u64::from(version) | ((count as u64) << 32));
+        s.store_word(3, u64::from(std::process::id()));
+        if let Some(h) = s.words(0, 1) {
+            h[0].store(magic, Ordering::Release);
+        }
+        Ok(s)
+    }
+
+    /// Open the file at `path`, checked as [`open_checked`] checks it: read through the
+    /// descriptor when `from` names another process as its writer, mapped otherwise; for
+    /// writing too when `write`.
+    pub(crate) fn open(
+        path: &Path,
+        min: usize,
+        magic: u64,
+        what: &str,
+        write: bool,
+        from: Option<Writer>,
+    ) -> Result<Shared> {
+        let (file, len) = open_checked(path, min, magic, what, write, from)?;
+        if from.is_some() {
+            return Ok(Shared {
+                ptr: None,
+                len,
+                file: Some(file),
+            });
+        }
+        Ok(Shared {
+            ptr: Some(map_shared(&file, path, len, write)?),
+            len,
+            file: None,
+        })
+    }
+
+    /// The file's length when opened.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Words `from..from + n` of the mapping, when mapped and inside it.
+    pub(crate) fn words(&self, from: usize, n: usize) -> Option<&[AtomicU64]> {
+        let p = self.ptr?;
+        if (from + n) * 8 > self.len {
+            return None;
+        }
+        // SAFETY: the range lies inside the mapping (checked above), which is page aligned
+        // and lives as long as self; AtomicU64 has u64's size and alignment; every access goes
+        // through atomics, so a writer in another process is no data race.
+        Some(unsafe { std::slice::from_raw_parts(p.as_ptr().cast::<AtomicU64>().add(from), n) })
+    }
+
+    /// Word `i`: 0 past the file's end.
+    pub(crate) fn word(&self, i: usize) -> u64 {
+        match (self.words(i, 1), &self.file) {
+            (Some(w), _) => w[0].load(Ordering::Acquire),
+            (None, Some(f)) => read_word(f, i as u64),
+            (None, None) => 0,
+        }
+    }
+
+    /// Store word `i` (a header word the format gives its readers, or the writer's).
+    pub(crate) fn store_word(&self, i: usize, v: u64) {
+        match (self.words(i, 1), &self.file) {
+            (Some(w), _) => w[0].store(v, Ordering::Relaxed),
+            (None, Some(f)) => {
+                let _ = f.write_at(&v.to_le_bytes(), (i * 8) as u64);
+            }
+            (None, None) => {}
+        }
+    }
+
+    /// Append words `from..from + n` to `out`, in address order (a record's first word, read
+    /// first, can say whether the rest is complete): fewer when the file ends before them.
+    pub(crate) fn read_words(&self, from: usize, n: usize, out: &mut Vec<u64>) {
+        if let Some(w) = self.words(from, n) {
+            out.extend(w.iter().map(|x| x.load(Ordering::Acquire)));
+            return;
+        }
+        let Some(f) = &self.file else {
+            return;
+        };
+        let mut buf = vec![0u8; n * 8];
+        let mut got = 0;
+        while got < buf.len() {
+            match f.read_at(&mut buf[got..], (from * 8 + got) as u64) {
+                Ok(0) | Err(_) => break,
+                Ok(k) => got += k,
+            }
+        }
+        out.extend(
+            buf[..got / 8 * 8]
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default())),
+        );
+    }
 }
 
-/// As [`open_shared`], mapped for writing too when `write` (the caller then may store to the
-/// words the format gives its readers).
-fn open_shared_as(
-    path: &Path,
-    min: usize,
-    magic: u64,
-    what: &str,
-    write: bool,
-    from: Option<Writer>,
-) -> Result<(NonNull<u8>, usize)> {
-    let (file, size) = open_checked(path, min, magic, what, write, from)?;
-    Ok((map_shared(&file, path, size, write)?, size))
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if let Some(p) = self.ptr {
+            // SAFETY: ptr/len are the mapping made in create/open, unmapped once here; no
+            // reference into it outlives self.
+            unsafe {
+                libc::munmap(p.as_ptr().cast(), self.len);
+            }
+        }
+    }
+}
+
+/// Word `i` of `file` (little-endian), read through the descriptor: 0 past its end.
+fn read_word(file: &File, i: u64) -> u64 {
+    let mut b = [0u8; 8];
+    match file.read_at(&mut b, i * 8) {
+        Ok(8) => u64::from_le_bytes(b),
+        _ => 0,
+    }
 }
 
 /// Open the shared file at `path` (for writing too when `write`) and check it, through the
@@ -227,7 +322,7 @@ fn open_shared_as(
 /// under the name; at least `min` bytes; `magic` first (a `what`, with its article's); and,
 /// when `from` is given, owned by that writer's user (or root) with its pid in the header. The
 /// file and its length.
-pub(crate) fn open_checked(
+fn open_checked(
     path: &Path,
     min: usize,
     magic: u64,
@@ -291,45 +386,14 @@ pub(crate) fn open_checked(
     Ok((file, size))
 }
 
-/// Word `i` of `file` (little-endian), read through the descriptor: 0 past its end. A reader
-/// that does not trust the file's writer reads it so rather than through a mapping, which the
-/// writer could shrink under it (the next read of the mapping would raise SIGBUS).
-pub(crate) fn read_word(file: &File, i: u64) -> u64 {
-    let mut b = [0u8; 8];
-    match file.read_at(&mut b, i * 8) {
-        Ok(8) => u64::from_le_bytes(b),
-        _ => 0,
-    }
-}
-
-/// Words `from..from + n` of `file` into `out`, through the descriptor: fewer past its end.
-pub(crate) fn read_words(file: &File, from: u64, n: usize, out: &mut Vec<u64>) {
-    let mut buf = vec![0u8; n * 8];
-    let mut got = 0;
-    while got < buf.len() {
-        match file.read_at(&mut buf[got..], from * 8 + got as u64) {
-            Ok(0) | Err(_) => break,
-            Ok(k) => got += k,
-        }
-    }
-    out.extend(
-        buf[..got / 8 * 8]
-            .chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default())),
-    );
-}
-
 impl SampleRing {
     /// Create the ring file at `path` (mode 0600, never through a link; one of this user's
-    /// already there is taken over) with `slots` slots (rounded up to a power of two, at least 64) and
-    /// map it for writing.
+    /// already there is taken over) with `slots` slots (rounded up to a power of two, at least
+    /// 64) and map it for writing.
     pub fn create(path: &Path, slots: usize) -> Result<SampleRing> {
         let slots = slots.max(64).next_power_of_two();
-        let len = HEADER + slots * 8;
         Ok(SampleRing {
-            ptr: Some(create_shared(path, len, MAGIC, VERSION, slots)?),
-            len,
-            file: None,
+            shared: Shared::create(path, HEADER + slots * 8, MAGIC, VERSION, slots)?,
             slots,
             writable: true,
             answers: true,
@@ -346,52 +410,21 @@ impl SampleRing {
     }
 
     /// As [`open`](Self::open), for a reader that acts on the samples: only a ring that
-    /// `writer` made (see [`Writer`]).
+    /// `writer` made (see [`Writer`]), read through its descriptor, never mapped, so that the
+    /// writer shrinking its file cannot make this reader fault.
     pub fn open_written_by(path: &Path, writer: Writer) -> Result<SampleRing> {
         SampleRing::open_from(path, Some(writer))
     }
 
     fn open_from(path: &Path, from: Option<Writer>) -> Result<SampleRing> {
         const WHAT: &str = "a sample ring";
-        let mut ring = if from.is_some() {
-            // Another process's ring: read through the descriptor, never mapped, so that the
-            // writer shrinking its file cannot make this reader fault.
-            let (file, size, answers) = match open_checked(path, HEADER, MAGIC, WHAT, true, from) {
-                Ok((f, s)) => (f, s, true),
-                Err(Error::Io { .. }) => {
-                    let (f, s) = open_checked(path, HEADER, MAGIC, WHAT, false, from)?;
-                    (f, s, false)
-                }
-                Err(e) => return Err(e),
-            };
-            SampleRing {
-                ptr: None,
-                len: size,
-                file: Some(file),
-                slots: 0,
-                writable: false,
-                answers,
-            }
-        } else {
-            let (ptr, size, answers) = match open_shared_as(path, HEADER, MAGIC, WHAT, true, from) {
-                Ok((p, s)) => (p, s, true),
-                Err(Error::Io { .. }) => {
-                    let (p, s) = open_shared(path, HEADER, MAGIC, WHAT, from)?;
-                    (p, s, false)
-                }
-                Err(e) => return Err(e),
-            };
-            SampleRing {
-                ptr: Some(ptr),
-                len: size,
-                file: None,
-                slots: 0,
-                writable: false,
-                answers,
-            }
+        let (shared, answers) = match Shared::open(path, HEADER, MAGIC, WHAT, true, from) {
+            Ok(s) => (s, true),
+            Err(Error::Io { .. }) => (Shared::open(path, HEADER, MAGIC, WHAT, false, from)?, false),
+            Err(e) => return Err(e),
         };
-        let size = ring.len;
-        let vs = ring.word(1);
+        let size = shared.len();
+        let vs = shared.word(1);
         let (version, slots) = ((vs & 0xffff_ffff) as u32, (vs >> 32) as usize);
         if version != VERSION {
             return Err(Error::parse(
@@ -407,46 +440,12 @@ impl SampleRing {
                 format!("{slots} slots do not match the file's {size} bytes"),
             ));
         }
-        ring.slots = slots;
-        Ok(ring)
-    }
-
-    /// The header's words, when mapped.
-    fn header(&self) -> Option<&[AtomicU64]> {
-        // SAFETY: the mapping is at least HEADER bytes, page aligned, and lives as long as
-        // self; AtomicU64 has u64's size and alignment; every access goes through atomics, so
-        // writers in other processes are no data race.
-        self.ptr.map(|p| unsafe {
-            std::slice::from_raw_parts(p.as_ptr().cast::<AtomicU64>(), HEADER / 8)
+        Ok(SampleRing {
+            shared,
+            slots,
+            writable: false,
+            answers,
         })
-    }
-
-    /// The slots, when mapped.
-    fn ring(&self) -> Option<&[AtomicU64]> {
-        // SAFETY: as in header: the slots follow the header inside the mapping.
-        self.ptr.map(|p| unsafe {
-            std::slice::from_raw_parts(p.as_ptr().add(HEADER).cast::<AtomicU64>(), self.slots)
-        })
-    }
-
-    /// Header word `i`, from the mapping or through the descriptor.
-    fn word(&self, i: usize) -> u64 {
-        match (self.header(), &self.file) {
-            (Some(h), _) => h[i].load(Ordering::Acquire),
-            (None, Some(f)) => read_word(f, i as u64),
-            (None, None) => 0,
-        }
-    }
-
-    /// Store header word `i` (a reader's request): to the mapping or through the descriptor.
-    fn store_word(&self, i: usize, v: u64) {
-        match (self.header(), &self.file) {
-            (Some(h), _) => h[i].store(v, Ordering::Relaxed),
-            (None, Some(f)) => {
-                let _ = f.write_at(&v.to_le_bytes(), (i * 8) as u64);
-            }
-            (None, None) => {}
-        }
     }
 
     /// Slots in the ring.
@@ -456,33 +455,34 @@ impl SampleRing {
 
     /// The pid of the process that created the ring.
     pub fn writer_pid(&self) -> i32 {
-        self.word(3) as i32
+        self.shared.word(3) as i32
     }
 
     /// The thinning the reader asks for: publish one sample in this many (1: all). Read by a
     /// writer when it starts a piece of work, so a change reaches it within one piece.
     #[inline]
     pub fn thinning(&self) -> u32 {
-        (self.word(THINNING) as u32).clamp(1, MAX_THINNING)
+        (self.shared.word(THINNING) as u32).clamp(1, MAX_THINNING)
     }
 
     /// Ask the writer to publish one sample in `factor` (clamped to 1..=[`MAX_THINNING`]).
-    /// Returns whether the request could be stored: not on a ring mapped read-only.
+    /// Returns whether the request could be stored: not on a ring opened read-only.
     pub fn set_thinning(&self, factor: u32) -> bool {
         if !self.answers {
             return false;
         }
-        self.store_word(THINNING, u64::from(factor.clamp(1, MAX_THINNING)));
+        self.shared
+            .store_word(THINNING, u64::from(factor.clamp(1, MAX_THINNING)));
         true
     }
 
     /// Samples ever written.
     pub fn head(&self) -> u64 {
-        self.word(2)
+        self.shared.word(2)
     }
 
-    /// Append one sample. Only the ring's creator writes: on a ring opened read-only this does
-    /// nothing (the mapping would fault).
+    /// Append one sample. Only the ring's creator writes: on a ring opened to read this does
+    /// nothing.
     #[inline]
     pub fn push(&self, sample: u64) {
         self.push_weighted(&[sample], 1);
@@ -499,8 +499,11 @@ impl SampleRing {
     /// was taken at): a reader then counts it `weight` times.
     #[inline]
     pub fn push_weighted(&self, samples: &[u64], weight: u32) {
-        debug_assert!(self.writable, "push on a sample ring opened read-only");
-        let (Some(header), Some(ring)) = (self.header(), self.ring()) else {
+        debug_assert!(self.writable, "push on a sample ring opened to read");
+        let (Some(header), Some(ring)) = (
+            self.shared.words(0, HEADER / 8),
+            self.shared.words(HEADER / 8, self.slots),
+        ) else {
             return;
         };
         if !self.writable || samples.is_empty() {
@@ -516,7 +519,7 @@ impl SampleRing {
 
     /// The sum of what every sample written stands for (0 from writers that do not keep it).
     pub fn weight(&self) -> u64 {
-        self.word(WEIGHT)
+        self.shared.word(WEIGHT)
     }
 
     /// Say that one published sample stands for `accesses` accesses of the writer (its
@@ -524,13 +527,13 @@ impl SampleRing {
     /// into rates. Only the ring's creator says it.
     pub fn set_period(&self, accesses: u64) {
         if self.writable {
-            self.store_word(PERIOD, accesses);
+            self.shared.store_word(PERIOD, accesses);
         }
     }
 
     /// The writer's sampling period, if it said (see [`set_period`](Self::set_period)).
     pub fn period(&self) -> Option<u64> {
-        Some(self.word(PERIOD)).filter(|&p| p > 0)
+        Some(self.shared.word(PERIOD)).filter(|&p| p > 0)
     }
 
     /// Append the samples written since `cursor` (a head value from an earlier call, 0 at
@@ -540,40 +543,20 @@ impl SampleRing {
         let head = self.head();
         let from = cursor.max(head.saturating_sub(self.slots as u64));
         let lost = from - cursor.min(from);
-        match (self.ring(), &self.file) {
-            (Some(ring), _) => out.extend(
-                (from..head).map(|i| ring[i as usize & (self.slots - 1)].load(Ordering::Relaxed)),
-            ),
-            (None, Some(f)) => {
-                // At most two runs of slots: up to the ring's end, then from its start.
-                let mut i = from;
-                while i < head {
-                    let slot = i as usize & (self.slots - 1);
-                    let n = ((head - i) as usize).min(self.slots - slot);
-                    let before = out.len();
-                    read_words(f, (HEADER / 8 + slot) as u64, n, out);
-                    if out.len() - before < n {
-                        // The file shrank under the reader: what is left is not there.
-                        break;
-                    }
-                    i += n as u64;
-                }
+        // At most two runs of slots: up to the ring's end, then from its start.
+        let mut i = from;
+        while i < head {
+            let slot = i as usize & (self.slots - 1);
+            let n = ((head - i) as usize).min(self.slots - slot);
+            let before = out.len();
+            self.shared.read_words(HEADER / 8 + slot, n, out);
+            if out.len() - before < n {
+                // The file shrank under the reader: what is left is not there.
+                break;
             }
-            (None, None) => {}
+            i += n as u64;
         }
         (head, lost)
-    }
-}
-
-impl Drop for SampleRing {
-    fn drop(&mut self) {
-        if let Some(p) = self.ptr {
-            // SAFETY: ptr/len are the mapping made in create/open, unmapped once here; no
-            // reference into it outlives self.
-            unsafe {
-                libc::munmap(p.as_ptr().cast(), self.len);
-            }
-        }
     }
 }
 
@@ -643,6 +626,13 @@ mod tests {
         std::fs::remove_file(&p).expect("remove");
     }
 
+    /// Why creating a ring at `path` was refused.
+    fn refused_create(path: &Path) -> String {
+        SampleRing::create(path, 64)
+            .expect_err("refused")
+            .to_string()
+    }
+
     fn chown(path: &Path, uid: u32) {
         let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("path");
         // SAFETY: a NUL-terminated path that lives across the call; -1 leaves the group.
@@ -660,9 +650,7 @@ mod tests {
         std::fs::write(&victim, b"keep").expect("write");
         let ring = d.path().join("hugewise-samples.1");
         std::os::unix::fs::symlink(&victim, &ring).expect("plant");
-        let e = SampleRing::create(&ring, 64)
-            .expect_err("refused")
-            .to_string();
+        let e = refused_create(&ring);
         assert!(
             e.contains("a symbolic link") && e.contains("never writes through"),
             "{e}"
@@ -690,9 +678,7 @@ mod tests {
         let path = d.path().join("hugewise-samples.3");
         std::fs::write(&path, b"theirs").expect("write");
         chown(&path, 65534);
-        let e = SampleRing::create(&path, 64)
-            .expect_err("refused")
-            .to_string();
+        let e = refused_create(&path);
         assert!(e.contains("owned by uid 65534"), "{e}");
         assert_eq!(std::fs::read(&path).expect("read"), b"theirs");
     }
@@ -702,10 +688,7 @@ mod tests {
         let d = tempfile::tempdir().expect("tmp");
         let path = d.path().join("hugewise-samples.4");
         let _w = SampleRing::create(&path, 64).expect("create");
-        let me = Writer {
-            pid: std::process::id() as i32,
-            uid: crate::caps::euid(),
-        };
+        let me = Writer::this_process();
         SampleRing::open_written_by(&path, me).expect("our own ring");
         let other_pid = Writer { pid: 1, ..me };
         let e = SampleRing::open_written_by(&path, other_pid).expect_err("not pid 1's");
@@ -736,9 +719,7 @@ mod tests {
         std::fs::write(&victim, b"keep").expect("write");
         let ring = d.path().join("hugewise-samples.6");
         std::fs::hard_link(&victim, &ring).expect("link");
-        let e = SampleRing::create(&ring, 64)
-            .expect_err("refused")
-            .to_string();
+        let e = refused_create(&ring);
         assert!(e.contains("with another name"), "{e}");
         assert_eq!(std::fs::read(&victim).expect("read"), b"keep");
     }
