@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use hugewise_sys::read::shown;
 
-use crate::{Error, Result};
+use crate::{Bytes, Error, Result};
 
 /// A share of a whole: `30%` or `0.3`. It keeps the form it was written in, so that a flag
 /// can read a bare number as a percentage ([`ShareRange::bare`]) and messages quote it.
@@ -35,6 +35,15 @@ impl Share {
             self.written / 100.0
         } else {
             self.written
+        }
+    }
+
+    /// The share in per cent: 3 for `3%` (exactly as written) or `0.03`.
+    pub fn percent(self) -> f64 {
+        if self.percent {
+            self.written
+        } else {
+            self.written * 100.0
         }
     }
 
@@ -147,6 +156,16 @@ impl ShareRange {
         expect: "a share from 0 to 1",
     };
 
+    /// Above 0 %, a bare number a percentage, no upper bound (how close a ratio's interval
+    /// must be: `3%`).
+    pub const WIDTH: ShareRange = ShareRange {
+        min: 0.0,
+        min_open: true,
+        max: f64::INFINITY,
+        bare: Bare::Percent,
+        expect: "a width in per cent above 0, such as 3%",
+    };
+
     /// 0 % to 95 % as a percentage (free memory made useless for 2 MiB pages).
     pub const FRAGMENT: ShareRange = ShareRange {
         min: 0.0,
@@ -249,6 +268,104 @@ impl fmt::Display for Count {
     }
 }
 
+/// A count of worker threads: 1 or more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Threads(pub usize);
+
+impl FromStr for Threads {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Threads> {
+        match s.trim().parse::<usize>() {
+            Ok(0) => Err(Error::Parse(
+                "0 threads run nothing: give 1 or more (default: one per CPU)".into(),
+            )),
+            Ok(n) => Ok(Threads(n)),
+            Err(_) => Err(Error::Parse(format!(
+                "'{}' is not a thread count (1 or more)",
+                shown(s)
+            ))),
+        }
+    }
+}
+
+impl Threads {
+    /// One thread per CPU this process may run on.
+    pub fn per_cpu() -> Threads {
+        Threads(
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+        )
+    }
+}
+
+/// A mode for one page size as users write it: `64kB=always` (a size of whole KiB, then the
+/// mode, which the kernel checks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SizeMode {
+    /// The page size in KiB.
+    pub kib: u64,
+    /// The mode.
+    pub mode: String,
+}
+
+impl FromStr for SizeMode {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<SizeMode> {
+        let bad = |why: String| Error::Parse(format!("'{}': {why}", shown(s)));
+        let (size, mode) = s
+            .split_once('=')
+            .ok_or_else(|| bad("expected SIZE=MODE, e.g. 64kB=always".into()))?;
+        let b: Bytes = size.parse().map_err(|e: Error| bad(e.to_string()))?;
+        if !b.0.is_multiple_of(1024) {
+            return Err(bad("the size must be whole KiB".into()));
+        }
+        Ok(SizeMode {
+            kib: b.0 / 1024,
+            mode: mode.to_string(),
+        })
+    }
+}
+
+/// A size hugewise may choose or skip: `auto`, `off`, or a size such as `1GiB` (how large a
+/// THP probe after shaping is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AutoSize {
+    /// hugewise chooses.
+    Auto,
+    /// None at all.
+    Off,
+    /// This size.
+    Size(Bytes),
+}
+
+impl FromStr for AutoSize {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<AutoSize> {
+        match s {
+            "auto" => Ok(AutoSize::Auto),
+            "off" => Ok(AutoSize::Off),
+            _ => s
+                .parse::<Bytes>()
+                .map(AutoSize::Size)
+                .map_err(|e| Error::Parse(format!("'{}': auto, off or a size ({e})", shown(s)))),
+        }
+    }
+}
+
+impl From<AutoSize> for hugewise_results::env::ProbeSize {
+    fn from(a: AutoSize) -> Self {
+        match a {
+            AutoSize::Auto => Self::Auto,
+            AutoSize::Off => Self::Off,
+            AutoSize::Size(b) => Self::Bytes(b.0),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,5 +439,26 @@ mod tests {
             "lots".parse::<Count>().expect_err("lots").to_string(),
             "'lots' is not a count (e.g. 1000, 20M)"
         );
+    }
+
+    #[test]
+    fn threads_sizes_per_page_size_and_auto_sizes() {
+        assert_eq!("2".parse::<Threads>().ok(), Some(Threads(2)));
+        let e = "0".parse::<Threads>().expect_err("0").to_string();
+        assert!(e.contains("1 or more"), "{e}");
+        assert!("-1".parse::<Threads>().is_err());
+        let m: SizeMode = "64kB=always".parse().expect("64kB=always");
+        assert_eq!((m.kib, m.mode.as_str()), (64, "always"));
+        assert!("64kB".parse::<SizeMode>().is_err());
+        assert!("1000=always".parse::<SizeMode>().is_err());
+        assert_eq!(
+            "1GiB".parse::<AutoSize>().ok(),
+            Some(AutoSize::Size(Bytes(1 << 30)))
+        );
+        assert_eq!("off".parse::<AutoSize>().ok(), Some(AutoSize::Off));
+        assert_eq!(share("3%", &ShareRange::WIDTH), Ok(0.03));
+        assert!(share("0%", &ShareRange::WIDTH).is_err());
+        let w = Share::parse_in("3", &ShareRange::WIDTH).expect("3");
+        assert_eq!(w.percent(), 3.0);
     }
 }
