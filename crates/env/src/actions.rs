@@ -2,7 +2,10 @@
 
 use std::process::Command;
 
+use hugewise_results::env::ActionReport;
+
 use crate::host::Host;
+use crate::state;
 use crate::Result;
 
 fn trigger(host: &Host, rel: &str, value: &str) -> Result<()> {
@@ -20,4 +23,17 @@ pub fn drop_caches(host: &Host) -> Result<()> {
 /// Compact all memory now (`vm.compact_memory`).
 pub fn compact(host: &Host) -> Result<()> {
     trigger(host, "sys/vm/compact_memory", "1")
+}
+
+/// Run one-off action `name` (`f`), with the memory state measured before and after.
+pub fn measured(host: &Host, name: &str, f: fn(&Host) -> Result<()>) -> Result<ActionReport> {
+    crate::kept::require_root(name)?;
+    let before = state::settled(host)?;
+    f(host)?;
+    let after = state::settled(host)?;
+    Ok(ActionReport {
+        action: name.to_string(),
+        before,
+        after,
+    })
 }

@@ -13,6 +13,18 @@ pub enum Error {
         /// The first file it would write.
         path: String,
     },
+    /// A `hugewise env` command that changes the machine, run without root.
+    #[error("hugewise env {0} changes the machine and needs root; run it with sudo")]
+    CommandNotRoot(String),
+    /// Some changes could not be put back; they stay in the journal.
+    #[error(
+        "some changes could not be put back (listed above); they stay in the journal for \
+         `hugewise env restore`"
+    )]
+    Unrestored,
+    /// The command run in a shaped machine could not be started (the machine was put back).
+    #[error("{0}")]
+    Command(String),
     /// A value refused before anything was written.
     #[error("{0}")]
     Invalid(String),

@@ -11,6 +11,7 @@
 //! turn, [`restore_all`] ends.
 //!
 //! Pieces: [`knob`] (the closed list of settings), [`journal`], [`change`], [`session`],
+//! [`kept`] (settings kept until `env restore`), [`actions`] (one-off: compact, drop caches),
 //! [`state`] (measured memory state), [`pressure`], [`fragment`], [`probe`] (THP probe),
 //! [`cgroup`], [`flush`] (keeps a cgroup's statistics fresh), [`swapfile`], [`group`] (the
 //! command's process group), [`scoped`] (apply, run a command, restore), [`show`].
@@ -26,6 +27,7 @@ pub mod fragment;
 pub mod group;
 pub mod host;
 pub mod journal;
+pub mod kept;
 pub mod knob;
 pub mod pressure;
 pub mod probe;

@@ -21,7 +21,7 @@ use crate::flush::StatsFlusher;
 use crate::fragment::{self, Fragmenter};
 use crate::host::Host;
 use crate::journal::Lifetime;
-use crate::knob::Knob;
+use crate::knob::{KhugepagedSetting, Knob};
 use crate::pressure::{self, Holder, Pages, Target};
 use crate::probe;
 use crate::session::Session;
@@ -34,7 +34,7 @@ use crate::{Error, Result};
 pub const PROBE_MARGIN: u64 = 256 << 20;
 
 /// The knob writes a plan asks for, in order.
-fn settings(plan: &Plan) -> Vec<(Knob, String)> {
+pub(crate) fn settings(plan: &Plan) -> Vec<(Knob, String)> {
     let mut s = Vec::new();
     if let Some(v) = &plan.thp_enabled {
         s.push((Knob::ThpEnabled, v.clone()));
@@ -435,6 +435,51 @@ pub enum Stage<'a> {
     Ran(&'a RunOutcome),
     /// Everything is put back (or what could not be is listed).
     Finished(&'a FinishReport),
+}
+
+/// The khugepaged settings of a plan, from the values given (`None`: left alone).
+pub fn khugepaged_settings(
+    pages_to_scan: Option<u64>,
+    scan_sleep_ms: Option<u64>,
+    max_ptes_none: Option<u64>,
+) -> Vec<(KhugepagedSetting, u64)> {
+    [
+        (KhugepagedSetting::PagesToScan, pages_to_scan),
+        (KhugepagedSetting::ScanSleepMillisecs, scan_sleep_ms),
+        (KhugepagedSetting::MaxPtesNone, max_ptes_none),
+    ]
+    .into_iter()
+    .filter_map(|(s, v)| Some((s, v?)))
+    .collect()
+}
+
+/// The hugetlb pools of a plan (page size in KiB, pages), from the sizes given.
+pub fn hugetlb_pools(pages_2m: Option<u64>, pages_1g: Option<u64>) -> Vec<(u64, u64)> {
+    [(2048, pages_2m), (1 << 20, pages_1g)]
+        .into_iter()
+        .filter_map(|(kib, n)| Some((kib, n?)))
+        .collect()
+}
+
+/// Pressure that leaves `leave` bytes available, else takes `take` bytes.
+pub fn pressure_target(leave: Option<u64>, take: Option<u64>) -> Option<Target> {
+    match (leave, take) {
+        (Some(l), _) => Some(Target::Leave(l)),
+        (None, Some(t)) => Some(Target::Take(t)),
+        (None, None) => None,
+    }
+}
+
+/// The exit code a shaped run ends with: its command's (0 for a hold); an error when a change
+/// could not be put back, or the command could not be started.
+pub fn verdict(r: &ShapedRun) -> Result<i32> {
+    if !r.finish.as_ref().is_none_or(|f| f.restore.complete()) {
+        return Err(Error::Unrestored);
+    }
+    if let Some(e) = &r.error {
+        return Err(Error::Command(e.clone()));
+    }
+    Ok(r.run.as_ref().map_or(0, |run| run.shell_code().into()))
 }
 
 /// How often a hold looks at `cancel`.
