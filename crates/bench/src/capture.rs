@@ -3,13 +3,15 @@
 //! saying what was traced and how many accesses per second the same kernel makes untraced
 //! (the simulator's clock). The traced and the timed runs are one body
 //! ([`hugewise_graph::kernels::Kernel::trace`] and `run`), in a pool of `--threads` threads.
+//! `hugewise trace lackey` imports Valgrind lackey output into a trace instead.
 //!
 //! On one thread the kernel runs on one core and the encoder on the other: accesses are handed
 //! over in batches, so tracing costs the kernel a store per access, and the trace is the same
 //! on every run. On several threads each worker records its own stream and hands over smaller
 //! batches, so that the file's blocks interleave the streams about as the threads ran.
 
-use std::path::PathBuf;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Instant;
@@ -26,7 +28,7 @@ use hugewise_trace::{meta, Header, Region, TraceMeta, Writer};
 use crate::run::{prepare, Graph, Prepared};
 use crate::stats::summarize;
 use crate::{Error, Result};
-use hugewise_results::capture::{ArrayInfo, CaptureReport};
+use hugewise_results::capture::{ArrayInfo, CaptureReport, LackeyImport};
 
 /// Accesses handed to the encoder at once, and per trace block, on one thread.
 const BATCH: usize = 1 << 20;
@@ -345,5 +347,26 @@ fn calibrate(cfg: &Config, runs: u32, pool: &rayon::ThreadPool) -> Result<meta::
         huge_s: median(&copies[1].3),
         huge_share: huge as f64 / mapped.max(1) as f64,
         runs,
+    })
+}
+/// Import Valgrind lackey output from `input` (`-` reads stdin) into the trace `out`, with
+/// the first `window` accesses fixing its regions (see [`hugewise_trace::lackey`]).
+pub fn import_lackey(input: &Path, out: &Path, window: usize) -> Result<LackeyImport> {
+    let t0 = Instant::now();
+    let r = if input == Path::new("-") {
+        hugewise_trace::lackey::import(std::io::stdin().lock(), Path::new("<stdin>"), out, window)
+    } else {
+        let (f, _) = hugewise_sys::read::open(input)
+            .map_err(|e| Error::Config(format!("opening {}: {e}", input.display())))?;
+        hugewise_trace::lackey::import(BufReader::with_capacity(1 << 20, f), input, out, window)
+    }?;
+    Ok(LackeyImport {
+        input: input.to_path_buf(),
+        trace: out.to_path_buf(),
+        accesses: r.summary.accesses,
+        lines: r.lines,
+        instructions_skipped: r.instructions,
+        trace_bytes: r.summary.bytes,
+        elapsed_ns: t0.elapsed().as_nanos() as u64,
     })
 }

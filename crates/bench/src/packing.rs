@@ -57,6 +57,25 @@ pub fn scratch() -> Result<tempfile::TempDir> {
         })
 }
 
+/// The command line of the built-in workload, compiled into `dir`: `records` hot records (a
+/// million with `quick`), then `hops` steps of the chase (five million with `quick`).
+pub fn workload(dir: &Path, records: u64, hops: u64, quick: bool) -> Result<Vec<String>> {
+    let bin = build_workload(dir)?;
+    let (records, hops) = if quick {
+        (1_000_000, 5_000_000)
+    } else {
+        (records, hops)
+    };
+    Ok(vec![
+        bin.display().to_string(),
+        records.to_string(),
+        hops.to_string(),
+    ])
+}
+
+/// The timing line the built-in workload prints.
+pub const WORKLOAD_METRIC: &str = "time_s";
+
 /// Compile the built-in workload into `dir` with the system's C compiler; its path.
 pub fn build_workload(dir: &Path) -> Result<PathBuf> {
     let src = dir.join("packing.c");

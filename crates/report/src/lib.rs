@@ -18,6 +18,9 @@ pub mod studyview;
 pub mod table;
 pub mod views;
 
+use std::path::Path;
+
+use hugewise_results::collection::Collection;
 use hugewise_results::AnyResult;
 
 /// How to render a result.
@@ -28,6 +31,44 @@ pub enum Style {
     Text,
     /// A Markdown table, for the kinds that have one (`bench pages`, `bench randread`).
     Markdown,
+}
+
+/// What many results (files, study directories) are rendered as together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Terminal tables, as the commands print them.
+    Text,
+    /// Markdown: headlines and tables.
+    Markdown,
+    /// CSV: one row per `bench pages` layout per run.
+    Csv,
+    /// One self-contained HTML page with charts.
+    Html,
+}
+
+impl Format {
+    /// The format the name of the file it goes to implies: HTML for `.html` or `.htm`, else
+    /// text.
+    pub fn implied_by(out: Option<&Path>) -> Format {
+        let html = out
+            .and_then(Path::extension)
+            .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"));
+        if html {
+            Format::Html
+        } else {
+            Format::Text
+        }
+    }
+}
+
+/// A collection of results rendered as `format`.
+pub fn render_collection(c: &Collection, format: Format) -> String {
+    match format {
+        Format::Text => collectionview::text(c),
+        Format::Markdown => collectionview::markdown(c),
+        Format::Csv => collectionview::csv(c),
+        Format::Html => html::render(c),
+    }
 }
 
 /// The text the command that made `r` printed, or its Markdown table; `None` for Markdown of

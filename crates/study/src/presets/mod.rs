@@ -170,6 +170,18 @@ pub struct Options {
     pub threads: usize,
 }
 
+/// Every preset with its question, what it reproduces and what it needs, for `--help`.
+pub fn listing() -> String {
+    let mut s = String::from("Presets (each answers one question):\n");
+    for p in PRESETS {
+        s.push_str(&format!(
+            "  {}\n      {}\n      Reproduces {}.\n      Needs {}.\n",
+            p.name, p.question, p.reproduces, p.needs
+        ));
+    }
+    s
+}
+
 /// The named preset's description.
 pub fn about(name: &str) -> Result<&'static Preset> {
     PRESETS.iter().find(|p| p.name == name).ok_or_else(|| {
