@@ -1,42 +1,38 @@
-//! Where a command's result goes: a table or JSON on stdout (stderr when a command run by
-//! hugewise owns stdout), and with `--out` the JSON saved atomically in its schema envelope.
+//! Where a command's result goes: a table or JSON on stdout (stderr when a program hugewise
+//! runs owns stdout), and with `--out` the JSON saved atomically in its schema envelope.
 
 use std::io::Write;
 use std::path::Path;
 
 use hugewise_bench::save;
-use hugewise_results::{Kind, Meta, Saved};
+use hugewise_results::{Kind, Saved};
+
+use crate::{Error, Result};
 
 /// Where a command prints its result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stream {
     /// hugewise owns stdout.
     Stdout,
-    /// A command hugewise runs owns stdout.
+    /// A program hugewise runs owns stdout.
     Stderr,
 }
 
-/// The `meta` block of this run.
-pub fn meta() -> Meta {
-    hugewise_bench::meta::collect(env!("CARGO_PKG_VERSION"), std::env::args().collect())
-}
-
-/// Save `result` if asked and print it to `stream`: as JSON when `json`, else as `text`
-/// renders it (`None`: the text was already shown as the work went).
-pub fn emit_to<T: Kind>(
+/// Save `value` if asked and print it to `stream`: as JSON when `json`, else as `text`
+/// renders its result (`None`: the text was already shown as the work went).
+pub fn emit<T: Kind>(
     stream: Stream,
     json: bool,
     path: Option<&Path>,
-    result: T,
+    value: Saved<T>,
     text: Option<impl FnOnce(&T) -> String>,
-) -> anyhow::Result<()> {
-    let value = Saved::new(meta(), result);
+) -> Result<()> {
     if let Some(path) = path {
         save::write_json(path, &value)?;
     }
     let bytes = if json {
         // Serialise first: serde_json would wrap a closed pipe's io::Error and hide it.
-        let mut v = serde_json::to_vec_pretty(&value)?;
+        let mut v = serde_json::to_vec_pretty(&value).map_err(Error::Json)?;
         v.push(b'\n');
         v
     } else {
@@ -49,16 +45,19 @@ pub fn emit_to<T: Kind>(
         }
     };
     match stream {
-        Stream::Stdout => {
-            let mut w = std::io::stdout().lock();
-            w.write_all(&bytes)?;
-            w.flush()?;
-        }
-        Stream::Stderr => {
-            let mut w = std::io::stderr().lock();
-            w.write_all(&bytes)?;
-            w.flush()?;
-        }
+        Stream::Stdout => write_all(&mut std::io::stdout().lock(), &bytes),
+        Stream::Stderr => write_all(&mut std::io::stderr().lock(), &bytes),
     }
-    Ok(())
+}
+
+/// `value` as pretty JSON on stdout, for results that are not saved (a plan, headlines).
+pub fn json_stdout(value: &impl serde::Serialize) -> Result<()> {
+    let mut v = serde_json::to_vec_pretty(value).map_err(Error::Json)?;
+    v.push(b'\n');
+    write_all(&mut std::io::stdout().lock(), &v)
+}
+
+fn write_all(w: &mut impl Write, bytes: &[u8]) -> Result<()> {
+    w.write_all(bytes).map_err(Error::Io)?;
+    w.flush().map_err(Error::Io)
 }

@@ -1,6 +1,6 @@
-//! Progress on stderr: on a terminal a spinner with the elapsed time until a step's size is
-//! known, then a bar with its rate and ETA; off a terminal one plain line per finished step
-//! with its rate; nothing with `--no-progress`.
+//! Progress of a command's steps on stderr: on a terminal a spinner with the elapsed time
+//! until a step's size is known, then a bar with its rate and ETA; off a terminal one plain
+//! line per finished step with its rate; nothing with `--no-progress`.
 
 use std::io::IsTerminal;
 use std::sync::Mutex;

@@ -1,13 +1,11 @@
 //! The hugewise binary: parse arguments, call the libraries, print, map to an exit code.
 //!
 //! [`cli`] holds one file per command: its arguments, help text and a handler that builds a
-//! library's config and calls it. [`output`], [`progress`] and [`signals`] are what handlers
-//! share; none of them imports `cli`.
+//! library's config and calls it. [`signals`] is what handlers share and does not import
+//! `cli`; what a command prints, while it works and when it ends, is `hugewise_console`'s.
 #![forbid(unsafe_code)]
 
 mod cli;
-mod output;
-mod progress;
 mod signals;
 
 use std::process::ExitCode;
@@ -15,7 +13,7 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser};
 use cli::args::UsageError;
 use cli::{Cli, Command};
-use progress::Mode;
+use hugewise_console::progress::Mode;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use hugewise_console::emit::{self, Stream};
 use hugewise_graph::cache::Cache;
 use hugewise_graph::fits::{Fit, KERNEL_VERTEX_BYTES};
 use hugewise_graph::kernels::Spec;
@@ -13,23 +14,14 @@ use hugewise_graph::load::{Input, LoadOptions};
 use hugewise_graph::reorder::Method;
 use hugewise_graph::settings::KernelSettings as Settings;
 use hugewise_graph::Layout;
-use hugewise_mem::{AllocOrder, PolicyMap};
-use hugewise_results::Kind;
-
-use crate::output::{self, Stream};
+use hugewise_mem::{AllocOrder, PolicyMap, Share, ShareRange, Threads};
+use hugewise_results::{Kind, Meta, Saved};
 
 /// A command-line mistake found after parsing: `main` prints it as clap prints its own
 /// (exit code 2).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
 
 /// A usage error, as the error of a handler.
 pub fn usage(message: impl Into<String>) -> anyhow::Error {
@@ -38,9 +30,12 @@ pub fn usage(message: impl Into<String>) -> anyhow::Error {
 
 /// One worker thread per CPU.
 pub fn cpus() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
+    Threads::per_cpu().0
+}
+
+/// The `meta` block of this run.
+pub fn meta() -> Meta {
+    hugewise_bench::meta::collect(env!("CARGO_PKG_VERSION"), std::env::args().collect())
 }
 
 /// Output options shared by every command.
@@ -67,7 +62,19 @@ impl Output {
         result: T,
         text: Option<impl FnOnce(&T) -> String>,
     ) -> anyhow::Result<()> {
-        output::emit_to(stream, self.json, self.out.as_deref(), result, text)
+        let value = Saved::new(meta(), result);
+        Ok(emit::emit(
+            stream,
+            self.json,
+            self.out.as_deref(),
+            value,
+            text,
+        )?)
+    }
+
+    /// Only `--json` (the command has no `--out`, or saves elsewhere).
+    pub fn json(json: bool) -> Output {
+        Output { json, out: None }
     }
 }
 
@@ -114,7 +121,7 @@ impl KernelArg {
 pub struct GraphInputArgs {
     /// kron:SCALE or kron:SCALE:EDGE_FACTOR (likewise urand); a shape: grid:WxH, road:WxH,
     /// chain:N, star:LEAVES; or a file: .el, .wel, .mtx (optionally .gz/.zst), .sg, .wsg, .hwg.
-    #[arg(long, default_value = "kron:16", value_parser = parse_input)]
+    #[arg(long, default_value = "kron:16", value_parser = Input::parse)]
     pub graph: Input,
     /// Seed for generators and source picking.
     #[arg(long, default_value_t = 1)]
@@ -163,11 +170,11 @@ pub struct Placement {
     #[arg(long, default_value = "all=system", value_parser = parse_pages)]
     pub pages: PolicyMap,
     /// Which arrays are faulted in first: natural, ARRAY-first, or a list.
-    #[arg(long, default_value = "natural", value_parser = parse_order)]
+    #[arg(long, default_value = "natural", value_parser = |s: &str| AllocOrder::parse(s, ALL_REGIONS))]
     pub alloc_order: AllocOrder,
     /// Reorder vertices after loading, hot first: dbg, degree-sort, hub-sort, hub-cluster,
     /// random. Timed apart; sources stay the same original vertices.
-    #[arg(long, value_name = "METHOD", value_parser = parse_reorder)]
+    #[arg(long, value_name = "METHOD")]
     pub reorder: Option<Method>,
     #[command(flatten)]
     pub cache: ReorderCacheArg,
@@ -245,31 +252,14 @@ impl KernelSettings {
     }
 }
 
-fn parse_input(s: &str) -> Result<Input, String> {
-    Input::parse(s).map_err(|e| e.to_string())
-}
-
-/// A vertex reordering method.
-pub fn parse_reorder(s: &str) -> Result<Method, String> {
-    s.parse().map_err(|e: hugewise_graph::Error| e.to_string())
-}
-
 /// Page policies per graph array.
-pub fn parse_pages(s: &str) -> Result<PolicyMap, String> {
-    PolicyMap::parse(s, ALL_REGIONS).map_err(|e| e.to_string())
-}
-
-fn parse_order(s: &str) -> Result<AllocOrder, String> {
-    AllocOrder::parse(s, ALL_REGIONS).map_err(|e| e.to_string())
+pub fn parse_pages(s: &str) -> Result<PolicyMap, hugewise_mem::Error> {
+    PolicyMap::parse(s, ALL_REGIONS)
 }
 
 /// A thread count: 1 or more.
-pub fn parse_threads(s: &str) -> Result<usize, String> {
-    match s.trim().parse::<usize>() {
-        Ok(0) => Err("0 threads run nothing: give 1 or more (default: one per CPU)".into()),
-        Ok(n) => Ok(n),
-        Err(_) => Err(format!("'{s}' is not a thread count (1 or more)")),
-    }
+pub fn parse_threads(s: &str) -> Result<usize, hugewise_mem::Error> {
+    s.parse::<Threads>().map(|t| t.0)
 }
 
 /// More rounds of an alternated comparison, until its ratios are known closely enough.
@@ -277,8 +267,8 @@ pub fn parse_threads(s: &str) -> Result<usize, String> {
 pub struct UntilArgs {
     /// Keep running rounds (`--rounds` is then the minimum) until every speedup's 95 %
     /// interval is at most this wide relative to its median (`3%`), or a cap is reached.
-    #[arg(long, value_name = "PCT", value_parser = parse_percent)]
-    pub until: Option<f64>,
+    #[arg(long, value_name = "PCT", value_parser = |s: &str| Share::parse_in(s, &ShareRange::WIDTH))]
+    pub until: Option<Share>,
     /// With --until: rounds at most.
     #[arg(long, default_value_t = 20, requires = "until", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_rounds: u32,
@@ -291,18 +281,10 @@ impl UntilArgs {
     /// The bench crate's plain config.
     pub fn until(&self) -> hugewise_bench::stats::Until {
         hugewise_bench::stats::Until {
-            width_pct: self.until,
+            width_pct: self.until.map(Share::percent),
             max_rounds: self.max_rounds,
             max_time: self.max_time,
         }
-    }
-}
-
-/// A width in per cent, `3%` or `3`: more than 0.
-pub fn parse_percent(s: &str) -> Result<f64, String> {
-    match s.trim().trim_end_matches('%').trim().parse::<f64>() {
-        Ok(p) if p > 0.0 && p.is_finite() => Ok(p),
-        _ => Err(format!("'{s}' is not a width in per cent (e.g. 3%)")),
     }
 }
 
@@ -314,24 +296,4 @@ pub fn parse_interval(s: &str) -> Result<std::time::Duration, hugewise_mem::Erro
 /// A duration (`90s`, `5m`, `1h`).
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, hugewise_mem::Error> {
     s.parse::<hugewise_mem::Interval>().map(|i| i.0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn thread_counts_are_one_or_more() {
-        assert_eq!(parse_threads("2"), Ok(2));
-        assert!(parse_threads("0").expect_err("0").contains("1 or more"));
-        assert!(parse_threads("-1").is_err());
-    }
-
-    #[test]
-    fn widths_are_positive_percentages() {
-        assert_eq!(parse_percent("3%"), Ok(3.0));
-        assert_eq!(parse_percent("2.5"), Ok(2.5));
-        assert!(parse_percent("0%").is_err());
-        assert!(parse_percent("x%").is_err());
-    }
 }

@@ -6,17 +6,16 @@ use std::sync::atomic::Ordering;
 
 use anyhow::bail;
 use clap::{Args, Subcommand};
-use hugewise_env::journal::Lifetime;
-use hugewise_env::pressure::Target;
-use hugewise_env::scoped::{self, CommandSpec, Plan, ProbeSize, Stage, SwapPlan, Then};
-use hugewise_env::{state, Host, KhugepagedSetting, Knob, Session};
-use hugewise_mem::{Bytes, Share, ShareRange};
+use hugewise_console::emit::Stream;
+use hugewise_console::progress::Mode;
+use hugewise_env::kept::{self, require_root};
+use hugewise_env::scoped::{self, hugetlb_pools, khugepaged_settings, pressure_target};
+use hugewise_env::scoped::{CommandSpec, Plan, ProbeSize, SwapPlan, Then};
+use hugewise_env::Host;
+use hugewise_mem::{AutoSize, Bytes, Share, ShareRange, SizeMode};
 use hugewise_report::envview;
-use hugewise_results::env::{ActionReport, SetReport, SwapReport};
 
 use crate::cli::args::{parse_duration, Output};
-use crate::output::Stream;
-use crate::progress::{Mode, Steps, Unit};
 use crate::signals::cancel_flag;
 
 pub const HELP: &str = "\
@@ -152,8 +151,8 @@ pub struct EnvThpArgs {
     #[arg(long)]
     pub defrag: Option<String>,
     /// A per-size (mTHP) mode, SIZE=MODE, e.g. 64kB=always; repeatable.
-    #[arg(long = "size", value_name = "SIZE=MODE", value_parser = parse_mthp)]
-    pub sizes: Vec<(u64, String)>,
+    #[arg(long = "size", value_name = "SIZE=MODE")]
+    pub sizes: Vec<SizeMode>,
     /// Output options.
     #[command(flatten)]
     pub output: Output,
@@ -251,8 +250,8 @@ pub struct EnvFragmentArgs {
     #[arg(long, value_parser = |s: &str| Share::parse_in(s, &ShareRange::FRAGMENT))]
     pub level: Share,
     /// THP probe afterwards: auto (all above the floor, at most 4 GiB), off, or a size.
-    #[arg(long, default_value = "auto", value_parser = parse_probe)]
-    pub probe: hugewise_env::scoped::ProbeSize,
+    #[arg(long, default_value = "auto", value_parser = |s: &str| s.parse::<AutoSize>().map(ProbeSize::from))]
+    pub probe: ProbeSize,
     /// Holding options.
     #[command(flatten)]
     pub hold: HoldArgs,
@@ -283,8 +282,8 @@ pub struct EnvWithArgs {
     #[arg(long, value_name = "MODE")]
     pub thp_defrag: Option<String>,
     /// A per-size (mTHP) mode, SIZE=MODE; repeatable.
-    #[arg(long = "mthp", value_name = "SIZE=MODE", value_parser = parse_mthp)]
-    pub mthp: Vec<(u64, String)>,
+    #[arg(long = "mthp", value_name = "SIZE=MODE")]
+    pub mthp: Vec<SizeMode>,
     /// 2 MiB hugetlb pool size for the run.
     #[arg(long = "hugetlb-2m", value_name = "N")]
     pub hugetlb_2m: Option<u64>,
@@ -329,8 +328,8 @@ pub struct EnvWithArgs {
     #[arg(long, value_name = "SIZE")]
     pub limit_memory: Option<Bytes>,
     /// THP probe before the command: auto, off, or a size.
-    #[arg(long, default_value = "auto", value_parser = parse_probe)]
-    pub probe: hugewise_env::scoped::ProbeSize,
+    #[arg(long, default_value = "auto", value_parser = |s: &str| s.parse::<AutoSize>().map(ProbeSize::from))]
+    pub probe: ProbeSize,
     /// Never leave less than this available while shaping.
     #[arg(long, default_value = "1GiB")]
     pub floor: Bytes,
@@ -343,92 +342,9 @@ pub struct EnvWithArgs {
     pub command: Vec<String>,
 }
 
-/// `64kB=always` → (64, "always").
-fn parse_mthp(s: &str) -> Result<(u64, String), String> {
-    let (size, mode) = s
-        .split_once('=')
-        .ok_or_else(|| format!("'{s}': expected SIZE=MODE, e.g. 64kB=always"))?;
-    let b: Bytes = size.parse().map_err(|e| format!("'{s}': {e}"))?;
-    if !b.0.is_multiple_of(1024) {
-        return Err(format!("'{s}': the size must be whole KiB"));
-    }
-    Ok((b.0 / 1024, mode.to_string()))
-}
-
-/// `auto`, `off` or a size.
-fn parse_probe(s: &str) -> Result<hugewise_env::scoped::ProbeSize, String> {
-    use hugewise_env::scoped::ProbeSize;
-    match s {
-        "auto" => Ok(ProbeSize::Auto),
-        "off" => Ok(ProbeSize::Off),
-        _ => s
-            .parse::<Bytes>()
-            .map(|b| ProbeSize::Bytes(b.0))
-            .map_err(|e| format!("'{s}': auto, off or a size ({e})")),
-    }
-}
-
-fn need_root(what: &str) -> anyhow::Result<()> {
-    if !hugewise_sys::caps::is_root() {
-        bail!("hugewise env {what} changes the machine and needs root; run it with sudo");
-    }
-    Ok(())
-}
-
-/// Progress of shaping: one step per phase, in bytes for memory taken and in blocks for
-/// fragmentation.
-fn progress_sink(mode: Mode) -> impl FnMut(&str, u64, u64) {
-    let mut current: Option<(String, Steps)> = None;
-    move |phase: &str, done: u64, total: u64| {
-        if current.as_ref().is_none_or(|(p, _)| p != phase) {
-            if let Some((_, s)) = current.take() {
-                s.finish();
-            }
-            let unit = if phase == "fragment" {
-                Unit::Items
-            } else {
-                Unit::Bytes
-            };
-            current = Some((phase.to_string(), Steps::new(mode, phase, unit)));
-        }
-        if let Some((_, s)) = &current {
-            s.update(done, total);
-        }
-    }
-}
-
-fn set_kept(what: &str, sets: Vec<(Knob, String)>, out: &Output) -> anyhow::Result<i32> {
-    need_root(what)?;
-    if sets.is_empty() {
-        bail!("hugewise env {what}: nothing to set (see --help)");
-    }
-    let host = Host::real();
-    let mut s = Session::open(&host, Lifetime::Kept)?;
-    let mut done = Vec::new();
-    for (k, v) in sets {
-        done.push(s.set(k, &v)?);
-    }
-    out.emit(SetReport { settings: done }, envview::set_report)?;
-    Ok(0)
-}
-
-fn action(
-    name: &'static str,
-    f: fn(&Host) -> hugewise_env::Result<()>,
-    out: &Output,
-) -> anyhow::Result<i32> {
-    need_root(name)?;
-    let host = Host::real();
-    let before = state::settled(&host)?;
-    f(&host)?;
-    let after = state::settled(&host)?;
-    let r = ActionReport {
-        action: name.to_string(),
-        before,
-        after,
-    };
-    out.emit(r, envview::action)?;
-    Ok(0)
+/// The settings of `env thp` and `env with --mthp`, as a plan's.
+fn mthp(sizes: Vec<SizeMode>) -> Vec<(u64, String)> {
+    sizes.into_iter().map(|m| (m.kib, m.mode)).collect()
 }
 
 /// Shape, then run a command or hold, then restore; the report goes to stderr stage by stage
@@ -436,215 +352,151 @@ fn action(
 fn shape_and(plan: Plan, then: Then, out: &Output, progress: Mode) -> anyhow::Result<i32> {
     let cancel = cancel_flag()?;
     let is_cancelled = || cancel.load(Ordering::Relaxed);
-    let text = !out.json;
-    let mut sink = progress_sink(progress);
-    let mut show = |stage: Stage<'_>| {
-        if !text {
-            return;
-        }
-        match stage {
-            Stage::Shaped(r) => eprint!("{}", envview::shape(r)),
-            Stage::Holding(Some(d)) => eprintln!(
-                "hugewise: holding for {:.0} s (Ctrl-C ends it early)",
-                d.as_secs_f64()
-            ),
-            Stage::Holding(None) => eprintln!("hugewise: holding until Ctrl-C"),
-            Stage::Ran(r) => eprint!("{}", envview::run_outcome(r)),
-            Stage::Finished(f) => eprint!("{}", envview::finish(f)),
-        }
-    };
-    let r = match scoped::shape_and(
-        &Host::real(),
-        &plan,
-        &then,
-        &is_cancelled,
-        &mut sink,
-        &mut show,
-    ) {
-        Ok(r) => r,
-        // The exit code is 128 + the signal (see `signals`).
-        Err(hugewise_env::Error::Interrupted) => {
-            bail!("interrupted while shaping; everything done so far was put back")
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let restored = r.finish.as_ref().is_none_or(|f| f.restore.complete());
-    let run_error = r.error.clone();
-    let code = r.run.as_ref().map_or(0, |run| run.shell_code().into());
+    let r = hugewise_console::env::shape_and(&plan, &then, &is_cancelled, progress, !out.json)?;
+    let code = scoped::verdict(&r);
     let stream = match then {
         Then::Run(_) => Stream::Stderr,
         Then::Hold(_) => Stream::Stdout,
     };
     out.emit_to(stream, r, None::<fn(&_) -> String>)?;
-    if !restored {
-        bail!("some changes could not be put back (listed above); they stay in the journal for `hugewise env restore`");
-    }
-    if let Some(e) = run_error {
-        bail!("{e}");
-    }
-    Ok(code)
+    Ok(code?)
 }
 
+/// A plan that only holds memory, above `h`'s floor, without a probe unless asked.
 fn hold_plan(h: &HoldArgs) -> Plan {
-    let mut p = Plan::new();
-    p.floor_bytes = h.floor.0;
-    p
+    Plan {
+        floor_bytes: h.floor.0,
+        probe: ProbeSize::Off,
+        ..Plan::new()
+    }
 }
 
 /// Run one `hugewise env` subcommand; returns the exit code.
 pub fn run(cmd: EnvCommand, progress: Mode) -> anyhow::Result<i32> {
+    let host = Host::real();
     match cmd {
-        EnvCommand::Show(a) => {
-            let r = hugewise_env::show::show(&Host::real())?;
-            a.output.emit(r, envview::show)?;
-            Ok(0)
-        }
+        EnvCommand::Show(a) => a
+            .output
+            .emit(hugewise_env::show::show(&host)?, envview::show)?,
         EnvCommand::Thp(a) => {
-            let mut sets = Vec::new();
-            if let Some(v) = a.enabled {
-                sets.push((Knob::ThpEnabled, v));
-            }
-            if let Some(v) = a.defrag {
-                sets.push((Knob::ThpDefrag, v));
-            }
-            for (kib, v) in a.sizes {
-                sets.push((Knob::MthpEnabled { size_kib: kib }, v));
-            }
-            set_kept("thp", sets, &a.output)
+            let plan = Plan {
+                thp_enabled: a.enabled,
+                thp_defrag: a.defrag,
+                mthp: mthp(a.sizes),
+                ..Plan::new()
+            };
+            a.output
+                .emit(kept::set(&host, "thp", &plan)?, envview::set_report)?;
         }
         EnvCommand::Hugetlb(a) => {
-            let mut sets = Vec::new();
-            if let Some(n) = a.pages_2m {
-                sets.push((Knob::HugetlbPages { size_kib: 2048 }, n.to_string()));
-            }
-            if let Some(n) = a.pages_1g {
-                sets.push((Knob::HugetlbPages { size_kib: 1 << 20 }, n.to_string()));
-            }
-            set_kept("hugetlb", sets, &a.output)
+            let hugetlb = hugetlb_pools(a.pages_2m, a.pages_1g);
+            let plan = Plan {
+                hugetlb,
+                ..Plan::new()
+            };
+            a.output
+                .emit(kept::set(&host, "hugetlb", &plan)?, envview::set_report)?;
         }
         EnvCommand::Khugepaged(a) => {
-            let mut sets = Vec::new();
-            for (s, v) in [
-                (KhugepagedSetting::PagesToScan, a.pages_to_scan),
-                (KhugepagedSetting::ScanSleepMillisecs, a.scan_sleep_ms),
-                (KhugepagedSetting::MaxPtesNone, a.max_ptes_none),
-            ] {
-                if let Some(v) = v {
-                    sets.push((Knob::Khugepaged { setting: s }, v.to_string()));
-                }
-            }
-            set_kept("khugepaged", sets, &a.output)
-        }
-        EnvCommand::PageCluster(a) => set_kept(
-            "page-cluster",
-            vec![(Knob::PageCluster, a.value.to_string())],
-            &a.output,
-        ),
-        EnvCommand::Compact(a) => action("compact", scoped::compact, &a.output),
-        EnvCommand::DropCaches(a) => action("drop-caches", scoped::drop_caches, &a.output),
-        EnvCommand::Swap(a) => {
-            need_root("swap")?;
-            let host = Host::real();
-            let mut s = Session::open(&host, Lifetime::Kept)?;
-            s.add_swap(&a.file, a.size.0)?;
-            let r = SwapReport {
-                file: a.file.clone(),
-                size_bytes: a.size.0,
-                swaps: host.proc.swaps()?,
+            let khugepaged = khugepaged_settings(a.pages_to_scan, a.scan_sleep_ms, a.max_ptes_none);
+            let plan = Plan {
+                khugepaged,
+                ..Plan::new()
             };
-            a.output.emit(r, envview::swap)?;
-            Ok(0)
+            a.output
+                .emit(kept::set(&host, "khugepaged", &plan)?, envview::set_report)?;
         }
+        EnvCommand::PageCluster(a) => {
+            let plan = Plan {
+                page_cluster: Some(a.value),
+                ..Plan::new()
+            };
+            a.output.emit(
+                kept::set(&host, "page-cluster", &plan)?,
+                envview::set_report,
+            )?;
+        }
+        EnvCommand::Compact(a) => {
+            let r = hugewise_env::actions::measured(&host, "compact", scoped::compact)?;
+            a.output.emit(r, envview::action)?;
+        }
+        EnvCommand::DropCaches(a) => {
+            let r = hugewise_env::actions::measured(&host, "drop-caches", scoped::drop_caches)?;
+            a.output.emit(r, envview::action)?;
+        }
+        EnvCommand::Swap(a) => a
+            .output
+            .emit(kept::swap(&host, &a.file, a.size.0)?, envview::swap)?,
         EnvCommand::Pressure(a) => {
-            need_root("pressure")?;
-            let mut plan = hold_plan(&a.hold);
-            plan.pressure = match (a.leave, a.take) {
-                (Some(l), _) => Some(Target::Leave(l.0)),
-                (None, Some(t)) => Some(Target::Take(t.0)),
-                (None, None) => None,
+            require_root("pressure")?;
+            let pressure = pressure_target(a.leave.map(|b| b.0), a.take.map(|b| b.0));
+            let plan = Plan {
+                pressure,
+                ..hold_plan(&a.hold)
             };
-            plan.probe = ProbeSize::Off;
-            shape_and(plan, Then::Hold(a.hold.hold_for), &a.hold.output, progress)
+            return shape_and(plan, Then::Hold(a.hold.hold_for), &a.hold.output, progress);
         }
         EnvCommand::Fragment(a) => {
-            need_root("fragment")?;
-            let mut plan = hold_plan(&a.hold);
-            plan.fragment = Some(a.level.fraction());
-            plan.probe = a.probe;
-            shape_and(plan, Then::Hold(a.hold.hold_for), &a.hold.output, progress)
+            require_root("fragment")?;
+            let fragment = Some(a.level.fraction());
+            let plan = Plan {
+                fragment,
+                probe: a.probe,
+                ..hold_plan(&a.hold)
+            };
+            return shape_and(plan, Then::Hold(a.hold.hold_for), &a.hold.output, progress);
         }
         EnvCommand::Limit(a) => {
-            need_root("limit")?;
-            let mut plan = Plan::new();
-            plan.limit_bytes = Some(a.memory.0);
-            plan.probe = ProbeSize::Off;
+            require_root("limit")?;
+            let plan = Plan {
+                limit_bytes: Some(a.memory.0),
+                probe: ProbeSize::Off,
+                ..Plan::new()
+            };
             let cmd = CommandSpec { argv: a.command };
-            shape_and(plan, Then::Run(cmd), &a.output, progress)
+            return shape_and(plan, Then::Run(cmd), &a.output, progress);
         }
         EnvCommand::With(a) => {
-            need_root("with")?;
-            let mut plan = Plan::new();
-            plan.thp_enabled = a.thp;
-            plan.thp_defrag = a.thp_defrag;
-            plan.mthp = a.mthp;
-            for (s, v) in [
-                (KhugepagedSetting::PagesToScan, a.khugepaged_pages_to_scan),
-                (
-                    KhugepagedSetting::ScanSleepMillisecs,
+            require_root("with")?;
+            let plan = Plan {
+                thp_enabled: a.thp,
+                thp_defrag: a.thp_defrag,
+                mthp: mthp(a.mthp),
+                khugepaged: khugepaged_settings(
+                    a.khugepaged_pages_to_scan,
                     a.khugepaged_scan_sleep_ms,
+                    a.khugepaged_max_ptes_none,
                 ),
-                (KhugepagedSetting::MaxPtesNone, a.khugepaged_max_ptes_none),
-            ] {
-                if let Some(v) = v {
-                    plan.khugepaged.push((s, v));
-                }
-            }
-            if let Some(n) = a.hugetlb_2m {
-                plan.hugetlb.push((2048, n));
-            }
-            if let Some(n) = a.hugetlb_1g {
-                plan.hugetlb.push((1 << 20, n));
-            }
-            plan.page_cluster = a.page_cluster;
-            plan.swap = a.swap.map(|b| SwapPlan {
-                bytes: b.0,
-                path: a.swap_file.clone(),
-            });
-            plan.drop_caches = a.drop_caches;
-            plan.compact = a.compact;
-            plan.pressure = match (a.pressure_leave, a.pressure_take) {
-                (Some(l), _) => Some(Target::Leave(l.0)),
-                (None, Some(t)) => Some(Target::Take(t.0)),
-                (None, None) => None,
+                hugetlb: hugetlb_pools(a.hugetlb_2m, a.hugetlb_1g),
+                page_cluster: a.page_cluster,
+                swap: a.swap.map(|b| SwapPlan {
+                    bytes: b.0,
+                    path: a.swap_file.clone(),
+                }),
+                drop_caches: a.drop_caches,
+                compact: a.compact,
+                pressure: pressure_target(
+                    a.pressure_leave.map(|b| b.0),
+                    a.pressure_take.map(|b| b.0),
+                ),
+                fragment: a.fragment.map(Share::fraction),
+                limit_bytes: a.limit_memory.map(|b| b.0),
+                probe: a.probe,
+                floor_bytes: a.floor.0,
+                ..Plan::new()
             };
-            plan.fragment = a.fragment.map(Share::fraction);
-            plan.limit_bytes = a.limit_memory.map(|b| b.0);
-            plan.probe = a.probe;
-            plan.floor_bytes = a.floor.0;
             let cmd = CommandSpec { argv: a.command };
-            shape_and(plan, Then::Run(cmd), &a.output, progress)
+            return shape_and(plan, Then::Run(cmd), &a.output, progress);
         }
         EnvCommand::Restore(a) => {
-            need_root("restore")?;
-            let r = hugewise_env::restore_all(&Host::real())?;
+            require_root("restore")?;
+            let r = hugewise_env::restore_all(&host)?;
             let complete = r.complete();
             a.output.emit(r, envview::restore)?;
             if !complete {
                 bail!("some changes could not be undone; they stay in the journal");
             }
-            Ok(0)
         }
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parsers() {
-        assert_eq!(parse_mthp("64kB=always"), Ok((64, "always".into())));
-        assert!(parse_mthp("64kB").is_err());
-        assert_eq!(parse_probe("1GiB"), Ok(ProbeSize::Bytes(1 << 30)));
-    }
+    Ok(0)
 }

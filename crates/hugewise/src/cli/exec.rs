@@ -6,18 +6,19 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use hugewise_exec::run::{self, Config, Tick};
+use hugewise_console::emit::Stream;
+use hugewise_console::exec::Live;
+use hugewise_console::progress::Mode;
+use hugewise_exec::run::{self, Config};
 use hugewise_mem::Bytes;
 use hugewise_promote::{daemon, session};
-use hugewise_report::{execview, fmt};
+use hugewise_report::execview;
 use hugewise_rules::protocol::{DEFAULT_HOT_ARENA, DEFAULT_MIN_SIZE};
 use hugewise_rules::Rules;
 use hugewise_sys::read;
 
 use crate::cli::args::{parse_interval, usage, Output};
 use crate::cli::promote::{budget_label, limit, PolicyArg};
-use crate::output::Stream;
-use crate::progress::Mode;
 use crate::signals::cancel_flag;
 
 pub const HELP: &str = "\
@@ -108,17 +109,6 @@ fn rules(a: &ExecArgs) -> anyhow::Result<Rules> {
     })
 }
 
-pub fn live_line(t: &Tick) -> String {
-    format!(
-        "{:>6.1}s  {} process(es), {} allocation(s) alive, {} resident, {} in huge pages",
-        t.elapsed.as_secs_f64(),
-        t.processes,
-        t.live,
-        fmt::bytes(t.resident_bytes),
-        fmt::bytes(t.huge_bytes),
-    )
-}
-
 /// Run the program; the exit code is the program's.
 pub fn run(a: ExecArgs, progress: Mode) -> anyhow::Result<u8> {
     let stop = &*cancel_flag()?;
@@ -142,15 +132,9 @@ pub fn run(a: ExecArgs, progress: Mode) -> anyhow::Result<u8> {
             budget_label: budget_label(a.budget),
         }),
     };
-    let live = progress == Mode::Terminal;
-    let report = run::run(&cfg, stop, |t| {
-        if live && t.live > 0 {
-            eprint!("\r\x1b[2K{}", live_line(t));
-        }
-    })?;
-    if live {
-        eprint!("\r\x1b[2K");
-    }
+    let live = Live::new(progress);
+    let report = run::run(&cfg, stop, |t| live.show(t))?;
+    drop(live);
     let code = hugewise_results::exit::shell_code(report.exit_code, report.signal);
     let all = a.all;
     a.output

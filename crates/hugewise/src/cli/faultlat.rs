@@ -3,11 +3,11 @@
 use anyhow::Context;
 use clap::Args;
 use hugewise_bench::faultlat;
+use hugewise_console::progress::{Mode, Steps, Unit};
 use hugewise_mem::{Bytes, PagePolicy};
 use hugewise_report::views;
 
 use crate::cli::args::Output;
-use crate::progress::{Mode, Steps, Unit};
 
 /// `hugewise faultlat`.
 #[derive(Debug, Args)]

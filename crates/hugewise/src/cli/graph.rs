@@ -8,9 +8,9 @@ use hugewise_bench::run;
 use hugewise_graph::reorder::Method;
 use hugewise_report::views;
 
-use crate::cli::args::{parse_reorder, GraphInputArgs, Output};
-use crate::output::{self, Stream};
-use crate::progress::{self, Mode, Steps, Unit};
+use hugewise_console::progress::{self, Mode, Steps, Unit};
+
+use crate::cli::args::{GraphInputArgs, Output};
 
 /// `hugewise graph ...`.
 #[derive(Debug, Subcommand)]
@@ -52,7 +52,7 @@ pub struct ConvertArgs {
     #[command(flatten)]
     pub input: GraphInputArgs,
     /// Reorder the vertices before saving (see `hugewise run --help`).
-    #[arg(long, value_name = "METHOD", value_parser = parse_reorder)]
+    #[arg(long, value_name = "METHOD")]
     pub reorder: Option<Method>,
     /// Output file: .hwg, .sg, or .wsg for weighted graphs; written atomically.
     #[arg(long, value_name = "FILE")]
@@ -102,5 +102,5 @@ fn write(a: ConvertArgs, progress: Mode) -> anyhow::Result<()> {
     let r = progress::with_reads(&steps, || run::write(&cfg, &mut |phase| steps.phase(phase)))
         .with_context(|| format!("saving {} to {}", a.input.graph, a.out.display()))?;
     steps.finish();
-    output::emit_to(Stream::Stdout, a.json, None, r, Some(views::graph_written))
+    Output::json(a.json).emit(r, views::graph_written)
 }

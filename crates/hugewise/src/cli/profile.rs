@@ -5,6 +5,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
+use hugewise_console::emit::Stream;
+use hugewise_console::exec::Live;
+use hugewise_console::progress::Mode;
 use hugewise_exec::placement::{self, Options};
 use hugewise_exec::run::{self, Config};
 use hugewise_mem::{Bytes, Share, ShareRange};
@@ -13,9 +16,6 @@ use hugewise_rules::protocol::{DEFAULT_HOT_ARENA, DEFAULT_MIN_SIZE};
 use hugewise_rules::Rules;
 
 use crate::cli::args::{parse_interval, Output};
-use crate::cli::exec::live_line;
-use crate::output::Stream;
-use crate::progress::Mode;
 use crate::signals::cancel_flag;
 
 pub const HELP: &str = "\
@@ -86,15 +86,9 @@ pub fn run(a: ProfileArgs, progress: Mode) -> anyhow::Result<u8> {
         hot_arena: a.hot_arena.0,
         min_share: a.min_share.fraction(),
     };
-    let live = progress == Mode::Terminal;
-    let mut report = placement::profile(&cfg, opts, stop, |t| {
-        if live && t.live > 0 {
-            eprint!("\r\x1b[2K{}", live_line(t));
-        }
-    })?;
-    if live {
-        eprint!("\r\x1b[2K");
-    }
+    let live = Live::new(progress);
+    let mut report = placement::profile(&cfg, opts, stop, |t| live.show(t))?;
+    drop(live);
     let code = hugewise_results::exit::shell_code(report.run.exit_code, report.run.signal);
     if report.sites.is_empty() {
         eprintln!(

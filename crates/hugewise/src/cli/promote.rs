@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
+use hugewise_console::emit::Stream;
 use hugewise_mem::{Amount, Bytes};
 use hugewise_promote::budget::{Limit, Share};
 use hugewise_promote::{daemon, session};
 use hugewise_report::promoteview;
 
 use crate::cli::args::{parse_duration, parse_interval, Output};
-use crate::output::Stream;
 use crate::signals::cancel_flag;
 
 pub const HELP: &str = "Examples:

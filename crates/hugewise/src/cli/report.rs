@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
-use hugewise_report::{collectionview, html, Style};
+use hugewise_report::{Format, Style};
 use hugewise_results::collection;
 
 use crate::cli::args::usage;
@@ -61,22 +61,13 @@ pub enum ReportFormat {
 }
 
 /// The format asked for, or the one the output's name implies.
-fn format_of(a: &ReportArgs) -> ReportFormat {
-    if let Some(f) = a.format {
-        return f;
-    }
-    if a.markdown {
-        return ReportFormat::Md;
-    }
-    let html = a
-        .out
-        .as_deref()
-        .and_then(Path::extension)
-        .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"));
-    if html {
-        ReportFormat::Html
-    } else {
-        ReportFormat::Text
+fn format_of(a: &ReportArgs) -> Format {
+    match (a.format, a.markdown) {
+        (Some(ReportFormat::Text), _) => Format::Text,
+        (Some(ReportFormat::Md), _) | (None, true) => Format::Markdown,
+        (Some(ReportFormat::Csv), _) => Format::Csv,
+        (Some(ReportFormat::Html), _) => Format::Html,
+        (None, false) => Format::implied_by(a.out.as_deref()),
     }
 }
 
@@ -102,16 +93,11 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
     };
     let text = match (one_file, format, a.markdown) {
         (Some(p), _, true) => single(p, Style::Markdown)?,
-        (Some(p), ReportFormat::Text, false) => single(p, Style::Text)?,
+        (Some(p), Format::Text, false) => single(p, Style::Text)?,
         _ => {
             let c = collection::load(&a.paths, &hugewise_sys::read::result)
                 .context("reading the results")?;
-            match format {
-                ReportFormat::Text => collectionview::text(&c),
-                ReportFormat::Md => collectionview::markdown(&c),
-                ReportFormat::Csv => collectionview::csv(&c),
-                ReportFormat::Html => html::render(&c),
-            }
+            hugewise_report::render_collection(&c, format)
         }
     };
     match &a.out {

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use anyhow::Context;
 use clap::Args;
 use hugewise_bench::run::{self, memory};
+use hugewise_console::progress::{self, Mode, Steps, Unit};
 use hugewise_env::{Host, Knob};
 use hugewise_mem::{Share, ShareRange};
 use hugewise_report::views;
@@ -15,7 +16,6 @@ use crate::cli::args::{
     cpus, parse_interval, parse_threads, GraphInputArgs, KernelArg, KernelSettings, Output,
     Placement,
 };
-use crate::progress::{self, Mode, Steps, Unit};
 use crate::signals::{cancel_flag, exit_code};
 
 /// `hugewise run`.

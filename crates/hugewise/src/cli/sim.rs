@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 use hugewise_bench::save;
+use hugewise_console::progress::{Mode, Steps, Unit};
 use hugewise_report::simview;
 use hugewise_results::sim::ReuseReport;
 use hugewise_results::Saved;
@@ -13,9 +14,7 @@ use hugewise_sim::grammar::parse_calibration;
 use hugewise_sim::{reuse, Budgets, PolicyList, TlbConfig};
 use hugewise_trace::meta::Calibration;
 
-use crate::cli::args::{usage, Output};
-use crate::output::meta;
-use crate::progress::{Mode, Steps, Unit};
+use crate::cli::args::{meta, usage, Output};
 use crate::signals::cancel_flag;
 
 /// `hugewise sim --help` epilogue.

@@ -1,19 +1,15 @@
 //! `hugewise trace`: every data access of a graph kernel into a .hwt trace, or Valgrind lackey
 //! output imported.
 
-use std::io::BufReader;
-use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use hugewise_bench::capture;
+use hugewise_console::progress::{Mode, Steps, Unit};
 use hugewise_report::simview;
-use hugewise_results::capture::LackeyImport;
 
-use crate::cli::args::{usage, GraphInputArgs, KernelArg, KernelSettings, Placement};
-use crate::output::{self, Stream};
-use crate::progress::{Mode, Steps, Unit};
+use crate::cli::args::{usage, GraphInputArgs, KernelArg, KernelSettings, Output, Placement};
 
 /// `hugewise trace`.
 #[derive(Debug, Args)]
@@ -113,7 +109,7 @@ pub fn run(a: TraceArgs, progress: Mode) -> anyhow::Result<()> {
         .with_context(|| format!("tracing {} on {}", spec.name(), a.input.graph))?;
     steps.update(r.accesses, r.accesses);
     steps.finish();
-    output::emit_to(Stream::Stdout, a.json, None, r, Some(simview::capture))
+    Output::json(a.json).emit(r, simview::capture)
 }
 
 /// `hugewise trace lackey`.
@@ -125,25 +121,8 @@ fn import_lackey(
     progress: Mode,
 ) -> anyhow::Result<()> {
     let steps = Steps::new(progress, "importing", Unit::Items);
-    let t0 = Instant::now();
-    let r = if input == Path::new("-") {
-        hugewise_trace::lackey::import(std::io::stdin().lock(), Path::new("<stdin>"), &out, window)
-    } else {
-        let (f, _) = hugewise_sys::read::open(&input)
-            .with_context(|| format!("opening {}", input.display()))?;
-        hugewise_trace::lackey::import(BufReader::with_capacity(1 << 20, f), &input, &out, window)
-    }?;
-    let elapsed_ns = t0.elapsed().as_nanos() as u64;
-    steps.update(r.summary.accesses, r.summary.accesses);
+    let r = capture::import_lackey(&input, &out, window)?;
+    steps.update(r.accesses, r.accesses);
     steps.finish();
-    let r = LackeyImport {
-        input,
-        trace: out,
-        accesses: r.summary.accesses,
-        lines: r.lines,
-        instructions_skipped: r.instructions,
-        trace_bytes: r.summary.bytes,
-        elapsed_ns,
-    };
-    output::emit_to(Stream::Stdout, json, None, r, Some(simview::lackey))
+    Output::json(json).emit(r, simview::lackey)
 }

@@ -7,11 +7,11 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use hugewise_bench::bloat;
+use hugewise_console::progress::{Mode, Steps, Unit};
 use hugewise_mem::{Bytes, Count, Share, ShareRange};
 use hugewise_report::execview;
 
 use crate::cli::args::{parse_interval, usage, Output};
-use crate::progress::{Mode, Steps, Unit};
 use crate::signals::cancel_flag;
 
 pub const HELP: &str = "\

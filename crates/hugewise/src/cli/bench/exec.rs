@@ -6,13 +6,13 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use hugewise_bench::execbench;
+use hugewise_console::progress::{Mode, Steps, Unit};
 use hugewise_exec::run;
 use hugewise_mem::Bytes;
 use hugewise_report::execview;
 use hugewise_rules::protocol::{DEFAULT_HOT_ARENA, DEFAULT_MIN_SIZE};
 
 use crate::cli::args::{usage, Output, UntilArgs};
-use crate::progress::{Mode, Steps, Unit};
 use crate::signals::cancel_flag;
 
 pub const HELP: &str = "\

@@ -2,7 +2,7 @@
 
 use clap::Subcommand;
 
-use crate::progress::Mode;
+use hugewise_console::progress::Mode;
 
 pub mod bloat;
 pub mod exec;

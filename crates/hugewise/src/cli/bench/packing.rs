@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use hugewise_bench::packing;
+use hugewise_console::progress::{Mode, Steps, Unit};
 use hugewise_exec::placement::Options;
 use hugewise_exec::run;
 use hugewise_mem::{Bytes, Count, Share, ShareRange};
@@ -13,7 +14,6 @@ use hugewise_report::execview;
 use hugewise_rules::protocol::DEFAULT_HOT_ARENA;
 
 use crate::cli::args::Output;
-use crate::progress::{Mode, Steps, Unit};
 use crate::signals::cancel_flag;
 
 pub const HELP: &str = "\
@@ -82,20 +82,9 @@ pub fn run(a: BenchPackingArgs, progress: Mode) -> anyhow::Result<()> {
     let stop = &*cancel_flag()?;
     let scratch = packing::scratch()?;
     let (argv, metric) = if a.command.is_empty() {
-        let bin = packing::build_workload(scratch.path())?;
-        let (records, hops) = if a.quick {
-            (1_000_000, 5_000_000)
-        } else {
-            (a.records.0, a.hops.0)
-        };
-        (
-            vec![
-                bin.display().to_string(),
-                records.to_string(),
-                hops.to_string(),
-            ],
-            Some(a.metric.clone().unwrap_or_else(|| "time_s".into())),
-        )
+        let argv = packing::workload(scratch.path(), a.records.0, a.hops.0, a.quick)?;
+        let metric = a.metric.clone().unwrap_or(packing::WORKLOAD_METRIC.into());
+        (argv, Some(metric))
     } else {
         (a.command.clone(), a.metric.clone())
     };

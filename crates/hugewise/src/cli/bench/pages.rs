@@ -4,6 +4,7 @@
 use anyhow::Context;
 use clap::Args;
 use hugewise_bench::pagebench::{self, Variant};
+use hugewise_console::progress::{self, Mode, Steps, Unit};
 use hugewise_mem::PolicyMap;
 use hugewise_report::views;
 
@@ -11,7 +12,6 @@ use crate::cli::args::{
     cpus, parse_pages, parse_threads, usage, GraphInputArgs, KernelArg, Output, ReorderCacheArg,
     UntilArgs,
 };
-use crate::progress::{self, Mode, Steps, Unit};
 
 /// `hugewise bench pages`.
 #[derive(Debug, Args)]

@@ -7,11 +7,11 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use hugewise_bench::promote as bench;
+use hugewise_console::progress::{Mode, Steps, Unit};
 use hugewise_mem::{Amount, Bytes, Count};
 use hugewise_report::promoteview;
 
 use crate::cli::args::{parse_interval, KernelArg, Output, UntilArgs};
-use crate::progress::{Mode, Steps, Unit};
 use crate::signals::cancel_flag;
 
 pub const HELP: &str = "Examples:

@@ -4,11 +4,11 @@
 use anyhow::Context;
 use clap::Args;
 use hugewise_bench::randread;
+use hugewise_console::progress::{Mode, Steps, Unit};
 use hugewise_mem::{Bytes, Count};
 use hugewise_report::views;
 
 use crate::cli::args::{Output, UntilArgs};
-use crate::progress::{Mode, Steps, Unit};
 
 /// `hugewise bench randread`.
 #[derive(Debug, Args)]
