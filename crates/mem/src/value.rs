@@ -51,7 +51,13 @@ impl Share {
     /// fractions, percentages or refused) and the bounds, with the flag's own message.
     pub fn parse_in(s: &str, range: &ShareRange) -> Result<Share> {
         let bad = |why: &str| Error::Parse(format!("'{}': {why}", shown(s)));
-        let share: Share = s.parse()?;
+        let share: Share = match (s.parse(), range.bare) {
+            (Ok(share), _) => share,
+            // Where a bare number is a percentage, "0.3" is 0.3 %: the general message (30% or
+            // 0.3) would mislead, so the flag's own says what it takes.
+            (Err(_), Bare::Percent) => return Err(bad(range.expect)),
+            (Err(e), _) => return Err(e),
+        };
         let share = match (share.percent, range.bare) {
             (false, Bare::Refused) => return Err(bad("give a percentage, e.g. 50%")),
             (false, Bare::Percent) => Share {
@@ -458,6 +464,10 @@ mod tests {
         assert_eq!("off".parse::<AutoSize>().ok(), Some(AutoSize::Off));
         assert_eq!(share("3%", &ShareRange::WIDTH), Ok(0.03));
         assert!(share("0%", &ShareRange::WIDTH).is_err());
+        assert_eq!(
+            share("x", &ShareRange::WIDTH).expect_err("x"),
+            "'x': a width in per cent above 0, such as 3%"
+        );
         let w = Share::parse_in("3", &ShareRange::WIDTH).expect("3");
         assert_eq!(w.percent(), 3.0);
     }
