@@ -356,8 +356,10 @@ pub fn import_lackey(input: &Path, out: &Path, window: usize) -> Result<LackeyIm
     let r = if input == Path::new("-") {
         hugewise_trace::lackey::import(std::io::stdin().lock(), Path::new("<stdin>"), out, window)
     } else {
-        let (f, _) = hugewise_sys::read::open(input)
-            .map_err(|e| Error::Config(format!("opening {}: {e}", input.display())))?;
+        let (f, _) = hugewise_sys::read::open(input).map_err(|source| Error::Open {
+            path: input.to_path_buf(),
+            source,
+        })?;
         hugewise_trace::lackey::import(BufReader::with_capacity(1 << 20, f), input, out, window)
     }?;
     Ok(LackeyImport {

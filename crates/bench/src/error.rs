@@ -23,6 +23,15 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// An input file could not be opened.
+    #[error("opening {}", path.display())]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
     /// Writing or reading a trace failed.
     #[error(transparent)]
     Trace(#[from] hugewise_trace::Error),
