@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-pub use hugewise_results::env::{FragmentReport, FragmentTarget as Target};
+pub use hugewise_results::env::{FragmentReport, FragmentTarget};
 use hugewise_sys::lock;
 use hugewise_sys::mmap::{Advice, MapOptions, Mapping};
 use hugewise_sys::proc::Pid;
@@ -73,7 +73,7 @@ fn free_range(m: &mut Mapping, range: std::ops::Range<usize>) -> Result<()> {
 /// `vm.percpu_pagelist_high_fraction` (see the module docs); [`prepare`] does both.
 pub fn fragment(
     host: &Host,
-    target: Target,
+    target: FragmentTarget,
     tolerance: f64,
     floor_bytes: u64,
     cancel: &dyn Fn() -> bool,
@@ -84,7 +84,7 @@ pub fn fragment(
         "fragmentation",
         "/proc/self/pagemap frames and mlocked pages",
     )?;
-    if let Target::Level(l) = target {
+    if let FragmentTarget::Level(l) = target {
         if !(0.0..=0.99).contains(&l) {
             return Err(Error::Invalid(format!(
                 "fragmentation level {:.0}% is outside 0..99%",
@@ -108,8 +108,8 @@ pub fn fragment(
         let s = state::settled(host)?;
         let free = s.buddy_free_bytes as f64;
         let want = match target {
-            Target::Level(l) => l * free,
-            Target::UnusableBytes(b) => b as f64,
+            FragmentTarget::Level(l) => l * free,
+            FragmentTarget::UnusableBytes(b) => b as f64,
         };
         let have = s.unusable_bytes as f64;
         if (have - want).abs() <= tolerance * free.max(1.0) {
@@ -149,8 +149,8 @@ pub fn fragment(
     let after = state::settled(host)?;
     if !reached && note.is_none() {
         let want = match target {
-            Target::Level(l) => l,
-            Target::UnusableBytes(b) => b as f64 / after.buddy_free_bytes.max(1) as f64,
+            FragmentTarget::Level(l) => l,
+            FragmentTarget::UnusableBytes(b) => b as f64 / after.buddy_free_bytes.max(1) as f64,
         };
         reached = (after.unusable_share - want).abs() <= tolerance;
         if !reached {

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-pub use hugewise_results::env::{PressurePages as Pages, PressureReport, PressureTarget as Target};
+pub use hugewise_results::env::{PressurePages, PressureReport, PressureTarget};
 use hugewise_sys::lock;
 use hugewise_sys::mmap::{Advice, MapOptions, Mapping};
 use hugewise_sys::proc::Pid;
@@ -59,8 +59,8 @@ const HUGE_CHUNK: u64 = 32 << 20;
 /// polled between chunks; `progress` gets (bytes held, bytes to hold).
 pub fn hold(
     host: &Host,
-    target: Target,
-    pages: Pages,
+    target: PressureTarget,
+    pages: PressurePages,
     floor_bytes: u64,
     cancel: &dyn Fn() -> bool,
     progress: &mut dyn FnMut(u64, u64),
@@ -72,14 +72,14 @@ pub fn hold(
     let before = state::measure(host)?;
     let avail = before.available();
     let (want, left) = match target {
-        Target::Leave(leave) => (avail.saturating_sub(leave), leave.min(avail)),
-        Target::Take(take) => (take, avail.saturating_sub(take)),
+        PressureTarget::Leave(leave) => (avail.saturating_sub(leave), leave.min(avail)),
+        PressureTarget::Take(take) => (take, avail.saturating_sub(take)),
     };
     if left < floor_bytes {
         return Err(Error::Floor {
             what: match target {
-                Target::Leave(b) => format!("leaving {} MiB", b >> 20),
-                Target::Take(b) => format!("taking {} MiB", b >> 20),
+                PressureTarget::Leave(b) => format!("leaving {} MiB", b >> 20),
+                PressureTarget::Take(b) => format!("taking {} MiB", b >> 20),
             },
             available_mib: avail >> 20,
             left_mib: left >> 20,
@@ -89,8 +89,8 @@ pub fn hold(
     let mut holder = Holder::default();
     let mut ran_out = false;
     let step = match pages {
-        Pages::Base => BASE_CHUNK,
-        Pages::WholeBlocks => HUGE_CHUNK,
+        PressurePages::Base => BASE_CHUNK,
+        PressurePages::WholeBlocks => HUGE_CHUNK,
     };
     loop {
         if cancel() {
@@ -98,7 +98,7 @@ pub fn hold(
         }
         let held = holder.held_bytes();
         let mut need = want.saturating_sub(held);
-        if let Target::Leave(leave) = target {
+        if let PressureTarget::Leave(leave) = target {
             // The kernel's estimate of what is available moves as page cache is reclaimed:
             // steer by it, within the floor.
             let now = state::measure(host)?.available();
@@ -109,7 +109,7 @@ pub fn hold(
             break;
         }
         let m = take_chunk(chunk as usize, pages)?;
-        if pages == Pages::WholeBlocks && huge_bytes_of(host, &m)? < chunk {
+        if pages == PressurePages::WholeBlocks && huge_bytes_of(host, &m)? < chunk {
             // Part of the chunk came from fragmented blocks: give it back and stop.
             drop(m);
             ran_out = true;
@@ -132,13 +132,13 @@ pub fn hold(
     Ok((holder, report))
 }
 
-fn take_chunk(bytes: usize, pages: Pages) -> Result<Mapping> {
+fn take_chunk(bytes: usize, pages: PressurePages) -> Result<Mapping> {
     let m = Mapping::anonymous(bytes, MapOptions::default())?;
     m.advise(
         0..bytes,
         match pages {
-            Pages::Base => Advice::NoHugePage,
-            Pages::WholeBlocks => Advice::HugePage,
+            PressurePages::Base => Advice::NoHugePage,
+            PressurePages::WholeBlocks => Advice::HugePage,
         },
     )?;
     m.advise(0..bytes, Advice::PopulateWrite)?;

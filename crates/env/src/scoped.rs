@@ -22,7 +22,7 @@ use crate::fragment::{self, Fragmenter};
 use crate::host::Host;
 use crate::journal::Lifetime;
 use crate::knob::{KhugepagedSetting, Knob};
-use crate::pressure::{self, Holder, Pages, Target};
+use crate::pressure::{self, Holder, PressurePages, PressureTarget};
 use crate::probe;
 use crate::session::Session;
 use hugewise_sys::process::Signal;
@@ -179,16 +179,17 @@ fn shape_memory(
     match (plan.pressure, plan.fragment) {
         (None, None) => {}
         (Some(t), None) => {
-            let (h, r) = pressure::hold(host, t, Pages::Base, floor, cancel, &mut |d, n| {
-                progress("pressure", d, n)
-            })?;
+            let (h, r) =
+                pressure::hold(host, t, PressurePages::Base, floor, cancel, &mut |d, n| {
+                    progress("pressure", d, n)
+                })?;
             sh.holder = Some(h);
             sh.report.pressure = Some(r);
         }
         (None, Some(level)) => {
             let (f, r) = fragment::fragment(
                 host,
-                fragment::Target::Level(level),
+                fragment::FragmentTarget::Level(level),
                 plan.fragment_tolerance,
                 floor,
                 cancel,
@@ -205,8 +206,8 @@ fn shape_memory(
         (Some(t), Some(level)) => {
             let now = state::settled(host)?;
             let leave = match t {
-                Target::Leave(b) => b,
-                Target::Take(b) => now.available().saturating_sub(b),
+                PressureTarget::Leave(b) => b,
+                PressureTarget::Take(b) => now.available().saturating_sub(b),
             };
             if leave < floor {
                 return Err(Error::Floor {
@@ -226,8 +227,8 @@ fn shape_memory(
             let room = (floor + holes + holes / 511 + (256 << 20)).saturating_sub(leave);
             let (h, r) = pressure::hold(
                 host,
-                Target::Leave(leave + room),
-                Pages::Base,
+                PressureTarget::Leave(leave + room),
+                PressurePages::Base,
                 floor,
                 cancel,
                 &mut |d, n| progress("pressure", d, n),
@@ -238,7 +239,7 @@ fn shape_memory(
             for round in 0..4 {
                 let (f, mut r) = fragment::fragment(
                     host,
-                    fragment::Target::UnusableBytes(want),
+                    fragment::FragmentTarget::UnusableBytes(want),
                     plan.fragment_tolerance,
                     floor,
                     cancel,
@@ -250,8 +251,8 @@ fn shape_memory(
                 sh.report.fragment = Some(r);
                 let (h, r) = pressure::hold(
                     host,
-                    Target::Leave(leave),
-                    Pages::WholeBlocks,
+                    PressureTarget::Leave(leave),
+                    PressurePages::WholeBlocks,
                     floor.min(leave),
                     cancel,
                     &mut |d, n| progress("squeeze", d, n),
@@ -462,10 +463,10 @@ pub fn hugetlb_pools(pages_2m: Option<u64>, pages_1g: Option<u64>) -> Vec<(u64, 
 }
 
 /// Pressure that leaves `leave` bytes available, else takes `take` bytes.
-pub fn pressure_target(leave: Option<u64>, take: Option<u64>) -> Option<Target> {
+pub fn pressure_target(leave: Option<u64>, take: Option<u64>) -> Option<PressureTarget> {
     match (leave, take) {
-        (Some(l), _) => Some(Target::Leave(l)),
-        (None, Some(t)) => Some(Target::Take(t)),
+        (Some(l), _) => Some(PressureTarget::Leave(l)),
+        (None, Some(t)) => Some(PressureTarget::Take(t)),
         (None, None) => None,
     }
 }

@@ -4,7 +4,7 @@
 
 use std::sync::Mutex;
 
-use hugewise_env::fragment::{self, Target};
+use hugewise_env::fragment::{self, FragmentTarget};
 use hugewise_env::journal::Lifetime;
 use hugewise_env::{state, Host, Knob, Session};
 
@@ -57,7 +57,7 @@ fn fragmenting_half_a_gib_shows_in_buddyinfo_and_is_given_back() {
     let level = (start.unusable_share + rise).min(0.9);
     let (f, r) = fragment::fragment(
         &host,
-        Target::Level(level),
+        FragmentTarget::Level(level),
         0.01,
         4 << 30,
         &never,
@@ -242,12 +242,12 @@ fn a_small_swap_file_is_enabled_then_removed() {
 fn pressure_holds_what_was_asked_and_refuses_to_break_the_floor() {
     let _g = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let Some((_d, host)) = host() else { return };
-    use hugewise_env::pressure::{hold, Pages, Target};
+    use hugewise_env::pressure::{hold, PressurePages, PressureTarget};
     let start = state::measure(&host).expect("measure");
     let (h, r) = hold(
         &host,
-        Target::Take(512 << 20),
-        Pages::Base,
+        PressureTarget::Take(512 << 20),
+        PressurePages::Base,
         4 << 30,
         &never,
         &mut |_, _| {},
@@ -259,8 +259,8 @@ fn pressure_holds_what_was_asked_and_refuses_to_break_the_floor() {
     drop(h);
     let e = hold(
         &host,
-        Target::Leave(256 << 20),
-        Pages::Base,
+        PressureTarget::Leave(256 << 20),
+        PressurePages::Base,
         1 << 30,
         &never,
         &mut |_, _| {},
