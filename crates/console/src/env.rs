@@ -3,7 +3,7 @@
 
 use hugewise_env::scoped::{self, Plan, Stage, Then};
 use hugewise_env::Host;
-use hugewise_report::envview;
+use hugewise_report::views;
 use hugewise_results::env::ShapedRun;
 
 use crate::progress::{Mode, Steps, Unit};
@@ -35,14 +35,14 @@ pub fn shape_and(
 /// What a stage shows.
 fn stage_text(stage: Stage<'_>) -> String {
     match stage {
-        Stage::Shaped(r) => envview::shape(r),
+        Stage::Shaped(r) => views::env::shape(r),
         Stage::Holding(Some(d)) => format!(
             "hugewise: holding for {:.0} s (Ctrl-C ends it early)\n",
             d.as_secs_f64()
         ),
         Stage::Holding(None) => "hugewise: holding until Ctrl-C\n".to_string(),
-        Stage::Ran(r) => envview::run_outcome(r),
-        Stage::Finished(f) => envview::finish(f),
+        Stage::Ran(r) => views::env::run_outcome(r),
+        Stage::Finished(f) => views::env::finish(f),
     }
 }
 

@@ -7,7 +7,7 @@ use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::digest::Series;
+use crate::figures::Series;
 
 /// Chart size in SVG pixels (the page scales it down on narrow screens).
 const W: u32 = 660;

@@ -15,10 +15,10 @@ use hugewise_results::swapstudy::SwapStudy;
 use hugewise_results::AnyResult;
 
 use crate::charts::{self, BarSpec, Bars, Lines, Ticks};
-use crate::collectionview::percentiles;
-use crate::digest::{self, Bar, Series};
+use crate::figures::{self, Bar, Series};
 use crate::fmt::{bytes, ns, pct};
-use crate::studyview::{gap, headline_value, work_line};
+use crate::views::collection::percentiles;
+use crate::views::study::{gap, headline_value, work_line};
 
 /// Text made safe inside HTML elements and attribute values.
 pub fn escape(s: &str) -> String {
@@ -320,7 +320,7 @@ fn pages_card(page: &mut Page, e: &Entry, r: &PagesReport) {
             .map(|s| format!("; machine {}", escape(&s)))
             .unwrap_or_default()
     );
-    bars_card(page, &title, &sub, "median", &digest::pages_bars(r));
+    bars_card(page, &title, &sub, "median", &figures::pages_bars(r));
 }
 
 fn ratio_table(x_title: &str, series: &[Series], fmt: fn(f64) -> String) -> String {
@@ -354,10 +354,10 @@ fn ratio_table(x_title: &str, series: &[Series], fmt: fn(f64) -> String) -> Stri
 }
 
 fn sensitivity_cards(page: &mut Page, runs: &[&Entry]) {
-    for s in digest::sensitivity(runs) {
+    for s in figures::sensitivity(runs) {
         let x_short = match s.axis {
-            digest::Axis::Fragment => "fragmentation %",
-            digest::Axis::FreeBeyond => "free beyond, GiB",
+            figures::Axis::Fragment => "fragmentation %",
+            figures::Axis::FreeBeyond => "free beyond, GiB",
         };
         if !s.speedup.is_empty() {
             let svg = charts::lines(&Lines {
@@ -396,7 +396,7 @@ fn sensitivity_cards(page: &mut Page, runs: &[&Entry]) {
 }
 
 fn curves_cards(page: &mut Page, e: &Entry, c: &Curves) {
-    let u = digest::utility(c);
+    let u = figures::utility(c);
     let name = match &e.meta().study {
         Some(t) => t.label.clone(),
         None => file_name(e),
@@ -482,7 +482,7 @@ fn curves_cards(page: &mut Page, e: &Entry, c: &Curves) {
 }
 
 fn swap_cards(page: &mut Page, e: &Entry, r: &SwapStudy) {
-    let u = digest::swap_lines(r);
+    let u = figures::swap_lines(r);
     let name = match &e.meta().study {
         Some(t) => t.label.clone(),
         None => file_name(e),
@@ -564,7 +564,7 @@ fn faultlat_card(page: &mut Page, title: &str, runs: &[(&Entry, &FaultlatReport)
         let i = series.len();
         series.push(Series {
             name: format!("{name}: fault"),
-            points: digest::cdf(l),
+            points: figures::cdf(l),
             colour: i,
         });
         let mut row = vec![
@@ -578,7 +578,7 @@ fn faultlat_card(page: &mut Page, title: &str, runs: &[(&Entry, &FaultlatReport)
             let i = series.len();
             series.push(Series {
                 name: format!("{name}: collapse"),
-                points: digest::cdf(&c.latency),
+                points: figures::cdf(&c.latency),
                 colour: i,
             });
             let l = &c.latency;
@@ -622,7 +622,7 @@ fn faultlat_card(page: &mut Page, title: &str, runs: &[(&Entry, &FaultlatReport)
 }
 
 fn promote_card(page: &mut Page, e: &Entry, r: &PromoteReport) {
-    let pts = digest::contiguity(r);
+    let pts = figures::contiguity(r);
     let mut refs = Vec::new();
     if let Some(b) = r.intervals.last().map(|i| i.budget_bytes) {
         refs.push(("budget".to_string(), b as f64 / (1u64 << 20) as f64));
@@ -717,7 +717,7 @@ fn results(page: &mut Page, entries: &[&Entry], c: &Collection) {
                     crate::fmt::stopped(s.result.stopped)
                 ),
                 "per read",
-                &digest::randread_bars(&s.result),
+                &figures::randread_bars(&s.result),
             ),
             AnyResult::BenchPromote(s) => {
                 for w in &s.result.workloads {
@@ -734,7 +734,7 @@ fn results(page: &mut Page, entries: &[&Entry], c: &Collection) {
                         } else {
                             "per read"
                         },
-                        &digest::promote_bench_bars(w),
+                        &figures::promote_bench_bars(w),
                     );
                 }
             }
@@ -937,7 +937,7 @@ fn machine_card(page: &mut Page, c: &Collection, i: usize, m: &Machine) {
         let _ = write!(
             content,
             "<details><summary>hugewise sys on this machine</summary><pre>{}</pre></details>",
-            escape(&crate::views::machine(&s.result))
+            escape(&crate::views::machine::machine(&s.result))
         );
     }
     page.plain_card(&m.name(), "", &content);

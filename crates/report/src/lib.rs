@@ -1,20 +1,18 @@
 //! hugewise-report owns the views of results: every table, Markdown page and chart reads a
 //! saved result, never a live measurement, so a report can be rebuilt without re-running. It
 //! depends on the result model alone.
+//!
+//! [`views`] holds the terminal text of each kind of result (one module per kind) and of a
+//! whole collection; [`figures`] the numbers that charts and tables share; [`charts`] and
+//! [`html`] the report page; [`table`], [`fmt`] and [`escape`] what every view uses.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod charts;
-pub mod collectionview;
-pub mod digest;
-pub mod envview;
 pub mod escape;
-pub mod execview;
+pub mod figures;
 pub mod fmt;
 pub mod html;
-pub mod promoteview;
-pub mod simview;
-pub mod studyview;
 pub mod table;
 pub mod views;
 
@@ -64,9 +62,9 @@ impl Format {
 /// A collection of results rendered as `format`.
 pub fn render_collection(c: &Collection, format: Format) -> String {
     match format {
-        Format::Text => collectionview::text(c),
-        Format::Markdown => collectionview::markdown(c),
-        Format::Csv => collectionview::csv(c),
+        Format::Text => views::collection::text(c),
+        Format::Markdown => views::collection::markdown(c),
+        Format::Csv => views::collection::csv(c),
         Format::Html => html::render(c),
     }
 }
@@ -80,42 +78,42 @@ pub fn render(r: &AnyResult, style: Style) -> Option<String> {
 fn view(r: &AnyResult, style: Style) -> Option<String> {
     if style == Style::Markdown {
         return match r {
-            AnyResult::Pages(s) => Some(views::pagebench_markdown(&s.result)),
-            AnyResult::Randread(s) => Some(views::randread_markdown(&s.result)),
-            AnyResult::BenchPromote(s) => Some(promoteview::bench_markdown(&s.result)),
-            AnyResult::BenchExec(s) => Some(execview::bench_markdown(&s.result)),
-            AnyResult::BenchBloat(s) => Some(execview::bloat_markdown(&s.result)),
-            AnyResult::BenchPacking(s) => Some(execview::packing_markdown(&s.result)),
+            AnyResult::Pages(s) => Some(views::run::pagebench_markdown(&s.result)),
+            AnyResult::Randread(s) => Some(views::machine::randread_markdown(&s.result)),
+            AnyResult::BenchPromote(s) => Some(views::promote::bench_markdown(&s.result)),
+            AnyResult::BenchExec(s) => Some(views::exec::bench_markdown(&s.result)),
+            AnyResult::BenchBloat(s) => Some(views::exec::bloat_markdown(&s.result)),
+            AnyResult::BenchPacking(s) => Some(views::exec::packing_markdown(&s.result)),
             _ => None,
         };
     }
     Some(match r {
-        AnyResult::Machine(s) => views::machine(&s.result),
-        AnyResult::Faultlat(s) => views::faultlat(&s.result),
-        AnyResult::Run(s) => views::run(&s.result),
-        AnyResult::GraphInfo(s) => views::graph_info(&s.result),
-        AnyResult::Pages(s) => views::pagebench(&s.result),
-        AnyResult::Randread(s) => views::randread(&s.result),
-        AnyResult::GraphWritten(s) => views::graph_written(&s.result),
-        AnyResult::Capture(s) => simview::capture(&s.result),
-        AnyResult::Lackey(s) => simview::lackey(&s.result),
-        AnyResult::Curves(s) => simview::curves(&s.result),
-        AnyResult::Reuse(s) => simview::reuse(&s.result.granularities),
-        AnyResult::Plans(s) => simview::plans(&s.result),
-        AnyResult::Promote(s) => promoteview::session(&s.result),
-        AnyResult::BenchPromote(s) => promoteview::bench(&s.result),
-        AnyResult::EnvShow(s) => envview::show(&s.result),
-        AnyResult::EnvSet(s) => envview::set_report(&s.result),
-        AnyResult::EnvAction(s) => envview::action(&s.result),
-        AnyResult::EnvSwap(s) => envview::swap(&s.result),
-        AnyResult::EnvShaped(s) => envview::shaped_run(&s.result),
-        AnyResult::EnvRestore(s) => envview::restore(&s.result),
-        AnyResult::Study(s) => studyview::plan(&s.result),
-        AnyResult::Swap(s) => studyview::swap_table(&[("swap", &s.result)]),
-        AnyResult::Exec(s) => execview::exec(&s.result, false),
-        AnyResult::Profile(s) => execview::profile(&s.result),
-        AnyResult::BenchExec(s) => execview::bench(&s.result),
-        AnyResult::BenchBloat(s) => execview::bloat(&s.result),
-        AnyResult::BenchPacking(s) => execview::packing(&s.result),
+        AnyResult::Machine(s) => views::machine::machine(&s.result),
+        AnyResult::Faultlat(s) => views::machine::faultlat(&s.result),
+        AnyResult::Run(s) => views::run::run(&s.result),
+        AnyResult::GraphInfo(s) => views::run::graph_info(&s.result),
+        AnyResult::Pages(s) => views::run::pagebench(&s.result),
+        AnyResult::Randread(s) => views::machine::randread(&s.result),
+        AnyResult::GraphWritten(s) => views::run::graph_written(&s.result),
+        AnyResult::Capture(s) => views::sim::capture(&s.result),
+        AnyResult::Lackey(s) => views::sim::lackey(&s.result),
+        AnyResult::Curves(s) => views::sim::curves(&s.result),
+        AnyResult::Reuse(s) => views::sim::reuse(&s.result.granularities),
+        AnyResult::Plans(s) => views::sim::plans(&s.result),
+        AnyResult::Promote(s) => views::promote::session(&s.result),
+        AnyResult::BenchPromote(s) => views::promote::bench(&s.result),
+        AnyResult::EnvShow(s) => views::env::show(&s.result),
+        AnyResult::EnvSet(s) => views::env::set_report(&s.result),
+        AnyResult::EnvAction(s) => views::env::action(&s.result),
+        AnyResult::EnvSwap(s) => views::env::swap(&s.result),
+        AnyResult::EnvShaped(s) => views::env::shaped_run(&s.result),
+        AnyResult::EnvRestore(s) => views::env::restore(&s.result),
+        AnyResult::Study(s) => views::study::plan(&s.result),
+        AnyResult::Swap(s) => views::study::swap_table(&[("swap", &s.result)]),
+        AnyResult::Exec(s) => views::exec::exec(&s.result, false),
+        AnyResult::Profile(s) => views::exec::profile(&s.result),
+        AnyResult::BenchExec(s) => views::exec::bench(&s.result),
+        AnyResult::BenchBloat(s) => views::exec::bloat(&s.result),
+        AnyResult::BenchPacking(s) => views::exec::packing(&s.result),
     })
 }

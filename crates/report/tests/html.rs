@@ -119,16 +119,16 @@ fn busy_samples_are_marked() {
 #[test]
 fn markdown_and_csv_are_views_of_the_same_collection() {
     let (_root, c, _html) = rendered();
-    let md = hugewise_report::collectionview::markdown(&c);
+    let md = hugewise_report::views::collection::markdown(&c);
     assert!(md.contains("### Headlines"));
     assert!(md.contains("| 1 | speedup over 4 KiB, all THP |"));
     assert!(md.contains("| bfs-frag50 | frag 50% | bfs on kron:20 | base |"));
     assert!(md.contains("## Machines"));
-    let csv = hugewise_report::collectionview::csv(&c);
+    let csv = hugewise_report::views::collection::csv(&c);
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(
         lines[0],
-        hugewise_report::collectionview::CSV_COLUMNS.join(",")
+        hugewise_report::views::collection::CSV_COLUMNS.join(",")
     );
     // 2 machines x 4 runs x 4 layouts, and the loose bench-pages fixture's 2 layouts.
     assert_eq!(lines.len(), 1 + 2 * 4 * 4 + 2);
@@ -140,6 +140,6 @@ fn markdown_and_csv_are_views_of_the_same_collection() {
         row.contains(",alpha,") && row.contains(",kron:20,"),
         "{row}"
     );
-    let text = hugewise_report::collectionview::text(&c);
+    let text = hugewise_report::views::collection::text(&c);
     assert!(text.contains("why here may differ from the paper"));
 }

@@ -13,7 +13,7 @@ use hugewise_env::scoped::{self, hugetlb_pools, khugepaged_settings, pressure_ta
 use hugewise_env::scoped::{CommandSpec, Plan, ProbeSize, SwapPlan, Then};
 use hugewise_env::Host;
 use hugewise_mem::{AutoSize, Bytes, Share, ShareRange, SizeMode};
-use hugewise_report::envview;
+use hugewise_report::views;
 
 use crate::cli::args::{parse_duration, Output};
 use crate::signals::cancel_flag;
@@ -377,7 +377,7 @@ pub fn run(cmd: EnvCommand, progress: Mode) -> anyhow::Result<i32> {
     match cmd {
         EnvCommand::Show(a) => a
             .output
-            .emit(hugewise_env::show::show(&host)?, envview::show)?,
+            .emit(hugewise_env::show::show(&host)?, views::env::show)?,
         EnvCommand::Thp(a) => {
             let plan = Plan {
                 thp_enabled: a.enabled,
@@ -386,7 +386,7 @@ pub fn run(cmd: EnvCommand, progress: Mode) -> anyhow::Result<i32> {
                 ..Plan::new()
             };
             a.output
-                .emit(kept::set(&host, "thp", &plan)?, envview::set_report)?;
+                .emit(kept::set(&host, "thp", &plan)?, views::env::set_report)?;
         }
         EnvCommand::Hugetlb(a) => {
             let hugetlb = hugetlb_pools(a.pages_2m, a.pages_1g);
@@ -395,7 +395,7 @@ pub fn run(cmd: EnvCommand, progress: Mode) -> anyhow::Result<i32> {
                 ..Plan::new()
             };
             a.output
-                .emit(kept::set(&host, "hugetlb", &plan)?, envview::set_report)?;
+                .emit(kept::set(&host, "hugetlb", &plan)?, views::env::set_report)?;
         }
         EnvCommand::Khugepaged(a) => {
             let khugepaged = khugepaged_settings(a.pages_to_scan, a.scan_sleep_ms, a.max_ptes_none);
@@ -403,8 +403,10 @@ pub fn run(cmd: EnvCommand, progress: Mode) -> anyhow::Result<i32> {
                 khugepaged,
                 ..Plan::new()
             };
-            a.output
-                .emit(kept::set(&host, "khugepaged", &plan)?, envview::set_report)?;
+            a.output.emit(
+                kept::set(&host, "khugepaged", &plan)?,
+                views::env::set_report,
+            )?;
         }
         EnvCommand::PageCluster(a) => {
             let plan = Plan {
@@ -413,20 +415,20 @@ pub fn run(cmd: EnvCommand, progress: Mode) -> anyhow::Result<i32> {
             };
             a.output.emit(
                 kept::set(&host, "page-cluster", &plan)?,
-                envview::set_report,
+                views::env::set_report,
             )?;
         }
         EnvCommand::Compact(a) => {
             let r = hugewise_env::actions::measured(&host, "compact", scoped::compact)?;
-            a.output.emit(r, envview::action)?;
+            a.output.emit(r, views::env::action)?;
         }
         EnvCommand::DropCaches(a) => {
             let r = hugewise_env::actions::measured(&host, "drop-caches", scoped::drop_caches)?;
-            a.output.emit(r, envview::action)?;
+            a.output.emit(r, views::env::action)?;
         }
         EnvCommand::Swap(a) => a
             .output
-            .emit(kept::swap(&host, &a.file, a.size.0)?, envview::swap)?,
+            .emit(kept::swap(&host, &a.file, a.size.0)?, views::env::swap)?,
         EnvCommand::Pressure(a) => {
             require_root("pressure")?;
             let pressure = pressure_target(a.leave.map(|b| b.0), a.take.map(|b| b.0));
@@ -492,7 +494,7 @@ pub fn run(cmd: EnvCommand, progress: Mode) -> anyhow::Result<i32> {
             require_root("restore")?;
             let r = hugewise_env::restore_all(&host)?;
             let complete = r.complete();
-            a.output.emit(r, envview::restore)?;
+            a.output.emit(r, views::env::restore)?;
             if !complete {
                 bail!("some changes could not be undone; they stay in the journal");
             }

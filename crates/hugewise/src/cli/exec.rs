@@ -12,7 +12,7 @@ use hugewise_console::progress::Mode;
 use hugewise_exec::run::{self, Config};
 use hugewise_mem::Bytes;
 use hugewise_promote::{daemon, session};
-use hugewise_report::execview;
+use hugewise_report::views;
 use hugewise_rules::protocol::{DEFAULT_HOT_ARENA, DEFAULT_MIN_SIZE};
 use hugewise_rules::Rules;
 use hugewise_sys::read;
@@ -137,7 +137,10 @@ pub fn run(a: ExecArgs, progress: Mode) -> anyhow::Result<u8> {
     drop(live);
     let code = hugewise_results::exit::shell_code(report.exit_code, report.signal);
     let all = a.all;
-    a.output
-        .emit_to(Stream::Stderr, report, Some(|r: &_| execview::exec(r, all)))?;
+    a.output.emit_to(
+        Stream::Stderr,
+        report,
+        Some(|r: &_| views::exec::exec(r, all)),
+    )?;
     Ok(code)
 }

@@ -47,5 +47,5 @@ pub fn run(a: FaultlatArgs, progress: Mode) -> anyhow::Result<()> {
     })
     .context("fault-latency run")?;
     steps.finish();
-    a.output.emit(r, views::faultlat)
+    a.output.emit(r, views::machine::faultlat)
 }

@@ -87,7 +87,7 @@ fn info(a: InfoArgs, progress: Mode) -> anyhow::Result<()> {
     let r = progress::with_reads(&steps, || run::info(&a.input.graph, a.input.load_options()))
         .with_context(|| format!("loading {}", a.input.graph))?;
     steps.finish();
-    a.output.emit(r, views::graph_info)
+    a.output.emit(r, views::run::graph_info)
 }
 
 /// `graph gen` and `graph convert`.
@@ -102,5 +102,5 @@ fn write(a: ConvertArgs, progress: Mode) -> anyhow::Result<()> {
     let r = progress::with_reads(&steps, || run::write(&cfg, &mut |phase| steps.phase(phase)))
         .with_context(|| format!("saving {} to {}", a.input.graph, a.out.display()))?;
     steps.finish();
-    Output::json(a.json).emit(r, views::graph_written)
+    Output::json(a.json).emit(r, views::run::graph_written)
 }

@@ -11,7 +11,7 @@ use hugewise_console::progress::Mode;
 use hugewise_exec::placement::{self, Options};
 use hugewise_exec::run::{self, Config};
 use hugewise_mem::{Bytes, Share, ShareRange};
-use hugewise_report::execview;
+use hugewise_report::views;
 use hugewise_rules::protocol::{DEFAULT_HOT_ARENA, DEFAULT_MIN_SIZE};
 use hugewise_rules::Rules;
 
@@ -103,6 +103,6 @@ pub fn run(a: ProfileArgs, progress: Mode) -> anyhow::Result<u8> {
         report.placement_file = Some(a.placement_out.display().to_string());
     }
     a.output
-        .emit_to(Stream::Stderr, report, Some(execview::profile))?;
+        .emit_to(Stream::Stderr, report, Some(views::exec::profile))?;
     Ok(code)
 }

@@ -12,7 +12,7 @@ use hugewise_console::emit::Stream;
 use hugewise_mem::{Amount, Bytes};
 use hugewise_promote::budget::{Limit, Share};
 use hugewise_promote::{daemon, session};
-use hugewise_report::promoteview;
+use hugewise_report::views::promote as promoteview;
 
 use crate::cli::args::{parse_duration, parse_interval, Output};
 use crate::signals::cancel_flag;

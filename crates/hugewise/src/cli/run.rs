@@ -10,7 +10,7 @@ use hugewise_bench::run::{self, memory};
 use hugewise_console::progress::{self, Mode, Steps, Unit};
 use hugewise_env::{Host, Knob};
 use hugewise_mem::{Share, ShareRange};
-use hugewise_report::views;
+use hugewise_report::views::run as views;
 
 use crate::cli::args::{
     cpus, parse_interval, parse_threads, GraphInputArgs, KernelArg, KernelSettings, Output,

@@ -6,7 +6,7 @@ use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 use hugewise_bench::save;
 use hugewise_console::progress::{Mode, Steps, Unit};
-use hugewise_report::simview;
+use hugewise_report::views;
 use hugewise_results::sim::ReuseReport;
 use hugewise_results::Saved;
 use hugewise_sim::curve::{self, CurveSpec};
@@ -115,7 +115,7 @@ pub fn run(a: SimArgs, progress: Mode) -> anyhow::Result<()> {
             trace,
             granularities: r,
         };
-        return output.emit(r, |r| simview::reuse(&r.granularities));
+        return output.emit(r, |r| views::sim::reuse(&r.granularities));
     }
     let Some(trace) = a.trace.clone() else {
         return Err(usage(
@@ -145,5 +145,5 @@ pub fn run(a: SimArgs, progress: Mode) -> anyhow::Result<()> {
             .context("the simulator made a plan a promotion engine would refuse")?;
         save::write_json(p, &Saved::new(meta(), plans))?;
     }
-    a.output.emit(curves, simview::curves)
+    a.output.emit(curves, views::sim::curves)
 }

@@ -9,7 +9,7 @@ use clap::Args;
 use hugewise_console::emit::json_stdout;
 use hugewise_console::progress::Mode;
 use hugewise_console::study::{failures, Progress};
-use hugewise_report::studyview;
+use hugewise_report::views;
 use hugewise_results::collection;
 use hugewise_study::presets;
 use hugewise_study::runner;
@@ -95,7 +95,7 @@ pub fn run(a: StudyArgs, mode: Mode) -> anyhow::Result<u8> {
     };
     let plan = presets::expand(&a.preset, &opts)?;
     if a.dry_run {
-        Output::json(a.json).emit(plan, studyview::plan)?;
+        Output::json(a.json).emit(plan, views::study::plan)?;
         return Ok(0);
     }
     let dir = a
@@ -148,7 +148,7 @@ pub fn run(a: StudyArgs, mode: Mode) -> anyhow::Result<u8> {
     if a.json {
         json_stdout(&c.headlines(0))?;
     } else {
-        print!("{}", studyview::finished(&c, 0));
+        print!("{}", views::study::finished(&c, 0));
     }
     // Runs picked with --run are a scheduler's tasks, running at once beside each other: each
     // writes its own result file only, and the report is left to whoever reads the whole

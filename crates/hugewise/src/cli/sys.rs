@@ -21,5 +21,5 @@ pub struct SysArgs {
 pub fn run(a: SysArgs) -> anyhow::Result<()> {
     let r = machine::gather(&ProcFs::default(), &SysFs::default())
         .context("reading the machine's huge-page state")?;
-    a.output.emit(r, views::machine)
+    a.output.emit(r, views::machine::machine)
 }

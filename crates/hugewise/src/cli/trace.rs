@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use hugewise_bench::capture;
 use hugewise_console::progress::{Mode, Steps, Unit};
-use hugewise_report::simview;
+use hugewise_report::views;
 
 use crate::cli::args::{usage, GraphInputArgs, KernelArg, KernelSettings, Output, Placement};
 
@@ -109,7 +109,7 @@ pub fn run(a: TraceArgs, progress: Mode) -> anyhow::Result<()> {
         .with_context(|| format!("tracing {} on {}", spec.name(), a.input.graph))?;
     steps.update(r.accesses, r.accesses);
     steps.finish();
-    Output::json(a.json).emit(r, simview::capture)
+    Output::json(a.json).emit(r, views::sim::capture)
 }
 
 /// `hugewise trace lackey`.
@@ -124,5 +124,5 @@ fn import_lackey(
     let r = capture::import_lackey(&input, &out, window)?;
     steps.update(r.accesses, r.accesses);
     steps.finish();
-    Output::json(json).emit(r, simview::lackey)
+    Output::json(json).emit(r, views::sim::lackey)
 }

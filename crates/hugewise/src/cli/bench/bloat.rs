@@ -9,7 +9,7 @@ use clap::Args;
 use hugewise_bench::bloat;
 use hugewise_console::progress::{Mode, Steps, Unit};
 use hugewise_mem::{Bytes, Count, Share, ShareRange};
-use hugewise_report::execview;
+use hugewise_report::views;
 
 use crate::cli::args::{parse_interval, usage, Output};
 use crate::signals::cancel_flag;
@@ -106,8 +106,8 @@ pub fn run(a: BenchBloatArgs, progress: Mode) -> anyhow::Result<()> {
     .context("the Redis bloat benchmark")?;
     steps.finish();
     if a.markdown {
-        a.output.emit(r, execview::bloat_markdown)
+        a.output.emit(r, views::exec::bloat_markdown)
     } else {
-        a.output.emit(r, execview::bloat)
+        a.output.emit(r, views::exec::bloat)
     }
 }

@@ -9,7 +9,7 @@ use hugewise_bench::execbench;
 use hugewise_console::progress::{Mode, Steps, Unit};
 use hugewise_exec::run;
 use hugewise_mem::Bytes;
-use hugewise_report::execview;
+use hugewise_report::views;
 use hugewise_rules::protocol::{DEFAULT_HOT_ARENA, DEFAULT_MIN_SIZE};
 
 use crate::cli::args::{usage, Output, UntilArgs};
@@ -92,8 +92,8 @@ pub fn run(a: BenchExecArgs, progress: Mode) -> anyhow::Result<()> {
         .context("benchmarking the program")?;
     steps.finish();
     if a.markdown {
-        a.output.emit(r, execview::bench_markdown)
+        a.output.emit(r, views::exec::bench_markdown)
     } else {
-        a.output.emit(r, execview::bench)
+        a.output.emit(r, views::exec::bench)
     }
 }

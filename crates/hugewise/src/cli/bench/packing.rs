@@ -10,7 +10,7 @@ use hugewise_console::progress::{Mode, Steps, Unit};
 use hugewise_exec::placement::Options;
 use hugewise_exec::run;
 use hugewise_mem::{Bytes, Count, Share, ShareRange};
-use hugewise_report::execview;
+use hugewise_report::views;
 use hugewise_rules::protocol::DEFAULT_HOT_ARENA;
 
 use crate::cli::args::Output;
@@ -109,8 +109,8 @@ pub fn run(a: BenchPackingArgs, progress: Mode) -> anyhow::Result<()> {
     .context("the packing benchmark")?;
     steps.finish();
     if a.markdown {
-        a.output.emit(r, execview::packing_markdown)
+        a.output.emit(r, views::exec::packing_markdown)
     } else {
-        a.output.emit(r, execview::packing)
+        a.output.emit(r, views::exec::packing)
     }
 }

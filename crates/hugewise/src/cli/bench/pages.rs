@@ -87,9 +87,9 @@ pub fn run(a: PagesArgs, progress: Mode) -> anyhow::Result<()> {
     .with_context(|| format!("comparing page layouts for {}", cfg.kernel.name()))?;
     steps.finish();
     if a.markdown {
-        a.output.emit(r, views::pagebench_markdown)
+        a.output.emit(r, views::run::pagebench_markdown)
     } else {
-        a.output.emit(r, views::pagebench)
+        a.output.emit(r, views::run::pagebench)
     }
 }
 

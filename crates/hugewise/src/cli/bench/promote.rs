@@ -9,7 +9,7 @@ use clap::Args;
 use hugewise_bench::promote as bench;
 use hugewise_console::progress::{Mode, Steps, Unit};
 use hugewise_mem::{Amount, Bytes, Count};
-use hugewise_report::promoteview;
+use hugewise_report::views::promote as promoteview;
 
 use crate::cli::args::{parse_interval, KernelArg, Output, UntilArgs};
 use crate::signals::cancel_flag;

@@ -56,8 +56,8 @@ pub fn run(a: RandreadArgs, progress: Mode) -> anyhow::Result<()> {
         .context("random-read benchmark")?;
     steps.finish();
     if a.markdown {
-        a.output.emit(r, views::randread_markdown)
+        a.output.emit(r, views::machine::randread_markdown)
     } else {
-        a.output.emit(r, views::randread)
+        a.output.emit(r, views::machine::randread)
     }
 }

@@ -10,7 +10,8 @@ use hugewise_results::swapstudy::SwapStudy;
 
 use crate::fmt::pct;
 use crate::table::Table;
-use crate::views::{busy_of, variant_label};
+use crate::views::busy_of;
+use crate::views::run::variant_label;
 
 fn duration(s: f64) -> String {
     let s = s.round() as u64;
@@ -412,13 +413,13 @@ pub fn finished(c: &hugewise_results::collection::Collection, plan: usize) -> St
         AnyResult::BenchBloat(s) => Some(&s.result),
         _ => None,
     }) {
-        let _ = writeln!(o, "{}", crate::execview::bloat(r));
+        let _ = writeln!(o, "{}", crate::views::exec::bloat(r));
     }
     for (_, r) in rows(&runs, &ids, |r| match r {
         AnyResult::BenchPacking(s) => Some(&s.result),
         _ => None,
     }) {
-        let _ = writeln!(o, "{}", crate::execview::packing(r));
+        let _ = writeln!(o, "{}", crate::views::exec::packing(r));
     }
     let _ = writeln!(o, "{}", headlines(&c.headlines(plan)));
     o

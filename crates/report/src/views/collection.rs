@@ -8,10 +8,10 @@ use hugewise_results::collection::{Collection, Entry};
 use hugewise_results::pagebench::PagesReport;
 use hugewise_results::AnyResult;
 
-use crate::digest::{self, Bar};
+use crate::figures::{self, Bar};
 use crate::fmt::{bytes, ns, pct};
-use crate::studyview::{gap, metric_value};
 use crate::table::Table;
+use crate::views::study::{gap, metric_value};
 
 fn study_title(c: &Collection, i: usize) -> String {
     let p = &c.plans[i];
@@ -49,7 +49,7 @@ pub fn text(c: &Collection) -> String {
         let _ = writeln!(o, "figures {}\n", p.plan.reproduces);
         let h = c.headlines(i);
         if !h.is_empty() {
-            o.push_str(&crate::studyview::headlines(&h));
+            o.push_str(&crate::views::study::headlines(&h));
             o.push('\n');
         }
         let runs = c.runs_of(i);
@@ -57,7 +57,7 @@ pub fn text(c: &Collection) -> String {
         if !pages.is_empty() {
             let refs: Vec<(&str, &PagesReport)> =
                 pages.iter().map(|(id, r)| (id.as_str(), *r)).collect();
-            o.push_str(&crate::studyview::pages_table(&refs));
+            o.push_str(&crate::views::study::pages_table(&refs));
             o.push('\n');
         }
         for e in runs {
@@ -165,7 +165,7 @@ fn pages_md(runs: &[&Entry]) -> String {
             .as_ref()
             .map(|t| t.shape.describe())
             .unwrap_or_default();
-        for (i, b) in digest::pages_bars(r).iter().enumerate() {
+        for (i, b) in figures::pages_bars(r).iter().enumerate() {
             busy += b.busy;
             rows.push(vec![
                 if i == 0 { e.run_id() } else { String::new() },
@@ -453,7 +453,7 @@ pub fn csv(c: &Collection) -> String {
             .get(e.machine)
             .map(|m| m.name())
             .unwrap_or_default();
-        for (i, (b, v)) in digest::pages_bars(r).iter().zip(&r.summary).enumerate() {
+        for (i, (b, v)) in figures::pages_bars(r).iter().zip(&r.summary).enumerate() {
             let row = [
                 study.clone(),
                 tag.map(|t| t.run.clone()).unwrap_or_else(|| e.run_id()),

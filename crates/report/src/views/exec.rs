@@ -547,7 +547,7 @@ mod tests {
 
     #[test]
     fn a_profile_beside_a_kdamond_warns_that_its_shares_read_low() {
-        let text = include_str!("../../results/tests/fixtures/profile.json");
+        let text = include_str!("../../../results/tests/fixtures/profile.json");
         let mut r = Saved::<ProfileReport>::from_json(text)
             .expect("the saved profile")
             .result;

@@ -15,7 +15,7 @@ use hugewise_results::stats::{MedianInterval, Quiet, Summary};
 use hugewise_results::study::Shape;
 use hugewise_results::AnyResult;
 
-use crate::views::variant_label;
+use crate::views::run::variant_label;
 
 /// One layout of a timed comparison, summarized for a bar and a table row.
 #[derive(Debug, Clone, PartialEq)]
