@@ -413,3 +413,49 @@ fn one_command_gives_curves_reuse_and_a_plan() {
     let plain = ok(&hw(&["sim", "--trace", &t, "--budget", "2", "--json"]));
     assert!(plain["reuse"].is_null());
 }
+
+/// `sim --phys`: with every block of physical memory holding an unmovable page no promotion
+/// finds a block, whatever the policy; with room, each promotion took one; a bad spec is
+/// named before the trace is read.
+#[test]
+fn physical_memory_bounds_what_policies_promote() {
+    let d = tempfile::tempdir().expect("tmp");
+    let t = trace(d.path(), "bfs.hwt", &["bfs", "--graph", "kron:12"]);
+    let points = |phys: &str| {
+        let r = ok(&hw(&[
+            "sim",
+            "--trace",
+            &t,
+            "--policy",
+            "linux,mega",
+            "--budget",
+            "50,100",
+            "--phys",
+            phys,
+            "--json",
+        ]));
+        r["points"].as_array().expect("points").clone()
+    };
+    for p in points("off:memory=1x:fragment=100%") {
+        let phys = &p["phys"];
+        assert_eq!(p["promotions"], 0, "{p}");
+        assert_eq!(phys["placed"], 0);
+        assert_eq!(phys["free_blocks_start"], 0);
+        if p["policy"] == "all" || p["policy"] == "linux" {
+            assert!(
+                phys["refused_no_block"].as_u64().expect("refused") > 0,
+                "{p}"
+            );
+        }
+    }
+    let roomy = points("mega:memory=4x");
+    assert!(roomy.iter().any(|p| p["promotions"].as_u64() > Some(0)));
+    for p in roomy {
+        assert_eq!(p["phys"]["placed"], p["promotions"], "{p}");
+        assert_eq!(p["phys"]["refused_no_block"], 0, "{p}");
+    }
+    fails_with(
+        &hw(&["sim", "--trace", &t, "--phys", "buddy"]),
+        "compaction is one of off, linux, ingens, mega",
+    );
+}

@@ -77,6 +77,57 @@ pub struct Point {
     pub huge_share: f64,
     /// Estimated speedup over `none` (an estimate from the cost model, not a measurement).
     pub est_speedup: f64,
+    /// Physical memory under the simulated policy (`null`: not modelled, `sim` without
+    /// `--phys`).
+    #[serde(default)]
+    pub phys: Option<PhysRecord>,
+}
+
+/// What the simulated physical memory went through under one configuration: the free 2 MiB
+/// blocks promotions need, what compaction moved to make them, and the latency the model
+/// gives each promotion. Every figure here is simulated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhysRecord {
+    /// The model's settings (`mega:memory=…:others=…:fragment=…`).
+    pub label: String,
+    /// 2 MiB blocks of physical memory.
+    pub blocks: u64,
+    /// Blocks free (no page in use, none pinned) before the trace.
+    pub free_blocks_start: u64,
+    /// Blocks free at the end.
+    pub free_blocks_end: u64,
+    /// Blocks holding one unmovable page (the fragmentation).
+    pub pinned_blocks: u64,
+    /// Promotions that got a block.
+    pub placed: u64,
+    /// Promotions refused for want of a free block (a policy may ask again later).
+    pub refused_no_block: u64,
+    /// Blocks freed by compaction (on demand and periodic).
+    pub blocks_compacted: u64,
+    /// 4 KiB pages compaction moved.
+    pub pages_moved: u64,
+    /// Pages moved per block freed (`null`: none freed).
+    pub pages_per_block: Option<f64>,
+    /// Base pages the program touched first that found no room at all.
+    pub oom_pages: u64,
+    /// Promotion latency implied by the model (collapse + pages moved to find the block), µs:
+    /// median, 99th and 99.9th percentile, and the largest (`null`: no promotion).
+    pub latency_us: Option<[f64; 4]>,
+    /// Free blocks and pages moved so far, sampled at every compaction interval.
+    pub series: Vec<PhysSample>,
+}
+
+/// One sample of [`PhysRecord::series`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PhysSample {
+    /// Simulated time, accesses since the trace's start.
+    pub at_access: u64,
+    /// Blocks free.
+    pub free_blocks: u64,
+    /// Pages moved so far.
+    pub pages_moved: u64,
+    /// Promotions refused for want of a block so far.
+    pub refused_no_block: u64,
 }
 
 /// A region of the trace, for results.

@@ -119,6 +119,7 @@ fn main() {
         calibration: None,
         reuse: false,
         warmup_accesses: None,
+        phys: None,
     };
     let cancel = AtomicBool::new(false);
     let mut walks = 0;

@@ -13,6 +13,7 @@ use hugewise_trace::{Reader, Region, TraceMeta};
 use crate::config::TlbConfig;
 use crate::cost::{self, CostModel};
 use crate::engine::{Machine, Totals};
+use crate::physmem::PhysSpec;
 use crate::policies::PolicySpec;
 use crate::policy::{Action, PlanEvent, Timing};
 pub use crate::progress::Progress;
@@ -46,6 +47,9 @@ pub struct CurveSpec {
     /// Leading accesses of stream 0 run as warm-up and not counted (`None`: the trace
     /// sidecar's, else 0).
     pub warmup_accesses: Option<u64>,
+    /// Physical memory for every configuration (`None`: not modelled, a free 2 MiB block is
+    /// always there).
+    pub phys: Option<PhysSpec>,
 }
 
 /// Simulate `spec` over the trace at `path`; returns the curves and every configuration's promotion
@@ -113,13 +117,13 @@ pub fn run(
     for end in [PolicySpec::None, PolicySpec::All] {
         let m = Machine::new(&spec.tlb, &header, end.build(&timing, streams)?, None)?
             .with_warmup(warmup);
-        machines.push((end.name().to_string(), None, m));
+        machines.push((end.name().to_string(), None, with_phys(m, spec, &timing)?));
     }
     for p in &names {
         for &b in &spec.budgets {
             let m = Machine::new(&spec.tlb, &header, p.build(&timing, streams)?, Some(b))?
                 .with_warmup(warmup);
-            machines.push((p.name().to_string(), Some(b), m));
+            machines.push((p.name().to_string(), Some(b), with_phys(m, spec, &timing)?));
         }
     }
 
@@ -209,6 +213,13 @@ pub fn run(
     ))
 }
 
+fn with_phys(m: Machine, spec: &CurveSpec, timing: &Timing) -> Result<Machine> {
+    match &spec.phys {
+        Some(p) => m.with_phys(p, timing),
+        None => Ok(m),
+    }
+}
+
 /// A trace region as results name it.
 pub fn region_info(r: &Region) -> RegionInfo {
     RegionInfo {
@@ -266,5 +277,6 @@ fn point(
         peak_huge_bytes: t.budget.peak_frames * crate::pagemap::FRAME,
         huge_share: ratio(t.huge_bytes, footprint).unwrap_or(0.0),
         est_speedup: t_none / cost.seconds(c.accesses, c.walk_reads),
+        phys: t.phys.clone(),
     }
 }

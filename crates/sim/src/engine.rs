@@ -7,7 +7,8 @@ use serde::Serialize;
 
 use crate::config::TlbConfig;
 use crate::pagemap::{PageMap, FRAME};
-use crate::policy::{share_of, Budget, Ctx, PlanEvent, Policy, Walk};
+use crate::physmem::{PhysMem, PhysSpec};
+use crate::policy::{share_of, Budget, Ctx, PlanEvent, Policy, Timing, Walk};
 use crate::tlb::{Counts, Hierarchy, Outcome};
 use crate::Result;
 
@@ -34,6 +35,8 @@ pub struct Machine {
     warmup_left: u64,
     /// Stream 0's counts when its warm-up ended, left out of the totals.
     warm: Counts,
+    /// Physical memory, when modelled.
+    phys: Option<PhysMem>,
 }
 
 /// What a configuration did over the whole trace.
@@ -47,6 +50,8 @@ pub struct Totals {
     pub huge_bytes: u64,
     /// Bytes the budget is a share of (the trace regions' 2 MiB frames).
     pub footprint_bytes: u64,
+    /// Physical memory, when modelled.
+    pub phys: Option<hugewise_results::sim::PhysRecord>,
 }
 
 impl Machine {
@@ -81,7 +86,15 @@ impl Machine {
             started: false,
             warmup_left: 0,
             warm: Counts::default(),
+            phys: None,
         })
+    }
+
+    /// Model physical memory as `spec` says: promotions then need a free 2 MiB block, and
+    /// compaction makes them (see [`crate::physmem`]). Its clock is counted by `timing`.
+    pub fn with_phys(mut self, spec: &PhysSpec, timing: &Timing) -> Result<Machine> {
+        self.phys = Some(PhysMem::new(spec, self.map.footprint(), timing)?);
+        Ok(self)
     }
 
     /// Run the first `accesses` of stream 0 as warm-up: they fill the TLBs, map pages and let
@@ -124,20 +137,38 @@ impl Machine {
     fn run(&mut self, stream: u16, accesses: &[u64]) {
         let mut rest = accesses;
         while !rest.is_empty() {
-            // The tick fires just before the access that makes `now` reach `next_tick`; the
-            // accesses before it run without looking at the clock.
-            let before_tick = self.next_tick.saturating_sub(self.now + 1);
+            // The next tick (the policy's or physical memory's) fires just before the access
+            // that makes `now` reach it; the accesses before it run without looking at the
+            // clock.
+            let next = self.next_event();
+            let before_tick = next.saturating_sub(self.now + 1);
             let k = (before_tick.min(rest.len() as u64)) as usize;
             self.run_between_ticks(stream, &rest[..k]);
             rest = &rest[k..];
             if let Some((&p, tail)) = rest.split_first() {
-                // The policy ticks at that access's time, then the access runs.
+                // The ticks happen at that access's time, then the access runs.
                 self.now += 1;
-                self.tick();
+                if self.now >= self.next_tick {
+                    self.tick();
+                }
+                if let Some(phys) = self.phys.as_mut().filter(|m| self.now >= m.next_at()) {
+                    let wanted = match self.policy.promotes() {
+                        true => self.budget.left(),
+                        false => 0,
+                    };
+                    phys.tick(&self.map, wanted, self.now);
+                }
                 self.now -= 1;
                 self.run_between_ticks(stream, std::slice::from_ref(&p));
                 rest = tail;
             }
+        }
+    }
+
+    fn next_event(&self) -> u64 {
+        match &self.phys {
+            Some(m) => self.next_tick.min(m.next_at()),
+            None => self.next_tick,
         }
     }
 
@@ -214,6 +245,12 @@ impl Machine {
             first_touch,
         };
         self.with_policy(false, |p, cx| p.on_walk(cx, &walk));
+        // A first touch the policy did not make huge (THP at fault) takes a base page.
+        if first_touch && self.map.size(id) == PageSize::Size4K {
+            if let Some(m) = self.phys.as_mut() {
+                m.touch(id, page, self.now);
+            }
+        }
     }
 
     #[inline(never)]
@@ -222,7 +259,7 @@ impl Machine {
         if self.precise {
             self.set_bits = [u64::MAX; SET_BITS];
         }
-        self.next_tick += self.interval;
+        self.next_tick = self.next_tick.saturating_add(self.interval);
     }
 
     /// Let the policy act on the machine at the current time (`ticking`: at its start or a
@@ -234,6 +271,7 @@ impl Machine {
             tlbs: &mut self.tlbs,
             budget: &mut self.budget,
             plan: &mut self.plan,
+            phys: self.phys.as_mut(),
             ticking,
         };
         act(self.policy.as_mut(), &mut cx);
@@ -256,6 +294,7 @@ impl Machine {
             budget: self.budget,
             huge_bytes: self.budget.used_frames * FRAME,
             footprint_bytes: self.map.footprint(),
+            phys: self.phys.as_ref().map(|m| m.record(self.now)),
         }
     }
 

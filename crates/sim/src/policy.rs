@@ -92,6 +92,8 @@ pub struct Ctx<'a> {
     pub(crate) tlbs: &'a mut [Hierarchy],
     pub(crate) budget: &'a mut Budget,
     pub(crate) plan: &'a mut Vec<PlanEvent>,
+    /// Physical memory, when modelled: a promotion then needs a free block.
+    pub(crate) phys: Option<&'a mut crate::physmem::PhysMem>,
     /// Whether the policy is starting or ticking, the only times it may demote (the engine
     /// sets precise accessed bits ahead of the accesses up to the next tick).
     pub(crate) ticking: bool,
@@ -126,6 +128,15 @@ impl Ctx<'_> {
         if newly > self.budget.left() {
             self.budget.refused += 1;
             return false;
+        }
+        if let Some(phys) = self.phys.as_deref_mut() {
+            let placed = match size {
+                PageSize::Size1G => phys.promote_gigabyte(frames[0], self.now),
+                _ => phys.promote(frames[0], self.now),
+            };
+            if placed.is_none() {
+                return false;
+            }
         }
         for &f in &frames {
             let old = self.map.size(f);
@@ -165,6 +176,9 @@ impl Ctx<'_> {
         }
         self.map.set_size(id, PageSize::Size4K);
         self.map.frame_mut(id).accessed = [0; 8];
+        if let Some(phys) = self.phys.as_deref_mut() {
+            phys.demote(id, self.now);
+        }
         self.budget.used_frames -= 1;
         self.budget.demotions += 1;
         self.plan.push(PlanEvent {
@@ -192,6 +206,10 @@ pub trait Policy: Send {
     /// [`Policy::on_tick`].
     fn precise_access_bits(&self) -> bool {
         false
+    }
+    /// Whether the policy ever promotes (physical memory compacts only for one that does).
+    fn promotes(&self) -> bool {
+        true
     }
     /// Refuse a trace the policy cannot work on (a region it names is missing).
     fn check(&self, _regions: &[hugewise_trace::Region]) -> Result<()> {

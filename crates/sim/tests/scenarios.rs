@@ -928,3 +928,76 @@ mod budget {
         );
     }
 }
+
+/// Physical memory under the engine (`sim --phys`): placement, refusals and the clock. The
+/// compaction choices are counted in `physmem`'s own tests.
+mod phys {
+    use super::*;
+    use hugewise_sim::physmem::PhysSpec;
+
+    fn with_phys(m: Machine, spec: &str, rate: f64) -> Machine {
+        let timing = Timing {
+            accesses_per_s: rate,
+            time_scale: 1.0,
+        };
+        let spec: PhysSpec = spec.parse().expect("phys spec");
+        m.with_phys(&spec, &timing).expect("memory")
+    }
+
+    #[test]
+    fn thp_at_fault_gets_only_the_blocks_fragmentation_left_free() {
+        // 4 frames, memory of 4 blocks, half of them pinned (blocks 1 and 3): frames 0 and
+        // 1 take blocks 0 and 2 at their first touch; frames 2 and 3 find no free block
+        // (without compaction, and with Linux's: the pinned blocks cannot be emptied), and
+        // their pages go to the pinned blocks' holes.
+        for compaction in ["off", "linux"] {
+            let m = machine("linux", &data(4), 1.0, None);
+            let mut m = with_phys(m, &format!("{compaction}:memory=1x:fragment=50%"), 1.0);
+            let mut t = Trace::default();
+            t.touch(0, [0]).touch(1, [0]).touch(2, [0]).touch(3, [0]);
+            m.feed(0, &t.packed);
+            assert_eq!(m.plan(), &[promote(1, 0), promote(2, 1)], "{compaction}");
+            let r = m.totals().phys.expect("modelled");
+            assert_eq!(
+                (
+                    r.blocks,
+                    r.pinned_blocks,
+                    r.free_blocks_start,
+                    r.free_blocks_end
+                ),
+                (4, 2, 2, 0)
+            );
+            assert_eq!((r.placed, r.refused_no_block, r.pages_moved), (2, 2, 0));
+            assert_eq!(r.latency_us, Some([500.0; 4]));
+        }
+    }
+
+    #[test]
+    fn without_phys_nothing_is_refused() {
+        let mut m = machine("linux", &data(4), 1.0, None);
+        let mut t = Trace::default();
+        t.touch(0, [0]).touch(1, [0]).touch(2, [0]).touch(3, [0]);
+        m.feed(0, &t.packed);
+        assert_eq!(m.plan().len(), 4);
+        assert!(m.totals().phys.is_none());
+    }
+
+    #[test]
+    fn free_blocks_are_sampled_every_interval() {
+        // 1 access a second, every 2 s: samples at accesses 2 and 4, and one at the end (5).
+        // Base pages only (policy none): frame 0's first page breaks block 0 (3 of 4 free),
+        // the rest of its pages and frame 1's fill block 0's holes: still 3 free.
+        let m = machine("none", &data(2), 1.0, None);
+        let mut m = with_phys(m, "mega:memory=2x:every=2s", 1.0);
+        let mut t = Trace::default();
+        t.touch(0, [0, 1, 2, 3]).touch(1, [0]);
+        m.feed(0, &t.packed);
+        let r = m.totals().phys.expect("modelled");
+        let free: Vec<(u64, u64)> = r
+            .series
+            .iter()
+            .map(|s| (s.at_access, s.free_blocks))
+            .collect();
+        assert_eq!(free, vec![(2, 3), (4, 3), (5, 3)]);
+    }
+}

@@ -576,6 +576,7 @@ fn work(
                     calibration: None,
                     reuse: false,
                     warmup_accesses: None,
+                    phys: None,
                 };
                 let stop = std::sync::atomic::AtomicBool::new(false);
                 let (c, _) =

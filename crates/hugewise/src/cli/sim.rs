@@ -83,6 +83,13 @@ pub struct SimArgs {
     /// decode of the trace.
     #[arg(long = "reuse")]
     pub with_reuse: bool,
+    /// Model physical memory: promotions need a free 2 MiB block, and compaction (`off`,
+    /// `linux` on demand, `ingens` periodic in address order, `mega` periodic by benefit over
+    /// cost) makes them, e.g. `mega:memory=2x:others=50%:fragment=50%` (also `every=5s`,
+    /// `bytes=200MiB`, `collapse-us=500`, `move-us=2`, `seed=1`). Each point then reports free
+    /// blocks over time, pages moved, refused promotions and their modelled latency.
+    #[arg(long, value_name = "SPEC")]
+    pub phys: Option<hugewise_sim::physmem::PhysSpec>,
     /// Output options.
     #[command(flatten)]
     pub output: Output,
@@ -131,6 +138,7 @@ pub fn run(a: SimArgs, progress: Mode) -> anyhow::Result<()> {
         calibration: a.calibrate,
         reuse: a.with_reuse,
         warmup_accesses: a.warmup,
+        phys: a.phys,
     };
     let steps = Steps::new(progress, "simulating", Unit::Items);
     let (curves, plans) = curve::run(&trace, &spec, &steps, &cancel)

@@ -79,10 +79,64 @@ pub fn curves(c: &Curves) -> String {
         c.configurations,
         ns(c.sim_wall_s * 1e9)
     );
+    if c.points.iter().any(|p| p.phys.is_some()) {
+        o.push('\n');
+        o.push_str(&physical(c));
+    }
     if let Some(r) = &c.reuse {
         o.push('\n');
         o.push_str(&reuse(r));
     }
+    o
+}
+
+/// What each configuration's simulated physical memory went through (`sim --phys`).
+fn physical(c: &Curves) -> String {
+    let mut o = String::new();
+    if let Some(r) = c.points.iter().find_map(|p| p.phys.as_ref()) {
+        let _ = writeln!(
+            o,
+            "physical memory (simulated) {}: {} blocks of 2 MiB, {} with an unmovable page, {} free at the start",
+            r.label, r.blocks, r.pinned_blocks, r.free_blocks_start
+        );
+    }
+    let mut t = Table::new([
+        "policy",
+        "budget",
+        "placed",
+        "refused",
+        "compacted",
+        "pages moved",
+        "per block",
+        "free at end",
+        "latency p50",
+        "p99.9",
+    ]);
+    for p in &c.points {
+        let Some(r) = &p.phys else {
+            continue;
+        };
+        let lat = |i: usize| {
+            r.latency_us
+                .map(|l| ns(l[i] * 1e3))
+                .unwrap_or_else(|| "-".into())
+        };
+        t.row([
+            p.policy.clone(),
+            p.budget_share.map(pct).unwrap_or_else(|| "-".into()),
+            r.placed.to_string(),
+            r.refused_no_block.to_string(),
+            r.blocks_compacted.to_string(),
+            r.pages_moved.to_string(),
+            r.pages_per_block
+                .map(|x| format!("{x:.0}"))
+                .unwrap_or_else(|| "-".into()),
+            r.free_blocks_end.to_string(),
+            lat(0),
+            lat(2),
+        ]);
+    }
+    o.push_str(&t.render());
     o
 }
 

@@ -11,7 +11,8 @@
 //!
 //! Utilisation comes from accessed bits set on every access (an idealised measure; the
 //! hardware's bits are set only by walks, which a hot huge page rarely needs). MEGA's
-//! proactive compaction is not modelled: there is no physical memory in this simulator.
+//! proactive compaction belongs to physical memory, not to the policy: `sim --phys mega:…`
+//! models it beside any policy (see [`crate::physmem`]).
 
 use std::collections::VecDeque;
 

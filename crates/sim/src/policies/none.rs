@@ -10,4 +10,8 @@ impl Policy for NoPromotion {
     fn label(&self) -> String {
         "none".into()
     }
+
+    fn promotes(&self) -> bool {
+        false
+    }
 }
