@@ -454,6 +454,31 @@ fn physical_memory_bounds_what_policies_promote() {
         assert_eq!(p["phys"]["placed"], p["promotions"], "{p}");
         assert_eq!(p["phys"]["refused_no_block"], 0, "{p}");
     }
+    // The report draws free blocks over time from the saved result.
+    let out = d.path().join("phys.json");
+    let out = out.to_str().expect("utf-8");
+    let _ = ok(&hw(&[
+        "sim",
+        "--trace",
+        &t,
+        "--policy",
+        "mega",
+        "--budget",
+        "100",
+        "--phys",
+        "ingens:memory=2x:others=40%:fragment=50%",
+        "--json",
+        "--out",
+        out,
+    ]));
+    let html = hw(&["report", out, "--format", "html"]);
+    assert!(html.status.success());
+    let html = String::from_utf8_lossy(&html.stdout);
+    assert!(
+        html.contains("Physical memory (simulated)"),
+        "no physical memory card"
+    );
+    assert!(html.contains("free 2 MiB blocks"));
     fails_with(
         &hw(&["sim", "--trace", &t, "--phys", "buddy"]),
         "compaction is one of off, linux, ingens, mega",

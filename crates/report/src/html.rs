@@ -479,6 +479,85 @@ fn curves_cards(page: &mut Page, e: &Entry, c: &Curves) {
         &svg,
         &side,
     );
+    physical_card(page, &name, c);
+}
+
+/// Free 2 MiB blocks over the trace under `sim --phys`: each policy at its largest budget,
+/// and `all`, with what compaction moved.
+fn physical_card(page: &mut Page, name: &str, c: &Curves) {
+    let mut shown: Vec<&hugewise_results::sim::Point> = Vec::new();
+    for p in c
+        .points
+        .iter()
+        .filter(|p| p.phys.is_some() && p.policy != "none")
+    {
+        match shown.iter_mut().find(|q| q.policy == p.policy) {
+            Some(q) if q.budget_share < p.budget_share => *q = p,
+            Some(_) => {}
+            None => shown.push(p),
+        }
+    }
+    let Some(label) = shown
+        .first()
+        .and_then(|p| p.phys.as_ref())
+        .map(|r| r.label.clone())
+    else {
+        return;
+    };
+    let rate = c.timing.accesses_per_s / c.timing.time_scale;
+    let series: Vec<Series> = shown
+        .iter()
+        .enumerate()
+        .map(|(i, p)| Series {
+            name: match p.budget_share {
+                Some(b) => format!("{} at {}", p.policy, pct(b)),
+                None => p.policy.clone(),
+            },
+            points: p
+                .phys
+                .iter()
+                .flat_map(|r| &r.series)
+                .map(|s| (s.at_access as f64 / rate, s.free_blocks as f64))
+                .collect(),
+            colour: i,
+        })
+        .collect();
+    let svg = charts::lines(&Lines {
+        y_from_zero: true,
+        ..Lines::linear("policy time (s)", "free 2 MiB blocks", series)
+    });
+    let mut t = Table::new(&[
+        "policy",
+        "refused",
+        "pages moved",
+        "per block",
+        "p99.9 latency",
+    ]);
+    for p in &shown {
+        let Some(r) = &p.phys else {
+            continue;
+        };
+        t.row(vec![
+            escape(&p.policy),
+            r.refused_no_block.to_string(),
+            r.pages_moved.to_string(),
+            r.pages_per_block
+                .map(|x| format!("{x:.0}"))
+                .unwrap_or_else(|| "-".into()),
+            r.latency_us
+                .map(|l| ns(l[2] * 1e3))
+                .unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    page.card(
+        &format!("Physical memory (simulated): {name}"),
+        &format!(
+            "Promotions need a free block; compaction makes them. Model: {}.",
+            escape(&label)
+        ),
+        &svg,
+        &t.html(),
+    );
 }
 
 fn swap_cards(page: &mut Page, e: &Entry, r: &SwapStudy) {
