@@ -65,6 +65,10 @@ pub struct Point {
     pub l2_miss_rate: Option<f64>,
     /// Walks per page size (4 KiB, 2 MiB, 1 GiB).
     pub walks_by_size: [u64; 3],
+    /// Walks per region of the trace, in [`Curves::regions`]' order, then those outside every
+    /// region (empty in results older than this field).
+    #[serde(default)]
+    pub walks_by_region: Vec<u64>,
     /// Promotions done.
     pub promotions: u64,
     /// Demotions done.

@@ -271,6 +271,7 @@ fn point(
         l1_miss_rate: ratio(c.l1_misses, c.accesses).unwrap_or(0.0),
         l2_miss_rate: ratio(c.walks, c.l1_misses),
         walks_by_size: c.walks_by_size,
+        walks_by_region: t.walks_by_region.clone(),
         promotions: t.budget.promotions,
         demotions: t.budget.demotions,
         huge_bytes: t.huge_bytes,

@@ -37,6 +37,8 @@ pub struct Machine {
     warm: Counts,
     /// Physical memory, when modelled.
     phys: Option<PhysMem>,
+    /// Counted walks per trace region, and last those outside every region.
+    walks_by_region: Vec<u64>,
 }
 
 /// What a configuration did over the whole trace.
@@ -52,6 +54,9 @@ pub struct Totals {
     pub footprint_bytes: u64,
     /// Physical memory, when modelled.
     pub phys: Option<hugewise_results::sim::PhysRecord>,
+    /// Counted walks per trace region, in the header's order, and last those outside every
+    /// region.
+    pub walks_by_region: Vec<u64>,
 }
 
 impl Machine {
@@ -87,6 +92,7 @@ impl Machine {
             warmup_left: 0,
             warm: Counts::default(),
             phys: None,
+            walks_by_region: vec![0; header.regions.len() + 1],
         })
     }
 
@@ -229,6 +235,12 @@ impl Machine {
         let page = ((addr >> 12) & 511) as usize;
         let (w, bit) = (page >> 6, 1u64 << (page & 63));
         let f = self.map.frame_mut(id);
+        // Stream 0's warm-up walks are not counted, as its TLB counts are not.
+        if stream != 0 || self.warmup_left == 0 {
+            let last = self.walks_by_region.len() - 1;
+            let r = f.span.map_or(last, |s| (s as usize).min(last));
+            self.walks_by_region[r] += 1;
+        }
         let frame_seen = f.n_mapped > 0;
         let first_touch = f.mapped[w] & bit == 0;
         if first_touch {
@@ -295,6 +307,7 @@ impl Machine {
             huge_bytes: self.budget.used_frames * FRAME,
             footprint_bytes: self.map.footprint(),
             phys: self.phys.as_ref().map(|m| m.record(self.now)),
+            walks_by_region: self.walks_by_region.clone(),
         }
     }
 
