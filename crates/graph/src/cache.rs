@@ -49,7 +49,8 @@ pub const MIN_GRAPH_BYTES: u64 = 256 << 20;
 pub const KEEP_FREE_BYTES: u64 = 4 << 30;
 
 /// A directory of reordered graphs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Cache {
     dir: PathBuf,
     min_graph_bytes: u64,

@@ -24,7 +24,8 @@ const SLACK: u64 = 64 << 20;
 pub const KERNEL_VERTEX_BYTES: u64 = 24;
 
 /// How strictly to check, and what else will share the room.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Fit {
     /// Go ahead even when the input needs more than is available (a user with swap on
     /// purpose); the estimate is still made, only not enforced.

@@ -2,6 +2,7 @@
 
 use bytemuck::Pod;
 use hugewise_mem::{AllocOrder, PolicyMap, Populate, Region, RegionOptions};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::Result;
 
@@ -35,6 +36,32 @@ impl Default for Layout {
             pages: PolicyMap::default(),
             order: AllocOrder::Natural,
         }
+    }
+}
+
+/// A layout as written on the command line: what [`Layout`] is saved as and read back from,
+/// so that the same parser checks it.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LayoutText {
+    pages: String,
+    order: String,
+}
+
+impl Serialize for Layout {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        LayoutText {
+            pages: self.pages.to_string(),
+            order: self.order.to_string(),
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Layout {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Layout, D::Error> {
+        let t = LayoutText::deserialize(d)?;
+        Layout::parse(&t.pages, &t.order).map_err(serde::de::Error::custom)
     }
 }
 

@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
 pub use hugewise_results::graph::LoadStats;
 
 use crate::build::{build, BuildOptions};
@@ -58,6 +60,21 @@ impl Input {
     }
 }
 
+impl Serialize for Input {
+    /// As the user writes it (`kron:22`, a path), so that a request to a worker reads as the
+    /// command line did and is parsed back by [`Input::parse`].
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Input {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Input, D::Error> {
+        let s = String::deserialize(d)?;
+        Input::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
 impl std::fmt::Display for Input {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -94,7 +111,8 @@ pub fn file_kind(p: &Path) -> Result<FileKind> {
 }
 
 /// Options of a load.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LoadOptions {
     /// Seed for generators.
     pub seed: u64,
@@ -106,6 +124,23 @@ pub struct LoadOptions {
     pub symmetrize: bool,
     /// The size check made before the graph's arrays are allocated.
     pub fit: Fit,
+}
+
+impl LoadOptions {
+    /// What a kernel run loads with unless told otherwise: generators seeded with `seed`, no
+    /// weights added, no symmetrizing, and the size check counting the kernel's per-vertex
+    /// arrays beside the graph.
+    pub fn for_kernel(seed: u64) -> LoadOptions {
+        LoadOptions {
+            seed,
+            weighted: false,
+            symmetrize: false,
+            fit: Fit {
+                vertex_extra_bytes: crate::fits::KERNEL_VERTEX_BYTES,
+                ..Fit::default()
+            },
+        }
+    }
 }
 
 /// Load `input` into regions laid out by `layout`; `before_alloc(n)` runs before the graph's

@@ -17,7 +17,7 @@ use std::time::Instant;
 
 pub use hugewise_results::graph::ReorderStats;
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::csr::{Adjacency, Csr};
 use crate::layout::Layout;
@@ -31,7 +31,7 @@ use crate::{Error, Result};
 pub const OUTPUT_VERSION: u32 = 1;
 
 /// A reordering method.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Method {
     /// Degree-based grouping, 8 bins.
