@@ -36,7 +36,8 @@ const BATCH: usize = 1 << 20;
 const BATCH_THREADED: usize = 1 << 16;
 
 /// What to trace.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Config {
     /// The graph.
     pub input: Input,

@@ -35,6 +35,9 @@ pub enum Error {
     /// Writing or reading a trace failed.
     #[error(transparent)]
     Trace(#[from] hugewise_trace::Error),
+    /// Simulating a trace failed.
+    #[error(transparent)]
+    Sim(#[from] hugewise_sim::Error),
     /// Promoting or demoting memory failed.
     #[error(transparent)]
     Promote(#[from] hugewise_promote::Error),

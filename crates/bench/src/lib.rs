@@ -23,7 +23,8 @@
 //! - [`stats`]: medians and spreads over raw samples (all samples are kept);
 //! - [`room`]: whether a region fits in the memory available, before it is touched;
 //! - [`meta`]: what every result records about the run and the machine;
-//! - [`save`]: atomic result files.
+//! - [`save`]: atomic result files;
+//! - [`worker`]: the typed requests hugewise's own child processes serve.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -43,6 +44,7 @@ pub mod run;
 pub mod save;
 pub mod stats;
 pub mod telemetry;
+pub mod worker;
 
 pub use error::{Error, Result};
 

@@ -525,8 +525,8 @@ pub struct Hotspot {
     pub reads: f64,
 }
 
-/// A graph kernel run as a `bench promote` workload: each arm is its own `hugewise run`
-/// process, the daemon's under `hugewise promote`.
+/// A graph kernel run as a `bench promote` workload: each arm is its own run process, the
+/// daemon's started by a promoting one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GraphWorkload {
     /// Kernel name (`pr`, `bfs`, ...).
@@ -538,8 +538,13 @@ pub struct GraphWorkload {
     /// The plan was made by this benchmark (a trace and `sim --plan`), in this many seconds;
     /// `null` when it was given.
     pub plan_made_s: Option<f64>,
-    /// Extra arguments every arm's `hugewise run` got.
-    pub run_args: Vec<String>,
+    /// The kernel's settings every arm ran with (`null` in results saved before they were
+    /// recorded).
+    #[serde(default)]
+    pub spec: Option<crate::kernel::Spec>,
+    /// Threads of every arm's run, when given (`null`: one per CPU).
+    #[serde(default)]
+    pub threads: Option<usize>,
 }
 
 impl PromoteBenchWorkload {

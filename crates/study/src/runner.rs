@@ -55,8 +55,8 @@ pub struct Options {
     pub only: Vec<String>,
     /// Seed of graphs and sources.
     pub seed: u64,
-    /// This program, whose `run` command is the worker of `swap` runs (`None`: such runs
-    /// fail with a clear error).
+    /// This program, whose `worker` command serves the points of `swap` runs (`None`: such
+    /// runs fail with a clear error).
     pub exe: Option<PathBuf>,
 }
 

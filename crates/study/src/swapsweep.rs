@@ -4,14 +4,23 @@
 //! point, see [`hugewise_bench::run::memory`]), so a point that is OOM-killed costs that point
 //! only.
 //!
-//! The worker is this program's own `run` command: [`worker_args`] writes its command line,
-//! the one place outside the binary that knows those flags.
+//! Each point's worker is a [`RunRequest`] served by this program's `worker` command:
+//! [`request`] builds it from the study's settings, typed, so no command line is involved.
 
 use std::path::{Path, PathBuf};
 
+use std::time::Duration;
+
 use hugewise_bench::run::memory::{self, SwapSource};
+use hugewise_bench::run::{self, overcommit};
+use hugewise_bench::worker::RunRequest;
 use hugewise_bench::{Error, Result};
 use hugewise_env::Host;
+use hugewise_graph::cache::Cache;
+use hugewise_graph::kernels::Spec;
+use hugewise_graph::load::{Input, LoadOptions};
+use hugewise_graph::reorder::Method;
+use hugewise_graph::Layout;
 use hugewise_results::swapstudy::{SwapPoint, SwapStudy};
 
 /// Where a study run's points put their swap file (made and removed by each point): one path
@@ -23,7 +32,7 @@ pub fn swap_file(run_id: &str) -> PathBuf {
 /// What to run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
-    /// The hugewise program (its `run` command is the worker).
+    /// The hugewise program (its `worker` command serves each point).
     pub exe: PathBuf,
     /// The graph as the study names it.
     pub graph_spec: String,
@@ -51,50 +60,53 @@ pub struct Config {
     pub swap_file: PathBuf,
 }
 
-/// One point's worker: `hugewise run` held to `share`, at `factor`, with telemetry, printing
-/// its result as JSON for the supervisor. Its threads are `factor` per CPU of the machine (or
-/// of the cgroup's cpuset), as `run --overcommit` gives them.
-pub fn worker_args(c: &Config, share: f64, factor: &str) -> Vec<String> {
+/// One point's worker: the kernel's trials at `factor`, with telemetry, for a supervisor that
+/// holds it to its share. Its threads are `factor` per CPU of this machine (the worker runs
+/// here too), as `run --overcommit` gives them; `auto` starts at one per CPU and chooses.
+pub fn request(c: &Config, factor: &str) -> Result<RunRequest> {
+    let bad = |what: String| Error::Config(format!("the swap run's {what}"));
+    let (per_cpu, auto) = match factor {
+        "auto" => (1, true),
+        f => match f.parse::<usize>() {
+            Ok(n) if n >= 1 => (n, false),
+            _ => return Err(bad(format!("factor '{f}': a factor of 1 or more, or auto"))),
+        },
+    };
     // `auto` explores for up to one trial per factor before it settles; the trials after
     // that are its steady state, as many as a fixed factor's.
-    let trials = match factor {
-        "auto" => c.trials + hugewise_bench::run::overcommit::FACTORS.len() as u32,
-        _ => c.trials,
+    let trials = match auto {
+        true => c.trials + overcommit::FACTORS.len() as u32,
+        false => c.trials,
     };
-    let mut a: Vec<String> = vec![
-        c.exe.display().to_string(),
-        "run".into(),
-        c.kernel.clone(),
-        "--graph".into(),
-        c.graph.display().to_string(),
-        "--seed".into(),
-        c.seed.to_string(),
-        "--trials".into(),
-        trials.to_string(),
-        "--pages".into(),
-        c.pages.clone(),
-        "--memory".into(),
-        share.to_string(),
-        "--overcommit".into(),
-        factor.to_string(),
-        "--swap-file".into(),
-        c.swap_file.display().to_string(),
-        "--telemetry".into(),
-        "--json".into(),
-        "--no-progress".into(),
-    ];
-    if let Some(n) = c.page_cluster {
-        a.extend(["--page-cluster".into(), n.to_string()]);
-    }
-    if let Some(m) = &c.reorder {
-        a.extend(["--reorder".into(), m.clone()]);
-    }
-    if let Some(d) = &c.reorder_cache {
-        a.extend(["--reorder-cache".into(), d.display().to_string()]);
-    }
-    a.push("--contained".into());
-    a
+    let config = run::Config {
+        input: Input::File(c.graph.clone()),
+        load: LoadOptions::for_kernel(c.seed),
+        layout: Layout::parse(&c.pages, "natural").map_err(|e| bad(format!("pages: {e}")))?,
+        kernel: Spec::default_for(&c.kernel)
+            .ok_or_else(|| bad(format!("kernel '{}' is not one", c.kernel)))?,
+        reorder: c
+            .reorder
+            .as_deref()
+            .map(str::parse::<Method>)
+            .transpose()
+            .map_err(|e| bad(format!("reordering: {e}")))?,
+        reorder_cache: Cache::chosen(c.reorder_cache.as_deref()),
+        trials,
+        sources: Vec::new(),
+        verify: false,
+        threads: overcommit::cpus() * per_cpu,
+        sample_every: None,
+        replay: None,
+    };
+    Ok(RunRequest {
+        telemetry: Some(TELEMETRY),
+        auto_overcommit: auto,
+        ..RunRequest::new(config)
+    })
 }
+
+/// How often a point samples its telemetry (`run --telemetry`'s default).
+const TELEMETRY: Duration = Duration::from_millis(100);
 
 /// Every share × factor, in this order: shares largest first; factors in the order given at
 /// even shares and reversed at odd ones, so that no factor always runs first on a fresh swap
@@ -128,22 +140,23 @@ pub fn run(
                 page_cluster: c.page_cluster,
                 stats_flush: Some(memory::STATS_FLUSH),
             };
-            let point =
-                match memory::supervise(&host, &plan, &worker_args(c, share, factor), cancel) {
-                    Ok(r) => SwapPoint {
-                        share,
-                        factor: factor.clone(),
-                        run: Some(r),
-                        error: None,
-                    },
-                    Err(Error::Interrupted) => return Err(Error::Interrupted),
-                    Err(e) => SwapPoint {
-                        share,
-                        factor: factor.clone(),
-                        run: None,
-                        error: Some(e.to_string()),
-                    },
-                };
+            let point = match request(c, factor)
+                .and_then(|r| memory::supervise(&host, &plan, &c.exe, &r, cancel))
+            {
+                Ok(r) => SwapPoint {
+                    share,
+                    factor: factor.clone(),
+                    run: Some(r),
+                    error: None,
+                },
+                Err(Error::Interrupted) => return Err(Error::Interrupted),
+                Err(e) => SwapPoint {
+                    share,
+                    factor: factor.clone(),
+                    run: None,
+                    error: Some(e.to_string()),
+                },
+            };
             points.push(point);
             done(points.len(), total);
         }
@@ -174,8 +187,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_worker_runs_this_programs_run_command_contained() {
-        let c = Config {
+    fn each_point_is_a_typed_run_of_the_graph_file() {
+        let mut c = Config {
             exe: "/usr/bin/hugewise".into(),
             graph_spec: "kron:20".into(),
             graph: "/s/graphs/kron-20-seed1.hwg".into(),
@@ -190,20 +203,29 @@ mod tests {
             trials: 3,
             swap_file: swap_file("swap-bfs-kron20"),
         };
-        let a = worker_args(&c, 0.3, "auto");
-        let s = a.join(" ");
-        assert!(s.starts_with("/usr/bin/hugewise run bfs --graph /s/graphs/kron-20-seed1.hwg"));
-        assert!(s.contains("--memory 0.3 "), "{s}");
-        assert!(s.contains(
-            "--overcommit auto --swap-file /var/tmp/hugewise-study-swap-bfs-kron20.swap"
-        ));
-        assert!(s.contains("--page-cluster 0 --reorder dbg"), "{s}");
-        assert!(s.contains("--reorder-cache /s/graphs/reordered"), "{s}");
-        assert!(
-            s.contains("--trials 8 "),
-            "auto explores beside its 3 trials: {s}"
+        let auto = request(&c, "auto").expect("auto");
+        assert_eq!(auto.config.input, Input::File(c.graph.clone()));
+        assert_eq!(auto.config.layout.pages.to_string(), "all=thp");
+        assert_eq!(auto.config.reorder, Some(Method::Dbg));
+        assert_eq!(
+            auto.config
+                .reorder_cache
+                .as_ref()
+                .map(|r| r.dir().to_path_buf()),
+            c.reorder_cache
         );
-        assert!(worker_args(&c, 0.3, "4").join(" ").contains("--trials 3 "));
-        assert_eq!(a.last().map(String::as_str), Some("--contained"));
+        assert_eq!(auto.config.trials, 8, "auto explores beside its 3 trials");
+        assert!(auto.auto_overcommit && auto.telemetry.is_some() && !auto.config.verify);
+        assert_eq!(auto.config.threads, overcommit::cpus());
+        let four = request(&c, "4").expect("4");
+        assert_eq!(four.config.trials, 3);
+        assert!(!four.auto_overcommit);
+        assert_eq!(four.config.threads, 4 * overcommit::cpus());
+        for bad in ["0", "x"] {
+            let e = request(&c, bad).expect_err(bad).to_string();
+            assert!(e.contains(&format!("factor '{bad}'")), "{e}");
+        }
+        c.kernel = "dfs".into();
+        assert!(request(&c, "1").is_err());
     }
 }

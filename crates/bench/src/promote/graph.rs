@@ -1,51 +1,60 @@
-//! Does promotion pay on a graph kernel? The kernel run four ways, each arm its own `hugewise
-//! run` process, alternated round by round: 4 KiB pages (`base`), every array asking for THP
-//! (`ideal`), a PCC plan replayed in-process (`plan`), and the online daemon promoting the
-//! running kernel from its samples (`daemon`, the run under `hugewise promote`).
+//! Does promotion pay on a graph kernel? The kernel run four ways, each arm its own worker
+//! process (a typed [`crate::worker`] request), alternated round by round: 4 KiB pages (`base`), every array asking for THP
+//! (`ideal`), a PCC plan replayed in the run's process (`plan`), and the online daemon promoting
+//! the running kernel from its samples (`daemon`, a promote worker that starts the run).
 //!
 //! Separate processes give each arm a fresh load, so the graph's own arrays fault with the
 //! arm's pages, and the ideal is the whole footprint huge. Every run has the untimed warm-up
-//! that `hugewise run` makes (first touch of the kernel's arrays; sampled for the daemon, whose
+//! that a run makes (first touch of the kernel's arrays; sampled for the daemon, whose
 //! ramp happens in it when the warm-up outlasts the ramp, as a PageRank at kron:26 does, and
 //! in the timed trials of shorter runs); a replay starts with the run's first trial, so the
 //! plan arm runs one trial more and drops it, its steps made in it (those due at its start
 //! just before it). The timed trials after them measure what the promoted pages buy. The plan, unless given, comes from a trace of the same
 //! kernel on the same graph (one PageRank iteration is enough: every iteration reads alike)
-//! and `hugewise sim --plan` with the `pcc` policy at the same budget. Every share is read
+//! and the simulator's plan for the `pcc` policy at the same budget. Every share is read
 //! back from the kernel by the runs themselves.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use hugewise_graph::kernels::Spec;
+use hugewise_graph::load::{Input, LoadOptions};
+use hugewise_graph::Layout;
 use hugewise_results::promote::{ActionKind, PromoteReport};
 use hugewise_results::run::RunReport;
-use hugewise_results::AnyResult;
+use hugewise_results::{AnyResult, Kind, Saved};
 
 use hugewise_results::promote::{Arm, PromoteBenchSample, PromoteBenchWorkload};
 
 use crate::promote::driver::{summarize_arms, watched};
 use crate::quiet;
+use crate::run::{self as kernel_run, Replay};
 use crate::stats::median;
+use crate::worker::{self, PromoteRequest, PromotedRun, Request, RunRequest, SimulateRequest};
 use crate::{Error, Progress, Result};
 
 /// What to measure.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
-    /// The hugewise binary the arms run.
+    /// The hugewise binary whose workers run the arms.
     pub exe: PathBuf,
-    /// Kernel name, as `hugewise run` takes it.
-    pub kernel: String,
-    /// The kernel starts from sources picked trial by trial (BFS, SSSP, BC): every arm then
-    /// drops a first trial, not only the plan's, so that all arms time the same sources.
-    pub takes_sources: bool,
-    /// The graph, as `hugewise run --graph` takes it (a `.hwg` file loads fastest).
+    /// The kernel and its settings. A kernel that starts from sources picked trial by trial
+    /// (BFS, SSSP, BC) makes every arm drop a first trial, not only the plan's, so that all
+    /// arms time the same sources.
+    pub kernel: Spec,
+    /// The graph as the user gave it (`kron:22`, a file: a `.hwg` loads fastest), parsed by
+    /// [`Input::parse`].
     pub graph: String,
-    /// Further arguments for every arm's `hugewise run` (and for the trace that makes the
-    /// plan): `--threads 2`, `--mode push`, ...
-    pub run_args: Vec<String>,
-    /// Timed trials per run, after `run`'s untimed warm-up (and the trials
+    /// How every arm, and the trace that makes the plan, load it.
+    pub load: LoadOptions,
+    /// Threads of every arm's run (`None`: one per CPU) and streams of the plan's trace
+    /// (`None`: one, so that the trace is the same on every run).
+    pub threads: Option<usize>,
+    /// Start vertices in the input's ids, used in turn across trials (empty: picked from the
+    /// seed).
+    pub sources: Vec<u32>,
+    /// Timed trials per run, after the run's untimed warm-up (and the trials
     /// [`setup_trials`] drops).
     pub trials: u32,
     /// Rounds (each runs every arm once), at least.
@@ -90,6 +99,7 @@ pub fn run(
     {
         return Err(thp_always());
     }
+    Input::parse(&cfg.graph)?;
     if let Some(p) = &cfg.plan {
         check_plan(p, cfg.budget_share)?;
     }
@@ -141,16 +151,17 @@ pub fn run(
     let summary = summarize_arms(&samples);
     let mut w = PromoteBenchWorkload {
         stopped: Some(stopped),
-        workload: format!("{}:{}", cfg.kernel, cfg.graph),
+        workload: format!("{}:{}", cfg.kernel.name(), cfg.graph),
         unit: PromoteBenchWorkload::SECONDS.into(),
         bytes: footprint,
         reads: u64::from(cfg.trials),
         graph: Some(hugewise_results::promote::GraphWorkload {
-            kernel: cfg.kernel.clone(),
+            kernel: cfg.kernel.name().to_string(),
             graph: cfg.graph.clone(),
             plan: plan.display().to_string(),
             plan_made_s,
-            run_args: cfg.run_args.clone(),
+            spec: Some(cfg.kernel),
+            threads: cfg.threads,
         }),
         budget_share: cfg.budget_share,
         plan_chunks,
@@ -188,54 +199,53 @@ fn check_plan(path: &Path, budget_share: f64) -> Result<()> {
         .map_err(|e| Error::Config(format!("{}: {e}", path.display())))
 }
 
-/// `--budget` as the CLI takes it: a percentage.
-fn budget_arg(share: f64) -> String {
-    format!("{}%", share * 100.0)
-}
-
-fn has_flag(args: &[String], flag: &str) -> bool {
-    args.iter()
-        .any(|a| a == flag || a.starts_with(&format!("{flag}=")))
-}
-
 /// Trace the kernel (PageRank: one iteration) and simulate `pcc` at the budget: the plan file.
 fn make_plan(cfg: &Config, cancel: &AtomicBool) -> Result<PathBuf> {
     let trace = cfg.work_dir.join("plan.hwt");
     let plan = cfg.work_dir.join("plan.json");
-    let mut args: Vec<String> = vec![
-        "trace".into(),
-        cfg.kernel.clone(),
-        "--graph".into(),
-        cfg.graph.clone(),
-        "--rate-runs".into(),
-        "1".into(),
+    let kernel = match cfg.kernel {
+        // Every iteration reads alike; a trace of more only takes longer.
+        Spec::Pr {
+            mode, tolerance, ..
+        } => Spec::Pr {
+            mode,
+            tolerance,
+            max_iters: 1,
+        },
+        k => k,
+    };
+    let capture = crate::capture::Config {
+        input: Input::parse(&cfg.graph)?,
+        load: LoadOptions {
+            fit: hugewise_graph::fits::Fit {
+                vertex_extra_bytes: 0,
+                ..cfg.load.fit
+            },
+            ..cfg.load
+        },
+        layout: Layout::default(),
+        kernel,
+        threads: cfg.threads.unwrap_or(1),
+        reorder: None,
+        reorder_cache: None,
+        sources: cfg.sources.clone(),
+        out: trace.clone(),
+        rate_runs: 1,
         // The arms check nothing either; PageRank's serial reference on kron:26 would take
         // longer than the whole benchmark.
-        "--no-verify".into(),
-        "--no-progress".into(),
-        "--out".into(),
-        trace.display().to_string(),
-    ];
-    args.extend(cfg.run_args.iter().cloned());
-    if cfg.kernel == "pr" && !has_flag(&cfg.run_args, "--max-iters") {
-        args.extend(["--max-iters".into(), "1".into()]);
-    }
-    child(&cfg.exe, &args, cancel)?;
-    let budget = format!("{}", cfg.budget_share * 100.0);
-    let sim = child(
+        verify: false,
+        calibrate_runs: 0,
+    };
+    worker::call::<serde::de::IgnoredAny>(&cfg.exe, &Request::Trace(capture), cancel)?;
+    let sim = worker::call::<serde::de::IgnoredAny>(
         &cfg.exe,
-        &[
-            "sim".into(),
-            "--trace".into(),
-            trace.display().to_string(),
-            "--policy".into(),
-            POLICY.into(),
-            "--budget".into(),
-            budget,
-            "--plan".into(),
-            plan.display().to_string(),
-            "--no-progress".into(),
-        ],
+        &Request::Simulate(SimulateRequest {
+            trace: trace.clone(),
+            policies: vec![POLICY.into()],
+            budgets: vec![cfg.budget_share],
+            tlb: "haswell".into(),
+            plan: plan.clone(),
+        }),
         cancel,
     );
     // The trace is as large as the graph; the plan is what is kept.
@@ -245,30 +255,31 @@ fn make_plan(cfg: &Config, cancel: &AtomicBool) -> Result<PathBuf> {
     Ok(plan)
 }
 
-/// Run `exe args`, its output discarded unless it fails: then the error names the command
-/// and ends with what it printed last.
-fn child(exe: &Path, args: &[String], cancel: &AtomicBool) -> Result<()> {
-    let out = Command::new(exe)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .map_err(|e| Error::Config(format!("starting {}: {e}", exe.display())))?;
-    if out.status.success() {
-        return Ok(());
-    }
-    if cancel.load(Ordering::Relaxed) {
-        return Err(Error::Interrupted);
-    }
-    let err = String::from_utf8_lossy(&out.stderr);
-    let tail: Vec<&str> = err.lines().rev().take(6).collect();
-    Err(Error::Config(format!(
-        "`hugewise {}` failed ({}): {}",
-        args.join(" "),
-        out.status,
-        tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
-    )))
+/// The run an arm asks for: `pages` for every array, `trials` in all.
+fn run_request(cfg: &Config, pages: &str, trials: u32) -> Result<RunRequest> {
+    Ok(RunRequest::new(kernel_run::Config {
+        input: Input::parse(&cfg.graph)?,
+        load: cfg.load,
+        layout: Layout::parse(pages, "natural")?,
+        kernel: cfg.kernel,
+        reorder: None,
+        reorder_cache: None,
+        trials,
+        sources: cfg.sources.clone(),
+        verify: false,
+        threads: cfg.threads.unwrap_or_else(kernel_run::overcommit::cpus),
+        sample_every: None,
+        replay: None,
+    }))
+}
+
+/// Keep a worker's result in the work directory, as a result file of its kind.
+fn keep<T: Kind>(cfg: &Config, path: &Path, result: T) -> Result<()> {
+    let meta = crate::meta::collect(
+        env!("CARGO_PKG_VERSION"),
+        vec![cfg.exe.display().to_string(), worker::COMMAND.into()],
+    );
+    crate::save::write_json(path, &Saved::new(meta, result))
 }
 
 /// One arm's run: its sample (quiet not yet set), its arrays' footprint, and the plan's
@@ -291,57 +302,44 @@ fn run_arm(
         // No advice: 4 KiB faults under THP `madvise`, and collapse stays allowed.
         Arm::Base | Arm::Plan | Arm::Daemon => "all=system",
     };
-    let mut run: Vec<String> = vec![
-        "run".into(),
-        cfg.kernel.clone(),
-        "--graph".into(),
-        cfg.graph.clone(),
-        "--pages".into(),
-        pages.into(),
-        "--trials".into(),
-        (cfg.trials + setup_trials(cfg, arm)).to_string(),
-        "--no-progress".into(),
-        "--out".into(),
-        out.display().to_string(),
-    ];
-    run.extend(cfg.run_args.iter().cloned());
-    let args = match arm {
+    let mut run = run_request(cfg, pages, cfg.trials + setup_trials(cfg, arm))?;
+    let t0 = Instant::now();
+    let (report, session) = match arm {
         Arm::Plan => {
-            run.extend([
-                "--promote".into(),
-                plan.display().to_string(),
-                "--plan-policy".into(),
-                POLICY.into(),
-                "--plan-budget".into(),
-                budget_arg(cfg.budget_share),
-            ]);
-            run
+            run.config.replay = Some(Replay {
+                plan: plan.to_path_buf(),
+                policy: Some(POLICY.into()),
+                budget_share: Some(cfg.budget_share),
+            });
+            (
+                worker::call::<RunReport>(&cfg.exe, &Request::Run(run), cancel)?,
+                None,
+            )
         }
         Arm::Daemon => {
-            run.extend(["--sample-every".into(), cfg.sample_every.to_string()]);
-            let mut a: Vec<String> = vec![
-                "promote".into(),
-                "--policy".into(),
-                POLICY.into(),
-                "--budget".into(),
-                budget_arg(cfg.budget_share),
-                "--interval".into(),
-                format!("{}s", cfg.interval.as_secs_f64()),
-                "--no-progress".into(),
-                "--out".into(),
-                record.display().to_string(),
-                "--".into(),
-                cfg.exe.display().to_string(),
-            ];
-            a.extend(run);
-            a
+            run.config.sample_every = Some(cfg.sample_every);
+            let p: PromotedRun = worker::call(
+                &cfg.exe,
+                &Request::Promote(PromoteRequest {
+                    policy: POLICY.into(),
+                    budget_share: cfg.budget_share,
+                    interval: cfg.interval,
+                    target: run,
+                }),
+                cancel,
+            )?;
+            (p.run, Some(p.session))
         }
-        Arm::Base | Arm::Ideal => run,
+        Arm::Base | Arm::Ideal => (
+            worker::call::<RunReport>(&cfg.exe, &Request::Run(run), cancel)?,
+            None,
+        ),
     };
-    let t0 = Instant::now();
-    child(&cfg.exe, &args, cancel)?;
     let wall_ns = t0.elapsed().as_nanos() as u64;
-    let report = read_run(&out)?;
+    keep(cfg, &out, report.clone())?;
+    if let Some(d) = &session {
+        keep(cfg, &record, d.clone())?;
+    }
     let timed: Vec<f64> = report
         .trials
         .iter()
@@ -367,9 +365,8 @@ fn run_arm(
         s.promotions = Some((r.totals.promoted as u32, r.totals.promote_failed as u32));
         chunks = r.totals.promoted;
     }
-    if arm == Arm::Daemon {
-        let d = read_promote(&record)?;
-        daemon_fields(&mut s, &d);
+    if let Some(d) = &session {
+        daemon_fields(&mut s, d);
     }
     Ok((s, footprint, chunks))
 }
@@ -378,7 +375,7 @@ fn run_arm(
 /// the first trial (the run's own warm-up is before it), so its steps get a trial of their
 /// own; and when trials differ by their sources, every arm drops one, to time the same ones.
 pub fn setup_trials(cfg: &Config, arm: Arm) -> u32 {
-    u32::from(arm == Arm::Plan || cfg.takes_sources)
+    u32::from(arm == Arm::Plan || cfg.kernel.sources_per_trial() > 0)
 }
 
 fn collapse_latencies(actions: &[hugewise_results::promote::Action]) -> Vec<u64> {
@@ -410,20 +407,6 @@ fn daemon_fields(s: &mut PromoteBenchSample, d: &PromoteReport) {
     }
 }
 
-fn read_run(path: &Path) -> Result<RunReport> {
-    read_kind(path, "a run", |r| match r {
-        AnyResult::Run(r) => Ok(r.result),
-        other => Err(other),
-    })
-}
-
-fn read_promote(path: &Path) -> Result<PromoteReport> {
-    read_kind(path, "a promotion session", |r| match r {
-        AnyResult::Promote(r) => Ok(r.result),
-        other => Err(other),
-    })
-}
-
 /// The result saved at `path`, when `pick` finds it the kind wanted (`what`).
 fn read_kind<T>(
     path: &Path,
@@ -439,21 +422,4 @@ fn read_kind<T>(
             other.schema()
         ))
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_flag_is_found_alone_or_with_its_value() {
-        let a: Vec<String> = ["--threads", "2", "--max-iters=3"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        assert!(has_flag(&a, "--threads"));
-        assert!(has_flag(&a, "--max-iters"));
-        assert!(!has_flag(&a, "--mode"));
-        assert_eq!(budget_arg(0.04), "4%");
-    }
 }

@@ -1,9 +1,9 @@
 //! Graphs bigger than memory: a run held to a share of its footprint in a memory cgroup, with
 //! swap that hugewise makes and removes.
 //!
-//! Two processes. The *supervisor* (the `hugewise run --memory` the user started) holds every
-//! change to the machine in an env [`Session`] and never enters the cgroup; the *worker* (the
-//! same command with `--contained`, spawned by it) loads the graph outside the limit, says how
+//! Two processes. The *supervisor* (the `hugewise run --memory` the user started, or a study's
+//! point) holds every change to the machine in an env [`Session`] and never enters the cgroup;
+//! the *worker* (a `hugewise worker` given a contained [`RunRequest`], spawned by it) loads the graph outside the limit, says how
 //! large its arrays are, is given a cgroup, moves itself in, copies the graph into memory
 //! charged there, and runs the trials. So an OOM kill or a crash of the worker, or Ctrl-C, ends
 //! only the worker: the supervisor removes the cgroup and the swap file and puts
@@ -17,14 +17,14 @@
 //! instead would swap the loader's temporary arrays too. A copy costs one pass over the graph,
 //! timed apart as `settle_ns`.
 //!
-//! The protocol on the worker's stdin and stdout, one line each way before the result:
+//! The protocol on the worker's stdin and stdout, after the request line
+//! ([`crate::worker`]), one line each way before the result:
 //! worker → `footprint <total bytes> <per-vertex bytes> <other locked bytes>`;
 //! supervisor → `cgroup <limit bytes> <share> <path>` or `abort`; then the worker prints its
 //! result as JSON and exits.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use hugewise_env::cgroup;
@@ -35,6 +35,7 @@ pub use hugewise_results::telemetry::{MemoryLimit, StatsFlush};
 use hugewise_sys::process::Signal;
 
 use crate::run::{Contained, Footprint};
+use crate::worker::{self, Request, RunRequest};
 use crate::{Error, Result};
 
 /// Memory the kernel needs resident beside its per-vertex arrays to make progress: page
@@ -192,31 +193,22 @@ fn parse_footprint(line: &str) -> Option<Footprint> {
     })
 }
 
-/// Run `worker` (a `hugewise run … --contained`) under `plan`: answer its footprint with a
-/// memory cgroup and swap, wait for its result, and put everything back, also on error,
+/// Run `request` in a worker (`exe worker`, this program) under `plan`: answer its footprint
+/// with a memory cgroup and swap, wait for its result, and put everything back, also on error,
 /// cancellation and when the worker is killed.
 pub fn supervise(
     host: &Host,
     plan: &Plan,
-    worker: &[String],
+    exe: &Path,
+    request: &RunRequest,
     cancel: &dyn Fn() -> bool,
 ) -> Result<RunReport> {
     precheck(host, plan)?;
     let mut session = Session::open(host, Lifetime::Run).map_err(env_err)?;
-    let (program, args) = worker
-        .split_first()
-        .ok_or_else(|| Error::Config("no worker command".into()))?;
-    let mut c = Command::new(program);
-    c.args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
-    hugewise_sys::process::tie_to_parent(&mut c);
-    let mut child = c
-        .spawn()
-        .map_err(|e| Error::Config(format!("starting {program}: {e}")))?;
+    let mut child = worker::start(exe, hugewise_sys::process::tie_to_parent)?;
     let pid = child.id() as i32;
-    let seq = match session.record_command(pid, worker) {
+    let argv = [exe.display().to_string(), worker::COMMAND.to_string()];
+    let seq = match session.record_command(pid, &argv) {
         Ok(s) => s,
         Err(e) => {
             let _ = hugewise_sys::process::signal_group(pid, Signal::Kill);
@@ -230,6 +222,11 @@ pub fn supervise(
     let mut out = BufReader::new(stdout);
     let mut limit = None;
     let answer = (|| -> Result<()> {
+        let contained = RunRequest {
+            contained: true,
+            ..request.clone()
+        };
+        worker::send_first(&mut stdin, &Request::Run(contained))?;
         let Some(line) = read_line(&mut out)? else {
             return Err(Error::Config(
                 "the run ended before its graph was loaded (see above)".into(),

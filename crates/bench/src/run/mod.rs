@@ -25,8 +25,9 @@ use crate::telemetry::{Sampler, Summary};
 use crate::stats::summarize;
 use crate::{Error, Progress, Result};
 
-/// What to run.
-#[derive(Debug, Clone, PartialEq)]
+/// What to run; also the heart of a worker's run request (see [`crate::worker`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Config {
     /// The graph.
     pub input: Input,
@@ -62,7 +63,8 @@ pub struct Config {
 /// allocator places them elsewhere in every run). Steps due at the trials' start are applied
 /// before the first timed trial; the rest beside the trials, at the times the traced run
 /// reached them, and those not yet due when the last trial ends are not applied.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Replay {
     /// The plan file.
     pub plan: PathBuf,

@@ -34,6 +34,11 @@ pub use hugewise_results::telemetry::OvercommitChoice;
 
 use crate::telemetry::Summary;
 
+/// The CPUs this process may run on: what a factor multiplies.
+pub fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// The factors tried, in order.
 pub const FACTORS: [u32; 5] = [1, 2, 4, 8, 16];
 /// A doubling must make the trial at least this much faster to be kept.

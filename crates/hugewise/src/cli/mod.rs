@@ -19,6 +19,7 @@ pub mod sim;
 pub mod study;
 pub mod sys;
 pub mod trace;
+pub mod worker;
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -162,6 +163,11 @@ runs of the same code give the simulator its clock; they are saved beside the tr
     /// one run with an arena per call site, whose accessed pages are counted as it runs.
     #[command(after_help = profile::HELP)]
     Profile(profile::ProfileArgs),
+
+    /// Serve one request of hugewise's own (a run under --memory, a benchmark's arm), read
+    /// on stdin: started by hugewise itself, never by hand.
+    #[command(name = hugewise_bench::worker::COMMAND, hide = true)]
+    Worker,
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! `hugewise run`: a graph kernel with a page policy per array, in this process, or under
-//! `--memory` as a supervisor of a worker that runs inside the memory cgroup (`--contained`).
+//! `--memory` as a supervisor of a worker (`hugewise worker`) that runs inside the memory
+//! cgroup.
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
@@ -8,6 +9,7 @@ use anyhow::Context;
 use clap::Args;
 use hugewise_bench::run::{self, memory};
 use hugewise_console::progress::{self, Mode, Steps, Unit};
+use hugewise_bench::worker::RunRequest;
 use hugewise_env::{Host, Knob};
 use hugewise_mem::{Share, ShareRange};
 use hugewise_report::views::run as views;
@@ -69,9 +71,6 @@ pub struct RunArgs {
     #[arg(long, value_name = "INTERVAL|off", default_value = "50ms", requires = "memory",
           value_parser = parse_stats_flush)]
     pub stats_flush: FlushInterval,
-    /// Internal: the run's supervisor holds the machine's changes and talks on stdin/stdout.
-    #[arg(long, hide = true)]
-    pub contained: bool,
     /// Timed trials, one source each.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub trials: u32,
@@ -109,23 +108,16 @@ pub struct RunArgs {
 /// Run the kernel's trials and print them; a trial that failed verification fails the command.
 pub fn run(a: RunArgs, progress: Mode) -> anyhow::Result<()> {
     let kernel = a.settings.spec(a.kernel)?;
-    let r = match (a.memory, a.contained) {
-        (Some(share), false) => supervise(&a, share).with_context(|| {
+    let request = request(&a, kernel);
+    let r = match a.memory {
+        Some(share) => supervise(&a, share, &request).with_context(|| {
             format!(
                 "running {} on {} under --memory",
                 kernel.name(),
                 a.input.graph
             )
         })?,
-        _ => {
-            let r = trials(&a, kernel, progress)?;
-            if a.contained {
-                // The supervisor reads the result and reports it.
-                serde_json::to_writer(std::io::stdout().lock(), &r)?;
-                return Ok(());
-            }
-            r
-        }
+        None => trials(&a, &request, progress)?,
     };
     let (failed, trials) = (r.failed_verification(), r.trials.len());
     a.output.emit(r, views::run)?;
@@ -137,9 +129,12 @@ pub fn run(a: RunArgs, progress: Mode) -> anyhow::Result<()> {
     }
 }
 
-/// Under `--memory`: this program again with `--contained` as the worker, in a memory cgroup.
-/// (The worker's argv belongs with `swap`, whose typed workers will replace it.)
-fn supervise(a: &RunArgs, share: Share) -> anyhow::Result<hugewise_results::run::RunReport> {
+/// Under `--memory`: `request` served by this program's worker, in a memory cgroup.
+fn supervise(
+    a: &RunArgs,
+    share: Share,
+    request: &RunRequest,
+) -> anyhow::Result<hugewise_results::run::RunReport> {
     let plan = memory::Plan {
         share: share.fraction(),
         swap: match a.swap.as_str() {
@@ -150,22 +145,19 @@ fn supervise(a: &RunArgs, share: Share) -> anyhow::Result<hugewise_results::run:
         stats_flush: a.stats_flush.0,
     };
     let exe = std::env::current_exe().context("finding this program to run the worker")?;
-    let mut worker = vec![exe.display().to_string()];
-    worker.extend(std::env::args().skip(1));
-    worker.push("--contained".into());
     let cancel = cancel_flag()?;
-    Ok(memory::supervise(&Host::real(), &plan, &worker, &|| {
-        cancel.load(Relaxed)
-    })?)
+    Ok(memory::supervise(
+        &Host::real(),
+        &plan,
+        &exe,
+        request,
+        &|| cancel.load(Relaxed),
+    )?)
 }
 
-/// The trials in this process (the worker's, under `--memory`).
-fn trials(
-    a: &RunArgs,
-    kernel: hugewise_graph::kernels::Spec,
-    progress: Mode,
-) -> anyhow::Result<hugewise_results::run::RunReport> {
-    let cfg = run::Config {
+/// What the arguments ask to run, in this process or in a worker.
+fn request(a: &RunArgs, kernel: hugewise_graph::kernels::Spec) -> RunRequest {
+    let config = run::Config {
         input: a.input.graph.clone(),
         load: a.input.kernel_load_options(),
         layout: a.place.layout(),
@@ -187,23 +179,25 @@ fn trials(
             budget_share: a.plan_budget.map(Share::fraction),
         }),
     };
-    let mut contain = |fp: &run::Footprint| {
-        memory::contain_worker(
-            fp,
-            &mut std::io::stdin().lock(),
-            &mut std::io::stdout().lock(),
-        )
-    };
-    let extras = run::Extras {
+    RunRequest {
         telemetry: a.telemetry,
-        contain: a.contained.then_some(&mut contain as run::Contain<'_>),
         auto_overcommit: a.overcommit == Some(Overcommit::Auto),
-    };
+        ..RunRequest::new(config)
+    }
+}
+
+/// The trials in this process.
+fn trials(
+    a: &RunArgs,
+    request: &RunRequest,
+    progress: Mode,
+) -> anyhow::Result<hugewise_results::run::RunReport> {
+    let kernel = request.config.kernel;
     let steps = Steps::new(progress, "loading", Unit::Items);
-    let r = match (a.page_cluster, a.memory) {
+    let r = match a.page_cluster {
         // A page cluster without --memory is set here, in a session of its own; Ctrl-C or
         // SIGTERM puts it back before this process ends.
-        (Some(n), None) => {
+        Some(n) => {
             let cancel = cancel_flag()?;
             hugewise_env::session::with_setting(
                 &Host::real(),
@@ -214,12 +208,10 @@ fn trials(
                     eprintln!("hugewise: interrupted; vm.page-cluster is put back");
                     std::process::exit(exit_code(1).into());
                 },
-                || run::run_with(&cfg, extras, &mut steps.counting("trials")),
+                || request.run(None, &mut steps.counting("trials")),
             )?
         }
-        _ => progress::with_reads(&steps, || {
-            run::run_with(&cfg, extras, &mut steps.counting("trials"))
-        }),
+        None => progress::with_reads(&steps, || request.run(None, &mut steps.counting("trials"))),
     };
     steps.finish();
     r.with_context(|| format!("running {} on {}", kernel.name(), a.input.graph))

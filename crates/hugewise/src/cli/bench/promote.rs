@@ -11,7 +11,11 @@ use hugewise_console::progress::{Mode, Steps, Unit};
 use hugewise_mem::{Amount, Bytes, Count};
 use hugewise_report::views::promote as promoteview;
 
-use crate::cli::args::{parse_interval, KernelArg, Output, UntilArgs};
+use hugewise_graph::load::LoadOptions;
+
+use crate::cli::args::{
+    parse_interval, parse_threads, KernelArg, KernelSettings, Output, UntilArgs,
+};
 use crate::signals::cancel_flag;
 
 pub const HELP: &str = "Examples:
@@ -45,9 +49,10 @@ shares of the ideal (per round, and of its saving: plan_share_of_ideal_saving,
 daemon_share_of_ideal_saving), huge_footprint_share (the plan's, read back from the
 kernel), the daemon's, reach_budget_ms and daemon_cpu_share.
 
-With --graph each arm is a `hugewise run` process of its own (a fresh load, so the ideal has the
-graph's arrays huge too): base all=system, ideal all=thp, plan --promote with a pcc plan, daemon
-under `hugewise promote --policy pcc`. Its times are the kernel's seconds per timed trial.";
+With --graph each arm is a run in a process of its own (a fresh load, so the ideal has the
+graph's arrays huge too): base all=system, ideal all=thp, plan replaying a pcc plan, daemon
+under the pcc daemon. The kernel settings (--mode, --max-iters, --source, ...) and --threads
+are every arm's. Its times are the kernel's seconds per timed trial.";
 
 /// `hugewise bench promote`.
 #[derive(Debug, Args)]
@@ -117,7 +122,7 @@ pub struct BenchPromoteArgs {
     #[arg(long)]
     pub force: bool,
     /// A graph kernel instead of Zipf reads: the graph as `hugewise run --graph` takes it
-    /// (save a large one as .hwg first). Each arm is then its own `hugewise run` process.
+    /// (save a large one as .hwg first). Each arm is then a run in a process of its own.
     #[arg(long, value_name = "GRAPH", conflicts_with_all = ["zipf", "hotspot", "size", "reads", "seed", "lines_per_page", "chase", "same_frames", "cold_first", "force"])]
     pub graph: Option<String>,
     /// With --graph: the kernel.
@@ -143,15 +148,13 @@ pub struct BenchPromoteArgs {
         requires = "graph"
     )]
     pub work_dir: PathBuf,
-    /// With --graph: one more argument for every arm's `hugewise run` and for the plan's
-    /// trace (repeat it: --run-arg=--threads --run-arg=2).
-    #[arg(
-        long = "run-arg",
-        value_name = "ARG",
-        allow_hyphen_values = true,
-        requires = "graph"
-    )]
-    pub run_args: Vec<String>,
+    /// With --graph: threads of every arm's run [default: one per CPU], and streams of the
+    /// plan's trace [default: 1].
+    #[arg(long, requires = "graph", value_parser = parse_threads)]
+    pub threads: Option<usize>,
+    /// With --graph: the kernel's settings, as `hugewise run` takes them.
+    #[command(flatten)]
+    pub settings: KernelSettings,
     /// Print a Markdown table instead of the terminal table.
     #[arg(long, conflicts_with = "json")]
     pub markdown: bool,
@@ -243,10 +246,12 @@ fn bench_graph(
     };
     let cfg = hugewise_bench::promote::graph::Config {
         exe: std::env::current_exe().context("finding the hugewise binary the arms run")?,
-        kernel: a.kernel.name().to_string(),
-        takes_sources: a.kernel.spec().sources_per_trial() > 0,
+        kernel: a.settings.spec(a.kernel)?,
         graph,
-        run_args: a.run_args,
+        // As `hugewise run --graph` loads it by default (its --seed is 1).
+        load: LoadOptions::for_kernel(1),
+        threads: a.threads,
+        sources: a.settings.source.clone(),
         trials: a.trials,
         rounds: a.rounds,
         until: a.until.until(),
