@@ -1,7 +1,8 @@
 //! Does promotion pay on a graph kernel? The kernel run four ways, each arm its own worker
-//! process (a typed [`crate::worker`] request), alternated round by round: 4 KiB pages (`base`), every array asking for THP
-//! (`ideal`), a PCC plan replayed in the run's process (`plan`), and the online daemon promoting
-//! the running kernel from its samples (`daemon`, a promote worker that starts the run).
+//! process (a typed [`crate::worker`] request), alternated round by round: 4 KiB pages
+//! (`base`), every array asking for THP (`ideal`), a PCC plan replayed in the run's process
+//! (`plan`), and the online daemon promoting the running kernel from its samples (`daemon`, a
+//! promote worker that starts the run).
 //!
 //! Separate processes give each arm a fresh load, so the graph's own arrays fault with the
 //! arm's pages, and the ideal is the whole footprint huge. Every run has the untimed warm-up
@@ -9,10 +10,11 @@
 //! ramp happens in it when the warm-up outlasts the ramp, as a PageRank at kron:26 does, and
 //! in the timed trials of shorter runs); a replay starts with the run's first trial, so the
 //! plan arm runs one trial more and drops it, its steps made in it (those due at its start
-//! just before it). The timed trials after them measure what the promoted pages buy. The plan, unless given, comes from a trace of the same
-//! kernel on the same graph (one PageRank iteration is enough: every iteration reads alike)
-//! and the simulator's plan for the `pcc` policy at the same budget. Every share is read
-//! back from the kernel by the runs themselves.
+//! just before it). The timed trials after them measure what the promoted pages buy. The
+//! plan, unless given, comes from a trace of the same kernel on the same graph (one PageRank
+//! iteration is enough: every iteration reads alike) and the simulator's plan for the `pcc`
+//! policy at the same budget. Every share is read back from the kernel by the runs
+//! themselves.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -3,12 +3,12 @@
 //!
 //! Two processes. The *supervisor* (the `hugewise run --memory` the user started, or a study's
 //! point) holds every change to the machine in an env [`Session`] and never enters the cgroup;
-//! the *worker* (a `hugewise worker` given a contained [`RunRequest`], spawned by it) loads the graph outside the limit, says how
-//! large its arrays are, is given a cgroup, moves itself in, copies the graph into memory
-//! charged there, and runs the trials. So an OOM kill or a crash of the worker, or Ctrl-C, ends
-//! only the worker: the supervisor removes the cgroup and the swap file and puts
-//! `vm.page-cluster` back. If the supervisor itself is killed, the worker dies with it and
-//! `hugewise env restore` undoes what the journal holds.
+//! the *worker* (a `hugewise worker` given a contained [`RunRequest`], spawned by it) loads
+//! the graph outside the limit, says how large its arrays are, is given a cgroup, moves itself
+//! in, copies the graph into memory charged there, and runs the trials. So an OOM kill or a
+//! crash of the worker, or Ctrl-C, ends only the worker: the supervisor removes the cgroup and
+//! the swap file and puts `vm.page-cluster` back. If the supervisor itself is killed, the
+//! worker dies with it and `hugewise env restore` undoes what the journal holds.
 //!
 //! Why copy after the move: a page is charged to the cgroup of the process that faulted it in
 //! and stays charged there when the process moves. cgroup v1 could move charges with a task
