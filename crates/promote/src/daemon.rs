@@ -745,8 +745,13 @@ impl Daemon {
                     break;
                 }
                 let nap = if early { 10 } else { 50 };
+                // Saturating: on a busy machine the interval can run out between the check
+                // above and this line, and a Duration below zero panics.
                 std::thread::sleep(
-                    (self.cfg.interval - start.elapsed()).min(Duration::from_millis(nap)),
+                    self.cfg
+                        .interval
+                        .saturating_sub(start.elapsed())
+                        .min(Duration::from_millis(nap)),
                 );
             }
         }
