@@ -266,6 +266,7 @@ fn simulate(s: &SimulateRequest, meta: &dyn Fn() -> Meta, cancel: &AtomicBool) -
         calibration: None,
         reuse: false,
         warmup_accesses: None,
+        phys: None,
     };
     let (curves, plans) = hugewise_sim::curve::run(&s.trace, &spec, &(), cancel)?;
     if curves.accesses == 0 {

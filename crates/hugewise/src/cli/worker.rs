@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use hugewise_bench::worker;
 
-use crate::output::meta;
+use crate::cli::args::meta;
 use crate::signals::cancel_flag;
 
 /// Serve the request on stdin.
