@@ -70,6 +70,13 @@ pub struct Config {
     /// busy for its latency, the target's TLB flushed) must be paid back within it, or the
     /// chunk is left on 4 KiB pages. Applies to targets that say their sampling period.
     pub payback_s: f64,
+    /// Entries of the last-level TLB for 4 KiB pages: a huge page removes only the walks of
+    /// pages that do not stay in it. Accesses to a set of pages that fits it walk seldom
+    /// whatever its pages' size, and a collapse there is paid for nothing. 1536 is the
+    /// second-level TLB of Intel cores from Skylake to Ice Lake; Golden Cove and AMD Zen 2–3
+    /// have 2048, Zen 4 3072: the smallest of them, so that a set the daemon takes to fit
+    /// does fit where it runs. 0: every sampled walk is taken to be one.
+    pub tlb_entries: u32,
 }
 
 impl Default for Config {
@@ -89,6 +96,7 @@ impl Default for Config {
             settled_every: 8,
             walk_ns: 30.0,
             payback_s: 10.0,
+            tlb_entries: 1536,
         }
     }
 }
@@ -646,6 +654,9 @@ impl Daemon {
             })
             .collect();
         let collapse_ns = self.collapse_ns();
+        // Each candidate's share of walks a huge page removes, worked out for its target at
+        // the first candidate the cost rule weighs.
+        let mut misses: HashMap<i32, HashMap<usize, f64>> = HashMap::new();
         let mut not_worth: HashMap<i32, u32> = HashMap::new();
         let mut score: HashMap<usize, f64> = d.promote.iter().copied().collect();
         // A candidate takes a huge chunk's place on the heat that lasted.
@@ -654,7 +665,15 @@ impl Daemon {
         let mut swaps = 0u32;
         for i in order.into_iter().take(self.cfg.max_promotions) {
             if let Some(&period) = periods.get(&chunks[i].pid) {
-                if saving_ns(&chunks[i], period, dt, &self.cfg) < collapse_ns as f64 {
+                let pid = chunks[i].pid;
+                let entries = self.cfg.tlb_entries;
+                let miss = misses
+                    .entry(pid)
+                    .or_insert_with(|| tlb_miss_shares(&chunks, pid, entries))
+                    .get(&i)
+                    .copied()
+                    .unwrap_or(1.0);
+                if saving_ns(&chunks[i], period, dt, &self.cfg) * miss < collapse_ns as f64 {
                     *not_worth.entry(chunks[i].pid).or_default() += 1;
                     continue;
                 }
@@ -790,6 +809,82 @@ fn saving_ns(c: &ChunkInfo, period: f64, dt_s: f64, cfg: &Config) -> f64 {
     walks_per_s * cfg.walk_ns * cfg.payback_s
 }
 
+/// For each 4 KiB chunk of `pid` with samples (by index into `chunks`), the share of its
+/// accesses that miss a TLB of `entries` entries shared by the target's pages, huge or not:
+/// the walks a huge page for it would remove, of those its samples count.
+///
+/// The TLB is taken to keep pages as a least-recently-used cache does, worked out by Che's
+/// approximation: a page read at rate r misses with probability exp(-r T), where the
+/// characteristic time T makes the pages expected in the TLB add up to its entries. A huge
+/// chunk is one entry read at the rate of all its samples; a 4 KiB chunk holds as many pages
+/// as its samples say it reads evenly (its distinct sampled pages, corrected for those a
+/// sample has not yet landed on), each read at its share of the chunk's samples. When every
+/// page read fits the TLB, nothing misses. Samples only see the rates: pages the program reads
+/// but the samples missed are not counted, so a set is taken to fit a little sooner than it
+/// does, and only a set within a small factor of the reach can be mistaken so.
+fn tlb_miss_shares(chunks: &[ChunkInfo], pid: i32, entries: u32) -> HashMap<usize, f64> {
+    // (index, pages, rate of each page) of each chunk read.
+    let read: Vec<(usize, f64, f64)> = chunks
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.pid == pid && c.samples > 0)
+        .map(|(i, c)| {
+            let s = f64::from(c.samples);
+            let pages = if c.huge {
+                1.0
+            } else {
+                pages_read(s, f64::from(c.sampled_pages), f64::from(c.mapped_pages))
+            };
+            (i, pages, s / pages)
+        })
+        .collect();
+    let e = f64::from(entries);
+    let pages: f64 = read.iter().map(|r| r.1).sum();
+    if entries == 0 || pages <= e {
+        let miss = if entries == 0 { 1.0 } else { 0.0 };
+        return read.iter().map(|r| (r.0, miss)).collect();
+    }
+    // Pages held at characteristic time t: rises from 0 towards every page read.
+    let held = |t: f64| -> f64 { read.iter().map(|r| r.1 * -(-r.2 * t).exp_m1()).sum() };
+    let mut hi = 1.0 / read.iter().map(|r| r.2).fold(f64::MIN_POSITIVE, f64::max);
+    for _ in 0..200 {
+        if held(hi) >= e {
+            break;
+        }
+        hi *= 2.0;
+    }
+    let t = bisect(0.0, hi, 48, |t| held(t) < e);
+    read.iter().map(|r| (r.0, (-r.2 * t).exp())).collect()
+}
+
+/// The boundary between `lo`, where `below` holds, and `hi`, where it does not (for a
+/// `below` that holds up to one point and no further), narrowed `steps` times by half; its
+/// upper end.
+fn bisect(mut lo: f64, mut hi: f64, steps: u32, below: impl Fn(f64) -> bool) -> f64 {
+    for _ in 0..steps {
+        let mid = 0.5 * (lo + hi);
+        if below(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    hi
+}
+
+/// How many pages of a chunk are read, if `samples` samples spread evenly over them landed on
+/// `distinct` of them: the n whose expected distinct pages, n (1 - exp(-samples / n)), is
+/// `distinct`, from `distinct` up to the `mapped` pages (all of them when no sample landed on a
+/// page twice).
+fn pages_read(samples: f64, distinct: f64, mapped: f64) -> f64 {
+    let most = mapped.max(distinct).max(1.0);
+    let seen = |n: f64| n * -(-samples / n).exp_m1();
+    if distinct >= samples || seen(most) <= distinct {
+        return most;
+    }
+    bisect(distinct.max(1.0), most, 40, |n| seen(n) < distinct)
+}
+
 /// Count `addrs` (one target's samples, in the order written) into its `chunks` (sorted by
 /// address): samples per chunk, distinct base pages, and walks (samples on another page than
 /// the chunk's sample before), the walks weighed by what one sample stands for (`weight`: the
@@ -876,5 +971,65 @@ mod tests {
         count_samples(&mut thinned, &addrs, 16.0);
         let walks: Vec<u32> = thinned.iter().map(|c| c.walks).collect();
         assert_eq!(walks, [32, 16, 0]);
+    }
+
+    fn read(pid: i32, i: usize, huge: bool, samples: u32, pages: u16) -> ChunkInfo {
+        ChunkInfo {
+            pid,
+            addr: 0x4000_0000 + i * HUGE,
+            mapped_pages: 512,
+            huge,
+            samples,
+            sampled_pages: pages,
+            walks: samples,
+            sampled: true,
+        }
+    }
+
+    #[test]
+    fn pages_that_fit_the_tlb_miss_nothing_and_an_even_set_past_it_misses_the_rest() {
+        // 4 096 samples on 64 pages of one chunk: 64 pages read, within 1 536 entries.
+        let small = [read(1, 0, false, 4096, 64)];
+        assert_eq!(tlb_miss_shares(&small, 1, 1536)[&0], 0.0);
+        // Four chunks read evenly on all 512 pages: 2 048 pages, each read alike, so 1 536 of
+        // them are held and a read misses with probability 1 - 1536 / 2048 = 0.25.
+        let even: Vec<ChunkInfo> = (0..4).map(|i| read(1, i, false, 100_000, 512)).collect();
+        let m = tlb_miss_shares(&even, 1, 1536);
+        for i in 0..4 {
+            assert!((m[&i] - 0.25).abs() < 1e-9, "{m:?}");
+        }
+        // Two of them huge: one entry each, 512 + 512 + 2 = 1 026 pages, which fit.
+        let mixed: Vec<ChunkInfo> = (0..4).map(|i| read(1, i, i < 2, 100_000, 512)).collect();
+        let m = tlb_miss_shares(&mixed, 1, 1536);
+        assert_eq!((m[&2], m[&3]), (0.0, 0.0));
+        // Another target's pages are its own TLB's, and 0 entries counts every walk.
+        let other: Vec<ChunkInfo> = even.iter().map(|c| ChunkInfo { pid: 2, ..*c }).collect();
+        let both: Vec<ChunkInfo> = small.iter().chain(&other).copied().collect();
+        assert_eq!(tlb_miss_shares(&both, 1, 1536)[&0], 0.0);
+        assert!((tlb_miss_shares(&both, 2, 1536)[&1] - 0.25).abs() < 1e-9);
+        assert_eq!(tlb_miss_shares(&small, 1, 0)[&0], 1.0);
+    }
+
+    #[test]
+    fn a_hot_chunk_keeps_its_pages_while_a_cold_one_past_the_reach_misses() {
+        // 512 entries; chunk 0's 256 pages read 1 000 times each, chunk 1's 512 pages once.
+        // Held pages 256 (1 - exp(-1000 T)) + 512 (1 - exp(-T)) = 512 at T = ln 2 (the hot
+        // pages all held, half the cold ones), so a cold read misses half the time and a hot
+        // one exp(-693), never.
+        let c = [read(1, 0, false, 256_000, 256), read(1, 1, false, 512, 512)];
+        let m = tlb_miss_shares(&c, 1, 512);
+        assert!(m[&0] < 1e-12, "{m:?}");
+        assert!((m[&1] - 0.5).abs() < 1e-3, "{m:?}");
+    }
+
+    #[test]
+    fn the_pages_a_chunk_reads_are_estimated_from_its_samples_repeats() {
+        // No page sampled twice: as many pages as are mapped.
+        assert_eq!(pages_read(10.0, 10.0, 512.0), 512.0);
+        // 4 096 samples on 64 pages: 64 (another page would have been hit by now).
+        assert!((pages_read(4096.0, 64.0, 512.0) - 64.0).abs() < 1e-6);
+        // 100 samples landing on 100 (1 - exp(-1)) = 63.2 pages of 100 read: 100.
+        let seen = 100.0 * -(-1.0f64).exp_m1();
+        assert!((pages_read(100.0, seen, 512.0) - 100.0).abs() < 1e-6);
     }
 }
