@@ -233,16 +233,13 @@ fn ratios_vs_first(
     label: &str,
     of: &dyn Fn(&ExecBenchSample) -> Option<f64>,
 ) -> Vec<f64> {
-    samples
-        .iter()
-        .filter(|s| s.variant == label)
-        .filter_map(|s| {
-            let b = samples
-                .iter()
-                .find(|b| b.variant == first && b.round == s.round)?;
-            Some(of(b)? / of(s)?)
-        })
-        .collect()
+    crate::stats::ratios_in_rounds(
+        samples,
+        |s| s.round,
+        |s| s.variant == first,
+        |s| s.variant == label,
+        of,
+    )
 }
 
 fn summarize_variants(variants: &[Variant], samples: &[ExecBenchSample]) -> Vec<ExecBenchVariant> {

@@ -22,7 +22,7 @@ use hugewise_rules::Rules;
 use hugewise_sys::proc::{Pid, ProcFs};
 
 use crate::execbench::metric_value;
-use crate::stats::{median, ratio, summarize};
+use crate::stats::{median, ratio, summarize, Until};
 use crate::{quiet, Error, Result};
 
 /// What to run.
@@ -32,8 +32,10 @@ pub struct Config {
     pub argv: Vec<String>,
     /// The preload library.
     pub preload: PathBuf,
-    /// Rounds of the four variants.
+    /// Rounds of the variants, at least.
     pub rounds: u32,
+    /// More rounds until every variant's speedup interval is narrow enough.
+    pub until: Until,
     /// How the placement is chosen.
     pub options: Options,
     /// The program's own time: a line `KEY=SECONDS` on its stdout.
@@ -127,7 +129,7 @@ pub fn run(
     if cfg.rounds == 0 || cfg.argv.is_empty() {
         return Err(Error::Config("a command and at least one round".into()));
     }
-    let total = 1 + u64::from(cfg.rounds) * VARIANTS.len() as u64;
+    let total = 1 + u64::from(cfg.until.planned(cfg.rounds)) * VARIANTS.len() as u64;
     let out = cfg.scratch.join("program.out");
     let base = ExecConfig {
         stdout_file: Some(out.clone()),
@@ -147,61 +149,65 @@ pub fn run(
     let rules = Rules::parse_file("the placement", &profile.placement)?;
     let placed = ExecConfig { rules, ..base };
     let mut samples = Vec::new();
-    for round in 0..cfg.rounds {
-        // Each round starts one variant later (see execbench).
-        let n = VARIANTS.len();
-        for &(label, thp, packed) in (0..n).map(|k| &VARIANTS[(k + round as usize) % n]) {
-            if stop.load(Ordering::Relaxed) {
-                return Err(Error::Interrupted);
-            }
-            let mut session = Session::open(host, Lifetime::Run)?;
-            session.set(Knob::ThpEnabled, thp)?;
-            let q = quiet::wait_quiet(BUSY_SHARE, Duration::from_millis(200), 5);
-            let mut s = if packed {
-                let r = exec::run(&placed, stop, |_| {})?;
-                if r.exit_code != Some(0) {
-                    return Err(Error::Config(format!(
+    let (rounds, stopped) =
+        cfg.until
+            .rounds(cfg.rounds, &mut samples, watched, |round, samples| {
+                // Each round starts one variant later (see execbench).
+                let n = VARIANTS.len();
+                for &(label, thp, packed) in (0..n).map(|k| &VARIANTS[(k + round as usize) % n]) {
+                    if stop.load(Ordering::Relaxed) {
+                        return Err(Error::Interrupted);
+                    }
+                    let mut session = Session::open(host, Lifetime::Run)?;
+                    session.set(Knob::ThpEnabled, thp)?;
+                    let q = quiet::wait_quiet(BUSY_SHARE, Duration::from_millis(200), 5);
+                    let mut s = if packed {
+                        let r = exec::run(&placed, stop, |_| {})?;
+                        if r.exit_code != Some(0) {
+                            return Err(Error::Config(format!(
                         "the program failed under its placement (exit {:?}, signal {:?}); run \
                          it with hugewise exec --placement to see why",
                         r.exit_code, r.signal
                     )));
-                }
-                let first = r.processes.first();
-                PackingSample {
-                    round,
-                    variant: label.into(),
-                    wall_ns: r.wall_ns,
-                    metric_s: None,
-                    peak_huge_bytes: first.and_then(|p| p.peak_anon_huge_bytes),
-                    peak_rss_bytes: first.and_then(|p| p.peak_rss_bytes),
-                    quiet: q,
-                }
-            } else {
-                plain(&cfg.argv, &out, round, label, q, label == "thp-all")?
-            };
-            drop(session);
-            if fingerprint(&out, cfg.metric.as_deref()) != expected {
-                return Err(Error::Config(format!(
+                        }
+                        let first = r.processes.first();
+                        PackingSample {
+                            round,
+                            variant: label.into(),
+                            wall_ns: r.wall_ns,
+                            metric_s: None,
+                            peak_huge_bytes: first.and_then(|p| p.peak_anon_huge_bytes),
+                            peak_rss_bytes: first.and_then(|p| p.peak_rss_bytes),
+                            quiet: q,
+                        }
+                    } else {
+                        plain(&cfg.argv, &out, round, label, q, label == "thp-all")?
+                    };
+                    drop(session);
+                    if fingerprint(&out, cfg.metric.as_deref()) != expected {
+                        return Err(Error::Config(format!(
                     "the program's output under {label} differs from its output in the profile \
                      run: the placement must not change what a program computes"
                 )));
-            }
-            if let Some(key) = &cfg.metric {
-                let text = std::fs::read_to_string(&out).unwrap_or_default();
-                s.metric_s = Some(metric_value(&text, key).ok_or_else(|| {
-                    Error::Config(format!(
+                    }
+                    if let Some(key) = &cfg.metric {
+                        let text = std::fs::read_to_string(&out).unwrap_or_default();
+                        s.metric_s = Some(metric_value(&text, key).ok_or_else(|| {
+                            Error::Config(format!(
                         "the program printed no line '{key}=SECONDS' under {label} (--metric)"
                     ))
-                })?);
-            }
-            samples.push(s);
-            progress(samples.len() as u64 + 1, total);
-        }
-    }
+                        })?);
+                    }
+                    samples.push(s);
+                    progress(samples.len() as u64 + 1, total);
+                }
+                Ok::<_, Error>(())
+            })?;
     let _ = std::fs::remove_file(&out);
     Ok(PackingReport {
         command: cfg.argv.clone(),
-        rounds: cfg.rounds,
+        rounds,
+        stopped: Some(stopped),
         metric: cfg.metric.clone(),
         variants: summarize_variants(&samples),
         profile: ProfileReport {
@@ -281,8 +287,27 @@ fn plain(
     })
 }
 
+/// The ratios `--until` watches: every variant's speedup over 4 KiB pages, per round.
+fn watched(samples: &[PackingSample]) -> Vec<Vec<f64>> {
+    VARIANTS[1..]
+        .iter()
+        .map(|&(label, _, _)| speedups(samples, label))
+        .collect()
+}
+
+/// Per round that ran both, the 4 KiB run's time over `label`'s, on the program's own timing
+/// line when it printed one.
+fn speedups(samples: &[PackingSample], label: &str) -> Vec<f64> {
+    crate::stats::ratios_in_rounds(
+        samples,
+        |s| s.round,
+        |s| s.variant == VARIANTS[0].0,
+        |s| s.variant == label,
+        |s| Some(s.metric_s.unwrap_or(s.wall_ns as f64 / 1e9)),
+    )
+}
+
 fn summarize_variants(samples: &[PackingSample]) -> Vec<PackingVariant> {
-    let time = |s: &PackingSample| s.metric_s.unwrap_or(s.wall_ns as f64 / 1e9);
     let huge_of = |label: &str| {
         let h: Vec<f64> = samples
             .iter()
@@ -298,15 +323,7 @@ fn summarize_variants(samples: &[PackingSample]) -> Vec<PackingVariant> {
             let mine: Vec<&PackingSample> = samples.iter().filter(|s| s.variant == label).collect();
             let wall: Vec<f64> = mine.iter().map(|s| s.wall_ns as f64).collect();
             let metric: Vec<f64> = mine.iter().filter_map(|s| s.metric_s).collect();
-            let ratios: Vec<f64> = mine
-                .iter()
-                .filter_map(|s| {
-                    let b = samples
-                        .iter()
-                        .find(|b| b.variant == VARIANTS[0].0 && b.round == s.round)?;
-                    Some(time(b) / time(s))
-                })
-                .collect();
+            let ratios = speedups(samples, label);
             let huge = huge_of(label);
             let (speedup, ci95) = match label == VARIANTS[0].0 {
                 true => (None, None),

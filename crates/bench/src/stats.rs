@@ -29,6 +29,28 @@ pub fn ratio(ratios: &[f64]) -> (Option<f64>, Option<MedianInterval>) {
     (median(ratios), median_interval(ratios, LEVEL))
 }
 
+/// Per round that ran both, the baseline's time over a run's: each sample `is_run` picks,
+/// against the one of the same round that `is_base` picks; rounds where either has no time
+/// are left out.
+pub fn ratios_in_rounds<S>(
+    samples: &[S],
+    round: impl Fn(&S) -> u32,
+    is_base: impl Fn(&S) -> bool,
+    is_run: impl Fn(&S) -> bool,
+    time: impl Fn(&S) -> Option<f64>,
+) -> Vec<f64> {
+    samples
+        .iter()
+        .filter(|s| is_run(s))
+        .filter_map(|s| {
+            let b = samples
+                .iter()
+                .find(|b| is_base(b) && round(b) == round(s))?;
+            Some(time(b)? / time(s)?)
+        })
+        .collect()
+}
+
 /// Whether the 95 % interval of the median of `ratios` is at most `pct` % of that median
 /// wide. Too few ratios for an interval are never narrow enough.
 pub fn narrow_enough(ratios: &[f64], pct: f64) -> bool {

@@ -12,8 +12,13 @@ use crate::stats::{MedianInterval, Quiet, Summary};
 pub struct PackingReport {
     /// The command, program first.
     pub command: Vec<String>,
-    /// Rounds; each runs every variant once, starting one variant later than the last.
+    /// Rounds run (those asked for, or more with `--until`); each runs every variant once,
+    /// starting one variant later than the last.
     pub rounds: u32,
+    /// Why the rounds stopped: the rounds asked for ran, the interval grew narrow enough
+    /// (`--until`), or a cap was hit. Absent in files from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<crate::stats::Stopped>,
     /// The line `KEY=SECONDS` the program prints for its timed phase (`null`: wall time only).
     pub metric: Option<String>,
     /// The profile run and the placement the packed variants use.

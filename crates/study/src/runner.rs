@@ -686,6 +686,7 @@ fn work(
                 ],
                 preload: hugewise_exec::run::find_preload(None)?,
                 rounds: *rounds,
+                until: Default::default(),
                 options: hugewise_exec::placement::Options {
                     hot_arena: *hot_arena_bytes,
                     min_share: 0.5,

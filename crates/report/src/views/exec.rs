@@ -475,9 +475,10 @@ fn packing_caption(r: &PackingReport) -> String {
         .map(|s| s.site.as_str())
         .collect();
     format!(
-        "{}: {} rounds, time {}; hot arena from the profile: {} ({} site(s): {})\n\n",
+        "{}: {} rounds{}, time {}; hot arena from the profile: {} ({} site(s): {})\n\n",
         command_line(&r.command),
         r.rounds,
+        crate::fmt::stopped(r.stopped),
         r.metric
             .as_deref()
             .map_or_else(|| "wall".to_string(), |m| format!("the program's {m}")),

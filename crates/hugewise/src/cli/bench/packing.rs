@@ -13,7 +13,7 @@ use hugewise_mem::{Bytes, Count, Share, ShareRange};
 use hugewise_report::views;
 use hugewise_rules::protocol::DEFAULT_HOT_ARENA;
 
-use crate::cli::args::Output;
+use crate::cli::args::{Output, UntilArgs};
 use crate::signals::cancel_flag;
 
 pub const HELP: &str = "\
@@ -36,6 +36,7 @@ another call site, then --hops steps of a pointer chase over the hot ones.
 Examples:
   hugewise bench packing --quick
   hugewise bench packing --records 4M --hops 20M --rounds 5 --markdown
+  hugewise bench packing --until 3% --max-rounds 12   rounds until each interval is within 3 %
   hugewise bench packing --metric time_s -- ./my-program input";
 
 /// `hugewise bench packing`.
@@ -51,6 +52,9 @@ pub struct BenchPackingArgs {
     /// speedups get a 95 % interval.
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..))]
     pub rounds: u32,
+    /// More rounds until the intervals are narrow enough.
+    #[command(flatten)]
+    pub until: UntilArgs,
     /// Most bytes of small objects the hot arena takes.
     #[arg(long, default_value_t = Bytes(DEFAULT_HOT_ARENA))]
     pub hot_arena: Bytes,
@@ -92,6 +96,7 @@ pub fn run(a: BenchPackingArgs, progress: Mode) -> anyhow::Result<()> {
         argv,
         preload: run::find_preload(a.preload.as_deref())?,
         rounds: if a.quick { 2 } else { a.rounds },
+        until: a.until.until(),
         options: Options {
             hot_arena: a.hot_arena.0,
             min_share: a.min_share.fraction(),
