@@ -259,6 +259,12 @@ pub struct PromoteBenchSample {
     /// kernels and in results from before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hot_chunks_huge: Option<u32>,
+    /// Daemon arm: candidates it passed over at a look because their walks would not pay for
+    /// their collapse, summed over its looks (a chunk declined at ten looks counts ten).
+    /// `null` for the other arms, for a target that did not say its sampling period, and in
+    /// results from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_worth: Option<u32>,
     /// Plan and daemon arms: latency of each `MADV_COLLAPSE` of one 2 MiB chunk, in order.
     pub collapse_ns: Vec<u64>,
     /// Others' CPU use just before.
@@ -284,6 +290,7 @@ impl PromoteBenchSample {
             promotions: None,
             demotions: None,
             hot_chunks_huge: None,
+            not_worth: None,
             collapse_ns: Vec::new(),
             quiet: None,
         }
@@ -454,6 +461,10 @@ pub struct PromoteBenchWorkload {
     /// (the chunks rounded to whole ones, the reads to 2^-32).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hotspot: Option<Hotspot>,
+    /// The reads of a workload no huge page should speed up: where they went and the work
+    /// between them. Absent for every other workload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nogain: Option<NoGain>,
     /// Cache lines of each 4 KiB page the reads go to (64: all of them). Absent in files
     /// from before the choice, which read every line, and for a graph workload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -525,6 +536,17 @@ pub struct Hotspot {
     pub reads: f64,
 }
 
+/// Reads that huge pages should not speed up: all within a span whose 4 KiB pages fit the
+/// first-level TLB, each followed by dependent arithmetic, over a region whose every page is
+/// mapped but never read again.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct NoGain {
+    /// Bytes of the span the reads go to, inside one 2 MiB chunk.
+    pub span_bytes: u64,
+    /// Dependent multiply-xor steps after each read.
+    pub work_per_read: u32,
+}
+
 /// A graph kernel run as a `bench promote` workload: each arm is its own run process, the
 /// daemon's started by a promoting one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -570,6 +592,11 @@ impl PromoteBenchWorkload {
         )
     }
 
+    /// The name of the workload no huge page should speed up: `nogain:K KiB`.
+    pub fn nogain_name(span_bytes: u64) -> String {
+        format!("nogain:{}KiB", span_bytes >> 10)
+    }
+
     fn name_with(mut name: String, lines: u32, chase: bool) -> String {
         if lines < 64 {
             name.push_str(&format!(":lines:{lines}"));
@@ -613,6 +640,18 @@ impl PromoteBenchWorkload {
                 self.reads
             )
         };
+        if let (None, Some(n)) = (&self.graph, self.nogain) {
+            return format!(
+                "No gain expected: dependent reads over {} KiB ({} pages, within the first-level \
+                 TLB's reach), {} multiply-xor steps after each, in a region of {} MiB mapped \
+                 and cold: {} reads per run",
+                n.span_bytes >> 10,
+                n.span_bytes / 4096,
+                n.work_per_read,
+                self.bytes >> 20,
+                self.reads
+            );
+        }
         match (&self.graph, self.zipf_s, self.hotspot) {
             (Some(g), _, _) => format!(
                 "{} on {}: {} timed trial{} per run after a warm-up, footprint {} MiB",

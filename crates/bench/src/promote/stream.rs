@@ -13,6 +13,10 @@
 //! the data, is the read's cost. Reads may also depend on each other (`chase`): each read's
 //! address waits for the word before it, as in a pointer chase or a traversal, so a page walk
 //! cannot overlap the reads around it and its whole latency is the read's.
+//!
+//! One workload is there to show that promotion does no harm where huge pages cannot help
+//! ([`Skew::NoGain`]): dependent reads over a span whose pages the first-level TLB holds, each
+//! followed by arithmetic that waits for it, in a region mapped whole and never read again.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -37,7 +41,28 @@ pub enum Skew {
         /// Share of the reads that go to them.
         reads: f64,
     },
+    /// Every read in the first `pages` 4 KiB pages (a power of two up to 512) of one chunk,
+    /// followed by [`NOGAIN_WORK`] dependent multiply-xor steps: a compute-bound loop whose
+    /// pages fit the TLB, which no huge page speeds up.
+    NoGain {
+        /// Pages read.
+        pages: u32,
+    },
 }
+
+/// Pages the no-gain workload reads: 256 KiB, within the first-level TLB of every recent
+/// x86 core (64 entries for 4 KiB pages on Skylake and Zen, 72–96 on later ones), so that
+/// its reads do not even reach the second level.
+pub const NOGAIN_PAGES: u32 = 64;
+
+/// Dependent multiply-xor steps after each read of the no-gain workload: about 15 ns of
+/// arithmetic that waits for the read, so that publishing one sample in 64 (a few
+/// nanoseconds each) costs the daemon's arm well under 1 %, and the loop is compute-bound.
+pub const NOGAIN_WORK: u32 = 8;
+
+/// First-level TLB entries for 4 KiB pages the no-gain workload's span must fit: the fewest
+/// among recent x86 cores.
+pub const L1_TLB_ENTRIES: u32 = 64;
 
 impl Skew {
     /// Refuse shares and exponents that do not make a distribution.
@@ -56,6 +81,13 @@ impl Skew {
                     reads * 100.0
                 )))
             }
+            Skew::NoGain { pages }
+                if !(pages.is_power_of_two() && pages as usize <= PAGES_PER_CHUNK) =>
+            {
+                Err(Error::Config(format!(
+                    "the no-gain span is a power of two of pages up to 512, not {pages}"
+                )))
+            }
             _ => Ok(()),
         }
     }
@@ -69,6 +101,8 @@ enum Draw {
     /// Ranks below `hot` take the draws whose top 32 bits are below `threshold`, evenly; the
     /// others the rest, evenly.
     Hotspot { hot: u32, threshold: u64 },
+    /// Every read in the hottest chunk (rank 0).
+    One,
 }
 
 /// The access stream: chunk ranks drawn by a [`Skew`], mapped to chunks by a permutation.
@@ -83,6 +117,11 @@ pub struct Stream {
     page_words: Option<usize>,
     /// Each address depends on the word read before it.
     chase: bool,
+    /// Words of a chunk the reads go to, minus one (a mask): the whole chunk, or the
+    /// no-gain workload's span.
+    span_words: usize,
+    /// Dependent arithmetic after each read (the no-gain workload).
+    work: bool,
 }
 
 const TABLE_BITS: u32 = 16;
@@ -142,6 +181,16 @@ impl Stream {
                 };
                 Draw::Hotspot { hot, threshold }
             }
+            Skew::NoGain { .. } => Draw::One,
+        };
+        let (span_words, work) = match skew {
+            Skew::NoGain { pages } => (
+                (pages.clamp(1, PAGES_PER_CHUNK as u32) as usize * WORDS_PER_PAGE)
+                    .next_power_of_two()
+                    - 1,
+                true,
+            ),
+            _ => (WORDS_PER_CHUNK - 1, false),
         };
         let mut perm: Vec<u32> = (0..chunks as u32).collect();
         let mut x = seed | 1;
@@ -155,6 +204,8 @@ impl Stream {
             perm,
             page_words: None,
             chase: false,
+            span_words,
+            work,
         }
     }
 
@@ -173,6 +224,7 @@ impl Stream {
                 let in_cold = u64::from(hot) + ((at * u64::from(self.chunks - hot)) >> 32);
                 (if x >> 32 < threshold { in_hot } else { in_cold }) as usize
             }
+            Draw::One => 0,
         }
     }
 
@@ -180,7 +232,7 @@ impl Stream {
     /// rounding to whole chunks), or `None` for a Zipf stream.
     pub fn hotspot(&self) -> Option<Hotspot> {
         match self.draw {
-            Draw::Table(_) => None,
+            Draw::Table(_) | Draw::One => None,
             Draw::Hotspot { hot, threshold } => Some(Hotspot {
                 chunks: f64::from(hot) / f64::from(self.chunks),
                 reads: threshold as f64 / 2f64.powi(32),
@@ -214,9 +266,9 @@ impl Stream {
     #[inline]
     fn word_in_chunk(&self, x: u64) -> usize {
         match self.page_words {
-            None => x as usize & (WORDS_PER_CHUNK - 1),
+            None => x as usize & self.span_words,
             Some(mask) => {
-                let page = (x >> 20) as usize & (PAGES_PER_CHUNK - 1);
+                let page = (x >> 20) as usize & (self.span_words / WORDS_PER_PAGE);
                 let w = x as usize & mask;
                 let line = ((w / WORDS_PER_LINE) + page * STAGGER) % LINES_PER_PAGE;
                 page * WORDS_PER_PAGE + line * WORDS_PER_LINE + w % WORDS_PER_LINE
@@ -227,6 +279,11 @@ impl Stream {
     /// Chunks in order of expected heat, hottest first.
     pub fn hottest(&self) -> &[u32] {
         &self.perm
+    }
+
+    /// The bytes of each chunk the reads may go to: all 2 MiB, or the no-gain span.
+    pub fn span_bytes(&self) -> usize {
+        (self.span_words + 1) * 8
     }
 
     /// Sum of `n` reads of `data` from seed `seed`; every `every`-th address (times the
@@ -248,16 +305,18 @@ impl Stream {
     /// 2^20 reads, a few milliseconds apart): a run that ended early is not a
     /// measurement.
     pub fn reads_until(&self, data: &[u64], pass: Pass<'_>) -> u64 {
-        if self.chase {
-            self.reads_as::<true>(data, pass)
-        } else {
-            self.reads_as::<false>(data, pass)
+        match (self.chase, self.work) {
+            (true, true) => self.reads_as::<true, true>(data, pass),
+            (true, false) => self.reads_as::<true, false>(data, pass),
+            (false, true) => self.reads_as::<false, true>(data, pass),
+            (false, false) => self.reads_as::<false, false>(data, pass),
         }
     }
 
-    /// [`Stream::reads_until`], with the chain of dependent reads or without, each loop
-    /// compiled for its own case.
-    fn reads_as<const CHASE: bool>(&self, data: &[u64], pass: Pass<'_>) -> u64 {
+    /// [`Stream::reads_until`], with the chain of dependent reads or without, and with the
+    /// no-gain workload's arithmetic after each read or without, each loop compiled for its
+    /// own case.
+    fn reads_as<const CHASE: bool, const WORK: bool>(&self, data: &[u64], pass: Pass<'_>) -> u64 {
         let Pass {
             n,
             seed,
@@ -284,7 +343,12 @@ impl Stream {
             let rank = self.rank(x);
             let chunk = self.perm[rank.min(self.perm.len() - 1)].min(chunks - 1) as usize;
             let word = chunk * WORDS_PER_CHUNK + self.word_in_chunk(x);
-            let v = data[word];
+            let mut v = data[word];
+            if WORK {
+                for _ in 0..NOGAIN_WORK {
+                    v = (v ^ (v >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                }
+            }
             sum = sum.wrapping_add(v);
             if CHASE {
                 x ^= v & zero;
@@ -341,7 +405,10 @@ pub fn profile_plan(stream: &Stream, chunks: usize, k: usize, seed: u64) -> Vec<
         x = xorshift(x);
         counts[stream.perm[stream.rank(x)] as usize] += 1;
     }
-    let mut order: Vec<u32> = (0..chunks as u32).collect();
+    // Only chunks the profile saw: one it never sampled has no rank to give it a huge page.
+    let mut order: Vec<u32> = (0..chunks as u32)
+        .filter(|&c| counts[c as usize] > 0)
+        .collect();
     order.sort_by_key(|&c| std::cmp::Reverse(counts[c as usize]));
     order.truncate(k);
     order
@@ -486,6 +553,51 @@ mod tests {
         assert_eq!(
             PromoteBenchWorkload::hotspot_name(0.04, 0.99, 1, true),
             "hot:4%:99%:lines:1:chase"
+        );
+    }
+
+    #[test]
+    fn the_no_gain_reads_keep_to_a_span_the_first_level_tlb_holds() {
+        let skew = Skew::NoGain {
+            pages: NOGAIN_PAGES,
+        };
+        skew.check().expect("a valid span");
+        let s = Stream::with_skew(16, skew, 3).chase(true);
+        // 64 pages of 4 KiB: 256 KiB, one entry a page, within the 64 entries it claims.
+        assert_eq!(s.span_bytes(), 256 << 10);
+        assert!(s.span_bytes() / PageSize::Size4K.bytes() <= L1_TLB_ENTRIES as usize);
+        // Every draw reads the hottest chunk, inside the span, and reaches each of its pages.
+        let hot = s.hottest()[0] as usize;
+        let mut x = 17u64;
+        let mut pages = std::collections::BTreeSet::new();
+        for _ in 0..100_000 {
+            x = xorshift(x);
+            assert_eq!(s.rank(x), 0);
+            let w = s.word_in_chunk(x);
+            assert!(w < 64 * WORDS_PER_PAGE, "{w}");
+            pages.insert(w / WORDS_PER_PAGE);
+        }
+        assert_eq!(pages.len(), NOGAIN_PAGES as usize);
+        // The loop itself reads there only: with ones in the span and zeros elsewhere, its
+        // reads without the arithmetic sum to their count.
+        let data: Vec<u64> = (0..16 * WORDS_PER_CHUNK)
+            .map(|w| u64::from(w / WORDS_PER_CHUNK == hot && w % WORDS_PER_CHUNK < 64 * 512))
+            .collect();
+        let plain = Stream {
+            work: false,
+            ..Stream::with_skew(16, skew, 3)
+        };
+        assert_eq!(plain.reads(&data, 50_000, 9, None), 50_000);
+        // With the arithmetic the reads are the same, their sum mixed: not the count.
+        assert_ne!(s.reads(&data, 50_000, 9, None), 50_000);
+        // The profile sees one chunk: a plan of it alone, however large the budget.
+        assert_eq!(profile_plan(&s, 16, 8, 1), vec![hot as u32]);
+        for bad in [0, 3, 1024] {
+            assert!(Skew::NoGain { pages: bad }.check().is_err(), "{bad}");
+        }
+        assert_eq!(
+            PromoteBenchWorkload::nogain_name(s.span_bytes() as u64),
+            "nogain:256KiB"
         );
     }
 

@@ -411,6 +411,20 @@ fn bench_workload(r: &PromoteBenchWorkload) -> String {
     if let Some(line) = hot_chunks_line(r) {
         let _ = writeln!(o, "{line}");
     }
+    let mut declined: Vec<u32> = r.samples.iter().filter_map(|s| s.not_worth).collect();
+    declined.sort_unstable();
+    if let (Some(lo), Some(hi)) = (declined.first(), declined.last()) {
+        let range = if lo == hi {
+            lo.to_string()
+        } else {
+            format!("{lo}–{hi}")
+        };
+        let _ = writeln!(
+            o,
+            "daemon: {range} candidate(s) a run passed over, their walks past what the TLB \
+             holds not worth a collapse (counted at every look)"
+        );
+    }
     let mut lat: Vec<u64> = r
         .samples
         .iter()

@@ -19,8 +19,10 @@ use crate::cli::args::{
 use crate::signals::cancel_flag;
 
 pub const HELP: &str = "Examples:
-  hugewise bench promote                           8 GiB, 5 rounds (about 15 minutes)
+  hugewise bench promote                           8 GiB, 6 rounds of the hot spot and of the
+                                                   no-gain workload (about 15 minutes)
   hugewise bench promote --size 2GiB --rounds 2 --reads 50M   a quicker look
+  hugewise bench promote --workload nogain       only the workload huge pages cannot help
   hugewise bench promote --zipf 1,1.5 --json     two workloads: a long tail and a sharp hot set
   hugewise bench promote --zipf 1.2 --budget 2% --markdown
   hugewise bench promote --hotspot 4%:99% --lines-per-page 1 --chase
@@ -35,9 +37,19 @@ pub const HELP: &str = "Examples:
                          PageRank on kron:26 (hugewise graph gen --graph kron:26 --out k26.hwg)
   hugewise bench promote --graph kron:20 --rounds 1 --plan plan.json   a quick look, a given plan
 
+Workloads: without --workload, --zipf or --hotspot, two: `hotspot` (99.9 % of the reads on 3.9 %
+of the chunks, which the 4 % budget holds, one line of each page read, each read waiting for
+the one before: the shape huge pages pay most for) and `nogain` (dependent reads over 256 KiB,
+64 pages the first-level TLB holds, each followed by arithmetic, in a region mapped whole and
+cold: every arm should stay at 1.0x, and the daemon collapse nothing, its candidates counted
+as not worth their collapse). `zipf` is Zipf reads with exponent 1. --lines-per-page and
+--chase shape `zipf`, --zipf and --hotspot; `hotspot` and `nogain` keep their own.
+
 Arms: base (4 KiB pages), ideal (every chunk huge), plan (the chunks a sampled profile ranks
 highest, collapsed before the clock starts), daemon (the pcc policy on samples the workload
-publishes, promoting while the clock runs). The plan and the daemon get the same budget.
+publishes with its sampling period, promoting while the clock runs; a chunk whose sampled walks,
+past what the TLB holds, would not pay for its collapse stays on 4 KiB pages). The plan and the
+daemon get the same budget.
 Share of ideal is (speedup - 1) / (ideal speedup - 1) in the same round, its median over rounds;
 saving share is (base - arm) / (base - ideal) from the medians of times over the ideal's,
 steadier when the ideal gains little in some rounds. With --same-frames the order is fixed
@@ -47,7 +59,7 @@ plan keeps its chunks of that collapse, and the daemon starts from 4 KiB pages. 
 `workloads`, its headline first: workload, ideal_speedup, plan_speedup, daemon_speedup, their
 shares of the ideal (per round, and of its saving: plan_share_of_ideal_saving,
 daemon_share_of_ideal_saving), huge_footprint_share (the plan's, read back from the
-kernel), the daemon's, reach_budget_ms and daemon_cpu_share.
+kernel), the daemon's, reach_budget_ms and daemon_cpu_share; each daemon sample has not_worth.
 
 With --graph each arm is a run in a process of its own (a fresh load, so the ideal has the
 graph's arrays huge too): base all=system, ideal all=thp, plan replaying a pcc plan, daemon
@@ -60,8 +72,12 @@ pub struct BenchPromoteArgs {
     /// Region size.
     #[arg(long, default_value = "8GiB", allow_negative_numbers = true)]
     pub size: Bytes,
+    /// Named workloads, comma-separated, run in turn: hotspot, nogain, zipf [default: hotspot
+    /// and nogain, without --zipf or --hotspot].
+    #[arg(long, value_enum, value_delimiter = ',', num_args = 1..)]
+    pub workload: Vec<WorkloadArg>,
     /// Zipf exponents over the 2 MiB chunks' ranks, comma-separated: one workload each, run in
-    /// turn, each against its own base and ideal [default: 1, without --hotspot].
+    /// turn after the named ones, each against its own base and ideal.
     #[arg(long, value_delimiter = ',', num_args = 1..)]
     pub zipf: Vec<f64>,
     /// Hot spots, comma-separated, each `CHUNKS:READS` in percent: READS of the reads spread
@@ -95,9 +111,9 @@ pub struct BenchPromoteArgs {
     /// line); they start at an offset that moves from page to page, so they fill every cache
     /// set. With 1 the hot chunks' data fits the caches while their pages overflow the TLB:
     /// records a page apart whose headers alone are read, where walks of 4 KiB page tables
-    /// are the reads' cost.
-    #[arg(long, default_value_t = 64, value_name = "LINES")]
-    pub lines_per_page: u32,
+    /// are the reads' cost [default: 64].
+    #[arg(long, value_name = "LINES")]
+    pub lines_per_page: Option<u32>,
     /// Make each read's address wait for the word read before it, as a pointer chase or a
     /// traversal does: a page walk then cannot overlap other reads, and its whole latency is
     /// the read's. The addresses are the same as without it.
@@ -123,7 +139,7 @@ pub struct BenchPromoteArgs {
     pub force: bool,
     /// A graph kernel instead of Zipf reads: the graph as `hugewise run --graph` takes it
     /// (save a large one as .hwg first). Each arm is then a run in a process of its own.
-    #[arg(long, value_name = "GRAPH", conflicts_with_all = ["zipf", "hotspot", "size", "reads", "seed", "lines_per_page", "chase", "same_frames", "cold_first", "force"])]
+    #[arg(long, value_name = "GRAPH", conflicts_with_all = ["workload", "zipf", "hotspot", "size", "reads", "seed", "lines_per_page", "chase", "same_frames", "cold_first", "force"])]
     pub graph: Option<String>,
     /// With --graph: the kernel.
     #[arg(long, value_enum, default_value = "pr", requires = "graph")]
@@ -163,6 +179,55 @@ pub struct BenchPromoteArgs {
     pub output: Output,
 }
 
+/// A named workload of the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WorkloadArg {
+    /// 99.9 % of dependent reads, one line of each page, on 3.9 % of the chunks.
+    Hotspot,
+    /// Dependent reads over 256 KiB with arithmetic between them: no gain to find.
+    Nogain,
+    /// Zipf reads with exponent 1, shaped by --lines-per-page and --chase.
+    Zipf,
+}
+
+/// The workloads the flags name, in order: named ones, then Zipf exponents, then hot spots;
+/// the hot spot and the no-gain workload when none is named.
+fn workloads(a: &BenchPromoteArgs) -> anyhow::Result<Vec<bench::driver::Workload>> {
+    use bench::driver::Workload;
+    let named = a.workload.iter().any(|&w| w != WorkloadArg::Zipf);
+    if named && (a.lines_per_page.is_some() || a.chase) {
+        anyhow::bail!(
+            "--workload hotspot and nogain read their own way: --lines-per-page and --chase \
+             shape zipf, --zipf and --hotspot (--hotspot 3.9%:99.9% --lines-per-page 1 --chase \
+             is the named hot spot)"
+        );
+    }
+    let lines_per_page = a.lines_per_page.unwrap_or(64);
+    let shaped = |skew| Workload {
+        skew,
+        lines_per_page,
+        chase: a.chase,
+    };
+    let mut named = a.workload.clone();
+    if named.is_empty() && a.zipf.is_empty() && a.hotspot.is_empty() {
+        named = vec![WorkloadArg::Hotspot, WorkloadArg::Nogain];
+    }
+    Ok(named
+        .iter()
+        .map(|w| match w {
+            WorkloadArg::Hotspot => Workload::hotspot(),
+            WorkloadArg::Nogain => Workload::nogain(),
+            WorkloadArg::Zipf => shaped(bench::stream::Skew::Zipf(1.0)),
+        })
+        .chain(a.zipf.iter().map(|&s| shaped(bench::stream::Skew::Zipf(s))))
+        .chain(
+            a.hotspot
+                .iter()
+                .map(|&(chunks, reads)| shaped(bench::stream::Skew::Hotspot { chunks, reads })),
+        )
+        .collect())
+}
+
 /// `4%:99%` (the % signs optional) as shares: (0.04, 0.99).
 fn parse_hotspot(s: &str) -> Result<(f64, f64), String> {
     let pct = |p: &str| {
@@ -193,21 +258,7 @@ pub fn run(a: BenchPromoteArgs, progress: Mode) -> anyhow::Result<()> {
     };
     let cfg = bench::driver::Config {
         bytes: a.size,
-        skews: {
-            let zipf = if a.zipf.is_empty() && a.hotspot.is_empty() {
-                vec![1.0]
-            } else {
-                a.zipf
-            };
-            zipf.into_iter()
-                .map(bench::stream::Skew::Zipf)
-                .chain(
-                    a.hotspot
-                        .into_iter()
-                        .map(|(chunks, reads)| bench::stream::Skew::Hotspot { chunks, reads }),
-                )
-                .collect()
-        },
+        workloads: workloads(&a)?,
         reads: a.reads.0,
         rounds: a.rounds,
         until: a.until.until(),
@@ -215,8 +266,6 @@ pub fn run(a: BenchPromoteArgs, progress: Mode) -> anyhow::Result<()> {
         interval: a.interval,
         sample_every: a.sample_every,
         seed: a.seed,
-        lines_per_page: a.lines_per_page,
-        chase: a.chase,
         same_frames: a.same_frames,
         cold_first: a.cold_first,
         force: a.force,
@@ -277,7 +326,56 @@ fn bench_graph(
 
 #[cfg(test)]
 mod tests {
-    use super::parse_hotspot;
+    use super::{parse_hotspot, workloads, BenchPromoteArgs};
+    use clap::Parser;
+    use hugewise_bench::promote::driver::Workload;
+    use hugewise_bench::promote::stream::Skew;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        a: BenchPromoteArgs,
+    }
+
+    fn named(args: &[&str]) -> anyhow::Result<Vec<Workload>> {
+        let cli =
+            Cli::try_parse_from(std::iter::once("bench-promote").chain(args.iter().copied()))?;
+        workloads(&cli.a)
+    }
+
+    #[test]
+    fn without_workload_flags_the_hot_spot_and_the_no_gain_workload_run() {
+        let w = named(&[]).expect("default");
+        assert_eq!(w, [Workload::hotspot(), Workload::nogain()]);
+        // Named ones first, then Zipf exponents, then hot spots, shaped by the read flags.
+        let w = named(&[
+            "--workload",
+            "nogain,zipf",
+            "--hotspot",
+            "1%:99%",
+            "--zipf",
+            "1.5",
+        ])
+        .expect("mixed");
+        let skews: Vec<Skew> = w.iter().map(|w| w.skew).collect();
+        assert_eq!(
+            skews,
+            [
+                Workload::nogain().skew,
+                Skew::Zipf(1.0),
+                Skew::Zipf(1.5),
+                Skew::Hotspot {
+                    chunks: 0.01,
+                    reads: 0.99
+                }
+            ]
+        );
+        let w = named(&["--zipf", "1", "--lines-per-page", "1", "--chase"]).expect("zipf");
+        assert_eq!((w[0].lines_per_page, w[0].chase), (1, true));
+        // A named shape keeps its own reads: flags that would change them are refused.
+        let e = named(&["--workload", "hotspot", "--chase"]).expect_err("refused");
+        assert!(e.to_string().contains("read their own way"), "{e}");
+    }
 
     #[test]
     fn hot_spots_parse_as_shares_and_bad_ones_name_themselves() {
