@@ -20,7 +20,7 @@ use crate::signals::cancel_flag;
 
 pub const HELP: &str = "Examples:
   hugewise bench promote                           8 GiB, 6 rounds of the hot spot and of the
-                                                   no-gain workload (about 15 minutes)
+                                                   no-gain workload (about 25 minutes)
   hugewise bench promote --size 2GiB --rounds 2 --reads 50M   a quicker look
   hugewise bench promote --workload nogain       only the workload huge pages cannot help
   hugewise bench promote --zipf 1,1.5 --json     two workloads: a long tail and a sharp hot set
