@@ -316,7 +316,10 @@ pub struct Daemon {
     refused: std::collections::HashSet<(i32, usize)>,
     /// How many samples the targets are asked for.
     thinning: Thinning,
-    /// Latencies of the last successful collapses, newest last: what a collapse costs here.
+    /// CPU time of the last successful collapses, newest last: what a collapse costs here. Not
+    /// their latency: on a busy machine most of that is the daemon waiting for a core, which
+    /// costs the program nothing, and counting it declined the hot chunks of an 8 GiB hot spot
+    /// that ran beside other work.
     collapses: std::collections::VecDeque<u64>,
     /// Targets told that chunks were not worth their collapse.
     told_not_worth: std::collections::BTreeSet<i32>,
@@ -470,11 +473,13 @@ impl Daemon {
             return Ok(false);
         };
         let range = c.addr..c.addr + HUGE;
+        let cpu0 = hugewise_sys::rusage::thread_cpu_ns();
         let done = match kind {
             ActionKind::Promote => t.promote(range.clone()),
             ActionKind::Demote => t.demote(range.clone()),
             ActionKind::Release => t.release(range.clone()),
         };
+        let cpu_ns = hugewise_sys::rusage::thread_cpu_ns().saturating_sub(cpu0);
         let a = match done {
             Ok(a) => a,
             // The target unmapped or remapped the chunk since the scan: a race with the
@@ -520,7 +525,7 @@ impl Daemon {
                 if self.collapses.len() == COLLAPSES_KEPT {
                     self.collapses.pop_front();
                 }
-                self.collapses.push_back(a.latency_ns);
+                self.collapses.push_back(cpu_ns);
                 iv.promoted += 1;
                 *huge += HUGE as u64;
             }
@@ -737,7 +742,7 @@ impl Daemon {
         Ok(iv)
     }
 
-    /// What a collapse costs here: the median latency of the last ones this daemon made, or a
+    /// What a collapse costs here: the median CPU time of the last ones this daemon made, or a
     /// guess before the first.
     fn collapse_ns(&self) -> u64 {
         let mut v: Vec<u64> = self.collapses.iter().copied().collect();
