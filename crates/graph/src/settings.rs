@@ -8,7 +8,8 @@ use crate::{Error, Result};
 /// Settings for one kernel; `None` keeps the GAP suite's benchmark default.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct KernelSettings {
-    /// Variant: bfs `do`|`top-down`, pr `pull`|`push`, cc `afforest`|`sv`.
+    /// Variant: bfs `do`|`top-down`, pr `pull-gs-balanced`|`pull`|`pull-gs`|`push`, cc
+    /// `afforest`|`sv`.
     pub mode: Option<String>,
     /// sssp: bucket width of delta-stepping.
     pub delta: Option<u32>,
@@ -60,10 +61,11 @@ impl KernelSettings {
                 max_iters,
             } => {
                 match self.mode.as_deref() {
-                    None | Some("pull") => {}
+                    None | Some("pull-gs-balanced") => {}
+                    Some("pull") => *mode = PrMode::Pull,
                     Some("push") => *mode = PrMode::Push,
                     Some("pull-gs") => *mode = PrMode::PullGs,
-                    Some(m) => return bad_mode(m, "pull, pull-gs or push"),
+                    Some(m) => return bad_mode(m, "pull-gs-balanced, pull, pull-gs or push"),
                 }
                 *tolerance = self.tolerance.unwrap_or(*tolerance);
                 *max_iters = self.max_iters.unwrap_or(*max_iters);

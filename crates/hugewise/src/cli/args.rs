@@ -212,8 +212,8 @@ impl ReorderCacheArg {
 /// A kernel's settings, shared by `run` and `trace`.
 #[derive(Debug, Args)]
 pub struct KernelSettings {
-    /// Variant: bfs do|top-down (default do); pr pull|push (default pull); cc afforest|sv
-    /// (default afforest).
+    /// Variant: bfs do|top-down (default do); pr pull-gs-balanced|pull|pull-gs|push (default
+    /// pull-gs-balanced); cc afforest|sv (default afforest).
     #[arg(long)]
     pub mode: Option<String>,
     /// sssp: bucket width of delta-stepping [default: chosen from the graph's weights and
