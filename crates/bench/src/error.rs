@@ -53,6 +53,9 @@ pub enum Error {
     /// Running a program under `hugewise exec` failed.
     #[error(transparent)]
     Exec(#[from] hugewise_exec::Error),
+    /// A GAP binary could not be run, or printed what is not understood.
+    #[error("GAP: {0}")]
+    Gap(String),
     /// A page rule could not be read.
     #[error(transparent)]
     Rules(#[from] hugewise_rules::Error),

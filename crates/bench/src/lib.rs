@@ -15,7 +15,8 @@
 //! - [`execbench`]: a program hugewise did not write under several page rules, alternated;
 //! - [`packing`]: a program's hot call sites packed into a hot arena of huge pages, against
 //!   4 KiB pages and THP for everything;
-//! - [`bloat`]: a real Redis server's memory and speed under THP modes and page rules.
+//! - [`bloat`]: a real Redis server's memory and speed under THP modes and page rules;
+//! - [`gap`]: the user's build of the GAP suite against hugewise's kernels on one graph file.
 //!
 //! What they measure with:
 //! - [`telemetry`]: `/proc` and `/sys` sampled while a run runs, summarized by stretch;
@@ -33,6 +34,7 @@ pub mod capture;
 mod error;
 pub mod execbench;
 pub mod faultlat;
+pub mod gap;
 pub mod meta;
 pub mod packing;
 pub mod pagebench;

@@ -84,6 +84,7 @@ fn view(r: &AnyResult, style: Style) -> Option<String> {
             AnyResult::BenchExec(s) => Some(views::exec::bench_markdown(&s.result)),
             AnyResult::BenchBloat(s) => Some(views::exec::bloat_markdown(&s.result)),
             AnyResult::BenchPacking(s) => Some(views::exec::packing_markdown(&s.result)),
+            AnyResult::BenchGap(s) => Some(views::gap::markdown(&s.result)),
             _ => None,
         };
     }
@@ -115,5 +116,6 @@ fn view(r: &AnyResult, style: Style) -> Option<String> {
         AnyResult::BenchExec(s) => views::exec::bench(&s.result),
         AnyResult::BenchBloat(s) => views::exec::bloat(&s.result),
         AnyResult::BenchPacking(s) => views::exec::packing(&s.result),
+        AnyResult::BenchGap(s) => views::gap::text(&s.result),
     })
 }

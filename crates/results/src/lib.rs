@@ -16,6 +16,7 @@ pub mod env;
 pub mod exec;
 pub mod exit;
 pub mod faultlat;
+pub mod gapbench;
 pub mod graph;
 pub mod kernel;
 pub mod machine;
@@ -297,6 +298,8 @@ kinds! {
     BenchPacking(packing::PackingReport) = "hugewise/bench-packing", 1;
     /// `hugewise bench bloat`: a Redis server's memory and speed under THP modes and rules.
     BenchBloat(bloat::BloatReport) = "hugewise/bench-bloat", 1;
+    /// `hugewise bench gap`: the GAP suite's binaries against hugewise's kernels, alternated.
+    BenchGap(gapbench::GapBenchReport) = "hugewise/bench-gap", 1;
 }
 
 /// Parse the saved result `text`, read from `path` (named in errors). Reading the file is the

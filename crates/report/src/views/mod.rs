@@ -7,6 +7,7 @@
 pub mod collection;
 pub mod env;
 pub mod exec;
+pub mod gap;
 pub mod machine;
 pub mod promote;
 pub mod run;

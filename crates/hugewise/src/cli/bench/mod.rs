@@ -6,6 +6,7 @@ use hugewise_console::progress::Mode;
 
 pub mod bloat;
 pub mod exec;
+pub mod gap;
 pub mod packing;
 pub mod pages;
 pub mod promote;
@@ -65,6 +66,11 @@ alternating order, after checking the machine is quiet.")]
     /// alternated: speedup and huge bytes spent.
     #[command(after_help = packing::HELP)]
     Packing(packing::BenchPackingArgs),
+
+    /// The GAP suite's own binaries (your build) against hugewise's kernels on one graph file,
+    /// same threads and sources, alternated: per kernel the median time ratio and its interval.
+    #[command(after_help = gap::HELP)]
+    Gap(gap::BenchGapArgs),
 }
 
 /// Run one benchmark.
@@ -76,5 +82,6 @@ pub fn run(cmd: BenchCommand, progress: Mode) -> anyhow::Result<()> {
         BenchCommand::Exec(a) => exec::run(a, progress),
         BenchCommand::Bloat(a) => bloat::run(a, progress),
         BenchCommand::Packing(a) => packing::run(a, progress),
+        BenchCommand::Gap(a) => gap::run(a, progress),
     }
 }
