@@ -9,7 +9,7 @@
 //! the generator's order and 11 instead of 8 in DBG's, whose hubs, numbered first, gather
 //! contributions not yet refreshed. `PullGsBalanced`, the default, is that Gauss–Seidel with
 //! the total rank put back after every sweep to what the fixed point must hold (see
-//! [`Balance`]): the slow error behind the order sensitivity goes, and the iteration count is
+//! `Balance`): the slow error behind the order sensitivity goes, and the iteration count is
 //! Gauss–Seidel's best or better in any order (kron:20 serially: 5 in the generator's order,
 //! 6 in DBG's, against Gauss–Seidel's 6 and 24 and Jacobi's 8), at Gauss–Seidel's cost per
 //! iteration (one pass, no second one as Jacobi needs). `Push`: each vertex adds its contribution to its
