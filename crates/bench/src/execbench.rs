@@ -21,6 +21,9 @@ pub enum Variant {
     Plain,
     /// Under `hugewise exec` with these rules.
     Rules(Rules),
+    /// Under `hugewise promote` (the daemon's default policy, the program under the preload
+    /// library) with this budget: `promote` (2 %, its default) or `promote:100%`.
+    Promote(hugewise_mem::Amount),
 }
 
 impl Variant {
@@ -29,6 +32,7 @@ impl Variant {
         match self {
             Variant::Plain => "plain".into(),
             Variant::Rules(r) => r.to_string(),
+            Variant::Promote(b) => format!("promote:{b}"),
         }
     }
 
@@ -39,6 +43,11 @@ impl Variant {
             .filter(|v| !v.is_empty())
             .map(|v| match v {
                 "plain" => Ok(Variant::Plain),
+                "promote" => Ok(Variant::Promote(hugewise_mem::Amount::Percent(2.0))),
+                v if v.starts_with("promote:") => v["promote:".len()..]
+                    .parse()
+                    .map(Variant::Promote)
+                    .map_err(|e| Error::Config(format!("{v}: {e}"))),
                 rules => Ok(Variant::Rules(Rules::parse(rules)?)),
             })
             .collect()
@@ -161,6 +170,7 @@ fn all_rounds(
                     }
                     let q = quiet::wait_quiet(BUSY_SHARE, Duration::from_millis(200), 5);
                     let mut sample = match v {
+                        Variant::Promote(budget) => promote(cfg, *budget, stop, round, q)?,
                         Variant::Plain => ExecBenchSample {
                             round,
                             variant: v.label(),
@@ -226,6 +236,56 @@ fn all_rounds(
     Ok((samples, rounds, stopped))
 }
 
+/// One run under `hugewise promote` with `budget`, as the command runs it: the daemon's
+/// defaults, the program under the preload library. Its time is the session's, from before the
+/// program starts to when the daemon saw it end.
+fn promote(
+    cfg: &Config,
+    budget: hugewise_mem::Amount,
+    stop: &AtomicBool,
+    round: u32,
+    quiet: Option<hugewise_results::stats::Quiet>,
+) -> Result<ExecBenchSample> {
+    use hugewise_promote::{budget::Limit, daemon, session};
+    let limit = match budget {
+        hugewise_mem::Amount::Bytes(b) => Limit::Bytes(b.0),
+        hugewise_mem::Amount::Percent(p) => Limit::Share(p / 100.0),
+    };
+    let s = session::Config {
+        targets: session::Targets::Launch(cfg.argv.clone()),
+        engine: session::Engine::Daemon {
+            policy: "auto".into(),
+            config: daemon::Config {
+                limit,
+                ..daemon::Config::default()
+            },
+            budget_label: budget.to_string(),
+        },
+        duration: None,
+        launch: session::LaunchOptions {
+            preload: Some(session::preload_for(cfg.preload.clone(), limit)),
+            stdout_file: Some(cfg.scratch.clone()),
+        },
+    };
+    let r = session::run(&s, stop, &mut |_| {}, &mut |_| {})?;
+    if r.command_exit != Some(0) {
+        return Err(Error::Config(format!(
+            "the program failed under promote:{budget} (exit {:?}); run it with hugewise \
+             promote to see why",
+            r.command_exit
+        )));
+    }
+    Ok(ExecBenchSample {
+        round,
+        variant: format!("promote:{budget}"),
+        wall_ns: r.wall_ns,
+        metric_s: None,
+        huge_bytes: r.intervals.iter().map(|i| i.huge_bytes_after).max(),
+        peak_rss_bytes: None,
+        quiet,
+    })
+}
+
 /// Per round that ran both, `of` the first variant's run over `of` this variant's.
 fn ratios_vs_first(
     samples: &[ExecBenchSample],
@@ -264,7 +324,7 @@ fn summarize_variants(variants: &[Variant], samples: &[ExecBenchSample]) -> Vec<
                 .collect();
             Some(ExecBenchVariant {
                 rules: match v {
-                    Variant::Plain => None,
+                    Variant::Plain | Variant::Promote(_) => None,
                     Variant::Rules(_) => Some(label.clone()),
                 },
                 speedup_vs_first: wall_speedup,
@@ -290,6 +350,12 @@ mod tests {
         assert_eq!(v.len(), 3);
         assert_eq!(v[2].label(), ">=1GiB=thp,*=base");
         assert!(Variant::parse_list("plain;*=huge").is_err());
+        let p = Variant::parse_list("promote;promote:100%").expect("promote arms");
+        assert_eq!(
+            p.iter().map(Variant::label).collect::<Vec<_>>(),
+            ["promote:2%", "promote:100%"]
+        );
+        assert!(Variant::parse_list("promote:lots").is_err());
         let s = |round, variant: &str, wall_ns| ExecBenchSample {
             round,
             variant: variant.into(),

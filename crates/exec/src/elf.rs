@@ -108,6 +108,30 @@ pub fn is_static(program: &Path) -> bool {
         .is_some_and(|h| matches!(h.e_type, ET_EXEC | ET_DYN) && !h.interp)
 }
 
+/// Why the dynamic loader would not load a preload library into `program`, if it would not:
+/// a statically linked program has no loader, and a set-user-ID or set-group-ID one runs it in
+/// secure mode, which ignores `LD_PRELOAD` (save for system libraries that are set-user-ID
+/// themselves). None when it would, or when `program` cannot be found or read (starting it
+/// will say why).
+pub fn preload_refusal(program: &str) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = resolve(program)?;
+    if is_static(&path) {
+        return Some(format!(
+            "{} is statically linked (only the dynamic loader reads LD_PRELOAD)",
+            path.display()
+        ));
+    }
+    let mode = std::fs::metadata(&path).ok()?.permissions().mode();
+    if mode & 0o6000 != 0 {
+        return Some(format!(
+            "{} is set-user-ID or set-group-ID (the loader ignores LD_PRELOAD for it)",
+            path.display()
+        ));
+    }
+    None
+}
+
 /// `Ok` when `path` is an ELF shared object of this machine's kind (the class and machine of
 /// the running hugewise); else why not.
 pub fn check_shared_object(path: &Path) -> Result<(), String> {
@@ -151,6 +175,20 @@ mod tests {
         assert!(!is_static(&t));
         assert_eq!(check_shared_object(&t), Err("not an ELF file".into()));
         assert_eq!(parse(b"\x7fELF\x02\x01"), Err("a truncated ELF file"));
+    }
+
+    #[test]
+    fn a_set_user_id_program_is_refused_and_a_dynamic_one_is_not() {
+        use std::os::unix::fs::PermissionsExt;
+        let me = std::env::current_exe().expect("exe");
+        assert_eq!(preload_refusal(me.to_str().expect("path")), None);
+        let d = tempfile::tempdir().expect("tmp");
+        let copy = d.path().join("suid");
+        std::fs::write(&copy, "#!/bin/sh\n").expect("write");
+        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o4755)).expect("chmod");
+        let why = preload_refusal(copy.to_str().expect("path")).expect("refused");
+        assert!(why.contains("set-user-ID"), "{why}");
+        assert_eq!(preload_refusal("/nonexistent/program"), None);
     }
 
     #[test]

@@ -317,11 +317,6 @@ fn allocation(e: &LogEntry, t0_mono: u64, rules: &Rules, peak: Option<&Peak>) ->
     }
 }
 
-/// A name no other run on the machine uses at the same time.
-fn session_name() -> String {
-    format!("{}-{}", std::process::id(), monotonic_ns() % 1_000_000_000)
-}
-
 /// Run the program to its end with the preload library, reading its allocations' backing every
 /// `interval`, and calling `tick` after each reading. When `stop` is raised (the user pressed
 /// Ctrl-C, which the program gets too) the program is given a second to end, then SIGTERM.
@@ -342,22 +337,16 @@ pub fn run_with(
         return Err(Error::Static { program });
     }
     protocol::sweep_orphans();
-    let session = session_name();
-    let mut preload = cfg.preload.as_os_str().to_owned();
-    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|o| !o.is_empty()) {
-        preload.push(":");
-        preload.push(old);
-    }
+    let preload = protocol::Preload {
+        min_size: cfg.min_size,
+        hot_arena: cfg.hot_arena,
+        profile: cfg.profile,
+        ..protocol::Preload::new(cfg.preload.clone(), cfg.rules.clone())
+    };
+    let session = preload.session.clone();
     let mut cmd = Command::new(&program);
-    cmd.args(&cfg.argv[1..])
-        .env("LD_PRELOAD", &preload)
-        .env(protocol::ENV_RULES, cfg.rules.to_string())
-        .env(protocol::ENV_MIN_SIZE, cfg.min_size.to_string())
-        .env(protocol::ENV_SESSION, &session)
-        .env(protocol::ENV_HOT_ARENA, cfg.hot_arena.to_string());
-    if cfg.profile {
-        cmd.env(protocol::ENV_PROFILE, "1");
-    }
+    cmd.args(&cfg.argv[1..]);
+    preload.apply(&mut cmd);
     if let Some(f) = &cfg.stdout_file {
         let file = std::fs::File::create(f).map_err(|source| Error::Launch {
             program: format!("{program} (its output file {})", f.display()),
@@ -386,6 +375,7 @@ pub fn run_with(
                     targets: hugewise_promote::session::Targets::Pids(vec![child_pid]),
                     engine: engine.clone(),
                     duration: None,
+                    launch: Default::default(),
                 };
                 hugewise_promote::session::run(&session, exited, &mut |_| {}, &mut |_| {})
             })

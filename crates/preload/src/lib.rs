@@ -18,6 +18,12 @@
 //! allocator (jemalloc, tcmalloc: their pointers cannot be told apart safely), or when a
 //! mapping is refused, the allocation goes to the program's allocator and the log says why.
 //!
+//! Under `hugewise promote` the run has a huge-page budget (`HUGEWISE_EXEC_BUDGET`): `thp`
+//! advice then covers, allocation by allocation, only what the budget has room for (the
+//! leading whole chunks of the first large allocations; see [`hugewise_rules::budget`]), so
+//! that those pages are huge from their first fault and the daemon has nothing to collapse
+//! there. Mappings made without access (an allocator's reserved heap) get none.
+//!
 //! The exports carry the C library's contracts; each passes its caller's promises on to
 //! [`hugewise_sys::interpose`], which holds the system calls. Rust's own allocations inside the
 //! library go straight to the program's allocator, never back through these exports.
@@ -31,6 +37,7 @@ use std::sync::OnceLock;
 
 use std::sync::atomic::AtomicUsize;
 
+use hugewise_rules::budget::{Budget, Ledger, HUGE};
 use hugewise_rules::protocol;
 use hugewise_rules::sites::{Modules, Site};
 use hugewise_rules::{Placement, Rules};
@@ -95,6 +102,43 @@ struct Shim {
     sites: Vec<(usize, Site)>,
     /// Whether some site the rules name was not found.
     sites_missing: bool,
+    /// The huge-page budget `thp` advice is held to (`hugewise promote`); None: no limit.
+    budget: Option<Budget>,
+}
+
+/// Allocations the budget ledger can hold at once; later ones get no advice until some are
+/// freed (a program with more large allocations than this alive is rare, and the daemon still
+/// sees them).
+const LEDGER_ITEMS: usize = 1024;
+
+struct LedgerCell(std::cell::UnsafeCell<Ledger<LEDGER_ITEMS>>);
+
+// SAFETY: the ledger is reached only through `with_ledger`, under the side lock.
+unsafe impl Sync for LedgerCell {}
+
+/// What the budget has given so far. Behind the interposer's side lock, which is held across
+/// `fork` (a child never inherits it locked); the work under it is a few comparisons and never
+/// allocates or maps.
+static LEDGER: LedgerCell = LedgerCell(std::cell::UnsafeCell::new(Ledger::new()));
+
+fn with_ledger<T>(f: impl FnOnce(&mut Ledger<LEDGER_ITEMS>) -> T) -> T {
+    ip::with_side_lock(|| {
+        // SAFETY: the side lock is held, so this is the only reference to the ledger.
+        f(unsafe { &mut *LEDGER.0.get() })
+    })
+}
+
+/// The kind of a block only part of which was advised huge: never asked for, so such a block
+/// is never handed out again as if it were wholly one policy.
+const KIND_PART_HUGE: u8 = 0xf0;
+
+/// Where the whole 2 MiB chunks of `[start, start + len)` begin, and their bytes: only those
+/// can be huge (a block aligned for more than a page starts a page before a boundary; an
+/// adopted mapping anywhere).
+fn whole_chunks(start: usize, len: usize) -> (u64, u64) {
+    let (start, end) = (start as u64, (start + len) as u64);
+    let at = start.next_multiple_of(HUGE);
+    (at, (end / HUGE * HUGE).saturating_sub(at))
 }
 
 static SHIM: OnceLock<Option<Shim>> = OnceLock::new();
@@ -161,6 +205,10 @@ fn shim(next: &Next) -> Option<&'static Shim> {
                 hot_arena: number(protocol::ENV_HOT_ARENA, protocol::DEFAULT_HOT_ARENA) as usize,
                 sites_missing: sites.len() < named,
                 sites,
+                // A budget that cannot be read gives no advice rather than a guess.
+                budget: std::env::var(protocol::ENV_BUDGET)
+                    .ok()
+                    .map(|b| Budget::parse(&b).unwrap_or(Budget::Bytes(0))),
             })
         })
         .as_ref();
@@ -341,7 +389,22 @@ impl Shim {
             Placement::Arena => Placement::Thp,
             p => p,
         };
-        let (b, advice) = match ip::own_reuse(size, align, placement.code()) {
+        // Under a budget `thp` covers what it has room for: a block kept for reuse is taken only
+        // when it is wholly what the budget gives now (all huge, or none).
+        let budget = self.budget.filter(|_| placement == Placement::Thp);
+        let reuse_kind = match budget {
+            None => Some(placement.code()),
+            Some(bud) => {
+                let whole = size as u64 / HUGE * HUGE;
+                match with_ledger(|l| l.room(bud, size as u64, whole)) {
+                    0 => Some(Placement::System.code()),
+                    r if r >= whole => Some(Placement::Thp.code()),
+                    _ => None,
+                }
+            }
+        };
+        let mut kind = placement.code();
+        let (b, advice) = match reuse_kind.and_then(|k| ip::own_reuse(size, align, k)) {
             // Advised when it was first mapped.
             Some(b) => {
                 if zeroed {
@@ -349,10 +412,29 @@ impl Shim {
                     // `user`, and handed to no one else yet.
                     unsafe { std::ptr::write_bytes(b.user as *mut u8, 0, size) };
                 }
+                if budget.is_some() {
+                    kind = b.kind;
+                    let (at, whole) = whole_chunks(b.start, b.len);
+                    let huge = if kind == Placement::Thp.code() {
+                        whole
+                    } else {
+                        0
+                    };
+                    with_ledger(|l| l.record(b.start as u64, b.len as u64, at, huge));
+                }
                 (b, Ok(()))
             }
-            None => {
-                let b = match ip::own_map(size, align) {
+            None if budget.is_some() => {
+                let (mut huge, mut advice) = (0, Ok(()));
+                let b = match ip::own_map_then(size, align, |b| {
+                    let (start, len) = (b.start as u64, b.len as u64);
+                    let (at, whole) = whole_chunks(b.start, b.len);
+                    huge =
+                        budget.map_or(0, |bud| with_ledger(|l| l.take(bud, start, len, at, whole)));
+                    if huge > 0 {
+                        advice = ip::advise_range(at as usize, huge as usize, Advice::HugePage);
+                    }
+                }) {
                     Ok(b) => b,
                     Err(e) => {
                         if let Some(l) = log {
@@ -361,19 +443,44 @@ impl Shim {
                         return None;
                     }
                 };
-                let advice = match placement {
-                    Placement::Thp | Placement::Arena => ip::own_advise(&b, Advice::HugePage),
-                    Placement::Base => ip::own_advise(&b, Advice::NoHugePage),
-                    Placement::System => Ok(()),
+                kind = match huge {
+                    0 => Placement::System.code(),
+                    h if h == whole_chunks(b.start, b.len).1 => Placement::Thp.code(),
+                    _ => KIND_PART_HUGE,
+                };
+                (b, advice)
+            }
+            None => {
+                let mut advice = Ok(());
+                let b = match ip::own_map_then(size, align, |b| {
+                    advice = match placement {
+                        Placement::Thp | Placement::Arena => ip::own_advise(b, Advice::HugePage),
+                        Placement::Base => ip::own_advise(b, Advice::NoHugePage),
+                        Placement::System => Ok(()),
+                    }
+                }) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        if let Some(l) = log {
+                            l.fallback(e.0);
+                        }
+                        return None;
+                    }
                 };
                 (b, advice)
             }
         };
-        let b = OwnBlock {
-            kind: placement.code(),
-            ..b
+        let b = OwnBlock { kind, ..b };
+        // What the log says it was given: `system` when the budget had no room.
+        let placement = if kind == Placement::System.code() {
+            Placement::System
+        } else {
+            placement
         };
         if let Err(e) = ip::own_register(b) {
+            if budget.is_some() {
+                with_ledger(|l| l.release(b.start as u64, b.len as u64));
+            }
             ip::own_unmap(b);
             if let Some(l) = log {
                 l.fallback(e.0);
@@ -403,16 +510,39 @@ impl Shim {
 
     /// Adopt an anonymous mapping the program (or its allocator) made: advise it as the
     /// rules say and log it, without moving it.
-    fn adopt(&self, start: usize, len: usize) {
+    /// `reserved`: mapped without access (`PROT_NONE`), a reservation such as an allocator's
+    /// heap, not memory; under a budget it gets no advice.
+    fn adopt(&self, start: usize, len: usize, reserved: bool) {
         if !self.rules_ok || (len as u64) < self.min_size {
             return;
         }
         guarded(|| {
-            let (placement, rule) = self.rules.place(len as u64, None, None);
-            let advice = match placement {
-                Placement::Thp | Placement::Arena => ip::advise_range(start, len, Advice::HugePage),
-                Placement::Base => ip::advise_range(start, len, Advice::NoHugePage),
-                Placement::System => Ok(()),
+            let (mut placement, rule) = self.rules.place(len as u64, None, None);
+            let budget = self
+                .budget
+                .filter(|_| matches!(placement, Placement::Thp | Placement::Arena));
+            let advice = match (budget, placement) {
+                (Some(_), _) if reserved => {
+                    placement = Placement::System;
+                    Ok(())
+                }
+                (Some(bud), _) => {
+                    let (at, whole) = whole_chunks(start, len);
+                    let huge = with_ledger(|l| l.take(bud, start as u64, len as u64, at, whole));
+                    if huge == 0 {
+                        placement = Placement::System;
+                        Ok(())
+                    } else {
+                        ip::advise_range(at as usize, huge as usize, Advice::HugePage)
+                    }
+                }
+                (None, _) => match placement {
+                    Placement::Thp | Placement::Arena => {
+                        ip::advise_range(start, len, Advice::HugePage)
+                    }
+                    Placement::Base => ip::advise_range(start, len, Advice::NoHugePage),
+                    Placement::System => Ok(()),
+                },
             };
             let log = log_of(self);
             let slot = log
@@ -441,6 +571,9 @@ impl Shim {
     /// it touched one.
     fn unmapped(&self, start: usize, len: usize) -> bool {
         guarded(|| {
+            if self.budget.is_some() {
+                with_ledger(|l| l.release(start as u64, len as u64));
+            }
             Some(ip::unadopt(start, len, |slot| {
                 if let (Some(l), true) = (log_of(self), slot != u32::MAX) {
                     l.freed(slot, ip::monotonic_ns());
@@ -452,6 +585,14 @@ impl Shim {
 
     /// Release a block taken over (kept for reuse when small enough) and log its end.
     fn release(&self, block: &OwnBlock) {
+        if self.budget.is_some() {
+            // Skipped (the budget stays spent) only when a signal handler frees a block while
+            // its thread is inside the library's work.
+            guarded(|| {
+                with_ledger(|l| l.release(block.start as u64, block.len as u64));
+                Some(())
+            });
+        }
         if let Some(b) = ip::own_release(block.user as *const c_void) {
             if b.slot != u32::MAX {
                 if let Some(l) = log_of(self) {
@@ -906,7 +1047,7 @@ pub unsafe extern "C" fn mmap(
             // Only once the settings are read: the reading itself may map memory.
             if let Some(Some(s)) = SHIM.get() {
                 if adoptable(flags) {
-                    s.adopt(p, len);
+                    s.adopt(p, len, prot == libc::PROT_NONE);
                 }
             }
             p as *mut c_void
@@ -974,7 +1115,7 @@ pub unsafe extern "C" fn mremap(
         Ok(p) => {
             if let Some(Some(s)) = SHIM.get() {
                 if s.unmapped(old as usize, old_len) {
-                    s.adopt(p, new_len);
+                    s.adopt(p, new_len, false);
                 }
             }
             p as *mut c_void

@@ -173,6 +173,14 @@ impl Managed {
                 match AllocLog::open_written_by(&p, self.target.writer()) {
                     Ok(log) => {
                         self.log = Some(log);
+                        notes.push(format!(
+                            "pid {}: it runs under the preload library, whose allocation log \
+                             is read: its large allocations count whole toward the budget's \
+                             share, the part the budget had room for was advised huge at first \
+                             fault (what is huge is read from its page tables), and its `base` \
+                             allocations are left alone",
+                            self.target.pid()
+                        ));
                         break;
                     }
                     Err(e) => self.refused(&p, &e, notes),
@@ -187,6 +195,27 @@ impl Managed {
             .filter(|e| e.freed_ns.is_none() && e.policy == alloclog::POLICY_BASE)
             .map(|e| e.start as usize..(e.start + e.len) as usize)
             .collect()
+    }
+
+    /// Bytes of the live allocations in the target's log that are not mapped yet (per the
+    /// chunks as last read): a program started under the preload library was given huge pages
+    /// at first fault on a share of its allocations' whole size, and the daemon's budget must
+    /// stand on a basis at least as large, or it would split those pages while the program
+    /// is still touching the rest. None without a log.
+    fn unfaulted(&self, chunks: &[ChunkInfo]) -> Option<u64> {
+        let log = self.log.as_ref()?;
+        let mut total = 0u64;
+        for e in log.entries().iter().filter(|e| e.freed_ns.is_none()) {
+            let (a, b) = (e.start as usize, (e.start + e.len) as usize);
+            let from = chunks.partition_point(|c| c.addr < a);
+            let mapped: u64 = chunks[from..]
+                .iter()
+                .take_while(|c| c.addr + HUGE <= b)
+                .map(|c| u64::from(c.mapped_pages) * 4096)
+                .sum();
+            total += e.len.saturating_sub(mapped);
+        }
+        Some(total)
     }
 
     fn new(
@@ -323,6 +352,9 @@ pub struct Daemon {
     collapses: std::collections::VecDeque<u64>,
     /// Targets told that chunks were not worth their collapse.
     told_not_worth: std::collections::BTreeSet<i32>,
+    /// Bytes the targets' allocation logs hold that are not mapped yet, at the last scan
+    /// (see `Managed::unfaulted`): part of the budget's basis.
+    unfaulted: u64,
 }
 
 /// What a collapse is taken to cost before the daemon has timed one: the middle of the
@@ -355,6 +387,7 @@ impl Daemon {
             refused: Default::default(),
             collapses: Default::default(),
             told_not_worth: Default::default(),
+            unfaulted: 0,
             thinning: Thinning::new(thin_max),
             cfg,
         }
@@ -401,6 +434,7 @@ impl Daemon {
     /// Read every target's chunks and samples. Targets that exited are dropped and named.
     fn scan(&mut self, iv: &mut Interval) -> Result<Vec<ChunkInfo>> {
         let mut chunks = Vec::new();
+        self.unfaulted = 0;
         let mut keep = Vec::with_capacity(self.targets.len());
         let mut addrs = Vec::new();
         for mut m in std::mem::take(&mut self.targets) {
@@ -448,6 +482,7 @@ impl Daemon {
                 iv.samples += addrs.len() as u64;
                 count_samples(&mut chunks[first..], &addrs, read.weight);
             }
+            self.unfaulted += m.unfaulted(&chunks[first..]).unwrap_or(0);
             keep.push(m);
         }
         self.targets = keep;
@@ -585,7 +620,7 @@ impl Daemon {
             .map(|c| u64::from(c.mapped_pages))
             .sum::<u64>()
             * 4096;
-        iv.budget_bytes = self.cfg.limit.bytes(iv.mapped_bytes);
+        iv.budget_bytes = self.cfg.limit.bytes(iv.mapped_bytes + self.unfaulted);
         let mut huge = chunks.iter().filter(|c| c.huge).count() as u64 * HUGE as u64;
         iv.huge_bytes_before = huge;
         self.release_broken(&mut iv, on_action)?;
@@ -768,7 +803,13 @@ impl Daemon {
                 if early && self.samples_waiting() >= missing {
                     break;
                 }
-                let nap = if early { 10 } else { 50 };
+                // A program `hugewise promote` started is waited for by the session once the
+                // daemon is done: noticing its end only at the next look would add up to an
+                // interval to its run.
+                if self.targets.iter().all(|m| m.target.exited()) {
+                    break;
+                }
+                let nap = if early { 10 } else { 20 };
                 // Saturating: on a busy machine the interval can run out between the check
                 // above and this line, and a Duration below zero panics.
                 std::thread::sleep(

@@ -12,6 +12,7 @@ use hugewise_sys::proc::ProcFs;
 
 use crate::daemon::Config as DaemonConfig;
 use crate::target::launch;
+pub use crate::target::LaunchOptions;
 use crate::{plan, policy, Error};
 
 use serde::{Deserialize, Serialize};
@@ -63,6 +64,8 @@ pub struct Config {
     pub engine: Engine,
     /// Stop after this long (the targets keep running).
     pub duration: Option<Duration>,
+    /// How a program to start is started (under the preload library or not).
+    pub launch: LaunchOptions,
 }
 
 /// Run a session until the plan is done (and a launched program has exited), the targets
@@ -92,7 +95,10 @@ pub fn run(
             let (program, args) = argv
                 .split_first()
                 .ok_or_else(|| Error::Usage("the command to start is empty".into()))?;
-            let l = launch(&proc, program, args, t0)?;
+            if cfg.launch.preload.is_some() {
+                hugewise_rules::protocol::sweep_orphans();
+            }
+            let l = launch(&proc, program, args, &cfg.launch, t0)?;
             (Some(l.child), vec![l.target])
         }
     };
@@ -122,6 +128,7 @@ pub fn run(
                 // The session failed, not the program: let it run to its end as it would have.
                 let _ = c.wait();
             }
+            remove_logs(cfg);
             return Err(e);
         }
     };
@@ -129,6 +136,7 @@ pub fn run(
         Some(c) => c.wait().ok().and_then(|s| s.code()),
         None => None,
     };
+    remove_logs(cfg);
     let totals = log.totals();
     Ok(PromoteReport {
         mode: match cfg.engine {
@@ -152,6 +160,43 @@ pub fn run(
         actions: log.actions,
         intervals: log.intervals,
     })
+}
+
+/// The preload settings under which `hugewise promote` starts a program: every allocation
+/// that holds whole 2 MiB chunks gets `thp`, held to `limit` (the daemon's budget, which the
+/// library's advice counts against).
+pub fn preload_for(
+    library: PathBuf,
+    limit: crate::budget::Limit,
+) -> hugewise_rules::protocol::Preload {
+    use hugewise_rules::budget::Budget;
+    use hugewise_rules::rules::{Placement, Rule, Rules, Sizes};
+    let min_size = hugewise_rules::protocol::DEFAULT_MIN_SIZE;
+    let rules = Rules(vec![Rule {
+        sizes: Sizes {
+            min: min_size,
+            max: u64::MAX,
+        },
+        name: None,
+        site: None,
+        placement: Placement::Thp,
+    }]);
+    hugewise_rules::protocol::Preload {
+        budget: Some(match limit {
+            crate::budget::Limit::Bytes(b) => Budget::Bytes(b),
+            crate::budget::Limit::Share(s) => Budget::Share(s),
+        }),
+        min_size,
+        ..hugewise_rules::protocol::Preload::new(library, rules)
+    }
+}
+
+/// The allocation logs the started program's processes kept under the preload library: read
+/// by now, and nobody else's to read.
+fn remove_logs(cfg: &Config) {
+    if let (Targets::Launch(_), Some(p)) = (&cfg.targets, &cfg.launch.preload) {
+        p.remove_logs();
+    }
 }
 
 type EngineDone = (Log, String, Option<String>, Option<u64>, Vec<i32>);

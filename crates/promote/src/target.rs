@@ -113,6 +113,11 @@ impl Target {
         self.pid
     }
 
+    /// Whether the target has exited (a zombie not yet waited for included).
+    pub fn exited(&self) -> bool {
+        self.pidfd.exited()
+    }
+
     /// The writer the target's shared files (sample ring, allocation log) must come from.
     pub fn writer(&self) -> Writer {
         Writer {
@@ -343,11 +348,38 @@ pub struct Launched {
     pub target: Target,
 }
 
+/// How a program is started, beyond its command.
+#[derive(Debug, Clone, Default)]
+pub struct LaunchOptions {
+    /// Start it under the preload library with these settings, so that its large allocations
+    /// are advised at their first fault within the budget (`hugewise promote` does by default).
+    pub preload: Option<hugewise_rules::protocol::Preload>,
+    /// Write its stdout to this file and drop its stderr (benchmarks), instead of passing both
+    /// on.
+    pub stdout_file: Option<std::path::PathBuf>,
+}
+
 /// Start `program` with `args` without address-space randomisation (so the addresses of a plan
-/// made from a traced run of it match), inheriting stdio, and attach to it.
-pub fn launch(proc: &ProcFs, program: &str, args: &[String], t0: Instant) -> Result<Launched> {
+/// made from a traced run of it match), as `opts` say, and attach to it.
+pub fn launch(
+    proc: &ProcFs,
+    program: &str,
+    args: &[String],
+    opts: &LaunchOptions,
+    t0: Instant,
+) -> Result<Launched> {
     let mut cmd = std::process::Command::new(program);
     cmd.args(args);
+    if let Some(p) = &opts.preload {
+        p.apply(&mut cmd);
+    }
+    if let Some(f) = &opts.stdout_file {
+        let file = std::fs::File::create(f).map_err(|e| Error::Launch {
+            program: format!("{program} (its output file {})", f.display()),
+            source: e,
+        })?;
+        cmd.stdout(file).stderr(std::process::Stdio::null());
+    }
     hugewise_sys::lock::exec_without_aslr(&mut cmd);
     let mut child = cmd.spawn().map_err(|e| Error::Launch {
         program: program.to_string(),

@@ -246,6 +246,7 @@ fn launches_a_program_without_aslr_and_reports_one_that_cannot_start() {
         &ProcFs::default(),
         "sleep",
         &["5".to_string()],
+        &Default::default(),
         Instant::now(),
     )
     .expect("launch sleep");
@@ -270,6 +271,7 @@ fn launches_a_program_without_aslr_and_reports_one_that_cannot_start() {
         &ProcFs::default(),
         "/nonexistent/program",
         &[],
+        &Default::default(),
         Instant::now(),
     ) {
         Err(Error::Launch { program, .. }) => assert_eq!(program, "/nonexistent/program"),

@@ -13,6 +13,9 @@ pub const ENV_SESSION: &str = "HUGEWISE_EXEC_SESSION";
 pub const ENV_PROFILE: &str = "HUGEWISE_EXEC_PROFILE";
 /// Most bytes the hot arena (rules with policy `arena`) may hold.
 pub const ENV_HOT_ARENA: &str = "HUGEWISE_EXEC_HOT_ARENA";
+/// The huge-page budget `thp` advice is held to, as [`crate::budget::Budget`] prints it
+/// (`hugewise promote` sets it; without it `thp` means every allocation it matches).
+pub const ENV_BUDGET: &str = "HUGEWISE_EXEC_BUDGET";
 /// The hot arena's size unless the user says otherwise.
 pub const DEFAULT_HOT_ARENA: u64 = 256 << 20;
 /// The shared library's file name.
@@ -24,6 +27,85 @@ pub const LOG_CAPACITY: usize = 1 << 18;
 pub const DEFAULT_MIN_SIZE: u64 = 2 << 20;
 
 use hugewise_sys::alloclog::{LOG_DIR as DIR, LOG_PREFIX};
+
+use crate::budget::Budget;
+use crate::Rules;
+
+/// How a program is started under the preload library: what `hugewise exec` and `hugewise
+/// promote` both put in its environment.
+#[derive(Debug, Clone)]
+pub struct Preload {
+    /// The library.
+    pub library: PathBuf,
+    /// The page rules.
+    pub rules: Rules,
+    /// Allocations below this stay with the program's allocator.
+    pub min_size: u64,
+    /// The run's session (see [`session_name`]), which names its processes' logs.
+    pub session: String,
+    /// Most bytes of the hot arena.
+    pub hot_arena: u64,
+    /// A profile run (every call site's small allocations in an arena of their own).
+    pub profile: bool,
+    /// The budget `thp` advice is held to (None: no limit).
+    pub budget: Option<Budget>,
+}
+
+impl Preload {
+    /// `library` with `rules`, a fresh session and the defaults: allocations from 2 MiB, the
+    /// default hot arena, no profile, no budget.
+    pub fn new(library: PathBuf, rules: Rules) -> Preload {
+        Preload {
+            library,
+            rules,
+            min_size: DEFAULT_MIN_SIZE,
+            session: session_name(),
+            hot_arena: DEFAULT_HOT_ARENA,
+            profile: false,
+            budget: None,
+        }
+    }
+
+    /// Put the library and its settings in `cmd`'s environment. A `LD_PRELOAD` the user set
+    /// stays, after ours: our `malloc` must be the one found first.
+    pub fn apply(&self, cmd: &mut std::process::Command) {
+        let mut preload = self.library.as_os_str().to_owned();
+        if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|o| !o.is_empty()) {
+            preload.push(":");
+            preload.push(old);
+        }
+        cmd.env("LD_PRELOAD", &preload)
+            .env(ENV_RULES, self.rules.to_string())
+            .env(ENV_MIN_SIZE, self.min_size.to_string())
+            .env(ENV_SESSION, &self.session)
+            .env(ENV_HOT_ARENA, self.hot_arena.to_string());
+        if self.profile {
+            cmd.env(ENV_PROFILE, "1");
+        }
+        match self.budget {
+            Some(b) => cmd.env(ENV_BUDGET, b.to_string()),
+            // Not inherited from whoever started hugewise.
+            None => cmd.env_remove(ENV_BUDGET),
+        };
+    }
+
+    /// Remove the logs the session's processes left (they are read by now).
+    pub fn remove_logs(&self) {
+        for (_, path) in logs(&self.session) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// A session name no other run on the machine uses at the same time. It starts with this
+/// process's pid, which is how [`sweep_orphans`] knows whether its run is still there.
+pub fn session_name() -> String {
+    format!(
+        "{}-{}",
+        std::process::id(),
+        hugewise_sys::interpose::monotonic_ns() % 1_000_000_000
+    )
+}
 
 /// The prefix of every log file of `session`.
 pub fn log_prefix(session: &str) -> String {

@@ -310,6 +310,17 @@ fn raw_munmap(start: usize, len: usize) {
 /// mapping starts on a 2 MiB boundary and the data 64 bytes (or `align`) later; for larger ones
 /// the data starts on a 2 MiB boundary. The block is not yet registered (see [`own_register`]).
 pub fn own_map(requested: usize, align: usize) -> Result<OwnBlock, Errno> {
+    own_map_then(requested, align, |_| {})
+}
+
+/// [`own_map`], calling `advise` with the block before its first byte is written: advice on
+/// huge pages must come before the first fault of a chunk, or that chunk gets a page table of
+/// 4 KiB entries and stays on them (the tag this module writes is such a fault).
+pub fn own_map_then(
+    requested: usize,
+    align: usize,
+    advise: impl FnOnce(&OwnBlock),
+) -> Result<OwnBlock, Errno> {
     if !align.is_power_of_two() || align > CHUNK {
         return Err(Errno(libc::EINVAL));
     }
@@ -327,16 +338,18 @@ pub fn own_map(requested: usize, align: usize) -> Result<OwnBlock, Errno> {
     let end = (user + requested).next_multiple_of(PAGE).max(user + PAGE);
     raw_munmap(raw, start - raw);
     raw_munmap(end, raw + over - end);
-    // SAFETY: user - 16 lies inside [start, end), mapped read-write just above, 8-aligned.
-    unsafe { (user as *mut u64).sub(2).write(TAG ^ user as u64) };
-    Ok(OwnBlock {
+    let b = OwnBlock {
         start,
         len: end - start,
         user,
         requested,
         slot: u32::MAX,
         kind: 0,
-    })
+    };
+    advise(&b);
+    // SAFETY: user - 16 lies inside [start, end), mapped read-write just above, 8-aligned.
+    unsafe { (user as *mut u64).sub(2).write(TAG ^ user as u64) };
+    Ok(b)
 }
 
 /// Give advice on a block's whole mapping.

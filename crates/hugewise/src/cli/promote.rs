@@ -23,16 +23,24 @@ pub const HELP: &str = "Examples:
                          pcc on its access samples, else mega on its mapped pages
   hugewise promote --pid 4242 --pid 4243 --budget 1GiB --share round-robin --bias 4243=2
                          two programs share one budget; the second's scores count double
-  hugewise promote --policy mega --budget 4% -- ./my-program --its-args
-                         start a program and promote it until it exits
+  hugewise promote --budget 100% -- ./my-program --its-args
+                         start a program under the preload library, its large allocations
+                         huge from their first fault as far as the budget allows, and
+                         promote it until it exits
+  hugewise promote --no-preload --policy mega --budget 4% -- ./my-program
+                         start it as it is and collapse its memory from outside
   hugewise promote --plan plan.json --plan-policy pcc --plan-budget 4% -- ./traced-program
                          replay a plan made by hugewise sim --plan from a trace of the program
   hugewise promote --pid 4242 --for 60s --actions --out promote.json
 
 Promotion is MADV_COLLAPSE through process_madvise; demotion is MADV_COLD on 4 KiB of a huge
 page, which makes the kernel split it. Every action is read back from the kernel (pagemap), and
-the budget counts the huge pages the kernel reports, its own THP included. The target is never
-stopped or signalled. Needs ptrace access to the target and CAP_SYS_NICE (root has both).
+the budget counts the huge pages the kernel reports, its own THP included. A program promote
+starts runs under the preload library (unless --no-preload, --plan, or a program the loader
+would not preload: statically linked, set-user-ID): allocations that hold whole 2 MiB chunks
+are advised MADV_HUGEPAGE before their first fault while the budget has room, so those pages
+are huge at once instead of collapsed later; the daemon counts them as the kernel backs them
+and corrects from there. The target is never stopped or signalled. Needs ptrace access to the target and CAP_SYS_NICE (root has both).
 How it works: docs/promotion.md.";
 
 /// The daemon's policies.
@@ -121,6 +129,13 @@ pub struct PromoteArgs {
     /// Print every action as it happens (on stderr).
     #[arg(long)]
     pub actions: bool,
+    /// Start the command as it is, not under the preload library: its memory is then given
+    /// huge pages from outside only (collapsed after it was faulted in on 4 KiB pages).
+    #[arg(long)]
+    pub no_preload: bool,
+    /// The preload library (default: libhugewise_preload.so beside hugewise).
+    #[arg(long, value_name = "FILE", conflicts_with = "no_preload")]
+    pub preload: Option<PathBuf>,
     /// Output options.
     #[command(flatten)]
     pub output: Output,
@@ -188,6 +203,31 @@ pub fn run(a: PromoteArgs) -> anyhow::Result<u8> {
             budget_label: budget_label(a.budget),
         },
     };
+    let preload = if a.command.is_empty() || a.no_preload {
+        None
+    } else {
+        match under_preload(&a) {
+            Ok(p) => {
+                eprintln!(
+                    "hugewise promote: {} starts under the preload library ({}): its allocations \
+                     of whole 2 MiB chunks are advised huge at first fault while the budget \
+                     ({}) has room",
+                    a.command[0],
+                    p.library.display(),
+                    budget_label(a.budget)
+                );
+                Some(p)
+            }
+            Err(why) => {
+                eprintln!(
+                    "hugewise promote: {} starts without the preload library: {why}; its memory \
+                     is given huge pages from outside only",
+                    a.command[0]
+                );
+                None
+            }
+        }
+    };
     let cfg = session::Config {
         targets: if a.command.is_empty() {
             session::Targets::Pids(a.pids.clone())
@@ -196,6 +236,10 @@ pub fn run(a: PromoteArgs) -> anyhow::Result<u8> {
         },
         engine,
         duration: a.duration,
+        launch: session::LaunchOptions {
+            preload,
+            stdout_file: None,
+        },
     };
     let live = std::io::stderr().is_terminal();
     let verbose = a.actions;
@@ -235,6 +279,23 @@ pub fn run(a: PromoteArgs) -> anyhow::Result<u8> {
     };
     a.output.emit_to(stream, r, Some(promoteview::session))?;
     Ok(code)
+}
+
+/// The preload settings for the command `a` starts, or why it cannot run under the library: a
+/// plan replays addresses from a run without it, and the loader ignores `LD_PRELOAD` for some
+/// programs.
+fn under_preload(a: &PromoteArgs) -> Result<hugewise_rules::protocol::Preload, String> {
+    if a.plan.is_some() {
+        return Err(
+            "a plan names addresses of a run without it, which the library would move".into(),
+        );
+    }
+    if let Some(why) = hugewise_exec::elf::preload_refusal(&a.command[0]) {
+        return Err(why);
+    }
+    let library =
+        hugewise_exec::run::find_preload(a.preload.as_deref()).map_err(|e| e.to_string())?;
+    Ok(session::preload_for(library, limit(a.budget)))
 }
 
 pub fn budget_label(a: Amount) -> String {

@@ -17,7 +17,9 @@ use crate::signals::cancel_flag;
 
 pub const HELP: &str = "\
 Variants are separated by `;` (rules hold commas): `plain` runs the program without hugewise,
-anything else is a set of rules as `hugewise exec --pages` takes them. The first variant is the
+`promote` or `promote:BUDGET` runs it under `hugewise promote` (2 % by default; the program
+under the preload library), anything else is a set of rules as `hugewise exec --pages` takes
+them. The first variant is the
 baseline: each speedup is the median over rounds of its time over the variant's in the same
 round. Each round runs every variant once, starting one variant later than the round before
 (A B C, B C A, ...), each after checking the machine is quiet; the
@@ -27,7 +29,8 @@ the phase that matters apart from its setup.
 
 Examples:
   hugewise bench exec -- python3 my_job.py                      plain vs *=base vs *=thp
-  hugewise bench exec --variants '*=base;*=thp;>=1GiB=thp' --rounds 7 -- ./simulator big.cfg";
+  hugewise bench exec --variants '*=base;*=thp;>=1GiB=thp' --rounds 7 -- ./simulator big.cfg
+  hugewise bench exec --variants 'plain;promote;promote:100%;*=thp' -- ./randread 4096 400";
 
 /// `hugewise bench exec`.
 #[derive(Debug, Args)]
