@@ -691,13 +691,14 @@ fn peak_huge(v: &serde_json::Value) -> u64 {
 
 /// `benches/programs/randread.c` built in `dir` (None, and the test skipped, without `cc`).
 fn randread(dir: &std::path::Path, extra: &[&str]) -> Option<std::path::PathBuf> {
-    let src =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/programs/randread.c");
-    let exe = dir.join(if extra.is_empty() {
-        "randread"
-    } else {
-        "randread-x"
-    });
+    build(dir, "../../benches/programs/randread.c", extra)
+}
+
+/// The C program at `src` (from this crate's directory) built in `dir` with `extra` flags.
+fn build(dir: &std::path::Path, src: &str, extra: &[&str]) -> Option<std::path::PathBuf> {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(src);
+    let stem = src.file_stem().and_then(|s| s.to_str()).expect("a name");
+    let exe = dir.join(format!("{stem}{}", extra.join("")));
     let ok = Command::new("cc")
         .args(["-O2", "-o"])
         .arg(&exe)
@@ -877,4 +878,42 @@ fn a_static_program_starts_without_the_library_and_says_why() {
         r.stderr
     );
     assert_eq!(r.number("bytes"), 8 << 20);
+}
+
+/// The budget rule of the preload library, counted by hand: 8 MiB for a program that mallocs
+/// 4, 6 and 16 MiB, frees the first and mallocs 8 MiB. The first gets its 4 MiB, the second the
+/// 4 MiB left (its leading two chunks of three), the third none; the 4 MiB the first gave back
+/// go to the fourth. Read from the program's own smaps, so from the kernel.
+#[test]
+fn the_preload_budget_goes_to_the_first_allocations_and_comes_back_when_freed() {
+    if !thp_possible() {
+        return skip("THP is off on this machine");
+    }
+    let dir = tempfile::tempdir().expect("tmp");
+    let Some(exe) = build(dir.path(), "tests/programs/budget.c", &[]) else {
+        return skip("no C compiler (cc)");
+    };
+    let beside = std::path::Path::new(env!("CARGO_BIN_EXE_hugewise"))
+        .parent()
+        .expect("a directory")
+        .to_path_buf();
+    let Some(library) = [
+        beside.join("libhugewise_preload.so"),
+        beside.join("deps/libhugewise_preload.so"),
+    ]
+    .into_iter()
+    .filter(|p| p.is_file())
+    .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok()) else {
+        return skip("the preload library is not built");
+    };
+    let out = Command::new(&exe)
+        .args(["4", "6", "16", "f0", "8"])
+        .env("LD_PRELOAD", &library)
+        .env("HUGEWISE_EXEC_RULES", ">=2MiB=thp")
+        .env("HUGEWISE_EXEC_BUDGET", format!("bytes:{}", 8 << 20))
+        .output()
+        .expect("run the program");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert_eq!(text, "huge[1]=4096\nhuge[2]=0\nhuge[3]=4096\n");
 }
