@@ -319,6 +319,9 @@ fn promote(p: &PromoteRequest, cancel: &AtomicBool) -> Result<PromotedRun> {
             budget_label: format!("{}%", p.budget_share * 100.0),
         },
         duration: None,
+        // The run was started here (its request on a pipe), as the arm it is measured
+        // against: the daemon alone, on the samples the run publishes.
+        launch: session::LaunchOptions::default(),
     };
     let session = session::run(&cfg, cancel, &mut |_| {}, &mut |_| {});
     // The session failed, not the run: the run goes on to its end, as it would have.
