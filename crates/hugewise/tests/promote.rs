@@ -717,13 +717,14 @@ struct Launched {
     stderr: String,
 }
 
-fn promote_randread(exe: &std::path::Path, flags: &[&str], mib: &str) -> Launched {
+/// `hugewise promote FLAGS -- randread MIB MILLION_READS`.
+fn promote_randread(exe: &std::path::Path, flags: &[&str], mib: &str, reads: &str) -> Launched {
     let out = hugewise()
         .args(["promote", "--json"])
         .args(flags)
         .arg("--")
         .arg(exe)
-        .args([mib, "5"])
+        .args([mib, reads])
         .output()
         .expect("run hugewise");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -788,7 +789,14 @@ fn a_started_program_is_huge_at_first_fault_within_its_budget() {
     let Some(exe) = randread(dir.path(), &[]) else {
         return skip("no C compiler (cc)");
     };
-    let all = promote_randread(&exe, &["--budget", "100%", "--interval", "0.3s"], "256");
+    // Enough reads, and looks often enough (every 0.1 s), that the daemon looks while the
+    // program runs: the note on its allocation log comes from such a look.
+    let all = promote_randread(
+        &exe,
+        &["--budget", "100%", "--interval", "0.1s"],
+        "256",
+        "40",
+    );
     assert!(
         all.stderr.contains("starts under the preload library"),
         "{}",
@@ -806,7 +814,10 @@ fn a_started_program_is_huge_at_first_fault_within_its_budget() {
 
     // The default budget, 2 %: the buffer's mapping is 256 MiB and a page (its header), whose
     // 2 % is 5.12 MiB: two whole chunks at fault, and the daemon's budget has room for them.
-    let some = promote_randread(&exe, &["--interval", "0.3s"], "256");
+    // 40 M reads on mostly 4 KiB pages keep the program alive for a second or more, so that
+    // the daemon looks (every 0.3 s) while it holds the buffer; 5 M took under 0.3 s on a
+    // quiet machine and no look saw it.
+    let some = promote_randread(&exe, &["--interval", "0.3s"], "256", "40");
     assert_eq!(some.number("huge_kib"), 4 << 10, "{}", some.stderr);
     // Every look that saw the program held its huge pages within a budget that, once the
     // buffer was there, stood on its whole size (so the daemon split none of them).
@@ -837,6 +848,7 @@ fn a_started_program_is_huge_at_first_fault_within_its_budget() {
         &exe,
         &["--no-preload", "--budget", "100%", "--interval", "20s"],
         "256",
+        "5",
     );
     let run_s: f64 = none.printed["run_s"].parse().expect("run_s");
     let session_s = none.record["wall_ns"].as_f64().expect("wall_ns") / 1e9;
@@ -870,7 +882,7 @@ fn a_static_program_starts_without_the_library_and_says_why() {
     let Some(exe) = randread(dir.path(), &["-static"]) else {
         return skip("no static C library to link with");
     };
-    let r = promote_randread(&exe, &["--interval", "5s"], "8");
+    let r = promote_randread(&exe, &["--interval", "5s"], "8", "5");
     assert!(
         r.stderr.contains("starts without the preload library")
             && r.stderr.contains("statically linked"),
