@@ -68,6 +68,16 @@ pub struct Config {
     pub launch: LaunchOptions,
 }
 
+/// Sets its flag when dropped: the session's watcher thread stops when the engine returns and
+/// also when it panics, which would otherwise leave the scope waiting for the watcher forever.
+struct Finished<'a>(&'a AtomicBool);
+
+impl Drop for Finished<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 /// Run a session until the plan is done (and a launched program has exited), the targets
 /// exit, `duration` passes or `cancel` is set. `on_action` and `on_interval` hear progress.
 pub fn run(
@@ -117,9 +127,8 @@ pub fn run(
                 std::thread::sleep(Duration::from_millis(20));
             }
         });
-        let r = engine(cfg, plan, targets, t0, &stop, on_action, on_interval);
-        finished.store(true, Ordering::Relaxed);
-        r
+        let _done = Finished(&finished);
+        engine(cfg, plan, targets, t0, &stop, on_action, on_interval)
     });
     let (log, policy_name, budget, interval_ms, sampled) = match result {
         Ok(v) => v,
@@ -402,6 +411,29 @@ pub fn run_daemon(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_panicking_engine_still_stops_the_watcher() {
+        let finished = AtomicBool::new(false);
+        let t0 = Instant::now();
+        let r = std::panic::catch_unwind(|| {
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    // Bounded, so that a missing guard fails the test instead of hanging it.
+                    while !finished.load(Ordering::Relaxed)
+                        && t0.elapsed() < Duration::from_secs(10)
+                    {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                });
+                let _done = Finished(&finished);
+                panic!("the engine failed");
+            })
+        });
+        assert!(r.is_err());
+        assert!(finished.load(Ordering::Relaxed));
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    }
 
     fn action(kind: ActionKind, outcome: &str, latency_ns: u64, after: Option<u64>) -> Action {
         Action {
