@@ -45,6 +45,9 @@ const OTHER: u32 = u32::MAX - 1;
 const PINNED: u32 = u32::MAX - 2;
 /// A block holding no huge page.
 const NO_FRAME: FrameId = FrameId::MAX;
+/// Blocks one configuration may model (64 GiB of memory, 64 MiB of slot tables): a curve of
+/// 62 configurations then stays within 4 GiB of this machine's memory.
+pub const MAX_BLOCKS: u64 = 32 << 10;
 
 /// How blocks are freed for promotions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -264,9 +267,13 @@ impl PhysMem {
             Memory::Times(x) => (footprint as f64 * x) as u64,
         };
         let n = (bytes / FRAME).max(1);
-        if n > (u32::MAX as u64) / PAGES as u64 {
+        if n > MAX_BLOCKS {
             return Err(Error::Spec(format!(
-                "--phys memory: {n} blocks of 2 MiB are more than the model holds"
+                "--phys memory: {} of physical memory is {n} blocks of 2 MiB, more than the {MAX_BLOCKS} \
+                 ({} GiB) a configuration may model: each block keeps a 2 KiB slot table, and every \
+                 policy and budget simulated keeps its own memory",
+                hugewise_mem::Bytes(bytes),
+                (MAX_BLOCKS * FRAME) >> 30
             )));
         }
         let mut blocks: Vec<Block> = (0..n).map(|_| Block::new()).collect();
@@ -844,6 +851,15 @@ mod tests {
         let r = m.record(2);
         assert_eq!(r.latency_us, Some([1100.0; 4]));
         assert_eq!(r.pages_per_block, Some(300.0));
+    }
+
+    #[test]
+    fn memory_past_the_bound_is_refused_by_name() {
+        let e =
+            PhysMem::new(&spec("off:memory=100GiB"), FRAME, &timing()).expect_err("past the bound");
+        assert!(e.to_string().contains("100GiB of physical memory"), "{e}");
+        assert!(e.to_string().contains("32768"), "{e}");
+        assert!(PhysMem::new(&spec("off:memory=64GiB"), FRAME, &timing()).is_ok());
     }
 
     #[test]
