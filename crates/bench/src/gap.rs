@@ -249,20 +249,26 @@ fn run_gap(
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| what(format!("cannot start it: {e}")))?;
+    // Its stderr is read beside its stdout, so that neither pipe can fill and stall it while
+    // the other is read; past the bound, it is stopped before anything waits for its end.
+    let stderr = child.stderr.take().map(|e| {
+        std::thread::spawn(move || {
+            let mut err = String::new();
+            let _ = e.take(64 << 10).read_to_string(&mut err);
+            err
+        })
+    });
     let mut text = String::new();
     let read = child
         .stdout
         .take()
         .map(|o| o.take(max_bytes + 1).read_to_string(&mut text));
-    let mut err = String::new();
-    if let Some(e) = child.stderr.take() {
-        let _ = e.take(64 << 10).read_to_string(&mut err);
-    }
     if (text.len() as u64) > max_bytes {
         let _ = child.kill();
         let _ = child.wait();
         return Err(what(format!("printed more than {max_bytes} bytes")));
     }
+    let err = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
     let status = child
         .wait()
         .map_err(|e| what(format!("waiting for it: {e}")))?;
