@@ -50,6 +50,9 @@ pub enum Request {
     Simulate(SimulateRequest),
     /// The online daemon promoting a run started for it; replies a [`PromotedRun`].
     Promote(PromoteRequest),
+    /// One run of a study's plan, as a scheduler's task runs it. Served by `hugewise-study`
+    /// (which builds on this crate), not by [`serve`].
+    Study(StudyTask),
 }
 
 impl Request {
@@ -60,13 +63,17 @@ impl Request {
             Request::Trace(_) => "trace",
             Request::Simulate(_) => "simulate",
             Request::Promote(_) => "promote",
+            Request::Study(_) => "study",
         }
     }
 
     /// Whether serving it polls the cancel flag (and so ends cleanly by itself); the others
     /// are best left to a signal's default action, as the commands they stand for are.
     pub fn polls_cancel(&self) -> bool {
-        matches!(self, Request::Simulate(_) | Request::Promote(_))
+        matches!(
+            self,
+            Request::Simulate(_) | Request::Promote(_) | Request::Study(_)
+        )
     }
 }
 
@@ -155,6 +162,29 @@ pub struct PromoteRequest {
     pub target: RunRequest,
 }
 
+/// One run of a study's plan in its directory: what a scheduler's task asks. The preset is
+/// expanded again with the plan's own options and checked against the plan saved in `dir`, so
+/// that a task of another study, or of a changed preset, is refused before it runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StudyTask {
+    /// The study directory (absolute: a task starts wherever the scheduler puts it).
+    pub dir: PathBuf,
+    /// The preset's name.
+    pub preset: String,
+    /// The shortened variant.
+    pub quick: bool,
+    /// Rounds per comparison.
+    pub repeat: u32,
+    /// Worker threads of each kernel.
+    pub threads: usize,
+    /// Seed of graphs and sources.
+    pub seed: u64,
+    /// Which run: `Some(id)`, or `None` for the one a Slurm array task's index picks (line
+    /// `SLURM_ARRAY_TASK_ID` of `slurm/runs.txt`, from 0).
+    pub run: Option<String>,
+}
+
 /// What a [`PromoteRequest`] replies: the session and the run it promoted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PromotedRun {
@@ -241,10 +271,14 @@ pub fn serve(
         Request::Trace(c) => reply(output, &capture::capture(&c)?),
         Request::Simulate(s) => reply(output, &simulate(&s, meta, cancel)?),
         Request::Promote(p) => reply(output, &promote(&p, cancel)?),
+        Request::Study(_) => Err(Error::Config(
+            "a study task is served by the study library, not the bench's worker".into(),
+        )),
     }
 }
 
-fn reply<T: Serialize>(output: &mut dyn Write, value: &T) -> Result<()> {
+/// Write `value` as the worker's reply.
+pub fn reply<T: Serialize>(output: &mut dyn Write, value: &T) -> Result<()> {
     serde_json::to_writer(&mut *output, value)
         .map_err(std::io::Error::from)
         .and_then(|()| output.flush())

@@ -60,7 +60,7 @@ fn run(command: Command, progress: Mode) -> anyhow::Result<u8> {
         Command::Report(a) => cli::report::run(&a),
         Command::Graph(cmd) => cli::graph::run(cmd, progress),
         Command::Bench(cmd) => cli::bench::run(cmd, progress),
-        Command::Worker => cli::worker::run(),
+        Command::Worker => cli::worker::run(progress),
     };
     done.map(|()| 0)
 }

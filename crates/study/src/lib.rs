@@ -8,7 +8,8 @@
 //! - [`runner`]: a plan run in its machine shapes, each result saved as soon as it exists;
 //! - [`swapsweep`]: a study's `swap` run, one kernel under memory limits and overcommit
 //!   factors, point by point;
-//! - [`slurm`]: a study as a Slurm array job, one task per run.
+//! - [`slurm`]: a study as a Slurm array job, one task per run;
+//! - [`task`]: a scheduler's task, one run of a plan asked of `hugewise worker` as typed data.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -16,3 +17,4 @@ pub mod presets;
 pub mod runner;
 pub mod slurm;
 pub mod swapsweep;
+pub mod task;

@@ -1,6 +1,6 @@
-//! A study as a Slurm array job: one array task per planned run, each running
-//! `hugewise study <preset> --out DIR --run <id>` on whichever node Slurm gives it and writing
-//! its own `DIR/runs/<id>.json`. Tasks never write the same file, so the directory fills up
+//! A study as a Slurm array job: one array task per planned run, each handing `hugewise
+//! worker` the same typed request ([`crate::task`]) on whichever node Slurm gives it, running
+//! the run its array index picks and writing its own `DIR/runs/<id>.json`. Tasks never write the same file, so the directory fills up
 //! exactly as a local run would fill it, and `hugewise report` reads or merges it the same way.
 //!
 //! Slurm does the scheduling; [`emit`] only writes files beside the plan:
@@ -8,6 +8,8 @@
 //! - `DIR/study.json`: the plan every task reads, so that all of them run the same plan;
 //! - `DIR/slurm/runs.txt`: one run id per line; array task `i` runs the id on line `i`
 //!   (counting from 0);
+//! - `DIR/slurm/task.json`: the request every task sends its worker (the study's preset,
+//!   options and directory, as versioned data: no command line to keep in step with flags);
 //! - `DIR/slurm/study.sbatch`: the batch script, with its resources as `#SBATCH` lines.
 //!
 //! An array job asks for the same resources in every task, so the script asks for what the
@@ -23,7 +25,9 @@ use serde::Serialize;
 use hugewise_bench::save::write_atomic;
 use hugewise_bench::{Error, Result};
 
-use crate::runner;
+use hugewise_bench::worker::{self, Request};
+
+use crate::{runner, task};
 
 /// What `hugewise study --help` says about `--emit slurm`.
 pub const HELP: &str = "\
@@ -33,9 +37,10 @@ Sweeps on a Slurm cluster (--emit slurm):
   hugewise report /shared/page-size /shared/other-cluster/page-size --out report.html
 
 --emit slurm runs nothing: it writes the plan (DIR/study.json), DIR/slurm/runs.txt (one run id
-per line) and DIR/slurm/study.sbatch, an array job of one task per run, and prints the sbatch
-command. Each task runs `hugewise study <preset> --out DIR --run <id>` and writes
-DIR/runs/<id>.json on its own, so tasks never share a file; submitting again runs only the
+per line), DIR/slurm/task.json (the request each task hands this hugewise) and
+DIR/slurm/study.sbatch, an array job of one task per run, and prints the sbatch command.
+Array task i runs the run on line i of runs.txt, as `hugewise study PRESET --out DIR --run ID`
+would, and writes DIR/runs/<id>.json on its own, so tasks never share a file; submitting again runs only the
 runs without a result. DIR and this hugewise binary must be at the same paths on the compute
 nodes (a shared file system). The script asks for the plan's threads (--cpus-per-task), the
 largest run's memory estimate (--mem; a whole node when runs shape the machine, which also
@@ -121,6 +126,8 @@ pub struct Emitted {
     pub plan: PathBuf,
     /// One run id per line.
     pub runs: PathBuf,
+    /// The request every task sends its worker.
+    pub task: PathBuf,
     /// The batch script.
     pub script: PathBuf,
     /// Array tasks (one per run).
@@ -191,9 +198,13 @@ pub fn emit(plan: &StudyPlan, job: &SlurmJob, dir: &Path) -> Result<Emitted> {
         source,
     })?;
 
-    let runs_path = slurm_dir.join("runs.txt");
+    let runs_path = task::runs_file(&dir);
     let ids: Vec<&str> = plan.runs.iter().map(|r| r.id.as_str()).collect();
     write_atomic(&runs_path, ids.join("\n").as_bytes())?;
+    let task_path = task::request_file(&dir);
+    let request = task::request(plan, &dir, job.seed.unwrap_or(1), None);
+    let line = worker::encode(&Request::Study(request))?;
+    write_atomic(&task_path, line.trim_end().as_bytes())?;
 
     let resources = Resources::of(plan, job);
     let script_path = slurm_dir.join("study.sbatch");
@@ -220,6 +231,7 @@ pub fn emit(plan: &StudyPlan, job: &SlurmJob, dir: &Path) -> Result<Emitted> {
         dir,
         plan: plan_path,
         runs: runs_path,
+        task: task_path,
         script: script_path,
         tasks: plan.runs.len(),
         cpus_per_task: resources.cpus,
@@ -394,26 +406,9 @@ fn script(
         shell_quote(&hugewise.to_string_lossy())
     ));
     line(": \"${SLURM_ARRAY_TASK_ID:?run this script with sbatch, as an array job}\"");
-    line("id=$(sed -n \"$((SLURM_ARRAY_TASK_ID + 1))p\" \"$dir/slurm/runs.txt\")");
-    line("if [ -z \"$id\" ]; then");
-    line("  echo \"no run for array task $SLURM_ARRAY_TASK_ID in $dir/slurm/runs.txt\" >&2");
-    line("  exit 1");
-    line("fi");
-    // The task expands the preset again and checks it against study.json: it needs the
-    // options the plan was expanded with.
-    let mut study = vec![shell_quote(&plan.preset)];
-    if plan.quick {
-        study.push("--quick".into());
-    }
-    study.push(format!("--repeat {}", plan.repeat));
-    study.push(format!("--threads {}", plan.threads.max(1)));
-    if let Some(seed) = job.seed {
-        study.push(format!("--seed {seed}"));
-    }
-    line(&format!(
-        "exec \"$hugewise\" study {} --out \"$dir\" --run \"$id\"",
-        study.join(" ")
-    ));
+    // The worker reads the task's run id from runs.txt at the array index, expands the preset
+    // again with the request's options and checks it against study.json before it runs.
+    line("exec \"$hugewise\" worker < \"$dir/slurm/task.json\"");
     s
 }
 
@@ -534,11 +529,15 @@ mod tests {
     fn every_task_runs_its_own_id_with_paths_that_need_quoting() {
         let d = tempfile::tempdir().expect("tmp");
         let dir = d.path().join("my study's 100% dir");
-        // A stand-in for hugewise that prints its arguments, one a line.
+        // A stand-in for hugewise that prints its arguments, one a line, then its stdin.
         let bin = d.path().join("bin dir");
         std::fs::create_dir_all(&bin).expect("mkdir");
         let fake = bin.join("huge wise");
-        std::fs::write(&fake, "#!/bin/sh\nfor a in \"$@\"; do echo \"$a\"; done\n").expect("fake");
+        std::fs::write(
+            &fake,
+            "#!/bin/sh\nfor a in \"$@\"; do echo \"$a\"; done\ncat\n",
+        )
+        .expect("fake");
         let ok = Command::new("chmod")
             .arg("+x")
             .arg(&fake)
@@ -557,42 +556,30 @@ mod tests {
         let output = sbatch_value(&script, "--output").expect("output");
         let escaped = dir.display().to_string().replace('%', "%%");
         assert_eq!(output, format!("\"{escaped}/slurm/%A_%a.out\""));
-        let task = |i: &str| {
-            Command::new("bash")
+        // Every task hands its worker the same typed request; the worker picks the run.
+        let want = Request::Study(hugewise_bench::worker::StudyTask {
+            dir: dir.clone(),
+            preset: "smoke".into(),
+            quick: true,
+            repeat: 1,
+            threads: 2,
+            seed: 7,
+            run: None,
+        });
+        for i in ["0", "2"] {
+            let o = Command::new("bash")
                 .arg(&e.script)
                 .env("SLURM_ARRAY_TASK_ID", i)
                 .output()
-                .expect("bash")
-        };
-        for (i, id) in ids.iter().enumerate() {
-            let o = task(&i.to_string());
+                .expect("bash");
             assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-            let args: Vec<String> = String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .map(String::from)
-                .collect();
-            let dir = dir.to_string_lossy().to_string();
-            let want = [
-                "study",
-                "smoke",
-                "--quick",
-                "--repeat",
-                "1",
-                "--threads",
-                "2",
-                "--seed",
-                "7",
-                "--out",
-                &dir,
-                "--run",
-                id,
-            ];
-            assert_eq!(args, want, "task {i}");
+            let out = String::from_utf8_lossy(&o.stdout).to_string();
+            let (command, request) = out.split_once('\n').expect("two parts");
+            assert_eq!(command, "worker", "task {i}");
+            assert_eq!(worker::decode(request).expect("request"), want, "task {i}");
         }
-        // Past the last line, and outside an array job, a task fails and says why.
-        let o = task("3");
-        assert!(!o.status.success());
-        assert!(String::from_utf8_lossy(&o.stderr).contains("no run for array task 3"));
+        assert_eq!(read(&e.task), worker::encode(&want).expect("encode"));
+        // Outside an array job, a task fails and says why, before the worker starts.
         let o = Command::new("bash")
             .arg(&e.script)
             .env_remove("SLURM_ARRAY_TASK_ID")
@@ -600,6 +587,7 @@ mod tests {
             .expect("bash");
         assert!(!o.status.success());
         assert!(String::from_utf8_lossy(&o.stderr).contains("run this script with sbatch"));
+        assert!(o.stdout.is_empty());
     }
 
     #[test]

@@ -1,17 +1,20 @@
 //! `hugewise worker` (hidden): one typed request of hugewise's own, read on stdin and served by
-//! the bench library, whose reply goes to stdout.
+//! the bench library (a study's task by the study library), whose reply goes to stdout.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::Context;
-use hugewise_bench::worker;
+use hugewise_bench::worker::{self, Request};
+use hugewise_console::progress::Mode;
+use hugewise_console::study::Progress;
+use hugewise_study::task;
 
 use crate::cli::args::meta;
 use crate::signals::cancel_flag;
 
 /// Serve the request on stdin.
-pub fn run() -> anyhow::Result<()> {
+pub fn run(mode: Mode) -> anyhow::Result<()> {
     let mut input = std::io::stdin().lock();
     let request = worker::read_request(&mut input)?;
     // Work that never looks at the flag is ended by the signal itself, as its command was.
@@ -20,12 +23,19 @@ pub fn run() -> anyhow::Result<()> {
         false => Arc::new(AtomicBool::new(false)),
     };
     let kind = request.kind();
-    worker::serve(
-        request,
-        &mut input,
-        &mut std::io::stdout().lock(),
-        &meta,
-        &cancel,
-    )
+    let mut output = std::io::stdout().lock();
+    match request {
+        Request::Study(t) => {
+            let prepared = task::prepare(&t, &meta)?;
+            let only = std::slice::from_ref(&prepared.run);
+            let mut progress = Progress::start(mode, &prepared.plan, only, &t.dir);
+            let reply = task::serve(&t, &prepared, &meta, &mut progress, &|| {
+                cancel.load(Ordering::Relaxed)
+            });
+            progress.finish();
+            worker::reply(&mut output, &reply?)
+        }
+        request => worker::serve(request, &mut input, &mut output, &meta, &cancel),
+    }
     .with_context(|| format!("hugewise worker: {kind}"))
 }

@@ -73,26 +73,25 @@ fn a_job_still_running_is_ended_with_the_cluster() {
 }
 
 /// The emitted script as sbatch reads it: its `#SBATCH` lines (a study directory with a space
-/// and a `%` in its path), one task per run, each given its own run id.
+/// and a `%` in its path), one task per run, each handing its worker the study's typed request
+/// under its own array index (the worker picks the run from it).
 #[test]
 fn every_task_of_an_emitted_job_runs_its_own_run() {
+    use hugewise_bench::worker::{self, Request, StudyTask};
     use hugewise_results::study::{PlannedRun, Shape, StudyPlan, Work};
     use hugewise_study::slurm::{emit, SlurmJob};
 
     let Some(c) = cluster() else { return };
     let tmp = tempfile::tempdir().expect("tmp");
     let dir = tmp.path().join("sweep 100% one");
-    // A stand-in for hugewise that leaves its arguments where the run's result would go.
+    // A stand-in for hugewise that leaves its arguments and its stdin beside itself, in a file
+    // named for the array task's index.
     let fake = tmp.path().join("fake hugewise");
     std::fs::write(
         &fake,
         r#"#!/bin/sh
-args=$(printf '%s\n' "$@")
-while [ $# -gt 0 ]; do
-  case $1 in --out) out=$2 ;; --run) id=$2 ;; esac
-  shift
-done
-mkdir -p "$out/runs" && printf '%s\n' "$args" > "$out/runs/$id.args"
+d="$(dirname "$0")/tasks"
+mkdir -p "$d" && { printf '%s\n' "$@"; cat; } > "$d/$SLURM_ARRAY_TASK_ID"
 "#,
     )
     .expect("fake");
@@ -132,24 +131,25 @@ mkdir -p "$out/runs" && printf '%s\n' "$args" > "$out/runs/$id.args"
     if let Err(err) = c.run("sbatch", &["--wait", &script]) {
         panic!("{err}\n{}{}", task_outputs(&dir), c.logs());
     }
-    for id in ids {
-        let args = std::fs::read_to_string(dir.join(format!("runs/{id}.args")))
-            .unwrap_or_else(|err| panic!("run {id}: {err}\n{}", c.logs()));
-        let dir = dir.to_string_lossy();
-        let want = [
-            "study",
-            "smoke",
-            "--repeat",
-            "1",
-            "--threads",
-            "1",
-            "--out",
-            &dir,
-            "--run",
-            id,
-        ];
-        assert_eq!(args.lines().collect::<Vec<_>>(), want);
+    let want = Request::Study(StudyTask {
+        dir: dir.clone(),
+        preset: "smoke".into(),
+        quick: false,
+        repeat: 1,
+        threads: 1,
+        seed: 1,
+        run: None,
+    });
+    for i in 0..ids.len() {
+        let got = std::fs::read_to_string(tmp.path().join(format!("tasks/{i}")))
+            .unwrap_or_else(|err| panic!("task {i}: {err}\n{}", c.logs()));
+        let (command, request) = got.split_once('\n').expect("command, then request");
+        assert_eq!(command, "worker", "task {i}");
+        assert_eq!(worker::decode(request).expect("request"), want, "task {i}");
     }
+    // The index picks the run on its line of runs.txt, as the worker reads it.
+    let runs = std::fs::read_to_string(&e.runs).expect("runs.txt");
+    assert_eq!(runs.lines().collect::<Vec<_>>(), ids);
     let outputs = std::fs::read_dir(dir.join("slurm"))
         .expect("slurm dir")
         .filter(|f| {
@@ -207,9 +207,17 @@ fn emit_slurm_writes_the_job_and_says_how_to_submit_it() {
     let text = std::fs::read_to_string(&script).expect("script");
     assert!(text.contains("#SBATCH --array=0-0"), "{text}");
     assert!(
-        text.contains("study smoke --quick --repeat 3 --threads "),
+        text.contains("exec \"$hugewise\" worker < \"$dir/slurm/task.json\""),
         "{text}"
     );
+    let task = std::fs::read_to_string(dir.join("slurm/task.json")).expect("task.json");
+    match hugewise_bench::worker::decode(&task).expect("a worker's request") {
+        hugewise_bench::worker::Request::Study(t) => {
+            assert_eq!((t.preset.as_str(), t.quick, t.repeat), ("smoke", true, 3));
+            assert_eq!(t.run, None, "the array index picks the run");
+        }
+        other => panic!("not a study task: {other:?}"),
+    }
     assert!(!dir.join("runs/bfs-kron10.json").exists(), "nothing ran");
     // The same plan again is fine; another one in the same directory is refused.
     let o = hugewise(&[
