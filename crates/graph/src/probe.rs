@@ -531,7 +531,7 @@ mod tests {
     fn the_traced_bfs_is_the_direction_optimizing_one() {
         let g = generated("kron:14", true, false);
         let src = pick_sources(&g, 1, 1).expect("source");
-        let bits_loads = |mode: bfs::Mode| {
+        let bits_loads = |mode: bfs::BfsMode| {
             let (k, spans, streams) = traced(Spec::Bfs { mode }, &g, &src, 2);
             k.verify(&g, &src).expect("verifies");
             let Outcome::Bfs(stats) = k.outcome(&g) else {
@@ -557,7 +557,7 @@ mod tests {
         assert!(stats.bottom_up_steps > 0, "{stats:?}");
         // Bottom-up steps read the frontier bitmap; the trace has those reads.
         assert!(loads > 0, "no bitmap reads in the default BFS's trace");
-        let (stats, loads) = bits_loads(bfs::Mode::TopDown);
+        let (stats, loads) = bits_loads(bfs::BfsMode::TopDown);
         assert_eq!(stats.bottom_up_steps, 0);
         assert_eq!(loads, 0, "a top-down BFS reads no bitmap");
     }

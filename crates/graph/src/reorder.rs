@@ -489,7 +489,7 @@ fn blocks<'a>(all: &'a mut [u32], offsets: &[u64]) -> Vec<(std::ops::Range<usize
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernels::bfs::{self, Arrays, Mode};
+    use crate::kernels::bfs::{self, Arrays, BfsMode};
     use crate::kernels::testing::{from_edges, generated};
 
     /// A star with centre 5 and a path 0 - 1 - 2: in-degrees 1 1 2 1 1 5 1 1 ... (mean < 2).
@@ -633,7 +633,7 @@ mod tests {
         let (h, r, _) = reorder(&g, Method::Dbg, 1, &Layout::default()).expect("reorder");
         let src = 7u32;
         let mut a = Arrays::new(&Layout::default(), g.n()).expect("arrays");
-        bfs::run(&h, r.new_id(src), Mode::DirectionOptimizing, &mut a);
+        bfs::run(&h, r.new_id(src), BfsMode::DirectionOptimizing, &mut a);
         let parent: Vec<u32> = r
             .to_original(&a.parent)
             .into_iter()

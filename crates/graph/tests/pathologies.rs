@@ -15,7 +15,7 @@ fn specs() -> Vec<Spec> {
         .collect();
     v.extend([
         Spec::Bfs {
-            mode: bfs::Mode::TopDown,
+            mode: bfs::BfsMode::TopDown,
         },
         Spec::Sssp { delta: Some(1) },
         Spec::Sssp { delta: Some(2) },
@@ -25,12 +25,12 @@ fn specs() -> Vec<Spec> {
         // Capped: on a star, f32 rounding of the hub's sum keeps push's change above 1e-4, so
         // it runs to the cap (the verifier's bound follows the last change).
         Spec::Pr {
-            mode: pr::Mode::Push,
+            mode: pr::PrMode::Push,
             tolerance: 1e-4,
             max_iters: 100,
         },
         Spec::Cc {
-            algo: cc::Algo::ShiloachVishkin,
+            algo: cc::CcAlgo::ShiloachVishkin,
         },
     ]);
     v
@@ -90,7 +90,7 @@ fn outcome(found: &[(Spec, Outcome)], spec: Spec) -> &Outcome {
         .unwrap_or_else(|| panic!("{spec} ran"))
 }
 
-fn bfs(found: &[(Spec, Outcome)]) -> &bfs::Stats {
+fn bfs(found: &[(Spec, Outcome)]) -> &bfs::BfsStats {
     match outcome(found, Spec::default_for("bfs").expect("bfs")) {
         Outcome::Bfs(s) => s,
         o => panic!("{o:?}"),

@@ -178,12 +178,16 @@ mod tests {
     #[test]
     fn an_index_past_the_runs_or_not_a_number_or_missing_is_refused_by_name() {
         let d = dir_with_runs("a\nb");
-        let past = array_run(d.path(), Some("2")).expect_err("refused").to_string();
+        let past = array_run(d.path(), Some("2"))
+            .expect_err("refused")
+            .to_string();
         assert!(
             past.contains("no run for array task 2") && past.contains("lists 2"),
             "{past}"
         );
-        let bad = array_run(d.path(), Some("x1")).expect_err("refused").to_string();
+        let bad = array_run(d.path(), Some("x1"))
+            .expect_err("refused")
+            .to_string();
         assert!(bad.contains(ARRAY_INDEX), "{bad}");
         let none = array_run(d.path(), None).expect_err("refused").to_string();
         assert!(none.contains("sbatch"), "{none}");

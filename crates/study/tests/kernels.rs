@@ -37,15 +37,15 @@ fn specs() -> Vec<Spec> {
         .map(|k| Spec::default_for(k).expect("kernel"))
         .collect();
     v.push(Spec::Bfs {
-        mode: bfs::Mode::TopDown,
+        mode: bfs::BfsMode::TopDown,
     });
     v.push(Spec::Pr {
-        mode: pr::Mode::Push,
+        mode: pr::PrMode::Push,
         tolerance: 1e-4,
         max_iters: 1000,
     });
     v.push(Spec::Cc {
-        algo: cc::Algo::ShiloachVishkin,
+        algo: cc::CcAlgo::ShiloachVishkin,
     });
     v
 }

@@ -637,7 +637,7 @@ pub fn write(cfg: &WriteConfig, phase: &mut dyn FnMut(&'static str)) -> Result<G
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hugewise_graph::kernels::bfs::Mode;
+    use hugewise_graph::kernels::bfs::BfsMode;
 
     fn cfg(pages: &str, order: &str) -> Config {
         Config {
@@ -650,7 +650,7 @@ mod tests {
             },
             layout: Layout::parse(pages, order).expect("layout"),
             kernel: Spec::Bfs {
-                mode: Mode::DirectionOptimizing,
+                mode: BfsMode::DirectionOptimizing,
             },
             reorder: None,
             reorder_cache: None,

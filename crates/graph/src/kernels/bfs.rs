@@ -17,7 +17,9 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use hugewise_mem::Region;
-pub use hugewise_results::kernel::{BfsMode as Mode, BfsStats as Stats};
+pub use hugewise_results::kernel::{BfsMode, BfsStats};
+// The kernel's own short names for the result model's types.
+use hugewise_results::kernel::{BfsMode as Mode, BfsStats as Stats};
 use hugewise_sys::atomic;
 use rayon::prelude::*;
 

@@ -19,7 +19,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 
 use hugewise_mem::Region;
-pub use hugewise_results::kernel::CcAlgo as Algo;
+pub use hugewise_results::kernel::CcAlgo;
+// The kernel's own short name for the result model's type.
+use hugewise_results::kernel::CcAlgo as Algo;
 use hugewise_sys::atomic;
 use rayon::prelude::*;
 

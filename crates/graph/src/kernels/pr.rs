@@ -31,7 +31,9 @@
 //! point at most d / (1 − d) times it; that holds for Jacobi and for racy Gauss–Seidel alike.
 
 use hugewise_mem::Region;
-pub use hugewise_results::kernel::PrMode as Mode;
+pub use hugewise_results::kernel::PrMode;
+// The kernel's own short name for the result model's type.
+use hugewise_results::kernel::PrMode as Mode;
 use hugewise_sys::atomic;
 use rayon::prelude::*;
 
