@@ -16,22 +16,17 @@ pub const BLOCK_BYTES: u64 = PAGE << ORDER_2M;
 pub fn measure(host: &Host) -> Result<MemoryState> {
     let mi = host.proc.meminfo()?;
     let zones = host.proc.buddyinfo()?;
-    let free_pages: u64 = zones.iter().map(|z| z.free_pages()).sum();
-    let blocks: u64 = zones.iter().map(|z| z.suitable_blocks(ORDER_2M)).sum();
-    let buddy_free = free_pages * PAGE;
-    let usable = blocks * BLOCK_BYTES;
-    let unusable = buddy_free.saturating_sub(usable);
+    let free = hugewise_sys::proc::FreeAtOrder::of(&zones, None, ORDER_2M);
+    let blocks = free.blocks;
+    let buddy_free = free.free_pages * PAGE;
+    let unusable = free.unusable_pages() * PAGE;
     Ok(MemoryState {
         mem_free_bytes: mi.free_bytes,
         mem_available_bytes: mi.available_bytes,
         buddy_free_bytes: buddy_free,
         free_2m_blocks: blocks,
         unusable_bytes: unusable,
-        unusable_share: if buddy_free == 0 {
-            0.0
-        } else {
-            unusable as f64 / buddy_free as f64
-        },
+        unusable_share: free.unusable_index(),
         pcp_free_bytes: host.proc.pcp_pages().ok().map(|p| p * PAGE),
         mlocked_bytes: mi.mlocked_bytes,
         anon_huge_bytes: mi.anon_huge_bytes,

@@ -14,6 +14,7 @@ use hugewise_sys::errno::ENOENT;
 use crate::action::{Action, ActionKind};
 use crate::budget::{self, Limit, Share};
 use crate::channel::Subscriber;
+use crate::compact::{Controller as Compactor, Decision as CompactDecision, Lever, Waiting};
 use crate::policy::{ChunkInfo, Policy};
 use crate::target::Target;
 use crate::thinning::{Look, Thinning};
@@ -77,6 +78,9 @@ pub struct Config {
     /// have 2048, Zen 4 3072: the smallest of them, so that a set the daemon takes to fit
     /// does fit where it runs. 0: every sampled walk is taken to be one.
     pub tlb_entries: u32,
+    /// When and how much the daemon compacts memory for collapses refused for want of free
+    /// 2 MiB blocks (see [`crate::compact`]).
+    pub compact: crate::compact::Settings,
 }
 
 impl Default for Config {
@@ -97,6 +101,7 @@ impl Default for Config {
             walk_ns: 30.0,
             payback_s: 10.0,
             tlb_entries: 1536,
+            compact: Default::default(),
         }
     }
 }
@@ -355,6 +360,15 @@ pub struct Daemon {
     /// Bytes the targets' allocation logs hold that are not mapped yet, at the last scan
     /// (see `Managed::unfaulted`): part of the budget's basis.
     unfaulted: u64,
+    /// Latency of the last successful collapses, newest last: a collapse far slower than
+    /// these waited for direct compaction.
+    latencies: std::collections::VecDeque<u64>,
+    /// This interval's collapses refused for want of memory (`ENOMEM`, `EAGAIN`), and those
+    /// slowed by direct compaction.
+    refused_now: Vec<ChunkInfo>,
+    slow_now: u32,
+    /// Weighs and makes compactions.
+    compactor: Compactor,
 }
 
 /// What a collapse is taken to cost before the daemon has timed one: the middle of the
@@ -363,6 +377,15 @@ const COLLAPSE_NS_GUESS: u64 = 2_000_000;
 
 /// Collapses whose latency the estimate of a collapse's cost keeps.
 const COLLAPSES_KEPT: usize = 32;
+
+/// A collapse this many times slower than the median of the last ones waited for direct
+/// compaction (a collapse that found a free block takes the same time each time; one that had
+/// to compact first takes several times as long)...
+const SLOW_FACTOR: u64 = 4;
+/// ... and at least this much slower, so that the noise of short collapses does not count.
+const SLOW_MARGIN_NS: u64 = 2_000_000;
+/// Collapses timed before any is judged slow.
+const SLOW_AFTER: usize = 4;
 
 impl Daemon {
     /// A daemon with `policy`, timed from `t0`.
@@ -389,6 +412,10 @@ impl Daemon {
             told_not_worth: Default::default(),
             unfaulted: 0,
             thinning: Thinning::new(thin_max),
+            latencies: Default::default(),
+            refused_now: Vec::new(),
+            slow_now: 0,
+            compactor: Compactor::new(cfg.compact, Lever::default()),
             cfg,
         }
     }
@@ -555,12 +582,20 @@ impl Daemon {
                 }
             }
         }
+        if kind == ActionKind::Promote && (a.outcome == "ENOMEM" || a.outcome == "EAGAIN") {
+            self.refused_now.push(*c);
+        }
         match (kind, ok) {
             (ActionKind::Promote, true) => {
                 if self.collapses.len() == COLLAPSES_KEPT {
                     self.collapses.pop_front();
+                    self.latencies.pop_front();
+                }
+                if self.slow(a.latency_ns) {
+                    self.slow_now += 1;
                 }
                 self.collapses.push_back(cpu_ns);
+                self.latencies.push_back(a.latency_ns);
                 iv.promoted += 1;
                 *huge += HUGE as u64;
             }
@@ -766,6 +801,7 @@ impl Daemon {
                 ));
             }
         }
+        self.weigh_compaction(&mut iv, &periods, dt)?;
         let look = Look::of(self.warming_up(), iv.promoted, iv.demoted, iv.failed, swaps);
         let factor = self.thinning.after(look);
         let mut asked = false;
@@ -775,6 +811,60 @@ impl Daemon {
         iv.sample_thinning = asked.then_some(factor);
         iv.cpu_ns = hugewise_sys::rusage::thread_cpu_ns() - cpu0;
         Ok(iv)
+    }
+
+    /// Whether a collapse that took `latency_ns` waited for direct compaction, by the latency of
+    /// the last ones.
+    fn slow(&self, latency_ns: u64) -> bool {
+        if self.latencies.len() < SLOW_AFTER {
+            return false;
+        }
+        let mut v: Vec<u64> = self.latencies.iter().copied().collect();
+        v.sort_unstable();
+        let median = v[v.len() / 2];
+        latency_ns > median * SLOW_FACTOR && latency_ns > median + SLOW_MARGIN_NS
+    }
+
+    /// Weigh compacting for this interval's refused and slowed collapses, and compact when it
+    /// pays (see [`crate::compact`]).
+    fn weigh_compaction(
+        &mut self,
+        iv: &mut Interval,
+        periods: &HashMap<i32, f64>,
+        dt: f64,
+    ) -> Result<()> {
+        let refused = std::mem::take(&mut self.refused_now);
+        let slow = std::mem::take(&mut self.slow_now);
+        // What the refused chunks would save, when every one's target says its sampling
+        // period; unknown otherwise.
+        let saving_ns = refused
+            .iter()
+            .map(|c| periods.get(&c.pid).map(|&p| saving_ns(c, p, dt, &self.cfg)))
+            .sum::<Option<f64>>()
+            .filter(|_| !refused.is_empty());
+        let waiting = Waiting {
+            refused: refused.len() as u32,
+            slow,
+            saving_ns,
+            unspent_bytes: iv.budget_bytes.saturating_sub(iv.huge_bytes_after),
+        };
+        let elapsed = self.t0.elapsed();
+        let decision = match self.compactor.decide(&waiting, elapsed) {
+            Ok(d) => d,
+            Err(e) => {
+                iv.compaction_declined = Some(format!("free memory unreadable: {e}"));
+                return Ok(());
+            }
+        };
+        match decision {
+            CompactDecision::Idle => {}
+            CompactDecision::Decline(why) => iv.compaction_declined = Some(why),
+            CompactDecision::Compact { aim_bytes, why } => {
+                let t_ms = elapsed.as_secs_f64() * 1e3;
+                iv.compaction = Some(self.compactor.compact(aim_bytes, why, t_ms)?);
+            }
+        }
+        Ok(())
     }
 
     /// What a collapse costs here: the median CPU time of the last ones this daemon made, or a

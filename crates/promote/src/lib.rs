@@ -16,13 +16,15 @@
 //! - [`replay`]: a plan's promotions applied at their times;
 //! - [`daemon`]: the online engine: every interval, read the targets' chunks and access samples
 //!   ([`channel`]), ask a [`policy`] (one per file in [`policies`]), act within the [`budget`],
-//!   and ask for fewer samples while nothing changes ([`thinning`]).
+//!   and ask for fewer samples while nothing changes ([`thinning`]); when collapses are refused
+//!   for want of free 2 MiB blocks, [`compact`] weighs asking the kernel to compact.
 #![forbid(unsafe_code)]
 
 pub mod action;
 pub mod budget;
 pub mod channel;
 pub mod chunk;
+pub mod compact;
 pub mod daemon;
 mod error;
 pub mod plan;

@@ -155,6 +155,10 @@ pub fn run(
         policy: policy_name,
         budget,
         interval_ms,
+        compact: match &cfg.engine {
+            Engine::Daemon { config, .. } => Some(config.compact.mode.name().to_string()),
+            Engine::Plan { .. } => None,
+        },
         pids,
         sampled_pids: sampled,
         command: match &cfg.targets {
@@ -332,6 +336,13 @@ impl Log {
         let promoted = promotes.iter().filter(|a| a.succeeded()).count() as u64;
         let cpu: Option<u64> =
             (!self.intervals.is_empty()).then(|| self.intervals.iter().map(|i| i.cpu_ns).sum());
+        let compactions: Vec<_> = self
+            .intervals
+            .iter()
+            .filter_map(|i| i.compaction.as_ref())
+            .collect();
+        let compaction_cpu: Option<u64> =
+            (!compactions.is_empty()).then(|| compactions.iter().map(|c| c.cpu_ns).sum());
         Totals {
             promoted,
             promote_failed: promotes.len() as u64 - promoted,
@@ -363,6 +374,11 @@ impl Log {
                 .iter()
                 .find(|i| i.budget_bytes > 0 && i.huge_bytes_after + (2 << 20) > i.budget_bytes)
                 .map(|i| i.t_ms),
+            compactions: (!compactions.is_empty()).then_some(compactions.len() as u64),
+            compaction_cpu_ns: compaction_cpu,
+            compaction_core_share: compaction_cpu
+                .filter(|_| self.wall_ns > 0)
+                .map(|c| c as f64 / self.wall_ns as f64),
         }
     }
 }
@@ -482,6 +498,50 @@ mod tests {
         assert_eq!(t.huge_bytes_final, Some(4 << 20));
         // The interval did not say how many of its splits were swaps: unknown, not none.
         assert_eq!(t.swaps, None);
+        // No compaction: absent, not zero.
+        assert_eq!((t.compactions, t.compaction_cpu_ns), (None, None));
+    }
+
+    #[test]
+    fn compactions_add_up_to_their_share_of_a_core() {
+        let free = hugewise_results::promote::FreeBlocks {
+            free_bytes: 0,
+            free_2m_blocks: 0,
+            unusable_index: 0.0,
+        };
+        let compaction = |cpu_ns| hugewise_results::promote::Compaction {
+            t_ms: 0.0,
+            why: String::new(),
+            aim_bytes: 2 << 20,
+            lever: "node".into(),
+            nodes: vec![0],
+            wall_ns: cpu_ns,
+            cpu_ns,
+            migrated_bytes: None,
+            before: free,
+            after: free,
+            error: None,
+        };
+        let log = Log {
+            intervals: vec![
+                Interval {
+                    compaction: Some(compaction(30_000_000)),
+                    ..Interval::default()
+                },
+                Interval::default(),
+                Interval {
+                    compaction: Some(compaction(10_000_000)),
+                    ..Interval::default()
+                },
+            ],
+            wall_ns: 4_000_000_000,
+            ..Log::default()
+        };
+        let t = log.totals();
+        // 40 ms over 4 s: 1 % of a core.
+        assert_eq!(t.compactions, Some(2));
+        assert_eq!(t.compaction_cpu_ns, Some(40_000_000));
+        assert_eq!(t.compaction_core_share, Some(0.01));
     }
 
     #[test]

@@ -111,6 +111,60 @@ pub struct Interval {
     /// acts on and why, a target's sample ring or allocation log refused and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The compaction the daemon made at the end of this interval (`--compact`), if it made
+    /// one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<Compaction>,
+    /// Why the daemon did not compact although collapses were refused or slowed by direct
+    /// compaction this interval; `null` when nothing waited, or it compacted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction_declined: Option<String>,
+}
+
+/// Free memory as a 2 MiB allocation sees it, from `/proc/buddyinfo` (the nodes compacted,
+/// or the whole machine).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FreeBlocks {
+    /// Free memory in the buddy allocator.
+    pub free_bytes: u64,
+    /// Free blocks of order 9 (2 MiB), counting each larger block as the 2 MiB blocks it
+    /// holds.
+    pub free_2m_blocks: u64,
+    /// The unusable free space index at order 9: the share (0–1) of free memory that no free
+    /// 2 MiB block holds.
+    pub unusable_index: f64,
+}
+
+/// One compaction the daemon asked of the kernel: when, why, what it cost and what it freed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Compaction {
+    /// Milliseconds since the daemon started, when the compaction began.
+    pub t_ms: f64,
+    /// Why (the controller's reason, with the numbers it weighed).
+    pub why: String,
+    /// The room it was asked to make: 2 MiB blocks wanted by the refused collapses, bounded
+    /// by the budget left, the blocks the index said were missing and the most per interval.
+    pub aim_bytes: u64,
+    /// The lever: `node` (`/sys/devices/system/node/nodeN/compact`, node by node) or
+    /// `compact_memory` (`vm.compact_memory`, every node, when the kernel has no per-node
+    /// file).
+    pub lever: String,
+    /// Nodes compacted (every node for `compact_memory`).
+    pub nodes: Vec<u32>,
+    /// Wall time of the kernel's compaction.
+    pub wall_ns: u64,
+    /// CPU time the daemon's thread spent in it (the kernel compacts in the writer's context).
+    pub cpu_ns: u64,
+    /// Bytes the kernel migrated meanwhile (`pgmigrate_success` of `/proc/vmstat`, which
+    /// counts other migrations on the machine too); `null` when unreadable.
+    pub migrated_bytes: Option<u64>,
+    /// Free memory before.
+    pub before: FreeBlocks,
+    /// Free memory after.
+    pub after: FreeBlocks,
+    /// The kernel's error, when the write failed (`null`: it compacted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Totals over a session's log.
@@ -142,6 +196,15 @@ pub struct Totals {
     /// Milliseconds from the start until the huge bytes first reached the budget (`null` if
     /// they never did, or for a replay).
     pub reach_budget_ms: Option<f64>,
+    /// Compactions the daemon made (absent when it made none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compactions: Option<u64>,
+    /// Their CPU time (absent when none were made).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction_cpu_ns: Option<u64>,
+    /// That CPU time as a share of one core over the session's wall time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction_core_share: Option<f64>,
 }
 
 /// A promotion session as saved by `hugewise promote`.
@@ -155,6 +218,10 @@ pub struct PromoteReport {
     pub budget: Option<String>,
     /// The daemon's interval in milliseconds; `null` for a plan.
     pub interval_ms: Option<u64>,
+    /// The daemon's compaction mode (`auto`, `off`, `always`); absent for a plan and in
+    /// results from before the daemon compacted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compact: Option<String>,
     /// The targets' pids.
     pub pids: Vec<i32>,
     /// Pids that published access samples.

@@ -86,6 +86,46 @@ pub fn unusable_index(zone: &BuddyZone, order: usize) -> f64 {
     (free - usable) as f64 / free as f64
 }
 
+/// Free memory of several zones taken together (one node's, or the machine's) as an
+/// allocation of one order sees it: how many blocks of that order the free lists could serve
+/// now, and how much of the free memory is too broken up to serve any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct FreeAtOrder {
+    /// The order (9: 2 MiB blocks of 4 KiB pages).
+    pub order: usize,
+    /// Free 4 KiB pages.
+    pub free_pages: u64,
+    /// Blocks of `order` the free lists could serve without compaction.
+    pub blocks: u64,
+}
+
+impl FreeAtOrder {
+    /// Add up `zones` (those of `node` only, when given).
+    pub fn of(zones: &[BuddyZone], node: Option<u32>, order: usize) -> FreeAtOrder {
+        let mine = || zones.iter().filter(|z| node.is_none_or(|n| z.node == n));
+        FreeAtOrder {
+            order,
+            free_pages: mine().map(BuddyZone::free_pages).sum(),
+            blocks: mine().map(|z| z.suitable_blocks(order)).sum(),
+        }
+    }
+
+    /// Free pages that no block of the order holds: free memory an allocation of the order
+    /// cannot use until compaction moves what is around it.
+    pub fn unusable_pages(&self) -> u64 {
+        self.free_pages.saturating_sub(self.blocks << self.order)
+    }
+
+    /// The unusable free space index of the zones together (see [`unusable_index`]): 0 when
+    /// nothing is free.
+    pub fn unusable_index(&self) -> f64 {
+        if self.free_pages == 0 {
+            return 0.0;
+        }
+        self.unusable_pages() as f64 / self.free_pages as f64
+    }
+}
+
 /// The kernel's fragmentation index for `order` (as in debugfs `extfrag/extfrag_index`):
 /// `None` when the allocation would succeed now (the kernel prints -1.000); towards 0 a failure
 /// would be for lack of memory, towards 1 for fragmentation.
@@ -145,5 +185,27 @@ mod tests {
         assert_eq!(z.suitable_blocks(9), 2);
         assert_eq!(fragmentation_index(&z, 9), None);
         assert_eq!(unusable_index(&z, 9), 0.0);
+    }
+
+    #[test]
+    fn zones_add_up_per_node() {
+        // Node 0: 512 single pages (one block's worth, unusable) and one 4 MiB block (2 blocks
+        // of order 9); node 1: 1024 single pages.
+        let mut a = zone(&[512, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+        let mut b = zone(&[1024, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        a.node = 0;
+        b.node = 1;
+        let zones = [a, b];
+        let n0 = FreeAtOrder::of(&zones, Some(0), 9);
+        assert_eq!(
+            (n0.free_pages, n0.blocks, n0.unusable_pages()),
+            (1536, 2, 512)
+        );
+        assert!((n0.unusable_index() - 1.0 / 3.0).abs() < 1e-12);
+        let all = FreeAtOrder::of(&zones, None, 9);
+        // 2560 free pages, 1024 of them in the two blocks: 1536 / 2560 unusable.
+        assert_eq!((all.free_pages, all.blocks), (2560, 2));
+        assert!((all.unusable_index() - 0.6).abs() < 1e-12);
+        assert_eq!(FreeAtOrder::of(&zones, Some(7), 9).unusable_index(), 0.0);
     }
 }

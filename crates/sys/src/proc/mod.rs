@@ -9,7 +9,7 @@ mod pagetype;
 mod smaps;
 mod swaps;
 
-pub use buddy::{fragmentation_index, unusable_index, BuddyZone};
+pub use buddy::{fragmentation_index, unusable_index, BuddyZone, FreeAtOrder};
 pub use maps::MapEntry;
 pub use meminfo::MemInfo;
 pub use mounts::Mount;

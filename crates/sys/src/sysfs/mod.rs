@@ -1,9 +1,11 @@
 //! Readers and writers of `/sys`, rooted at an injectable directory: THP and mTHP settings,
-//! khugepaged, hugetlb pools, block devices' counters, memory cgroups' counters.
+//! khugepaged, hugetlb pools, block devices' counters, memory cgroups' counters, NUMA nodes and
+//! their compaction trigger.
 
 mod block;
 mod hugetlb;
 mod memcg;
+mod node;
 mod thp;
 
 pub use block::{BlockStat, DevNum};
