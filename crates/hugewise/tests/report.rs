@@ -36,6 +36,7 @@ fn every_saved_result_renders_as_its_command_printed_it() {
         "env-shaped",
         "env-restore",
         "promote",
+        "promote-compact",
         "bench-promote",
         "study",
         "exec",

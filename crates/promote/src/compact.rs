@@ -118,9 +118,16 @@ pub struct Account {
     pub spent_ns: u64,
     /// Time since the daemon started.
     pub elapsed_ns: u64,
+    /// Until when (since the daemon started) compaction is held because the last ones made
+    /// no 2 MiB block: free memory broken up by pages compaction cannot move (pinned,
+    /// mlocked) stays so however often it runs.
+    pub held_until_ns: u64,
 }
 
-/// What the controller decided.
+/// What the controller decided. A reason to decline starts with a fixed head before its
+/// first `:` (`the budget is spent`, `free blocks suffice`, `compaction cannot make blocks`,
+/// `the last compaction made no block`, `over its share of a core`, `not worth its cost`), its
+/// numbers after it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
     /// Nothing waited for a block: nothing to weigh.
@@ -177,8 +184,8 @@ pub fn decide(
     let short = wanted.saturating_sub(free.blocks);
     if short == 0 {
         return Decision::Decline(format!(
-            "{} free 2 MiB blocks for {wanted} waiting collapse{}: they did not fail for want \
-             of blocks",
+            "free blocks suffice: {} free 2 MiB blocks for {wanted} waiting collapse{}, which \
+             did not fail for want of blocks",
             free.blocks,
             plural(wanted)
         ));
@@ -186,10 +193,17 @@ pub fn decide(
     let missing = free.unusable_pages() >> ORDER_2M;
     if missing == 0 {
         return Decision::Decline(format!(
-            "free memory is short, not broken up ({} MiB free, unusable index {:.2}): \
-             compaction cannot make blocks",
+            "compaction cannot make blocks: free memory is short, not broken up ({} MiB free, \
+             unusable index {:.2})",
             (free.free_pages * 4096) >> 20,
             free.unusable_index()
+        ));
+    }
+    if account.elapsed_ns < account.held_until_ns {
+        return Decision::Decline(format!(
+            "the last compaction made no block: free memory is broken up by pages compaction \
+             cannot move; trying again in {:.1} s",
+            (account.held_until_ns - account.elapsed_ns) as f64 / 1e9
         ));
     }
     let aim_chunks = short.min(missing).min(max_chunks);
@@ -199,7 +213,7 @@ pub fn decide(
     let allowed = s.max_core_share * horizon;
     if account.spent_ns as f64 + expected > allowed {
         return Decision::Decline(format!(
-            "compacting for {} MiB is expected to take {:.1} ms of CPU, which would bring \
+            "over its share of a core: compacting for {} MiB is expected to take {:.1} ms of CPU, which would bring \
              compaction to {:.1} ms of the {:.1} ms allowed ({}% of a core over {:.1} s)",
             aim >> 20,
             expected / 1e6,
@@ -212,7 +226,7 @@ pub fn decide(
     if let Some(saving) = waiting.saving_ns {
         if saving < expected {
             return Decision::Decline(format!(
-                "the refused chunks would save {:.1} ms, less than the {:.1} ms of CPU \
+                "not worth its cost: the refused chunks would save {:.1} ms, less than the {:.1} ms of CPU \
                  compacting for them is expected to take",
                 saving / 1e6,
                 expected / 1e6
@@ -252,6 +266,11 @@ const NS_PER_MIB_GUESS: f64 = 2e6;
 
 /// Compactions whose amount moved the expectation keeps.
 const KEPT: usize = 16;
+
+/// How long compaction is first held after one that made no block; each further one that
+/// makes none doubles it, up to [`HOLD_MAX`].
+const HOLD_FIRST: Duration = Duration::from_secs(2);
+const HOLD_MAX: Duration = Duration::from_secs(64);
 
 /// The kernel's compaction, reached through `/sys` and `/proc` (the real ones or a recorded
 /// tree).
@@ -324,6 +343,9 @@ pub struct Controller {
     moved_total_bytes: u64,
     moved: std::collections::VecDeque<u64>,
     made: u64,
+    /// Compactions in a row that made no block, and until when compaction is held for them.
+    barren: u32,
+    held_until: Duration,
 }
 
 impl Controller {
@@ -337,6 +359,8 @@ impl Controller {
             moved_total_bytes: 0,
             moved: Default::default(),
             made: 0,
+            barren: 0,
+            held_until: Duration::ZERO,
         }
     }
 
@@ -367,6 +391,7 @@ impl Controller {
         Account {
             spent_ns: self.spent_ns,
             elapsed_ns: elapsed.as_nanos() as u64,
+            held_until_ns: self.held_until.as_nanos() as u64,
         }
     }
 
@@ -431,6 +456,15 @@ impl Controller {
             self.moved.pop_front();
         }
         self.moved.push_back(moved);
+        if after.blocks > before.blocks {
+            self.barren = 0;
+        } else {
+            let hold = HOLD_FIRST
+                .saturating_mul(1 << self.barren.min(6))
+                .min(HOLD_MAX);
+            self.barren += 1;
+            self.held_until = Duration::from_secs_f64(t_ms / 1e3) + start.elapsed() + hold;
+        }
         Ok(Compaction {
             t_ms,
             why,
@@ -487,6 +521,7 @@ mod tests {
         Account {
             spent_ns: spent_ms * 1_000_000,
             elapsed_ns: elapsed_s * 1_000_000_000,
+            held_until_ns: 0,
         }
     }
 
@@ -626,6 +661,28 @@ mod tests {
     }
 
     #[test]
+    fn auto_waits_after_a_compaction_that_made_no_block() {
+        let s = Settings::default();
+        let w = waiting(4, 0, 80);
+        let mut a = at(0, 3);
+        a.held_until_ns = 4_500_000_000;
+        let d = decide(&s, &w, &free(0, 300), &GUESS, &a);
+        assert!(declined(&d).contains("trying again in 1.5 s"), "{d:?}");
+        a.elapsed_ns = 4_500_000_000;
+        assert_eq!(aim(&decide(&s, &w, &free(0, 300), &GUESS, &a)), Some(8));
+        // `always` does not wait.
+        let always = Settings {
+            mode: Mode::Always,
+            ..s
+        };
+        a.elapsed_ns = 0;
+        assert_eq!(
+            aim(&decide(&always, &w, &free(0, 300), &GUESS, &a)),
+            Some(8)
+        );
+    }
+
+    #[test]
     fn auto_declines_when_the_waiting_chunks_would_save_less_than_it_costs() {
         let s = Settings::default();
         // 4 chunks short: 8 MiB at the guessed 2 ms = 16 ms expected.
@@ -687,7 +744,28 @@ mod tests {
         assert_eq!(r.error, None);
         // Its cost is now measured: at least 1 MiB is charged, so the rate is the CPU time.
         assert_eq!(c.cost().ns_per_mib, r.cpu_ns as f64);
-        assert_eq!(c.account(Duration::from_secs(2)).spent_ns, r.cpu_ns);
+        let a = c.account(Duration::from_secs(2));
+        assert_eq!(a.spent_ns, r.cpu_ns);
+        // It made no block: compaction is held 2 s from its start (1 s), then 4 s after the
+        // next that makes none.
+        assert!(
+            (3_000_000_000..3_100_000_000).contains(&a.held_until_ns),
+            "{a:?}"
+        );
+        let Decision::Decline(why) = c.decide(&w, Duration::from_secs(2)).expect("decide") else {
+            panic!("expected to wait")
+        };
+        assert!(
+            why.starts_with("the last compaction made no block"),
+            "{why}"
+        );
+        c.compact(aim_bytes, "again".into(), 4000.0)
+            .expect("compact");
+        let a = c.account(Duration::from_secs(5));
+        assert!(
+            (8_000_000_000..8_100_000_000).contains(&a.held_until_ns),
+            "{a:?}"
+        );
     }
 
     #[test]

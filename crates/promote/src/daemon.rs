@@ -360,9 +360,6 @@ pub struct Daemon {
     /// Bytes the targets' allocation logs hold that are not mapped yet, at the last scan
     /// (see `Managed::unfaulted`): part of the budget's basis.
     unfaulted: u64,
-    /// Latency of the last successful collapses, newest last: a collapse far slower than
-    /// these waited for direct compaction.
-    latencies: std::collections::VecDeque<u64>,
     /// This interval's collapses refused for want of memory (`ENOMEM`, `EAGAIN`), and those
     /// slowed by direct compaction.
     refused_now: Vec<ChunkInfo>,
@@ -378,14 +375,18 @@ const COLLAPSE_NS_GUESS: u64 = 2_000_000;
 /// Collapses whose latency the estimate of a collapse's cost keeps.
 const COLLAPSES_KEPT: usize = 32;
 
-/// A collapse this many times slower than the median of the last ones waited for direct
-/// compaction (a collapse that found a free block takes the same time each time; one that had
-/// to compact first takes several times as long)...
+/// A collapse whose CPU time is this many times the fastest of the last ones compacted first
+/// (a collapse that found a free block costs about the same each time, its copy of 2 MiB; one
+/// that had to compact first, in the daemon's thread, several times as much)...
 const SLOW_FACTOR: u64 = 4;
-/// ... and at least this much slower, so that the noise of short collapses does not count.
+/// ... and at least this much more, so that the noise of short collapses does not count.
 const SLOW_MARGIN_NS: u64 = 2_000_000;
-/// Collapses timed before any is judged slow.
+/// Collapses timed before any is judged slow by the others.
 const SLOW_AFTER: usize = 4;
+/// A collapse of this much CPU time compacted first whatever the others took: copying 2 MiB
+/// takes 0.4–5 ms in a virtual machine, and a run whose every collapse compacts has no fast
+/// one to compare with (on memory 99 % broken up here, the median collapse took 47 ms).
+const SLOW_NS: u64 = 20_000_000;
 
 impl Daemon {
     /// A daemon with `policy`, timed from `t0`.
@@ -412,7 +413,6 @@ impl Daemon {
             told_not_worth: Default::default(),
             unfaulted: 0,
             thinning: Thinning::new(thin_max),
-            latencies: Default::default(),
             refused_now: Vec::new(),
             slow_now: 0,
             compactor: Compactor::new(cfg.compact, Lever::default()),
@@ -542,6 +542,7 @@ impl Daemon {
             ActionKind::Release => t.release(range.clone()),
         };
         let cpu_ns = hugewise_sys::rusage::thread_cpu_ns().saturating_sub(cpu0);
+        let slow = self.slow(cpu_ns);
         let a = match done {
             Ok(a) => a,
             // The target unmapped or remapped the chunk since the scan: a race with the
@@ -589,13 +590,11 @@ impl Daemon {
             (ActionKind::Promote, true) => {
                 if self.collapses.len() == COLLAPSES_KEPT {
                     self.collapses.pop_front();
-                    self.latencies.pop_front();
                 }
-                if self.slow(a.latency_ns) {
+                if slow {
                     self.slow_now += 1;
                 }
                 self.collapses.push_back(cpu_ns);
-                self.latencies.push_back(a.latency_ns);
                 iv.promoted += 1;
                 *huge += HUGE as u64;
             }
@@ -813,16 +812,18 @@ impl Daemon {
         Ok(iv)
     }
 
-    /// Whether a collapse that took `latency_ns` waited for direct compaction, by the latency of
-    /// the last ones.
-    fn slow(&self, latency_ns: u64) -> bool {
-        if self.latencies.len() < SLOW_AFTER {
+    /// Whether a collapse that took `cpu_ns` of the daemon's CPU compacted first, by the CPU
+    /// time of the last ones. CPU time, not latency: on a busy machine most of a collapse's
+    /// latency can be the daemon waiting for a core.
+    fn slow(&self, cpu_ns: u64) -> bool {
+        if cpu_ns > SLOW_NS {
+            return true;
+        }
+        if self.collapses.len() < SLOW_AFTER {
             return false;
         }
-        let mut v: Vec<u64> = self.latencies.iter().copied().collect();
-        v.sort_unstable();
-        let median = v[v.len() / 2];
-        latency_ns > median * SLOW_FACTOR && latency_ns > median + SLOW_MARGIN_NS
+        let fastest = self.collapses.iter().copied().min().unwrap_or(0);
+        cpu_ns > fastest * SLOW_FACTOR && cpu_ns > fastest + SLOW_MARGIN_NS
     }
 
     /// Weigh compacting for this interval's refused and slowed collapses, and compact when it

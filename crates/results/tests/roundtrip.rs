@@ -97,6 +97,23 @@ fn promotion_session_and_benchmark() {
     };
     assert_eq!(s.result.mode, "daemon");
     assert!(s.result.actions.iter().all(|a| a.succeeded()));
+    // A session on memory shaped 95 % broken up, `--compact always`: collapses refused, one
+    // compaction logged with free memory before and after.
+    let AnyResult::Promote(c) = round_trip("promote-compact.json", "hugewise/promote") else {
+        panic!("kind")
+    };
+    assert_eq!(c.result.compact.as_deref(), Some("always"));
+    let made: Vec<_> = c
+        .result
+        .intervals
+        .iter()
+        .filter_map(|i| i.compaction.as_ref())
+        .collect();
+    assert_eq!(
+        made.len() as u64,
+        c.result.totals.compactions.expect("counted")
+    );
+    assert!(made[0].before.unusable_index > 0.9 && made[0].wall_ns > 0);
     let AnyResult::BenchPromote(b) = round_trip("bench-promote.json", "hugewise/bench-promote")
     else {
         panic!("kind")

@@ -11,7 +11,7 @@ use clap::{Args, ValueEnum};
 use hugewise_console::emit::Stream;
 use hugewise_mem::{Amount, Bytes};
 use hugewise_promote::budget::{Limit, Share};
-use hugewise_promote::{daemon, session};
+use hugewise_promote::{compact, daemon, session};
 use hugewise_report::views::promote as promoteview;
 
 use crate::cli::args::{parse_duration, parse_interval, Output};
@@ -32,6 +32,9 @@ pub const HELP: &str = "Examples:
   hugewise promote --plan plan.json --plan-policy pcc --plan-budget 4% -- ./traced-program
                          replay a plan made by hugewise sim --plan from a trace of the program
   hugewise promote --pid 4242 --for 60s --actions --out promote.json
+  hugewise promote --pid 4242 --budget 4GiB --compact off
+                         never compact: collapses refused for want of free 2 MiB blocks wait
+                         for the kernel's own compaction
 
 Promotion is MADV_COLLAPSE through process_madvise; demotion is MADV_COLD on 4 KiB of a huge
 page, which makes the kernel split it. Every action is read back from the kernel (pagemap), and
@@ -41,6 +44,15 @@ would not preload: statically linked, set-user-ID): allocations that hold whole 
 are advised MADV_HUGEPAGE before their first fault while the budget has room, so those pages
 are huge at once instead of collapsed later; the daemon counts them as the kernel backs them
 and corrects from there. The target is never stopped or signalled. Needs ptrace access to the target and CAP_SYS_NICE (root has both).
+When collapses are refused for want of free 2 MiB blocks (ENOMEM, EAGAIN) or are slowed by
+direct compaction, --compact auto (the default) weighs compacting: it compacts only when free 2
+MiB blocks are short for the collapses waiting and the budget left, the unusable free space
+index says compaction can make some, the compaction's CPU time (measured here per MiB moved)
+keeps all compaction within 2 % of a core over the session, and, for a target that says its
+sampling period, the waiting chunks would save more than that. It compacts with the kernel's
+own lever, /sys/devices/system/node/nodeN/compact (synchronous, no setting changed), and logs
+each compaction with why, how long, its CPU time and the free 2 MiB blocks and unusable index
+before and after.
 How it works: docs/promotion.md.";
 
 /// The daemon's policies.
@@ -66,6 +78,27 @@ impl PolicyArg {
             PolicyArg::Mega => "mega",
             PolicyArg::Hawkeye => "hawkeye",
             PolicyArg::Linux => "linux",
+        }
+    }
+}
+
+/// When the daemon compacts memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompactArg {
+    /// When refused collapses are worth more than compacting costs, within 2 % of a core.
+    Auto,
+    /// Never.
+    Off,
+    /// After every interval with a collapse refused for want of memory, without weighing.
+    Always,
+}
+
+impl CompactArg {
+    fn mode(self) -> compact::Mode {
+        match self {
+            CompactArg::Auto => compact::Mode::Auto,
+            CompactArg::Off => compact::Mode::Off,
+            CompactArg::Always => compact::Mode::Always,
         }
     }
 }
@@ -123,6 +156,11 @@ pub struct PromoteArgs {
     #[arg(long, default_value_t = 64, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=i64::from(hugewise_sys::shm::MAX_THINNING)))]
     pub max_thinning: u32,
+    /// When the daemon compacts memory for collapses the kernel refused for want of free 2 MiB
+    /// blocks: auto weighs what the waiting chunks would gain against the compaction's
+    /// measured cost, within 2 % of a core; off never; always after every refusal.
+    #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
+    pub compact: CompactArg,
     /// Stop after this long (the targets keep running).
     #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<Duration>,
@@ -198,6 +236,10 @@ pub fn run(a: PromoteArgs) -> anyhow::Result<u8> {
                 max_promotions: a.max_promotions as usize,
                 scan_chunks: a.scan_chunks,
                 max_thinning: a.max_thinning,
+                compact: compact::Settings {
+                    mode: a.compact.mode(),
+                    ..compact::Settings::default()
+                },
                 ..daemon::Config::default()
             },
             budget_label: budget_label(a.budget),
@@ -258,6 +300,12 @@ pub fn run(a: PromoteArgs) -> anyhow::Result<u8> {
                     eprint!("\r\x1b[2K");
                 }
                 eprintln!("hugewise promote: {note}");
+            }
+            if let Some(c) = &iv.compaction {
+                if live {
+                    eprint!("\r\x1b[2K");
+                }
+                eprintln!("hugewise promote: {}", promoteview::compaction_line(c));
             }
             if live {
                 // One status line, rewritten in place.

@@ -3,7 +3,8 @@
 use std::fmt::Write;
 
 use hugewise_results::promote::{
-    Action, ActionKind, Interval, PromoteBenchReport, PromoteBenchWorkload, PromoteReport,
+    Action, ActionKind, Compaction, Interval, PromoteBenchReport, PromoteBenchWorkload,
+    PromoteReport,
 };
 
 use crate::fmt::{bytes, ns, pct, pct_ci, ratio_ci};
@@ -12,7 +13,7 @@ use crate::table::Table;
 /// One line for an interval of the daemon, as the live summary shows it.
 pub fn interval_line(iv: &Interval) -> String {
     format!(
-        "t={:>6.1}s  targets {}  huge {} of {} budget  +{} -{}{} failed {}  samples {}{}{}  cpu {}",
+        "t={:>6.1}s  targets {}  huge {} of {} budget  +{} -{}{} failed {}{}  samples {}{}{}  cpu {}",
         iv.t_ms / 1e3,
         iv.targets,
         bytes(iv.huge_bytes_after),
@@ -25,6 +26,11 @@ pub fn interval_line(iv: &Interval) -> String {
             String::new()
         },
         iv.failed,
+        if iv.compaction.is_some() {
+            "  compacted"
+        } else {
+            ""
+        },
         iv.samples,
         if iv.samples_lost > 0 {
             format!(" ({} lost)", iv.samples_lost)
@@ -56,6 +62,40 @@ pub fn action_line(a: &Action) -> String {
         ns(a.latency_ns as f64),
         a.huge_bytes_after
             .map(|h| format!("  huge after {}", bytes(h)))
+            .unwrap_or_default()
+    )
+}
+
+/// One line for a compaction the daemon made: when, how long, its CPU time, what moved and
+/// what it freed (free 2 MiB blocks and the unusable free space index before and after).
+pub fn compaction_line(c: &Compaction) -> String {
+    format!(
+        "t={:>8.1}ms  compact {}  aim {}  took {} (cpu {})  moved {}  2 MiB blocks free {} -> {}  \
+         unusable index {:.3} -> {:.3}{}",
+        c.t_ms,
+        if c.lever == "node" {
+            format!(
+                "node {}",
+                c.nodes
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )
+        } else {
+            format!("by vm.{} (every node)", c.lever)
+        },
+        bytes(c.aim_bytes),
+        ns(c.wall_ns as f64),
+        ns(c.cpu_ns as f64),
+        c.migrated_bytes.map(bytes).unwrap_or_else(|| "-".into()),
+        c.before.free_2m_blocks,
+        c.after.free_2m_blocks,
+        c.before.unusable_index,
+        c.after.unusable_index,
+        c.error
+            .as_ref()
+            .map(|e| format!("  failed: {e}"))
             .unwrap_or_default()
     )
 }
@@ -187,6 +227,17 @@ pub fn session(r: &PromoteReport) -> String {
             _ => "-".into(),
         },
     ]);
+    if let Some(mode) = &r.compact {
+        tab.row([
+            format!("compactions (--compact {mode})"),
+            match (t.compactions, t.compaction_cpu_ns, t.compaction_core_share) {
+                (Some(n), Some(c), Some(s)) => {
+                    format!("{n}, CPU {} ({} of a core)", ns(c as f64), pct(s))
+                }
+                _ => "0".into(),
+            },
+        ]);
+    }
     tab.row([
         "wall time".to_string(),
         format!("{:.1} s", r.wall_ns as f64 / 1e9),
@@ -196,6 +247,39 @@ pub fn session(r: &PromoteReport) -> String {
     if !failed.is_empty() {
         o.push_str("why actions failed:\n");
         o.push_str(&failed);
+    }
+    let compactions: Vec<&Compaction> = r
+        .intervals
+        .iter()
+        .filter_map(|iv| iv.compaction.as_ref())
+        .collect();
+    if !compactions.is_empty() {
+        o.push_str("compactions:\n");
+        for c in compactions {
+            let _ = writeln!(o, "  {}", compaction_line(c));
+            let _ = writeln!(o, "    why: {}", c.why);
+        }
+    }
+    // Why the daemon did not compact for refused collapses: each reason (its head, before the
+    // first `:`) once, with how many intervals gave it and the numbers of the first.
+    let mut declined: Vec<(&str, usize)> = Vec::new();
+    let head = |w: &str| w.split(':').next().unwrap_or_default().to_string();
+    for why in r
+        .intervals
+        .iter()
+        .filter_map(|iv| iv.compaction_declined.as_deref())
+    {
+        match declined.iter_mut().find(|(w, _)| head(w) == head(why)) {
+            Some(d) => d.1 += 1,
+            None => declined.push((why, 1)),
+        }
+    }
+    for (why, n) in declined {
+        let _ = writeln!(
+            o,
+            "not compacted ({n} interval{}, the first said) {why}",
+            if n == 1 { "" } else { "s" }
+        );
     }
     for note in r.intervals.iter().flat_map(|iv| &iv.notes) {
         let _ = writeln!(o, "note: {}", note);
@@ -682,6 +766,91 @@ mod tests {
         );
         w.stopped = Some(Stopped::Rounds);
         assert!(!bench_workload(&w).contains("until"));
+    }
+
+    #[test]
+    fn a_session_shows_each_compaction_and_why_others_were_declined() {
+        use hugewise_results::promote::{FreeBlocks, Totals};
+        let c = Compaction {
+            t_ms: 1500.0,
+            why: "3 collapses refused".into(),
+            aim_bytes: 6 << 20,
+            lever: "node".into(),
+            nodes: vec![0],
+            wall_ns: 80_000_000,
+            cpu_ns: 40_000_000,
+            migrated_bytes: Some(64 << 20),
+            before: FreeBlocks {
+                free_bytes: 1 << 30,
+                free_2m_blocks: 2,
+                unusable_index: 0.5,
+            },
+            after: FreeBlocks {
+                free_bytes: 1 << 30,
+                free_2m_blocks: 300,
+                unusable_index: 0.125,
+            },
+            error: None,
+        };
+        let declined = |why: &str| Interval {
+            compaction_declined: Some(why.into()),
+            ..Interval::default()
+        };
+        let r = PromoteReport {
+            mode: "daemon".into(),
+            policy: "pcc".into(),
+            budget: Some("4%".into()),
+            interval_ms: Some(1000),
+            compact: Some("auto".into()),
+            pids: vec![7],
+            sampled_pids: vec![],
+            command: None,
+            command_exit: None,
+            gone: vec![],
+            cancelled: false,
+            wall_ns: 4_000_000_000,
+            totals: Totals {
+                promoted: 0,
+                promote_failed: 3,
+                demoted: 0,
+                released: 0,
+                swaps: None,
+                huge_bytes_final: None,
+                collapse_p50_ns: None,
+                collapse_p99_ns: None,
+                daemon_cpu_ns: None,
+                daemon_core_share: None,
+                reach_budget_ms: None,
+                compactions: Some(1),
+                compaction_cpu_ns: Some(40_000_000),
+                compaction_core_share: Some(0.01),
+            },
+            actions: vec![],
+            intervals: vec![
+                declined("over its share of a core: 30 ms"),
+                declined("over its share of a core: 31 ms"),
+                Interval {
+                    compaction: Some(c),
+                    ..Interval::default()
+                },
+                declined("free blocks suffice: 4 free"),
+            ],
+        };
+        let text = session(&r);
+        assert!(text.contains("compactions (--compact auto)"), "{text}");
+        assert!(text.contains("1, CPU 40.00 ms (1.0% of a core)"), "{text}");
+        assert!(text.contains("compact node 0  aim 6 MiB"), "{text}");
+        assert!(text.contains("2 MiB blocks free 2 -> 300"), "{text}");
+        assert!(text.contains("unusable index 0.500 -> 0.125"), "{text}");
+        assert!(text.contains("why: 3 collapses refused"), "{text}");
+        assert!(
+            text.contains(
+                "not compacted (2 intervals, the first said) over its share of a core: 30 ms"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("not compacted (1 interval, the first said) free blocks"));
+        assert!(interval_line(&r.intervals[2]).contains("compacted"));
     }
 
     #[test]
