@@ -56,11 +56,27 @@ fn refused_collapses_on_fragmented_memory_are_compacted_for_and_logged() {
         return skip("under 14 GiB available: too little to shape and keep 4 GiB free");
     }
     let dir = tempfile::tempdir().expect("tmp");
-    let session = dir.path().join("promote.json");
+    let session = dir.path().join("always.json");
+    let auto = dir.path().join("auto.json");
     let before = knobs();
+    let exe = env!("CARGO_BIN_EXE_hugewise");
+    // The program: 1 GiB faulted in 4 KiB pages, held 9 s.
+    let program = "python3 -c 'import mmap, time\n\
+                   n = 1 << 30\n\
+                   m = mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)\n\
+                   for i in range(0, n, 4096):\n    m[i] = 1\n\
+                   time.sleep(9)\n'";
+    let promote = |mode: &str, out: &std::path::Path| {
+        format!(
+            "{exe} promote --no-preload --compact {mode} --policy mega --budget 100% \
+             --interval 0.5s --for 8s --out {} -- {program}",
+            out.display()
+        )
+    };
     // 6 GiB left available, 95 % of free memory in broken blocks: about 150 whole 2 MiB
-    // blocks. The program's 1 GiB (512 chunks) is faulted after the shaping, into the broken
-    // blocks' holes, so collapsing it needs whole blocks that run out after about 150.
+    // blocks. Each program's 1 GiB (512 chunks) is faulted after the shaping, into the broken
+    // blocks' holes, so collapsing it needs whole blocks, which run out. One shaping, two
+    // sessions: `always`, then `auto`.
     let out = hugewise()
         .args([
             "env",
@@ -74,38 +90,51 @@ fn refused_collapses_on_fragmented_memory_are_compacted_for_and_logged() {
             "--probe",
             "off",
             "--",
+            "sh",
+            "-c",
         ])
-        .arg(env!("CARGO_BIN_EXE_hugewise"))
-        .args([
-            "promote",
-            "--no-preload",
-            "--compact",
-            "always",
-            "--policy",
-            "mega",
-            "--budget",
-            "100%",
-            "--interval",
-            "0.5s",
-            "--for",
-            "8s",
-            "--out",
-        ])
-        .arg(&session)
-        .args(["--", "python3", "-c"])
-        .arg(
-            "import mmap, time\n\
-             n = 1 << 30\n\
-             m = mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)\n\
-             for i in range(0, n, 4096):\n    m[i] = 1\n\
-             time.sleep(9)\n",
-        )
+        .arg(format!(
+            "{} && {}",
+            promote("always", &session),
+            promote("auto", &auto)
+        ))
         .output()
         .expect("run hugewise");
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{err}");
     // Put back: every setting as it was (the daemon changes none; `env with` restores its own).
     assert_eq!(knobs(), before, "{err}");
+
+    // `auto`: every look in which a collapse was refused either compacted or says why not.
+    let a: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&auto).expect("auto saved")).expect("JSON");
+    assert_eq!(a["compact"], "auto");
+    let ivs = a["intervals"].as_array().expect("intervals");
+    let starts: Vec<f64> = ivs
+        .iter()
+        .map(|i| i["t_ms"].as_f64().unwrap_or(0.0))
+        .collect();
+    for act in a["actions"].as_array().expect("actions") {
+        if act["kind"] != "promote" || !(act["outcome"] == "ENOMEM" || act["outcome"] == "EAGAIN") {
+            continue;
+        }
+        let t = act["t_ms"].as_f64().unwrap_or(0.0);
+        let i = starts.partition_point(|&s| s <= t).saturating_sub(1);
+        let iv = &ivs[i];
+        assert!(
+            iv.get("compaction").is_some() || iv.get("compaction_declined").is_some(),
+            "a refusal at {t} ms, neither compacted for nor declined: {iv}"
+        );
+    }
+    let auto_made = ivs.iter().filter(|i| i.get("compaction").is_some()).count();
+    eprintln!(
+        "auto: {} compaction(s), CPU {:?} ns, declined in {} look(s)",
+        auto_made,
+        a["totals"]["compaction_cpu_ns"].as_u64(),
+        ivs.iter()
+            .filter(|i| i.get("compaction_declined").is_some())
+            .count()
+    );
 
     let text = std::fs::read_to_string(&session).expect("session saved");
     let v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
