@@ -21,6 +21,12 @@ pub const ALL_REGIONS: &[&str] = &[
     "frontier",
 ];
 
+/// Page policies per array as users write them (`all=base,property=thp-prefix:2%`), any of
+/// [`ALL_REGIONS`] named.
+pub fn parse_pages(s: &str) -> hugewise_mem::Result<PolicyMap> {
+    PolicyMap::parse(s, ALL_REGIONS)
+}
+
 /// Page policies per array and the allocation order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Layout {

@@ -110,6 +110,23 @@ impl Amount {
             Amount::Percent(p) => ((whole as f64) * p / 100.0).round() as u64,
         }
     }
+
+    /// The share (0 to 1) of `whole` bytes this amount is: a size counts as its part of them
+    /// (more than 1 when it is larger).
+    pub fn share_of(self, whole: u64) -> f64 {
+        match self {
+            Amount::Bytes(b) => b.0 as f64 / whole.max(1) as f64,
+            Amount::Percent(p) => p / 100.0,
+        }
+    }
+
+    /// The share (0 to 1) a percentage is; `None` for a size.
+    pub fn share(self) -> Option<f64> {
+        match self {
+            Amount::Bytes(_) => None,
+            Amount::Percent(p) => Some(p / 100.0),
+        }
+    }
 }
 
 impl FromStr for Amount {
@@ -189,6 +206,10 @@ mod tests {
         assert!(e.contains("over 100%"), "{e}");
         assert!("0%".parse::<Amount>().is_err());
         assert!("x%".parse::<Amount>().is_err());
+        let a: Amount = "4%".parse().expect("4%");
+        assert_eq!((a.share(), a.share_of(1 << 30)), (Some(0.04), 0.04));
+        let a: Amount = "512MiB".parse().expect("512MiB");
+        assert_eq!((a.share(), a.share_of(1 << 30)), (None, 0.5));
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! - [`Bytes`] and [`Amount`]: sizes and shares as users write them (`1.5GiB`, `2M`, `25%`);
 //! - [`Share`], [`Interval`], [`Count`]: shares, time spans and counts as users write them
 //!   (`30%`, `0.5s`, `20M`), each flag's range a [`ShareRange`] or [`Interval::at_least`];
-//!   [`Threads`], [`SizeMode`] (`64kB=always`) and [`AutoSize`] (`auto`, `off` or a size);
+//!   [`Threads`], [`Overcommit`] (`4` or `auto`), [`SizeMode`] (`64kB=always`),
+//!   [`AutoSize`] (`auto`, `off` or a size) and [`IntervalOrOff`] (`50ms` or `off`);
 //! - [`PagePolicy`], [`PolicyMap`], [`AllocOrder`]: what each region asks of the kernel, and in
 //!   which order regions are faulted in;
 //! - [`Region`]: one array in one mapping, with `collapse`, `split` and `backing`;
@@ -27,4 +28,7 @@ pub use policy::{AllocOrder, PagePolicy, PolicyMap};
 pub use region::{
     CollapseOutcome, KernelFiles, Populate, Region, RegionOptions, SplitMethod, SplitOutcome,
 };
-pub use value::{AutoSize, Bare, Count, Interval, Share, ShareRange, SizeMode, Threads};
+pub use value::{
+    AutoSize, Bare, Count, Interval, IntervalOrOff, Overcommit, Share, ShareRange, SizeMode,
+    Threads,
+};

@@ -201,6 +201,18 @@ impl Interval {
     }
 }
 
+impl Interval {
+    /// The time an interval of periodic work spans (at least 1 ms).
+    pub fn period(s: &str) -> Result<Duration> {
+        Interval::at_least(s, Duration::from_millis(1)).map(|i| i.0)
+    }
+
+    /// The time a duration (`90s`, `5m`, `1h`) spans.
+    pub fn span(s: &str) -> Result<Duration> {
+        s.parse::<Interval>().map(|i| i.0)
+    }
+}
+
 impl FromStr for Interval {
     type Err = Error;
 
@@ -238,6 +250,58 @@ impl fmt::Display for Interval {
             write!(f, "{ms}ms")
         } else {
             write!(f, "{}s", self.0.as_secs_f64())
+        }
+    }
+}
+
+/// An interval of periodic work (at least 1 ms) or `off`: none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IntervalOrOff(pub Option<Duration>);
+
+impl FromStr for IntervalOrOff {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<IntervalOrOff> {
+        match s.trim() {
+            "off" => Ok(IntervalOrOff(None)),
+            other => Interval::period(other)
+                .map(|d| IntervalOrOff(Some(d)))
+                .map_err(|e| Error::Parse(format!("{e}, or off"))),
+        }
+    }
+}
+
+/// Threads as a multiple of the CPUs, as users write it: a factor of 1 or more, or `auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overcommit {
+    /// Threads = CPUs × this.
+    Factor(u32),
+    /// Chosen while running.
+    Auto,
+}
+
+impl Overcommit {
+    /// The threads to start with on `cpus` CPUs (`auto` starts from one per CPU).
+    pub fn threads(self, cpus: usize) -> usize {
+        match self {
+            Overcommit::Factor(f) => cpus * f as usize,
+            Overcommit::Auto => cpus,
+        }
+    }
+}
+
+impl FromStr for Overcommit {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Overcommit> {
+        match s.trim() {
+            "auto" => Ok(Overcommit::Auto),
+            t => match t.parse::<u32>() {
+                Ok(n) if n >= 1 => Ok(Overcommit::Factor(n)),
+                _ => Err(Error::Parse(format!(
+                    "'{s}': a factor of 1 or more, or auto"
+                ))),
+            },
         }
     }
 }
@@ -296,6 +360,11 @@ impl FromStr for Threads {
 }
 
 impl Threads {
+    /// A thread count (1 or more) as a number.
+    pub fn count(s: &str) -> Result<usize> {
+        s.parse::<Threads>().map(|t| t.0)
+    }
+
     /// One thread per CPU this process may run on.
     pub fn per_cpu() -> Threads {
         Threads(
@@ -411,6 +480,33 @@ mod tests {
         for s in ["30%", "0.3"] {
             assert_eq!(s.parse::<Share>().expect(s).to_string(), s);
         }
+    }
+
+    #[test]
+    fn stats_flush_is_an_interval_or_off() {
+        let ms = Duration::from_millis;
+        let p = |s: &str| s.parse::<IntervalOrOff>().map_err(|e| e.to_string());
+        assert_eq!(p("off"), Ok(IntervalOrOff(None)));
+        assert_eq!(p("20ms"), Ok(IntervalOrOff(Some(ms(20)))));
+        let e = p("often").expect_err("not an interval");
+        assert!(e.ends_with("or off"), "{e}");
+        assert!(p("0.5ms").expect_err("too short").contains("at least 1ms"));
+    }
+
+    #[test]
+    fn overcommit_is_a_factor_or_auto() {
+        let p = |s: &str| s.parse::<Overcommit>().map_err(|e| e.to_string());
+        assert_eq!(p("auto"), Ok(Overcommit::Auto));
+        assert_eq!(p(" 4 "), Ok(Overcommit::Factor(4)));
+        assert_eq!(p("0"), Err("'0': a factor of 1 or more, or auto".into()));
+        assert!(p("x").is_err());
+        assert_eq!(
+            (
+                Overcommit::Factor(4).threads(2),
+                Overcommit::Auto.threads(2)
+            ),
+            (8, 2)
+        );
     }
 
     #[test]
