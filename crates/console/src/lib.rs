@@ -1,6 +1,7 @@
 //! hugewise-console owns what a command writes to the terminal: progress while the work runs
 //! (named steps with bars or plain lines, a study's runs, the stages of a shaped machine, a
-//! program's live backing) and its result when it ends (text or JSON, saved if asked).
+//! program's live backing, a promotion session's actions and status line) and its result when
+//! it ends (text or JSON, saved if asked).
 //!
 //! It is a crate of its own, just below the binary, because neither end should hold it:
 //! `hugewise-report` renders saved results and depends on the result model alone, while
@@ -16,6 +17,7 @@ pub mod env;
 mod error;
 pub mod exec;
 pub mod progress;
+pub mod promote;
 pub mod study;
 
 pub use error::{Error, Result};

@@ -124,6 +124,22 @@ pub fn find_preload(explicit: Option<&Path>) -> Result<PathBuf> {
     )))
 }
 
+/// The preload settings under which a promotion session starts `program` within `limit` (see
+/// [`hugewise_promote::session::preload_for`]), or why it cannot run under the library: the
+/// loader ignores `LD_PRELOAD` for some programs, and the library (`explicit`, else found as
+/// [`find_preload`] finds it) must exist.
+pub fn session_preload(
+    program: &str,
+    explicit: Option<&Path>,
+    limit: hugewise_promote::budget::Limit,
+) -> std::result::Result<protocol::Preload, String> {
+    if let Some(why) = elf::preload_refusal(program) {
+        return Err(why);
+    }
+    let library = find_preload(explicit).map_err(|e| e.to_string())?;
+    Ok(hugewise_promote::session::preload_for(library, limit))
+}
+
 /// What the run looks like now, for a live line.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Tick {

@@ -3,11 +3,13 @@
 //! PCC paper's two OS policies), with a per-process bias that scales a target's scores.
 
 use std::collections::HashMap;
+use std::str::FromStr;
 
+use hugewise_mem::Amount;
 use serde::{Deserialize, Serialize};
 
 use crate::policy::ChunkInfo;
-use crate::HUGE;
+use crate::{Error, Result, HUGE};
 
 /// The size of the budget.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -30,6 +32,16 @@ impl Limit {
     }
 }
 
+impl From<Amount> for Limit {
+    /// A budget as users write it: a size, or a share of the mapped memory (`2%`).
+    fn from(a: Amount) -> Limit {
+        match a {
+            Amount::Bytes(b) => Limit::Bytes(b.0),
+            Amount::Percent(p) => Limit::Share(p / 100.0),
+        }
+    }
+}
+
 /// How targets share the budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -39,6 +51,58 @@ pub enum Share {
     HighestFirst,
     /// Each target's best, then each target's second best, and so on.
     RoundRobin,
+}
+
+impl FromStr for Share {
+    type Err = Error;
+
+    /// `highest` or `round-robin`, as users name them.
+    fn from_str(s: &str) -> Result<Share> {
+        match s {
+            "highest" => Ok(Share::HighestFirst),
+            "round-robin" => Ok(Share::RoundRobin),
+            _ => Err(Error::Usage(format!(
+                "'{s}': targets share highest or round-robin"
+            ))),
+        }
+    }
+}
+
+/// A factor on one process's scores, as users write it: `PID=FACTOR` (`4243=2`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bias {
+    /// The process.
+    pub pid: i32,
+    /// The factor, positive.
+    pub factor: f64,
+}
+
+impl FromStr for Bias {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Bias> {
+        let bad = |why: String| Error::Usage(why);
+        let (p, f) = s
+            .split_once('=')
+            .ok_or_else(|| bad(format!("'{s}': expected PID=FACTOR")))?;
+        let pid = p
+            .trim()
+            .parse()
+            .map_err(|_| bad(format!("'{p}' is not a pid")))?;
+        let factor: f64 = f
+            .trim()
+            .parse()
+            .map_err(|_| bad(format!("'{f}' is not a number")))?;
+        if !(factor > 0.0 && factor.is_finite()) {
+            return Err(bad(format!("'{s}': the factor must be positive")));
+        }
+        Ok(Bias { pid, factor })
+    }
+}
+
+/// The factors of `biases` by process, for [`order`].
+pub fn by_pid(biases: &[Bias]) -> HashMap<i32, f64> {
+    biases.iter().map(|b| (b.pid, b.factor)).collect()
 }
 
 /// Order `candidates` (chunk index, score) for promotion under `share`, scores scaled by each
@@ -96,6 +160,35 @@ mod tests {
         // A share of 100 MiB mapped at 4 %: 4 MiB, two huge pages; 3 % rounds down to one.
         assert_eq!(Limit::Share(0.04).bytes(100 << 20), 4 << 20);
         assert_eq!(Limit::Share(0.03).bytes(100 << 20), 2 << 20);
+    }
+
+    #[test]
+    fn budgets_biases_and_sharing_as_users_write_them() {
+        let limit = |s: &str| Limit::from(s.parse::<Amount>().expect(s));
+        assert_eq!(limit("2%"), Limit::Share(0.02));
+        assert_eq!(limit("512MiB"), Limit::Bytes(512 << 20));
+        let bias = |s: &str| s.parse::<Bias>().map_err(|e| e.to_string());
+        assert_eq!(
+            bias(" 4243 = 2 "),
+            Ok(Bias {
+                pid: 4243,
+                factor: 2.0
+            })
+        );
+        assert_eq!(bias("4243"), Err("'4243': expected PID=FACTOR".into()));
+        assert_eq!(bias("x=2"), Err("'x' is not a pid".into()));
+        assert_eq!(bias("1=y"), Err("'y' is not a number".into()));
+        for bad in ["1=0", "1=-2", "1=inf"] {
+            assert_eq!(
+                bias(bad),
+                Err(format!("'{bad}': the factor must be positive"))
+            );
+        }
+        let biases = [bias("1=2").expect("1=2"), bias("1=3").expect("1=3")];
+        assert_eq!(by_pid(&biases), HashMap::from([(1, 3.0)]));
+        assert_eq!("round-robin".parse::<Share>().ok(), Some(Share::RoundRobin));
+        assert_eq!("highest".parse::<Share>().ok(), Some(Share::HighestFirst));
+        assert!("lowest".parse::<Share>().is_err());
     }
 
     #[test]
