@@ -51,6 +51,15 @@ impl Variant {
         }
     }
 
+    /// What `bench pages` compares unless told: every array on 4 KiB pages, then the same
+    /// with the property array on THP.
+    pub fn defaults() -> Result<Vec<Variant>> {
+        ["all=base", "all=base,property=thp"]
+            .iter()
+            .map(|s| Variant::parse(s))
+            .collect()
+    }
+
     /// Parse `KERNEL-PAGES[;graph:GRAPH-PAGES][;reorder:METHOD][;kernel-first][;name:NAME]`,
     /// e.g. `property=thp-prefix:5%;reorder:dbg` or `all=thp;graph:all=thp;name:ideal`.
     pub fn parse(s: &str) -> Result<Variant> {
@@ -426,6 +435,9 @@ mod tests {
         let e = Variant::parse("all=thp;property=base").expect_err("two kernel maps");
         assert!(e.to_string().contains("second set"), "{e}");
         assert!(Variant::parse("all=base;reorder:sideways").is_err());
+        let d = Variant::defaults().expect("the default variants parse");
+        assert_eq!(d.len(), 2);
+        assert_ne!(d[0].kernel_pages, d[1].kernel_pages);
         let v = Variant::parse("property=thp-prefix:5%;reorder:dbg;name:hot").expect("parse");
         assert_eq!(v.reorder, Some(Method::Dbg));
         assert_eq!(v.name.as_deref(), Some("hot"));
