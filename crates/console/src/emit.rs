@@ -1,5 +1,6 @@
 //! Where a command's result goes: a table or JSON on stdout (stderr when a program hugewise
-//! runs owns stdout), and with `--out` the JSON saved atomically in its schema envelope.
+//! runs owns stdout), and with `--out` the JSON saved atomically in its schema envelope; and
+//! how a failure is told.
 
 use std::io::Write;
 use std::path::Path;
@@ -57,7 +58,49 @@ pub fn json_stdout(value: &impl serde::Serialize) -> Result<()> {
     write_all(&mut std::io::stdout().lock(), &v)
 }
 
+/// `value` as pretty JSON on stdout when `json`, else `text` as it is.
+pub fn json_or_text(json: bool, value: &impl serde::Serialize, text: &str) -> Result<()> {
+    if json {
+        json_stdout(value)
+    } else {
+        print!("{text}");
+        Ok(())
+    }
+}
+
+/// A command's failure on stderr: `hugewise: ` and the error, then each cause on a line of
+/// its own.
+pub fn failure(e: &(dyn std::error::Error + 'static)) {
+    eprintln!("hugewise: {e}");
+    for cause in std::iter::successors(e.source(), |c| c.source()) {
+        eprintln!("  caused by: {cause}");
+    }
+}
+
+/// Whether `e` or one of its causes is a closed pipe: the reader of stdout stopped early,
+/// which is not a failure.
+pub fn closed_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
+    std::iter::successors(Some(e), |c| c.source()).any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 fn write_all(w: &mut impl Write, bytes: &[u8]) -> Result<()> {
     w.write_all(bytes).map_err(Error::Io)?;
     w.flush().map_err(Error::Io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_closed_pipe_is_found_among_the_causes() {
+        let pipe = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        assert!(closed_pipe(&Error::Io(pipe)));
+        let full = std::io::Error::from(std::io::ErrorKind::StorageFull);
+        assert!(!closed_pipe(&Error::Io(full)));
+        assert!(!closed_pipe(&Error::Interrupted));
+    }
 }

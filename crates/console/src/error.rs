@@ -16,6 +16,15 @@ pub enum Error {
     /// Shaping the machine failed or was stopped.
     #[error(transparent)]
     Env(#[from] hugewise_env::Error),
+    /// A study's results could not be read.
+    #[error("reading the results in {}", dir.display())]
+    Results {
+        /// The study directory.
+        dir: std::path::PathBuf,
+        /// Cause.
+        #[source]
+        source: hugewise_results::Error,
+    },
     /// A signal stopped shaping; what was done is undone.
     #[error("interrupted while shaping; everything done so far was put back")]
     Interrupted,

@@ -1,15 +1,20 @@
 //! A study as it runs: a bar across its runs in estimated seconds on a terminal (so that its
 //! rate and ETA are the study's), one line per finished run with the time left, and what
-//! failed at the end.
+//! failed and its headlines at the end.
 
 use std::path::Path;
 use std::time::Duration;
 
+use hugewise_bench::save;
+use hugewise_results::collection;
 use hugewise_results::study::{PlannedRun, StudyPlan};
 use hugewise_study::runner::{Observer, Outcome};
+use hugewise_sys::read;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::emit::json_stdout;
 use crate::progress::Mode;
+use crate::{Error, Result};
 
 /// `75 s`, or `2 min 05 s` from a minute on.
 pub fn duration(s: f64) -> String {
@@ -161,6 +166,34 @@ impl Observer for Progress {
             }
         ));
     }
+}
+
+/// A study's end: its directory read once, its headlines printed (as JSON when `json`), and
+/// unless `only_some` runs ran (a scheduler's tasks, beside each other) its report.html
+/// written and named on stderr when progress is shown.
+pub fn finish(dir: &Path, json: bool, only_some: bool, mode: Mode) -> Result<()> {
+    let c = collection::load(std::slice::from_ref(&dir.to_path_buf()), &read::result).map_err(
+        |source| Error::Results {
+            dir: dir.to_path_buf(),
+            source,
+        },
+    )?;
+    if json {
+        json_stdout(&c.headlines(0))?;
+    } else {
+        print!("{}", hugewise_report::views::study::finished(&c, 0));
+    }
+    // Runs picked with --run are a scheduler's tasks, running at once beside each other: each
+    // writes its own result file only, and the report is left to whoever reads the whole
+    // directory.
+    if !only_some {
+        let report = dir.join("report.html");
+        save::write_atomic(&report, hugewise_report::html::render(&c).as_bytes())?;
+        if mode != Mode::Off {
+            eprintln!("report: {}", report.display());
+        }
+    }
+    Ok(())
 }
 
 /// Say which runs failed and how to run them again; true when one did.

@@ -6,7 +6,7 @@ use std::path::Path;
 use hugewise_results::env::{Plan, SetReport, SwapReport};
 
 use crate::journal::Lifetime;
-use crate::scoped::settings;
+use crate::scoped::{hugetlb_pools, khugepaged_settings, settings};
 use crate::{Error, Host, Result, Session};
 
 /// Refuse `hugewise env <command>` before it reads or writes anything, unless this process is
@@ -35,6 +35,54 @@ pub fn set(host: &Host, command: &str, plan: &Plan) -> Result<SetReport> {
         done.push(s.set(k, &v)?);
     }
     Ok(SetReport { settings: done })
+}
+
+/// `env thp`: THP's global mode, its defrag policy and per-size modes (size in KiB, mode).
+pub fn thp(
+    host: &Host,
+    enabled: Option<String>,
+    defrag: Option<String>,
+    mthp: Vec<(u64, String)>,
+) -> Result<SetReport> {
+    let plan = Plan {
+        thp_enabled: enabled,
+        thp_defrag: defrag,
+        mthp,
+        ..Plan::new()
+    };
+    set(host, "thp", &plan)
+}
+
+/// `env hugetlb`: the 2 MiB and 1 GiB pools' sizes in pages.
+pub fn hugetlb(host: &Host, pages_2m: Option<u64>, pages_1g: Option<u64>) -> Result<SetReport> {
+    let plan = Plan {
+        hugetlb: hugetlb_pools(pages_2m, pages_1g),
+        ..Plan::new()
+    };
+    set(host, "hugetlb", &plan)
+}
+
+/// `env khugepaged`: its scan rate and collapse threshold.
+pub fn khugepaged(
+    host: &Host,
+    pages_to_scan: Option<u64>,
+    scan_sleep_ms: Option<u64>,
+    max_ptes_none: Option<u64>,
+) -> Result<SetReport> {
+    let plan = Plan {
+        khugepaged: khugepaged_settings(pages_to_scan, scan_sleep_ms, max_ptes_none),
+        ..Plan::new()
+    };
+    set(host, "khugepaged", &plan)
+}
+
+/// `env page-cluster`: swap readahead, 2^`n` pages.
+pub fn page_cluster(host: &Host, n: u32) -> Result<SetReport> {
+    let plan = Plan {
+        page_cluster: Some(n),
+        ..Plan::new()
+    };
+    set(host, "page-cluster", &plan)
 }
 
 /// Create and enable a swap file of `bytes` at `file`, kept until `env restore`.

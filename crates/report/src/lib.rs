@@ -45,6 +45,26 @@ pub enum Format {
 }
 
 impl Format {
+    /// The format named `text`, `md`, `csv` or `html`.
+    pub fn named(name: &str) -> Option<Format> {
+        match name {
+            "text" => Some(Format::Text),
+            "md" => Some(Format::Markdown),
+            "csv" => Some(Format::Csv),
+            "html" => Some(Format::Html),
+            _ => None,
+        }
+    }
+
+    /// The format `asked` for, else Markdown when `markdown`, else the one `out` implies.
+    pub fn chosen(asked: Option<Format>, markdown: bool, out: Option<&Path>) -> Format {
+        match (asked, markdown) {
+            (Some(f), _) => f,
+            (None, true) => Format::Markdown,
+            (None, false) => Format::implied_by(out),
+        }
+    }
+
     /// The format the name of the file it goes to implies: HTML for `.html` or `.htm`, else
     /// text.
     pub fn implied_by(out: Option<&Path>) -> Format {
@@ -118,4 +138,20 @@ fn view(r: &AnyResult, style: Style) -> Option<String> {
         AnyResult::BenchPacking(s) => views::exec::packing(&s.result),
         AnyResult::BenchGap(s) => views::gap::text(&s.result),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_format_asked_for_wins_then_markdown_then_the_outputs_name() {
+        let out = Some(Path::new("r.html"));
+        assert_eq!(Format::named("md"), Some(Format::Markdown));
+        assert_eq!(Format::named("pdf"), None);
+        assert_eq!(Format::chosen(Some(Format::Csv), true, out), Format::Csv);
+        assert_eq!(Format::chosen(None, true, out), Format::Markdown);
+        assert_eq!(Format::chosen(None, false, out), Format::Html);
+        assert_eq!(Format::chosen(None, false, None), Format::Text);
+    }
 }
