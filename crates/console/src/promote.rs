@@ -67,6 +67,12 @@ impl Live {
             }
             eprintln!("hugewise promote: {note}");
         }
+        if let Some(c) = &iv.compaction {
+            if self.terminal {
+                eprint!("\r\x1b[2K");
+            }
+            eprintln!("hugewise promote: {}", view::compaction_line(c));
+        }
         if self.terminal {
             eprint!("\r\x1b[2K{}", view::interval_line(iv));
         }

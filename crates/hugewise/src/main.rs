@@ -13,13 +13,14 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser};
 use cli::args::UsageError;
 use cli::{Cli, Command};
+use hugewise_console::emit;
 use hugewise_console::progress::Mode;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli.command, Mode::detect(cli.no_progress)) {
         Ok(code) => ExitCode::from(signals::exit_code(code)),
-        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if emit::closed_pipe(e.as_ref()) => ExitCode::SUCCESS,
         Err(e) => {
             if let Some(u) = e.chain().find_map(|c| c.downcast_ref::<UsageError>()) {
                 // A command-line mistake found after parsing: clap's message and exit code 2.
@@ -27,27 +28,17 @@ fn main() -> ExitCode {
                     .error(clap::error::ErrorKind::ArgumentConflict, &u.0)
                     .exit()
             }
-            eprintln!("hugewise: {e}");
-            for cause in e.chain().skip(1) {
-                eprintln!("  caused by: {cause}");
-            }
+            emit::failure(e.as_ref());
             ExitCode::from(signals::exit_code(1))
         }
     }
-}
-
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
 }
 
 /// Run one command; returns the exit code.
 fn run(command: Command, progress: Mode) -> anyhow::Result<u8> {
     let done = match command {
         // These run a program or a shaped machine, which decides the exit code.
-        Command::Env(cmd) => return cli::env::run(cmd, progress).map(|c| c.clamp(0, 255) as u8),
+        Command::Env(cmd) => return cli::env::run(cmd, progress),
         Command::Promote(a) => return cli::promote::run(a),
         Command::Exec(a) => return cli::exec::run(a, progress),
         Command::Profile(a) => return cli::profile::run(a, progress),

@@ -53,6 +53,17 @@ impl Mode {
     }
 }
 
+impl std::str::FromStr for Mode {
+    type Err = crate::Error;
+
+    fn from_str(s: &str) -> crate::Result<Mode> {
+        [Mode::Off, Mode::Auto, Mode::Always]
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| crate::Error::Usage(format!("'{s}': compaction is auto, off or always")))
+    }
+}
+
 /// The controller's settings.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Settings {

@@ -4,17 +4,17 @@
 
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 use hugewise_console::emit::{self, Stream};
 use hugewise_graph::cache::Cache;
 use hugewise_graph::fits::{Fit, KERNEL_VERTEX_BYTES};
 use hugewise_graph::kernels::Spec;
-use hugewise_graph::layout::ALL_REGIONS;
+use hugewise_graph::layout::{parse_pages, ALL_REGIONS};
 use hugewise_graph::load::{Input, LoadOptions};
 use hugewise_graph::reorder::Method;
 use hugewise_graph::settings::KernelSettings as Settings;
 use hugewise_graph::Layout;
-use hugewise_mem::{AllocOrder, PolicyMap, Share, ShareRange, Threads};
+use hugewise_mem::{AllocOrder, Interval, PolicyMap, Share, ShareRange, Threads};
 use hugewise_results::{Kind, Meta, Saved};
 
 /// A command-line mistake found after parsing: `main` prints it as clap prints its own
@@ -72,6 +72,17 @@ impl Output {
         )?)
     }
 
+    /// [`Output::emit`] with the `md` view when `markdown` is asked for, else `text`.
+    pub fn emit_as<T: Kind>(
+        &self,
+        result: T,
+        markdown: bool,
+        text: fn(&T) -> String,
+        md: fn(&T) -> String,
+    ) -> anyhow::Result<()> {
+        self.emit(result, if markdown { md } else { text })
+    }
+
     /// Only `--json` (the command has no `--out`, or saves elsewhere).
     pub fn json(json: bool) -> Output {
         Output { json, out: None }
@@ -79,7 +90,7 @@ impl Output {
 }
 
 /// Kernels `hugewise run` knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum KernelArg {
     /// Breadth-first search (parent tree).
     Bfs,
@@ -99,21 +110,15 @@ impl KernelArg {
     /// The kernel with the GAP suite's benchmark settings.
     pub fn spec(self) -> Spec {
         Settings::default()
-            .spec(self.name())
+            .spec(&name(self))
             .unwrap_or_else(|e| unreachable!("every kernel argument is a kernel: {e}"))
     }
+}
 
-    /// The kernel's name, as the libraries spell it.
-    pub fn name(self) -> &'static str {
-        match self {
-            KernelArg::Bfs => "bfs",
-            KernelArg::Sssp => "sssp",
-            KernelArg::Pr => "pr",
-            KernelArg::Cc => "cc",
-            KernelArg::Bc => "bc",
-            KernelArg::Tc => "tc",
-        }
-    }
+/// A value's name on the command line, which is the libraries' name for it (`round-robin`).
+pub fn name(value: impl ValueEnum) -> String {
+    let v = value.to_possible_value();
+    v.map(|v| v.get_name().to_string()).unwrap_or_default()
 }
 
 /// How a graph is read or generated.
@@ -247,19 +252,9 @@ impl KernelSettings {
             sources: self.sources,
             start: self.source.clone(),
         }
-        .spec(kernel.name())
+        .spec(&name(kernel))
         .map_err(|e| usage(e.to_string()))
     }
-}
-
-/// Page policies per graph array.
-pub fn parse_pages(s: &str) -> Result<PolicyMap, hugewise_mem::Error> {
-    PolicyMap::parse(s, ALL_REGIONS)
-}
-
-/// A thread count: 1 or more.
-pub fn parse_threads(s: &str) -> Result<usize, hugewise_mem::Error> {
-    s.parse::<Threads>().map(|t| t.0)
 }
 
 /// More rounds of an alternated comparison, until its ratios are known closely enough.
@@ -273,7 +268,7 @@ pub struct UntilArgs {
     #[arg(long, default_value_t = 20, requires = "until", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_rounds: u32,
     /// With --until: time at most (`90s`, `30m`, `2h`), checked between rounds.
-    #[arg(long, default_value = "30m", requires = "until", value_parser = parse_duration)]
+    #[arg(long, default_value = "30m", requires = "until", value_parser = Interval::span)]
     pub max_time: std::time::Duration,
 }
 
@@ -286,14 +281,4 @@ impl UntilArgs {
             max_time: self.max_time,
         }
     }
-}
-
-/// An interval of periodic work: at least 1 ms.
-pub fn parse_interval(s: &str) -> Result<std::time::Duration, hugewise_mem::Error> {
-    hugewise_mem::Interval::at_least(s, std::time::Duration::from_millis(1)).map(|i| i.0)
-}
-
-/// A duration (`90s`, `5m`, `1h`).
-pub fn parse_duration(s: &str) -> Result<std::time::Duration, hugewise_mem::Error> {
-    s.parse::<hugewise_mem::Interval>().map(|i| i.0)
 }

@@ -8,14 +8,16 @@ use anyhow::bail;
 use clap::{Args, Subcommand};
 use hugewise_console::emit::Stream;
 use hugewise_console::progress::Mode;
+use hugewise_env::actions::measured;
 use hugewise_env::kept::{self, require_root};
-use hugewise_env::scoped::{self, hugetlb_pools, khugepaged_settings, pressure_target};
+use hugewise_env::scoped::pressure_target;
+use hugewise_env::scoped::{self, compact, drop_caches, hugetlb_pools, khugepaged_settings};
 use hugewise_env::scoped::{CommandSpec, Plan, ProbeSize, SwapPlan, Then};
 use hugewise_env::Host;
-use hugewise_mem::{AutoSize, Bytes, Share, ShareRange, SizeMode};
+use hugewise_mem::{AutoSize, Bytes, Interval, Share, ShareRange, SizeMode};
 use hugewise_report::views;
 
-use crate::cli::args::{parse_duration, Output};
+use crate::cli::args::Output;
 use crate::signals::cancel_flag;
 
 pub const HELP: &str = "\
@@ -220,7 +222,7 @@ pub struct HoldArgs {
     #[arg(long, default_value = "1GiB")]
     pub floor: Bytes,
     /// Hold this long, then restore (e.g. 90s, 5m, 1h); default: until Ctrl-C.
-    #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long = "for", value_name = "DURATION", value_parser = Interval::span)]
     pub hold_for: Option<std::time::Duration>,
     /// Output options: the report goes to stderr as the work goes; --json prints it as JSON
     /// on stdout at the end instead.
@@ -349,7 +351,7 @@ fn mthp(sizes: Vec<SizeMode>) -> Vec<(u64, String)> {
 
 /// Shape, then run a command or hold, then restore; the report goes to stderr stage by stage
 /// (or as JSON at the end: to stdout when hugewise owns it, to stderr when a command does).
-fn shape_and(plan: Plan, then: Then, out: &Output, progress: Mode) -> anyhow::Result<i32> {
+fn shape_and(plan: Plan, then: Then, out: &Output, progress: Mode) -> anyhow::Result<u8> {
     let cancel = cancel_flag()?;
     let is_cancelled = || cancel.load(Ordering::Relaxed);
     let r = hugewise_console::env::shape_and(&plan, &then, &is_cancelled, progress, !out.json)?;
@@ -359,7 +361,7 @@ fn shape_and(plan: Plan, then: Then, out: &Output, progress: Mode) -> anyhow::Re
         Then::Hold(_) => Stream::Stdout,
     };
     out.emit_to(stream, r, None::<fn(&_) -> String>)?;
-    Ok(code?)
+    Ok(code?.clamp(0, 255) as u8)
 }
 
 /// A plan that only holds memory, above `h`'s floor, without a probe unless asked.
@@ -372,60 +374,29 @@ fn hold_plan(h: &HoldArgs) -> Plan {
 }
 
 /// Run one `hugewise env` subcommand; returns the exit code.
-pub fn run(cmd: EnvCommand, progress: Mode) -> anyhow::Result<i32> {
-    let host = Host::real();
+pub fn run(cmd: EnvCommand, progress: Mode) -> anyhow::Result<u8> {
+    let (host, set, act) = (Host::real(), views::env::set_report, views::env::action);
     match cmd {
         EnvCommand::Show(a) => a
             .output
             .emit(hugewise_env::show::show(&host)?, views::env::show)?,
         EnvCommand::Thp(a) => {
-            let plan = Plan {
-                thp_enabled: a.enabled,
-                thp_defrag: a.defrag,
-                mthp: mthp(a.sizes),
-                ..Plan::new()
-            };
-            a.output
-                .emit(kept::set(&host, "thp", &plan)?, views::env::set_report)?;
+            let r = kept::thp(&host, a.enabled, a.defrag, mthp(a.sizes))?;
+            a.output.emit(r, set)?
         }
         EnvCommand::Hugetlb(a) => {
-            let hugetlb = hugetlb_pools(a.pages_2m, a.pages_1g);
-            let plan = Plan {
-                hugetlb,
-                ..Plan::new()
-            };
-            a.output
-                .emit(kept::set(&host, "hugetlb", &plan)?, views::env::set_report)?;
+            let r = kept::hugetlb(&host, a.pages_2m, a.pages_1g)?;
+            a.output.emit(r, set)?
         }
         EnvCommand::Khugepaged(a) => {
-            let khugepaged = khugepaged_settings(a.pages_to_scan, a.scan_sleep_ms, a.max_ptes_none);
-            let plan = Plan {
-                khugepaged,
-                ..Plan::new()
-            };
-            a.output.emit(
-                kept::set(&host, "khugepaged", &plan)?,
-                views::env::set_report,
-            )?;
+            let r = kept::khugepaged(&host, a.pages_to_scan, a.scan_sleep_ms, a.max_ptes_none)?;
+            a.output.emit(r, set)?
         }
-        EnvCommand::PageCluster(a) => {
-            let plan = Plan {
-                page_cluster: Some(a.value),
-                ..Plan::new()
-            };
-            a.output.emit(
-                kept::set(&host, "page-cluster", &plan)?,
-                views::env::set_report,
-            )?;
-        }
-        EnvCommand::Compact(a) => {
-            let r = hugewise_env::actions::measured(&host, "compact", scoped::compact)?;
-            a.output.emit(r, views::env::action)?;
-        }
-        EnvCommand::DropCaches(a) => {
-            let r = hugewise_env::actions::measured(&host, "drop-caches", scoped::drop_caches)?;
-            a.output.emit(r, views::env::action)?;
-        }
+        EnvCommand::PageCluster(a) => a.output.emit(kept::page_cluster(&host, a.value)?, set)?,
+        EnvCommand::Compact(a) => a.output.emit(measured(&host, "compact", compact)?, act)?,
+        EnvCommand::DropCaches(a) => a
+            .output
+            .emit(measured(&host, "drop-caches", drop_caches)?, act)?,
         EnvCommand::Swap(a) => a
             .output
             .emit(kept::swap(&host, &a.file, a.size.0)?, views::env::swap)?,

@@ -9,16 +9,17 @@ use clap::Args;
 use hugewise_console::emit::Stream;
 use hugewise_console::exec::Live;
 use hugewise_console::progress::Mode;
+use hugewise_console::promote::budget_label;
 use hugewise_exec::run::{self, Config};
-use hugewise_mem::Bytes;
+use hugewise_mem::{Bytes, Interval};
 use hugewise_promote::{daemon, session};
 use hugewise_report::views;
 use hugewise_rules::protocol::{DEFAULT_HOT_ARENA, DEFAULT_MIN_SIZE};
 use hugewise_rules::Rules;
 use hugewise_sys::read;
 
-use crate::cli::args::{parse_interval, usage, Output};
-use crate::cli::promote::{budget_label, limit, PolicyArg};
+use crate::cli::args::{name, usage, Output};
+use crate::cli::promote::PolicyArg;
 use crate::signals::cancel_flag;
 
 pub const HELP: &str = "\
@@ -74,7 +75,7 @@ pub struct ExecArgs {
     #[arg(long, value_name = "FILE")]
     pub preload: Option<PathBuf>,
     /// How often to read each allocation's backing while the program runs.
-    #[arg(long, default_value = "250ms", value_parser = parse_interval)]
+    #[arg(long, default_value = "250ms", value_parser = Interval::period)]
     pub interval: Duration,
     /// Also run the promotion daemon on the program with this policy while it runs (mega
     /// promotes mapped, used chunks and splits those that stop being either).
@@ -84,7 +85,7 @@ pub struct ExecArgs {
     #[arg(long, default_value = "100%", requires = "promote")]
     pub budget: hugewise_mem::Amount,
     /// The daemon's interval.
-    #[arg(long, default_value = "1s", requires = "promote", value_parser = parse_interval)]
+    #[arg(long, default_value = "1s", requires = "promote", value_parser = Interval::period)]
     pub promote_interval: Duration,
     /// List every allocation taken over, not only the 10 largest.
     #[arg(long)]
@@ -123,10 +124,10 @@ pub fn run(a: ExecArgs, progress: Mode) -> anyhow::Result<u8> {
         profile: false,
         hot_arena: a.hot_arena.0,
         promote: a.promote.map(|p| session::Engine::Daemon {
-            policy: p.name().to_string(),
+            policy: name(p),
             config: daemon::Config {
                 interval: a.promote_interval,
-                limit: limit(a.budget),
+                limit: a.budget.into(),
                 ..daemon::Config::default()
             },
             budget_label: budget_label(a.budget),
@@ -136,11 +137,7 @@ pub fn run(a: ExecArgs, progress: Mode) -> anyhow::Result<u8> {
     let report = run::run(&cfg, stop, |t| live.show(t))?;
     drop(live);
     let code = hugewise_results::exit::shell_code(report.exit_code, report.signal);
-    let all = a.all;
-    a.output.emit_to(
-        Stream::Stderr,
-        report,
-        Some(|r: &_| views::exec::exec(r, all)),
-    )?;
+    let view = |r: &_| views::exec::exec(r, a.all);
+    a.output.emit_to(Stream::Stderr, report, Some(view))?;
     Ok(code)
 }

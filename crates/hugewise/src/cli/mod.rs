@@ -179,4 +179,19 @@ mod tests {
         use clap::CommandFactory;
         Cli::command().debug_assert();
     }
+
+    #[test]
+    fn run_flushes_cgroup_statistics_as_often_as_the_supervisor_by_default() {
+        let cli = Cli::try_parse_from(["hugewise", "run", "bfs", "--memory", "50%"]).expect("run");
+        let Command::Run(r) = cli.command else {
+            panic!("not run")
+        };
+        assert_eq!(
+            r.stats_flush,
+            hugewise_mem::IntervalOrOff(Some(hugewise_bench::run::memory::STATS_FLUSH)),
+            "the CLI's default is the supervisor's"
+        );
+        // --stats-flush needs --memory.
+        assert!(Cli::try_parse_from(["hugewise", "run", "bfs", "--stats-flush", "off"]).is_err());
+    }
 }

@@ -10,12 +10,12 @@ use hugewise_console::exec::Live;
 use hugewise_console::progress::Mode;
 use hugewise_exec::placement::{self, Options};
 use hugewise_exec::run::{self, Config};
-use hugewise_mem::{Bytes, Share, ShareRange};
+use hugewise_mem::{Bytes, Interval, Share, ShareRange};
 use hugewise_report::views;
 use hugewise_rules::protocol::{DEFAULT_HOT_ARENA, DEFAULT_MIN_SIZE};
 use hugewise_rules::Rules;
 
-use crate::cli::args::{parse_interval, Output};
+use crate::cli::args::Output;
 use crate::signals::cancel_flag;
 
 pub const HELP: &str = "\
@@ -57,7 +57,7 @@ pub struct ProfileArgs {
     #[arg(long, default_value_t = Bytes(DEFAULT_MIN_SIZE))]
     pub min_size: Bytes,
     /// How often to read the accessed bits.
-    #[arg(long, default_value = "100ms", value_parser = parse_interval)]
+    #[arg(long, default_value = "100ms", value_parser = Interval::period)]
     pub interval: Duration,
     /// The preload library (default: libhugewise_preload.so beside hugewise).
     #[arg(long, value_name = "FILE")]

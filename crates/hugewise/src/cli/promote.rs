@@ -1,20 +1,20 @@
 //! `hugewise promote`: huge pages given to a running program, by a replayed plan or the online
 //! daemon within a budget.
 
-use std::collections::HashMap;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use hugewise_console::emit::Stream;
-use hugewise_mem::{Amount, Bytes};
-use hugewise_promote::budget::{Limit, Share};
+use hugewise_console::promote::{self, budget_label};
+use hugewise_exec::run::session_preload;
+use hugewise_mem::{Amount, Interval};
+use hugewise_promote::budget::{by_pid, Bias};
 use hugewise_promote::{compact, daemon, session};
 use hugewise_report::views::promote as promoteview;
 
-use crate::cli::args::{parse_duration, parse_interval, Output};
+use crate::cli::args::{name, Output};
 use crate::signals::cancel_flag;
 
 pub const HELP: &str = "Examples:
@@ -70,18 +70,6 @@ pub enum PolicyArg {
     Linux,
 }
 
-impl PolicyArg {
-    pub fn name(self) -> &'static str {
-        match self {
-            PolicyArg::Auto => "auto",
-            PolicyArg::Pcc => "pcc",
-            PolicyArg::Mega => "mega",
-            PolicyArg::Hawkeye => "hawkeye",
-            PolicyArg::Linux => "linux",
-        }
-    }
-}
-
 /// When the daemon compacts memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CompactArg {
@@ -91,16 +79,6 @@ pub enum CompactArg {
     Off,
     /// After every interval with a collapse refused for want of memory, without weighing.
     Always,
-}
-
-impl CompactArg {
-    fn mode(self) -> compact::Mode {
-        match self {
-            CompactArg::Auto => compact::Mode::Auto,
-            CompactArg::Off => compact::Mode::Off,
-            CompactArg::Always => compact::Mode::Always,
-        }
-    }
 }
 
 /// How targets share the budget.
@@ -135,14 +113,14 @@ pub struct PromoteArgs {
     #[arg(long, default_value = "2%")]
     pub budget: Amount,
     /// Time between two looks at the targets (90s, 0.5s, 200ms, 2m).
-    #[arg(long, default_value = "1s", value_parser = parse_interval)]
+    #[arg(long, default_value = "1s", value_parser = Interval::period)]
     pub interval: Duration,
     /// How several targets share the budget.
     #[arg(long, value_enum, default_value = "highest")]
     pub share: ShareArg,
     /// A factor on one process's scores (PID=FACTOR); repeat for several.
-    #[arg(long = "bias", value_name = "PID=FACTOR", value_parser = parse_bias)]
-    pub bias: Vec<(i32, f64)>,
+    #[arg(long = "bias", value_name = "PID=FACTOR")]
+    pub bias: Vec<Bias>,
     /// Most promotions per interval.
     #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_promotions: u32,
@@ -162,7 +140,7 @@ pub struct PromoteArgs {
     #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
     pub compact: CompactArg,
     /// Stop after this long (the targets keep running).
-    #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long = "for", value_name = "DURATION", value_parser = Interval::span)]
     pub duration: Option<Duration>,
     /// Print every action as it happens (on stderr).
     #[arg(long)]
@@ -182,38 +160,6 @@ pub struct PromoteArgs {
     pub command: Vec<String>,
 }
 
-fn parse_bias(s: &str) -> Result<(i32, f64), String> {
-    let (p, f) = s
-        .split_once('=')
-        .ok_or_else(|| format!("'{s}': expected PID=FACTOR"))?;
-    let pid = p
-        .trim()
-        .parse()
-        .map_err(|_| format!("'{p}' is not a pid"))?;
-    let f: f64 = f
-        .trim()
-        .parse()
-        .map_err(|_| format!("'{f}' is not a number"))?;
-    if !(f > 0.0 && f.is_finite()) {
-        return Err(format!("'{s}': the factor must be positive"));
-    }
-    Ok((pid, f))
-}
-
-pub fn limit(a: Amount) -> Limit {
-    match a {
-        Amount::Bytes(b) => Limit::Bytes(b.0),
-        Amount::Percent(p) => Limit::Share(p / 100.0),
-    }
-}
-
-fn share(a: Amount) -> anyhow::Result<f64> {
-    match a {
-        Amount::Percent(p) => Ok(p / 100.0),
-        Amount::Bytes(_) => anyhow::bail!("--plan-budget takes a share such as 4%"),
-    }
-}
-
 /// Run `hugewise promote`; the exit code is the started command's when there is one.
 pub fn run(a: PromoteArgs) -> anyhow::Result<u8> {
     let cancel = &*cancel_flag()?;
@@ -221,23 +167,22 @@ pub fn run(a: PromoteArgs) -> anyhow::Result<u8> {
         Some(file) => session::Engine::Plan {
             file: file.clone(),
             policy: a.plan_policy.clone(),
-            budget_share: a.plan_budget.map(share).transpose()?,
+            budget_share: (a.plan_budget)
+                .map(|b| b.share().context("--plan-budget takes a share such as 4%"))
+                .transpose()?,
         },
         None => session::Engine::Daemon {
-            policy: a.policy.name().to_string(),
+            policy: name(a.policy),
             config: daemon::Config {
                 interval: a.interval,
-                limit: limit(a.budget),
-                share: match a.share {
-                    ShareArg::Highest => Share::HighestFirst,
-                    ShareArg::RoundRobin => Share::RoundRobin,
-                },
-                bias: a.bias.iter().copied().collect::<HashMap<_, _>>(),
+                limit: a.budget.into(),
+                share: name(a.share).parse()?,
+                bias: by_pid(&a.bias),
                 max_promotions: a.max_promotions as usize,
                 scan_chunks: a.scan_chunks,
                 max_thinning: a.max_thinning,
                 compact: compact::Settings {
-                    mode: a.compact.mode(),
+                    mode: name(a.compact).parse()?,
                     ..compact::Settings::default()
                 },
                 ..daemon::Config::default()
@@ -248,34 +193,23 @@ pub fn run(a: PromoteArgs) -> anyhow::Result<u8> {
     let preload = if a.command.is_empty() || a.no_preload {
         None
     } else {
-        match under_preload(&a) {
-            Ok(p) => {
-                eprintln!(
-                    "hugewise promote: {} starts under the preload library ({}): its allocations \
-                     of whole 2 MiB chunks are advised huge at first fault while the budget \
-                     ({}) has room",
-                    a.command[0],
-                    p.library.display(),
-                    budget_label(a.budget)
-                );
-                Some(p)
-            }
-            Err(why) => {
-                eprintln!(
-                    "hugewise promote: {} starts without the preload library: {why}; its memory \
-                     is given huge pages from outside only",
-                    a.command[0]
-                );
-                None
-            }
-        }
+        let p = match &a.plan {
+            Some(_) => Err(
+                "a plan names addresses of a run without it, which the library would move".into(),
+            ),
+            None => session_preload(&a.command[0], a.preload.as_deref(), a.budget.into()),
+        };
+        promote::preload_note(&a.command[0], &p, &budget_label(a.budget));
+        p.ok()
+    };
+    // A command hugewise starts owns stdout (its output may be piped on); the session's
+    // report then goes to stderr, as `env with` and `exec` do.
+    let (targets, stream) = match a.command.is_empty() {
+        true => (session::Targets::Pids(a.pids.clone()), Stream::Stdout),
+        false => (session::Targets::Launch(a.command.clone()), Stream::Stderr),
     };
     let cfg = session::Config {
-        targets: if a.command.is_empty() {
-            session::Targets::Pids(a.pids.clone())
-        } else {
-            session::Targets::Launch(a.command.clone())
-        },
+        targets,
         engine,
         duration: a.duration,
         launch: session::LaunchOptions {
@@ -283,72 +217,13 @@ pub fn run(a: PromoteArgs) -> anyhow::Result<u8> {
             stdout_file: None,
         },
     };
-    let live = std::io::stderr().is_terminal();
-    let verbose = a.actions;
-    let r = session::run(
-        &cfg,
-        cancel,
-        &mut |act| {
-            if verbose {
-                eprintln!("{}", promoteview::action_line(act));
-            }
-        },
-        &mut |iv| {
-            // What the daemon has to say goes above the status line, once.
-            for note in &iv.notes {
-                if live {
-                    eprint!("\r\x1b[2K");
-                }
-                eprintln!("hugewise promote: {note}");
-            }
-            if let Some(c) = &iv.compaction {
-                if live {
-                    eprint!("\r\x1b[2K");
-                }
-                eprintln!("hugewise promote: {}", promoteview::compaction_line(c));
-            }
-            if live {
-                // One status line, rewritten in place.
-                eprint!("\r\x1b[2K{}", promoteview::interval_line(iv));
-            }
-        },
-    )
+    let live = promote::Live::new(a.actions);
+    let r = session::run(&cfg, cancel, &mut |act| live.action(act), &mut |iv| {
+        live.interval(iv)
+    })
     .context("promotion session")?;
-    if live && r.mode == "daemon" {
-        eprintln!();
-    }
+    live.finish(r.mode == "daemon");
     let code = r.command_exit.unwrap_or(0).clamp(0, 255) as u8;
-    // A command hugewise started owns stdout (its output may be piped on); the session's
-    // report then goes to stderr, as `env with` and `exec` do.
-    let stream = if a.command.is_empty() {
-        Stream::Stdout
-    } else {
-        Stream::Stderr
-    };
     a.output.emit_to(stream, r, Some(promoteview::session))?;
     Ok(code)
-}
-
-/// The preload settings for the command `a` starts, or why it cannot run under the library: a
-/// plan replays addresses from a run without it, and the loader ignores `LD_PRELOAD` for some
-/// programs.
-fn under_preload(a: &PromoteArgs) -> Result<hugewise_rules::protocol::Preload, String> {
-    if a.plan.is_some() {
-        return Err(
-            "a plan names addresses of a run without it, which the library would move".into(),
-        );
-    }
-    if let Some(why) = hugewise_exec::elf::preload_refusal(&a.command[0]) {
-        return Err(why);
-    }
-    let library =
-        hugewise_exec::run::find_preload(a.preload.as_deref()).map_err(|e| e.to_string())?;
-    Ok(session::preload_for(library, limit(a.budget)))
-}
-
-pub fn budget_label(a: Amount) -> String {
-    match a {
-        Amount::Bytes(Bytes(b)) => hugewise_report::fmt::bytes(b),
-        Amount::Percent(p) => format!("{p}%"),
-    }
 }

@@ -8,7 +8,7 @@ use clap::Args;
 use hugewise_report::{Format, Style};
 use hugewise_results::collection;
 
-use crate::cli::args::usage;
+use crate::cli::args::{name, usage};
 
 pub const HELP: &str = "\
 Examples:
@@ -60,17 +60,6 @@ pub enum ReportFormat {
     Html,
 }
 
-/// The format asked for, or the one the output's name implies.
-fn format_of(a: &ReportArgs) -> Format {
-    match (a.format, a.markdown) {
-        (Some(ReportFormat::Text), _) => Format::Text,
-        (Some(ReportFormat::Md), _) | (None, true) => Format::Markdown,
-        (Some(ReportFormat::Csv), _) => Format::Csv,
-        (Some(ReportFormat::Html), _) => Format::Html,
-        (None, false) => Format::implied_by(a.out.as_deref()),
-    }
-}
-
 /// One file rendered as its command printed it (or its Markdown table).
 fn single(path: &Path, style: Style) -> anyhow::Result<String> {
     let r = hugewise_sys::read::result(path)?;
@@ -86,7 +75,8 @@ fn single(path: &Path, style: Style) -> anyhow::Result<String> {
 
 /// Read the results and write the view asked for.
 pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
-    let format = format_of(a);
+    let asked = a.format.and_then(|f| Format::named(&name(f)));
+    let format = Format::chosen(asked, a.markdown, a.out.as_deref());
     let one_file = match a.paths.as_slice() {
         [p] if !p.is_dir() => Some(p.as_path()),
         _ => None,

@@ -11,13 +11,10 @@ use hugewise_bench::run::{self, memory};
 use hugewise_bench::worker::RunRequest;
 use hugewise_console::progress::{self, Mode, Steps, Unit};
 use hugewise_env::{Host, Knob};
-use hugewise_mem::{Share, ShareRange};
+use hugewise_mem::{Interval, IntervalOrOff, Overcommit, Share, ShareRange, Threads};
 use hugewise_report::views::run as views;
 
-use crate::cli::args::{
-    cpus, parse_interval, parse_threads, GraphInputArgs, KernelArg, KernelSettings, Output,
-    Placement,
-};
+use crate::cli::args::{cpus, GraphInputArgs, KernelArg, KernelSettings, Output, Placement};
 use crate::signals::{cancel_flag, exit_code};
 
 /// `hugewise run`.
@@ -33,16 +30,16 @@ pub struct RunArgs {
     #[command(flatten)]
     pub place: Placement,
     /// Worker threads, 1 or more (default: one per CPU).
-    #[arg(long, conflicts_with = "overcommit", value_parser = parse_threads)]
+    #[arg(long, conflicts_with = "overcommit", value_parser = Threads::count)]
     pub threads: Option<usize>,
     /// Threads as a multiple of the CPUs, 1 or more (e.g. 4 runs 4 threads per CPU), or
     /// `auto`: chosen trial by trial (doubled from 1 while it pays), recorded with its reasons.
-    #[arg(long, value_name = "N|auto", value_parser = parse_overcommit)]
+    #[arg(long, value_name = "N|auto")]
     pub overcommit: Option<Overcommit>,
     /// Sample telemetry over the trials (CPU split, faults, swap traffic, the swap device's
     /// queue, the memory cgroup) every INTERVAL (default 100ms) into the result.
     #[arg(long, value_name = "INTERVAL", num_args = 0..=1, default_missing_value = "100ms",
-          value_parser = parse_interval)]
+          value_parser = Interval::period)]
     pub telemetry: Option<std::time::Duration>,
     /// Hold the trials to this share of the run's footprint (graph and kernel arrays) in a
     /// memory cgroup, with swap; the graph is loaded outside the limit first (e.g. 30%).
@@ -68,9 +65,13 @@ pub struct RunArgs {
     /// a run with a +lock prefix at 65 % was OOM-killed with swap to spare in 8 of 22 runs with
     /// `off`, none of 22 with 50ms. About 0.15 ms a read, recorded as memory.stats_flush;
     /// `off` is there to compare.
-    #[arg(long, value_name = "INTERVAL|off", default_value = "50ms", requires = "memory",
-          value_parser = parse_stats_flush)]
-    pub stats_flush: FlushInterval,
+    #[arg(
+        long,
+        value_name = "INTERVAL|off",
+        default_value = "50ms",
+        requires = "memory"
+    )]
+    pub stats_flush: IntervalOrOff,
     /// Timed trials, one source each.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub trials: u32,
@@ -109,15 +110,10 @@ pub struct RunArgs {
 pub fn run(a: RunArgs, progress: Mode) -> anyhow::Result<()> {
     let kernel = a.settings.spec(a.kernel)?;
     let request = request(&a, kernel);
+    let what = format!("running {} on {}", kernel.name(), a.input.graph);
     let r = match a.memory {
-        Some(share) => supervise(&a, share, &request).with_context(|| {
-            format!(
-                "running {} on {} under --memory",
-                kernel.name(),
-                a.input.graph
-            )
-        })?,
-        None => trials(&a, &request, progress)?,
+        Some(share) => supervise(&a, share, &request).context(format!("{what} under --memory"))?,
+        None => trials(&a, &request, progress, what)?,
     };
     let (failed, trials) = (r.failed_verification(), r.trials.len());
     a.output.emit(r, views::run)?;
@@ -167,11 +163,7 @@ fn request(a: &RunArgs, kernel: hugewise_graph::kernels::Spec) -> RunRequest {
         trials: a.trials,
         sources: a.settings.source.clone(),
         verify: a.verify,
-        threads: match (a.threads, a.overcommit) {
-            (Some(t), _) => t,
-            (None, Some(Overcommit::Factor(f))) => cpus() * f as usize,
-            (None, _) => cpus(),
-        },
+        threads: (a.threads).unwrap_or_else(|| a.overcommit.map_or(cpus(), |o| o.threads(cpus()))),
         sample_every: a.sample_every,
         replay: a.promote.clone().map(|plan| run::Replay {
             plan,
@@ -186,13 +178,13 @@ fn request(a: &RunArgs, kernel: hugewise_graph::kernels::Spec) -> RunRequest {
     }
 }
 
-/// The trials in this process.
+/// The trials in this process; `what` they are says what failed.
 fn trials(
     a: &RunArgs,
     request: &RunRequest,
     progress: Mode,
+    what: String,
 ) -> anyhow::Result<hugewise_results::run::RunReport> {
-    let kernel = request.config.kernel;
     let steps = Steps::new(progress, "loading", Unit::Items);
     let r = match a.page_cluster {
         // A page cluster without --memory is set here, in a session of its own; Ctrl-C or
@@ -214,63 +206,5 @@ fn trials(
         None => progress::with_reads(&steps, || request.run(None, &mut steps.counting("trials"))),
     };
     steps.finish();
-    r.with_context(|| format!("running {} on {}", kernel.name(), a.input.graph))
-}
-
-/// `--overcommit`: a factor or `auto`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Overcommit {
-    /// Threads = CPUs × this.
-    Factor(u32),
-    /// Chosen while running.
-    Auto,
-}
-
-fn parse_overcommit(s: &str) -> Result<Overcommit, String> {
-    match s.trim() {
-        "auto" => Ok(Overcommit::Auto),
-        t => match t.parse::<u32>() {
-            Ok(n) if n >= 1 => Ok(Overcommit::Factor(n)),
-            _ => Err(format!("'{s}': a factor of 1 or more, or auto")),
-        },
-    }
-}
-
-/// `--stats-flush`: an interval, or `None` for `off`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FlushInterval(pub Option<std::time::Duration>);
-
-fn parse_stats_flush(s: &str) -> Result<FlushInterval, String> {
-    match s.trim() {
-        "off" => Ok(FlushInterval(None)),
-        other => parse_interval(other)
-            .map(|d| FlushInterval(Some(d)))
-            .map_err(|e| format!("{e}, or off")),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cli::{Cli, Command};
-    use clap::Parser;
-
-    #[test]
-    fn stats_flush_is_an_interval_or_off() {
-        let ms = std::time::Duration::from_millis;
-        assert_eq!(parse_stats_flush("off"), Ok(FlushInterval(None)));
-        assert_eq!(parse_stats_flush("20ms"), Ok(FlushInterval(Some(ms(20)))));
-        let e = parse_stats_flush("often").expect_err("not an interval");
-        assert!(e.ends_with("or off"), "{e}");
-        let cli = Cli::try_parse_from(["hugewise", "run", "bfs", "--memory", "50%"]).expect("run");
-        let Command::Run(r) = cli.command else {
-            panic!("not run")
-        };
-        assert_eq!(
-            r.stats_flush,
-            FlushInterval(Some(hugewise_bench::run::memory::STATS_FLUSH)),
-            "the CLI's default is the supervisor's"
-        );
-        assert!(Cli::try_parse_from(["hugewise", "run", "bfs", "--stats-flush", "off"]).is_err());
-    }
+    r.context(what)
 }

@@ -6,16 +6,16 @@ use std::sync::atomic::Ordering;
 
 use anyhow::Context;
 use clap::Args;
-use hugewise_console::emit::json_stdout;
+use hugewise_console::emit::json_or_text;
 use hugewise_console::progress::Mode;
-use hugewise_console::study::{failures, Progress};
+use hugewise_console::study::{self, failures, Progress};
+use hugewise_mem::Threads;
 use hugewise_report::views;
-use hugewise_results::collection;
 use hugewise_study::presets;
 use hugewise_study::runner;
 use hugewise_study::slurm;
 
-use crate::cli::args::{cpus, meta, parse_threads, Output};
+use crate::cli::args::{cpus, meta, Output};
 use crate::signals::cancel_flag;
 
 /// The presets, for `--help`.
@@ -65,7 +65,7 @@ pub struct StudyArgs {
     #[arg(long = "run", value_name = "ID")]
     pub runs: Vec<String>,
     /// Worker threads of each kernel, 1 or more (default: one per CPU).
-    #[arg(long, value_parser = parse_threads)]
+    #[arg(long, value_parser = Threads::count)]
     pub threads: Option<usize>,
     /// Seed of generated graphs and of sources.
     #[arg(long, default_value_t = 1)]
@@ -111,11 +111,7 @@ pub fn run(a: StudyArgs, mode: Mode) -> anyhow::Result<u8> {
         };
         let e = slurm::emit(&plan, &job, &dir)
             .with_context(|| format!("writing a Slurm job into {}", dir.display()))?;
-        if a.json {
-            json_stdout(&e)?;
-        } else {
-            print!("{}", e.describe());
-        }
+        json_or_text(a.json, &e, &e.describe())?;
         return Ok(0);
     }
     // A single run of a plan (a scheduler's task) shares the directory with its siblings.
@@ -143,22 +139,6 @@ pub fn run(a: StudyArgs, mode: Mode) -> anyhow::Result<u8> {
         )
     })?;
     // The directory is read once, for the headlines and the report alike.
-    let c = collection::load(std::slice::from_ref(&dir), &hugewise_sys::read::result)
-        .with_context(|| format!("reading the results in {}", dir.display()))?;
-    if a.json {
-        json_stdout(&c.headlines(0))?;
-    } else {
-        print!("{}", views::study::finished(&c, 0));
-    }
-    // Runs picked with --run are a scheduler's tasks, running at once beside each other: each
-    // writes its own result file only, and the report is left to whoever reads the whole
-    // directory.
-    if a.runs.is_empty() {
-        let report = dir.join("report.html");
-        hugewise_bench::save::write_atomic(&report, hugewise_report::html::render(&c).as_bytes())?;
-        if mode != Mode::Off {
-            eprintln!("report: {}", report.display());
-        }
-    }
+    study::finish(&dir, a.json, !a.runs.is_empty(), mode)?;
     Ok(u8::from(failures(&outcomes)))
 }

@@ -82,7 +82,11 @@ pub fn run(a: TraceArgs, progress: Mode) -> anyhow::Result<()> {
         json,
     }) = a.import
     {
-        return import_lackey(input, out, window, json, progress);
+        let steps = Steps::new(progress, "importing", Unit::Items);
+        let r = capture::import_lackey(&input, &out, window)?;
+        steps.update(r.accesses, r.accesses);
+        steps.finish();
+        return Output::json(json).emit(r, views::sim::lackey);
     }
     let Some(kernel) = a.kernel else {
         return Err(usage(
@@ -110,19 +114,4 @@ pub fn run(a: TraceArgs, progress: Mode) -> anyhow::Result<()> {
     steps.update(r.accesses, r.accesses);
     steps.finish();
     Output::json(a.json).emit(r, views::sim::capture)
-}
-
-/// `hugewise trace lackey`.
-fn import_lackey(
-    input: PathBuf,
-    out: PathBuf,
-    window: usize,
-    json: bool,
-    progress: Mode,
-) -> anyhow::Result<()> {
-    let steps = Steps::new(progress, "importing", Unit::Items);
-    let r = capture::import_lackey(&input, &out, window)?;
-    steps.update(r.accesses, r.accesses);
-    steps.finish();
-    Output::json(json).emit(r, views::sim::lackey)
 }

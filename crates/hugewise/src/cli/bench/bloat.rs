@@ -8,10 +8,10 @@ use anyhow::Context;
 use clap::Args;
 use hugewise_bench::bloat;
 use hugewise_console::progress::{Mode, Steps, Unit};
-use hugewise_mem::{Bytes, Count, Share, ShareRange};
-use hugewise_report::views;
+use hugewise_mem::{Bytes, Count, Interval, Share, ShareRange};
+use hugewise_report::views::exec as view;
 
-use crate::cli::args::{parse_interval, usage, Output};
+use crate::cli::args::{usage, Output};
 use crate::signals::cancel_flag;
 
 pub const HELP: &str = "\
@@ -61,7 +61,7 @@ pub struct BenchBloatArgs {
     /// Pause after the last phase before the final memory reading: jemalloc (Redis's
     /// allocator) returns freed pages to the kernel after 10 s, and that is where huge pages
     /// cost memory.
-    #[arg(long, default_value = "12s", value_parser = parse_interval)]
+    #[arg(long, default_value = "12s", value_parser = Interval::period)]
     pub settle: Duration,
     /// 100k keys, one round.
     #[arg(long)]
@@ -105,9 +105,6 @@ pub fn run(a: BenchBloatArgs, progress: Mode) -> anyhow::Result<()> {
     )
     .context("the Redis bloat benchmark")?;
     steps.finish();
-    if a.markdown {
-        a.output.emit(r, views::exec::bloat_markdown)
-    } else {
-        a.output.emit(r, views::exec::bloat)
-    }
+    a.output
+        .emit_as(r, a.markdown, view::bloat, view::bloat_markdown)
 }

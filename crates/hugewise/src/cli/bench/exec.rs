@@ -9,7 +9,7 @@ use hugewise_bench::execbench;
 use hugewise_console::progress::{Mode, Steps, Unit};
 use hugewise_exec::run;
 use hugewise_mem::Bytes;
-use hugewise_report::views;
+use hugewise_report::views::exec as view;
 use hugewise_rules::protocol::{DEFAULT_HOT_ARENA, DEFAULT_MIN_SIZE};
 
 use crate::cli::args::{usage, Output, UntilArgs};
@@ -94,9 +94,6 @@ pub fn run(a: BenchExecArgs, progress: Mode) -> anyhow::Result<()> {
     let r = execbench::run(&cfg, stop, &mut |done, total| steps.update(done, total))
         .context("benchmarking the program")?;
     steps.finish();
-    if a.markdown {
-        a.output.emit(r, views::exec::bench_markdown)
-    } else {
-        a.output.emit(r, views::exec::bench)
-    }
+    a.output
+        .emit_as(r, a.markdown, view::bench, view::bench_markdown)
 }

@@ -7,9 +7,10 @@ use anyhow::Context;
 use clap::Args;
 use hugewise_bench::gap;
 use hugewise_graph::load::Input;
-use hugewise_report::views;
+use hugewise_mem::Threads;
+use hugewise_report::views::gap as view;
 
-use crate::cli::args::{parse_threads, usage, Output, UntilArgs};
+use crate::cli::args::{usage, Output, UntilArgs};
 use hugewise_console::progress::{Mode, Steps, Unit};
 
 /// Examples and method, shown by `--help`.
@@ -37,7 +38,7 @@ pub struct BenchGapArgs {
     #[arg(long, value_name = "DIR")]
     pub gap_dir: PathBuf,
     /// The graph: a file (.sg, .wsg, .el, .wel, .mtx, .hwg) or a generator (kron:20).
-    #[arg(long, value_parser = parse_input)]
+    #[arg(long, value_parser = Input::parse)]
     pub graph: Input,
     /// Symmetrize a text edge list.
     #[arg(long)]
@@ -56,7 +57,7 @@ pub struct BenchGapArgs {
     #[command(flatten)]
     pub until: UntilArgs,
     /// Threads of both, 1 or more.
-    #[arg(long, default_value = "2", value_parser = parse_threads)]
+    #[arg(long, default_value = "2", value_parser = Threads::count)]
     pub threads: usize,
     /// Trials GAP runs each round; the last is timed.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
@@ -84,11 +85,6 @@ pub struct BenchGapArgs {
     pub output: Output,
 }
 
-fn parse_input(s: &str) -> Result<Input, String> {
-    Input::parse(s).map_err(|e| e.to_string())
-}
-
-/// Run the comparison.
 pub fn run(a: BenchGapArgs, progress: Mode) -> anyhow::Result<()> {
     if !a.tolerance.is_finite() || a.tolerance < 0.0 || a.max_iters == 0 || a.delta == 0 {
         return Err(usage(
@@ -111,9 +107,5 @@ pub fn run(a: BenchGapArgs, progress: Mode) -> anyhow::Result<()> {
     let r =
         gap::run(&cfg, &mut |done, total| steps.update(done, total)).context("GAP comparison")?;
     steps.finish();
-    if a.markdown {
-        a.output.emit(r, views::gap::markdown)
-    } else {
-        a.output.emit(r, views::gap::text)
-    }
+    a.output.emit_as(r, a.markdown, view::text, view::markdown)
 }

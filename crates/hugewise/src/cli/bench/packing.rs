@@ -10,7 +10,7 @@ use hugewise_console::progress::{Mode, Steps, Unit};
 use hugewise_exec::placement::Options;
 use hugewise_exec::run;
 use hugewise_mem::{Bytes, Count, Share, ShareRange};
-use hugewise_report::views;
+use hugewise_report::views::exec as view;
 use hugewise_rules::protocol::DEFAULT_HOT_ARENA;
 
 use crate::cli::args::{Output, UntilArgs};
@@ -113,9 +113,6 @@ pub fn run(a: BenchPackingArgs, progress: Mode) -> anyhow::Result<()> {
     )
     .context("the packing benchmark")?;
     steps.finish();
-    if a.markdown {
-        a.output.emit(r, views::exec::packing_markdown)
-    } else {
-        a.output.emit(r, views::exec::packing)
-    }
+    a.output
+        .emit_as(r, a.markdown, view::packing, view::packing_markdown)
 }

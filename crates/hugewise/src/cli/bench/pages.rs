@@ -5,12 +5,12 @@ use anyhow::Context;
 use clap::Args;
 use hugewise_bench::pagebench::{self, Variant};
 use hugewise_console::progress::{self, Mode, Steps, Unit};
-use hugewise_mem::PolicyMap;
-use hugewise_report::views;
+use hugewise_graph::layout::parse_pages;
+use hugewise_mem::{PolicyMap, Threads};
+use hugewise_report::views::run as view;
 
 use crate::cli::args::{
-    cpus, parse_pages, parse_threads, usage, GraphInputArgs, KernelArg, Output, ReorderCacheArg,
-    UntilArgs,
+    cpus, usage, GraphInputArgs, KernelArg, Output, ReorderCacheArg, UntilArgs,
 };
 
 /// `hugewise bench pages`.
@@ -29,7 +29,7 @@ pub struct PagesArgs {
     /// first [default: all=base and all=base,property=thp].
     /// Also `PAGES;graph:PAGES;reorder:dbg;name:NAME` for a variant with its own copy of the
     /// graph (other page policies for its arrays, or reordered vertices), built once.
-    #[arg(long = "compare", value_name = "PAGES", value_parser = parse_variant)]
+    #[arg(long = "compare", value_name = "PAGES", value_parser = Variant::parse)]
     pub compare: Vec<Variant>,
     /// Rounds; each runs every variant once: 6 by default, the fewest whose
     /// speedups get a 95 % interval.
@@ -39,7 +39,7 @@ pub struct PagesArgs {
     #[command(flatten)]
     pub until: UntilArgs,
     /// Worker threads, 1 or more (default: one per CPU).
-    #[arg(long, value_parser = parse_threads)]
+    #[arg(long, value_parser = Threads::count)]
     pub threads: Option<usize>,
     #[command(flatten)]
     pub cache: ReorderCacheArg,
@@ -55,10 +55,7 @@ impl PagesArgs {
     /// The layouts to compare, baseline first, or a usage error.
     fn variants(&self) -> anyhow::Result<Vec<Variant>> {
         match self.compare.len() {
-            0 => ["all=base", "all=base,property=thp"]
-                .iter()
-                .map(|s| Ok(Variant::parse(s)?))
-                .collect(),
+            0 => Ok(Variant::defaults()?),
             1 => Err(usage(
                 "give --compare twice or more: a baseline and what to compare with it",
             )),
@@ -86,14 +83,6 @@ pub fn run(a: PagesArgs, progress: Mode) -> anyhow::Result<()> {
     })
     .with_context(|| format!("comparing page layouts for {}", cfg.kernel.name()))?;
     steps.finish();
-    if a.markdown {
-        a.output.emit(r, views::run::pagebench_markdown)
-    } else {
-        a.output.emit(r, views::run::pagebench)
-    }
-}
-
-/// A layout to compare: the kernel's arrays, optionally on a copy of the graph of its own.
-fn parse_variant(s: &str) -> Result<Variant, String> {
-    Variant::parse(s).map_err(|e| e.to_string())
+    a.output
+        .emit_as(r, a.markdown, view::pagebench, view::pagebench_markdown)
 }

@@ -7,15 +7,14 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use hugewise_bench::promote as bench;
+use hugewise_bench::promote::named::{workloads, Hotspot, Reads};
 use hugewise_console::progress::{Mode, Steps, Unit};
-use hugewise_mem::{Amount, Bytes, Count};
-use hugewise_report::views::promote as promoteview;
+use hugewise_mem::{Amount, Bytes, Count, Interval, Threads};
+use hugewise_report::views::promote as view;
 
 use hugewise_graph::load::LoadOptions;
 
-use crate::cli::args::{
-    parse_interval, parse_threads, KernelArg, KernelSettings, Output, UntilArgs,
-};
+use crate::cli::args::{name, KernelArg, KernelSettings, Output, UntilArgs};
 use crate::signals::cancel_flag;
 
 pub const HELP: &str = "Examples:
@@ -83,8 +82,8 @@ pub struct BenchPromoteArgs {
     /// Hot spots, comma-separated, each `CHUNKS:READS` in percent: READS of the reads spread
     /// evenly over CHUNKS of the 2 MiB chunks (scattered over the region), the rest evenly over
     /// the others (`4%:99%`). One workload each, run after the Zipf ones.
-    #[arg(long, value_delimiter = ',', num_args = 1.., value_name = "CHUNKS:READS", value_parser = parse_hotspot)]
-    pub hotspot: Vec<(f64, f64)>,
+    #[arg(long, value_delimiter = ',', num_args = 1.., value_name = "CHUNKS:READS")]
+    pub hotspot: Vec<Hotspot>,
     /// Timed reads per run (k/M/G suffixes are decimal).
     #[arg(long, default_value = "200M")]
     pub reads: Count,
@@ -99,7 +98,7 @@ pub struct BenchPromoteArgs {
     #[arg(long, default_value = "4%")]
     pub budget: Amount,
     /// The daemon's interval.
-    #[arg(long, default_value = "1s", value_parser = parse_interval)]
+    #[arg(long, default_value = "1s", value_parser = Interval::period)]
     pub interval: Duration,
     /// One access in this many is published to the daemon.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
@@ -166,7 +165,7 @@ pub struct BenchPromoteArgs {
     pub work_dir: PathBuf,
     /// With --graph: threads of every arm's run [default: one per CPU], and streams of the
     /// plan's trace [default: 1].
-    #[arg(long, requires = "graph", value_parser = parse_threads)]
+    #[arg(long, requires = "graph", value_parser = Threads::count)]
     pub threads: Option<usize>,
     /// With --graph: the kernel's settings, as `hugewise run` takes them.
     #[command(flatten)]
@@ -190,79 +189,28 @@ pub enum WorkloadArg {
     Zipf,
 }
 
-/// The workloads the flags name, in order: named ones, then Zipf exponents, then hot spots;
-/// the hot spot and the no-gain workload when none is named.
-fn workloads(a: &BenchPromoteArgs) -> anyhow::Result<Vec<bench::driver::Workload>> {
-    use bench::driver::Workload;
-    let named = a.workload.iter().any(|&w| w != WorkloadArg::Zipf);
-    if named && (a.lines_per_page.is_some() || a.chase) {
-        anyhow::bail!(
-            "--workload hotspot and nogain read their own way: --lines-per-page and --chase \
-             shape zipf, --zipf and --hotspot (--hotspot 3.9%:99.9% --lines-per-page 1 --chase \
-             is the named hot spot)"
-        );
-    }
-    let lines_per_page = a.lines_per_page.unwrap_or(64);
-    let shaped = |skew| Workload {
-        skew,
-        lines_per_page,
-        chase: a.chase,
-    };
-    let mut named = a.workload.clone();
-    if named.is_empty() && a.zipf.is_empty() && a.hotspot.is_empty() {
-        named = vec![WorkloadArg::Hotspot, WorkloadArg::Nogain];
-    }
-    Ok(named
-        .iter()
-        .map(|w| match w {
-            WorkloadArg::Hotspot => Workload::hotspot(),
-            WorkloadArg::Nogain => Workload::nogain(),
-            WorkloadArg::Zipf => shaped(bench::stream::Skew::Zipf(1.0)),
-        })
-        .chain(a.zipf.iter().map(|&s| shaped(bench::stream::Skew::Zipf(s))))
-        .chain(
-            a.hotspot
-                .iter()
-                .map(|&(chunks, reads)| shaped(bench::stream::Skew::Hotspot { chunks, reads })),
-        )
-        .collect())
-}
-
-/// `4%:99%` (the % signs optional) as shares: (0.04, 0.99).
-fn parse_hotspot(s: &str) -> Result<(f64, f64), String> {
-    let pct = |p: &str| {
-        let v: f64 = p.trim().trim_end_matches('%').parse().ok()?;
-        (v.is_finite()).then_some(v / 100.0)
-    };
-    let (chunks, reads) = s
-        .split_once(':')
-        .and_then(|(c, r)| Some((pct(c)?, pct(r)?)))
-        .ok_or_else(|| format!("'{s}': a hot spot is CHUNKS:READS in percent, such as 4%:99%"))?;
-    if !(chunks > 0.0 && chunks < 1.0 && (0.0..=1.0).contains(&reads)) {
-        return Err(format!(
-            "'{s}': the hot chunks are above 0% and below 100%, the reads from 0% to 100%"
-        ));
-    }
-    Ok((chunks, reads))
-}
-
 /// Run `hugewise bench promote`.
 pub fn run(a: BenchPromoteArgs, progress: Mode) -> anyhow::Result<()> {
     let cancel = &*cancel_flag()?;
     if let Some(graph) = a.graph.clone() {
         return bench_graph(a, graph, progress, cancel);
     }
-    let budget_share = match a.budget {
-        Amount::Percent(p) => p / 100.0,
-        Amount::Bytes(b) => b.0 as f64 / a.size.0.max(1) as f64,
+    let named: Vec<_> = a
+        .workload
+        .iter()
+        .map(|&w| name(w).parse())
+        .collect::<Result<_, _>>()?;
+    let reads = Reads {
+        lines_per_page: a.lines_per_page,
+        chase: a.chase,
     };
     let cfg = bench::driver::Config {
         bytes: a.size,
-        workloads: workloads(&a)?,
+        workloads: workloads(&named, &a.zipf, &a.hotspot, reads)?,
         reads: a.reads.0,
         rounds: a.rounds,
         until: a.until.until(),
-        budget_share,
+        budget_share: a.budget.share_of(a.size.0),
         interval: a.interval,
         sample_every: a.sample_every,
         seed: a.seed,
@@ -274,11 +222,8 @@ pub fn run(a: BenchPromoteArgs, progress: Mode) -> anyhow::Result<()> {
     let r = bench::driver::run(&cfg, cancel, &mut |done, total| steps.update(done, total))
         .context("promotion benchmark")?;
     steps.finish();
-    if a.markdown {
-        a.output.emit(r, promoteview::bench_markdown)
-    } else {
-        a.output.emit(r, promoteview::bench)
-    }
+    a.output
+        .emit_as(r, a.markdown, view::bench, view::bench_markdown)
 }
 
 /// `hugewise bench promote --graph`: the four arms on a graph kernel.
@@ -288,7 +233,7 @@ fn bench_graph(
     progress: Mode,
     cancel: &std::sync::atomic::AtomicBool,
 ) -> anyhow::Result<()> {
-    let Amount::Percent(p) = a.budget else {
+    let Some(budget_share) = a.budget.share() else {
         anyhow::bail!(
             "--budget: with --graph the budget is a share of the run's footprint (4%), not a size"
         );
@@ -304,7 +249,7 @@ fn bench_graph(
         trials: a.trials,
         rounds: a.rounds,
         until: a.until.until(),
-        budget_share: p / 100.0,
+        budget_share,
         interval: a.interval,
         sample_every: a.sample_every,
         plan: a.plan,
@@ -317,79 +262,6 @@ fn bench_graph(
     .context("promotion benchmark on a graph kernel")?;
     steps.finish();
     let r = hugewise_results::promote::PromoteBenchReport { workloads: vec![w] };
-    if a.markdown {
-        a.output.emit(r, promoteview::bench_markdown)
-    } else {
-        a.output.emit(r, promoteview::bench)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{parse_hotspot, workloads, BenchPromoteArgs};
-    use clap::Parser;
-    use hugewise_bench::promote::driver::Workload;
-    use hugewise_bench::promote::stream::Skew;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        a: BenchPromoteArgs,
-    }
-
-    fn named(args: &[&str]) -> anyhow::Result<Vec<Workload>> {
-        let cli =
-            Cli::try_parse_from(std::iter::once("bench-promote").chain(args.iter().copied()))?;
-        workloads(&cli.a)
-    }
-
-    #[test]
-    fn without_workload_flags_the_hot_spot_and_the_no_gain_workload_run() {
-        let w = named(&[]).expect("default");
-        assert_eq!(w, [Workload::hotspot(), Workload::nogain()]);
-        // Named ones first, then Zipf exponents, then hot spots, shaped by the read flags.
-        let w = named(&[
-            "--workload",
-            "nogain,zipf",
-            "--hotspot",
-            "1%:99%",
-            "--zipf",
-            "1.5",
-        ])
-        .expect("mixed");
-        let skews: Vec<Skew> = w.iter().map(|w| w.skew).collect();
-        assert_eq!(
-            skews,
-            [
-                Workload::nogain().skew,
-                Skew::Zipf(1.0),
-                Skew::Zipf(1.5),
-                Skew::Hotspot {
-                    chunks: 0.01,
-                    reads: 0.99
-                }
-            ]
-        );
-        let w = named(&["--zipf", "1", "--lines-per-page", "1", "--chase"]).expect("zipf");
-        assert_eq!((w[0].lines_per_page, w[0].chase), (1, true));
-        // A named shape keeps its own reads: flags that would change them are refused.
-        let e = named(&["--workload", "hotspot", "--chase"]).expect_err("refused");
-        assert!(e.to_string().contains("read their own way"), "{e}");
-    }
-
-    #[test]
-    fn hot_spots_parse_as_shares_and_bad_ones_name_themselves() {
-        assert_eq!(parse_hotspot("4%:99%"), Ok((0.04, 0.99)));
-        let (c, r) = parse_hotspot(" 1 : 99.9 ").expect("no % signs");
-        assert!(
-            (c - 0.01).abs() < 1e-12 && (r - 0.999).abs() < 1e-12,
-            "{c} {r}"
-        );
-        for bad in [
-            "4%", "x:99%", "0%:99%", "100%:50%", "4%:101%", "4%:-1%", "nan:5",
-        ] {
-            let e = parse_hotspot(bad).expect_err(bad);
-            assert!(e.contains(&format!("'{bad}'")), "{e}");
-        }
-    }
+    a.output
+        .emit_as(r, a.markdown, view::bench, view::bench_markdown)
 }

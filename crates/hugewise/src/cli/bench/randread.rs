@@ -6,7 +6,7 @@ use clap::Args;
 use hugewise_bench::randread;
 use hugewise_console::progress::{Mode, Steps, Unit};
 use hugewise_mem::{Bytes, Count};
-use hugewise_report::views;
+use hugewise_report::views::machine as view;
 
 use crate::cli::args::{Output, UntilArgs};
 
@@ -55,9 +55,6 @@ pub fn run(a: RandreadArgs, progress: Mode) -> anyhow::Result<()> {
     let r = randread::run(&cfg, &mut |done, total| steps.update(done, total))
         .context("random-read benchmark")?;
     steps.finish();
-    if a.markdown {
-        a.output.emit(r, views::machine::randread_markdown)
-    } else {
-        a.output.emit(r, views::machine::randread)
-    }
+    a.output
+        .emit_as(r, a.markdown, view::randread, view::randread_markdown)
 }
