@@ -6,9 +6,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use hugewise_bench::save;
+use hugewise_bench::worker::StudyTask;
 use hugewise_results::collection;
+use hugewise_results::meta::Meta;
 use hugewise_results::study::{PlannedRun, StudyPlan};
 use hugewise_study::runner::{Observer, Outcome};
+use hugewise_study::task::{self, TaskReply};
 use hugewise_sys::read;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -213,6 +216,24 @@ pub fn failures(outcomes: &[(String, Outcome)]) -> bool {
         );
     }
     failed > 0
+}
+
+/// Serve a scheduler's task (`hugewise worker` with a study request): its run checked against
+/// the study directory, then run with progress over that run alone.
+pub fn serve_task(
+    mode: Mode,
+    t: &StudyTask,
+    meta: &dyn Fn() -> Meta,
+    cancel: &std::sync::atomic::AtomicBool,
+) -> hugewise_bench::Result<TaskReply> {
+    let prepared = task::prepare(t, meta)?;
+    let only = std::slice::from_ref(&prepared.run);
+    let mut progress = Progress::start(mode, &prepared.plan, only, &t.dir);
+    let reply = task::serve(t, &prepared, meta, &mut progress, &|| {
+        cancel.load(std::sync::atomic::Ordering::Relaxed)
+    });
+    progress.finish();
+    reply
 }
 
 #[cfg(test)]

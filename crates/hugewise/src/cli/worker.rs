@@ -1,14 +1,13 @@
 //! `hugewise worker` (hidden): one typed request of hugewise's own, read on stdin and served by
 //! the bench library (a study's task by the study library), whose reply goes to stdout.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::Context;
 use hugewise_bench::worker::{self, Request};
 use hugewise_console::progress::Mode;
-use hugewise_console::study::Progress;
-use hugewise_study::task;
+use hugewise_console::study::serve_task;
 
 use crate::cli::args::meta;
 use crate::signals::cancel_flag;
@@ -25,16 +24,7 @@ pub fn run(mode: Mode) -> anyhow::Result<()> {
     let kind = request.kind();
     let mut output = std::io::stdout().lock();
     match request {
-        Request::Study(t) => {
-            let prepared = task::prepare(&t, &meta)?;
-            let only = std::slice::from_ref(&prepared.run);
-            let mut progress = Progress::start(mode, &prepared.plan, only, &t.dir);
-            let reply = task::serve(&t, &prepared, &meta, &mut progress, &|| {
-                cancel.load(Ordering::Relaxed)
-            });
-            progress.finish();
-            worker::reply(&mut output, &reply?)
-        }
+        Request::Study(t) => worker::reply(&mut output, &serve_task(mode, &t, &meta, &cancel)?),
         request => worker::serve(request, &mut input, &mut output, &meta, &cancel),
     }
     .with_context(|| format!("hugewise worker: {kind}"))
