@@ -18,7 +18,9 @@ use crate::charts::{self, BarSpec, Bars, Lines, Ticks};
 use crate::figures::{self, Bar, Series};
 use crate::fmt::{bytes, ns, pct};
 use crate::views::collection::percentiles;
-use crate::views::study::{gap, headline_value, work_line};
+use crate::views::study::{
+    gap, headline_legend, headline_value, interval_text, scale_text, work_line,
+};
 
 /// Text made safe inside HTML elements and attribute values.
 pub fn escape(s: &str) -> String {
@@ -885,6 +887,8 @@ fn headlines_html(h: &[Headline]) -> String {
         "#",
         "headline",
         "here",
+        "interval",
+        "scale",
         "paper",
         "gap",
         "source",
@@ -893,6 +897,13 @@ fn headlines_html(h: &[Headline]) -> String {
     ]);
     t.class = "headlines";
     for (i, x) in h.iter().enumerate() {
+        let scale = match &x.scale {
+            Some(s) if s.far_below_paper => format!(
+                "<span class=\"gap-bad\" title=\"far below the paper's inputs\">{}</span>",
+                escape(&scale_text(x))
+            ),
+            _ => escape(&scale_text(x)),
+        };
         t.row(vec![
             (i + 1).to_string(),
             escape(&x.claim.what),
@@ -900,6 +911,8 @@ fn headlines_html(h: &[Headline]) -> String {
                 Some(_) => format!("<strong>{}</strong>", escape(&headline_value(x))),
                 None => escape(&headline_value(x)),
             },
+            escape(&interval_text(x)),
+            scale,
             escape(&x.claim.paper_text),
             gap_cell(x),
             escape(&x.claim.source),
@@ -907,7 +920,11 @@ fn headlines_html(h: &[Headline]) -> String {
             escape(&x.claim.gap),
         ]);
     }
-    t.html()
+    let legend: String = headline_legend(h)
+        .lines()
+        .map(|l| format!("<p class=\"note\">{}</p>", escape(l)))
+        .collect();
+    format!("{}{legend}", t.html())
 }
 
 /// A date from seconds since the epoch (UTC), for the machines' tables.

@@ -80,6 +80,16 @@ fn headlines_stand_next_to_the_papers_numbers() {
     let measured = h[0].measured.expect("measured");
     assert!(measured > 1.0 && measured < 1.45, "{measured}");
     assert!(html.contains(&format!("<strong>{measured:.2}x</strong>")));
+    // Each headline's interval and scale stand beside it; kron:20 is 16x below the
+    // paper's 2^24 vertices and flagged, with the paper's inputs in the legend.
+    let lo = h[0].interval.expect("interval").lo;
+    assert!(html.contains(&format!("[{lo:.2}x, ")), "the interval");
+    assert!(html.contains("title=\"far below the paper's inputs\">kron:20 !</span>"));
+    assert!(html.contains("! 1. kron:20 against the paper&#39;s graphs of tens of GiB"));
+    assert!(
+        h[1].scale.as_ref().is_some_and(|s| !s.far_below_paper),
+        "no paper scale"
+    );
     // A planned run that never ran is named.
     assert!(html.contains("Not run (or not finished): never-ran"));
 }
@@ -122,6 +132,10 @@ fn markdown_and_csv_are_views_of_the_same_collection() {
     let md = hugewise_report::views::collection::markdown(&c);
     assert!(md.contains("### Headlines"));
     assert!(md.contains("| 1 | speedup over 4 KiB, all THP |"));
+    assert!(
+        md.contains(" | kron:20 ! | 1.45x |"),
+        "scale flagged in Markdown"
+    );
     assert!(md.contains("| bfs-frag50 | frag 50% | bfs on kron:20 | base |"));
     assert!(md.contains("## Machines"));
     let csv = hugewise_report::views::collection::csv(&c);

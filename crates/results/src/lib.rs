@@ -28,6 +28,7 @@ pub mod plan;
 pub mod promote;
 pub mod randread;
 pub mod run;
+pub mod scale;
 pub mod sim;
 pub mod stats;
 pub mod study;

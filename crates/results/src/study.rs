@@ -11,8 +11,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::env::ShapeReport;
 use crate::pagebench::PagesReport;
+use crate::scale::{PaperScale, Scale};
 use crate::sim::Curves;
-use crate::stats::median;
+use crate::stats::{median, MedianInterval};
 use crate::swapstudy::SwapStudy;
 
 /// A preset expanded for this machine.
@@ -133,6 +134,11 @@ pub enum Work {
         budgets: Vec<f64>,
         /// Reorder before tracing.
         reorder: Option<String>,
+        /// PageRank's iteration cap for the trace (`null`: until it converges): its iterations
+        /// repeat one access pattern, so a few stand for all of them at a fraction of the
+        /// trace.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_iters: Option<u32>,
     },
     /// Page-fault latency of a fresh region.
     Faultlat {
@@ -236,6 +242,10 @@ pub struct Claim {
     pub source: String,
     /// Why this machine's number may differ, in one line (VM, other CPU, smaller graph).
     pub gap: String,
+    /// The paper's smallest input, for the headline's scale to be set against (`null` when
+    /// the claim has none to set against).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paper_scale: Option<PaperScale>,
 }
 
 /// A headline metric, computed from `pages` runs.
@@ -360,6 +370,15 @@ pub struct Headline {
     pub measured: Option<f64>,
     /// Runs it is computed from.
     pub runs: usize,
+    /// The widest of its runs' 95 % intervals: the lowest lower bound and the highest upper
+    /// bound among them (`null` when the metric's runs give none: simulations are
+    /// deterministic, ratios of two medians have no interval of their own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<MedianInterval>,
+    /// The inputs its runs were measured on, against the paper's (`null` in headlines saved
+    /// before this field, or when the plan has no run of the metric's kind).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale: Option<Scale>,
 }
 
 /// The least gain of the ideal layout that a share of it is computed from: below it, the
@@ -535,6 +554,72 @@ fn plain_swap(r: &SwapStudy) -> bool {
     r.pages == "all=base" && r.reorder.is_none() && r.page_cluster.is_none()
 }
 
+/// The envelope of intervals: the lowest lower bound, the highest upper bound, the least
+/// coverage.
+fn envelope(xs: impl Iterator<Item = MedianInterval>) -> Option<MedianInterval> {
+    xs.filter(|i| i.lo.is_finite() && i.hi.is_finite())
+        .reduce(|a, b| MedianInterval {
+            lo: a.lo.min(b.lo),
+            hi: a.hi.max(b.hi),
+            coverage: a.coverage.min(b.coverage),
+        })
+}
+
+/// The widest of the 95 % intervals of the runs `metric` is computed from, for the metrics
+/// whose runs record one (a variant's speedup over the baseline).
+pub fn interval(metric: &Metric, ev: Evidence<'_>) -> Option<MedianInterval> {
+    match metric {
+        Metric::Speedup { variant } => envelope(ev.pages.iter().filter_map(|r| {
+            r.summary
+                .iter()
+                .find(|v| v.name.as_deref() == Some(variant))?
+                .speedup_vs_first_ci95
+        })),
+        Metric::PackingSpeedup { variant } => envelope(ev.packings.iter().filter_map(|r| {
+            r.variants
+                .iter()
+                .find(|v| v.label == *variant)?
+                .speedup_vs_4k_ci95
+        })),
+        _ => None,
+    }
+}
+
+/// The inputs of the plan's runs that `metric` is computed from, against `paper`.
+pub fn scale(plan: &StudyPlan, metric: &Metric, paper: Option<&PaperScale>) -> Option<Scale> {
+    let of_kind = |w: &&Work| match metric {
+        Metric::Speedup { .. }
+        | Metric::SpeedupOver { .. }
+        | Metric::ShareOfIdeal { .. }
+        | Metric::HugeShare { .. } => matches!(w, Work::Pages { .. }),
+        Metric::SimShareOfIdeal { .. } => matches!(w, Work::Curve { .. }),
+        Metric::OvercommitGain { .. } | Metric::Slowdown { .. } => matches!(w, Work::Swap { .. }),
+        Metric::ThroughputVsAlways { .. } | Metric::BloatVsAlways { .. } => {
+            matches!(w, Work::Bloat { .. })
+        }
+        Metric::PackingSpeedup { .. } | Metric::PackingHugeShare { .. } => {
+            matches!(w, Work::Packing { .. })
+        }
+    };
+    let works: Vec<&Work> = plan.runs.iter().map(|r| &r.work).filter(of_kind).collect();
+    let graphs: Vec<&str> = works.iter().filter_map(|w| w.graph()).collect();
+    if !graphs.is_empty() {
+        return crate::scale::of_graphs(&graphs, paper);
+    }
+    let mut sizes: Vec<String> = Vec::new();
+    for w in works {
+        let s = match w {
+            Work::Bloat { keys, .. } => format!("{keys} keys"),
+            Work::Packing { records, .. } => format!("{records} records"),
+            _ => continue,
+        };
+        if !sizes.contains(&s) {
+            sizes.push(s);
+        }
+    }
+    (!sizes.is_empty()).then(|| crate::scale::of_other(sizes.join(", ")))
+}
+
 /// The headlines of `plan` over the runs given.
 pub fn headlines(plan: &StudyPlan, ev: Evidence<'_>) -> Vec<Headline> {
     plan.claims
@@ -545,6 +630,8 @@ pub fn headlines(plan: &StudyPlan, ev: Evidence<'_>) -> Vec<Headline> {
                 claim: c.clone(),
                 measured,
                 runs: n,
+                interval: interval(&c.metric, ev),
+                scale: scale(plan, &c.metric, c.paper_scale.as_ref()),
             }
         })
         .collect()

@@ -537,13 +537,18 @@ fn work(
             policies,
             budgets,
             reorder,
+            max_iters,
         } => {
             let tmp = opts.dir.join(RUNS_DIR).join(format!(".{}.hwt", run.id));
+            let mut spec = kernel_spec(kernel)?;
+            if let (Spec::Pr { max_iters: cap, .. }, Some(n)) = (&mut spec, max_iters) {
+                *cap = *n;
+            }
             let cfg = capture::Config {
                 input: input_for(graph, opts, 1, obs)?,
                 load,
                 layout: Default::default(),
-                kernel: kernel_spec(kernel)?,
+                kernel: spec,
                 threads: 1,
                 reorder: match reorder {
                     Some(m) => Some(m.parse()?),

@@ -294,6 +294,8 @@ pub fn markdown(c: &Collection) -> String {
                         x.measured
                             .map(|v| metric_value(&x.claim.metric, v))
                             .unwrap_or_else(|| "not measured".into()),
+                        crate::views::study::interval_text(x),
+                        crate::views::study::scale_text(x),
                         x.claim.paper_text.clone(),
                         gap(x).map(|g| g.0).unwrap_or_default(),
                         x.claim.source.clone(),
@@ -303,8 +305,10 @@ pub fn markdown(c: &Collection) -> String {
                 .collect();
             o.push_str("### Headlines\n\n");
             o.push_str(&md_table(
-                &["#", "headline", "here", "paper", "gap", "source", "runs"],
-                &[true, false, true, false, true, false, true],
+                &[
+                    "#", "headline", "here", "interval", "scale", "paper", "gap", "source", "runs",
+                ],
+                &[true, false, true, true, false, false, true, false, true],
                 &rows,
             ));
             let notes: Vec<String> = h
@@ -313,6 +317,15 @@ pub fn markdown(c: &Collection) -> String {
                 .filter(|(_, x)| !x.claim.gap.is_empty())
                 .map(|(k, x)| format!("{}. {}", k + 1, x.claim.gap))
                 .collect();
+            let _ = write!(
+                o,
+                "\n{}",
+                crate::views::study::headline_legend(&h)
+                    .lines()
+                    .map(|l| format!("{l}\n"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
             if !notes.is_empty() {
                 let _ = write!(
                     o,

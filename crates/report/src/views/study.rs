@@ -44,11 +44,15 @@ pub fn work_line(w: &Work) -> String {
             policies,
             budgets,
             reorder,
+            max_iters,
         } => format!(
-            "{kernel} on {graph}{}: simulated {} at {} budgets",
+            "{kernel} on {graph}{}{}: simulated {} at {} budgets",
             reorder
                 .as_ref()
                 .map(|m| format!(" ({m})"))
+                .unwrap_or_default(),
+            max_iters
+                .map(|n| format!(", {n} iteration{}", if n == 1 { "" } else { "s" }))
                 .unwrap_or_default(),
             policies.join(", "),
             budgets.len()
@@ -192,15 +196,60 @@ pub fn headline_value(x: &Headline) -> String {
     }
 }
 
-/// The headlines: each claim, what was measured here, the paper's number, and why they may
-/// differ.
+/// A headline's interval as its tables show it: the widest of its runs' 95 % intervals in the
+/// metric's unit, `simulated` for a simulated figure (deterministic), `-` when its runs give
+/// none.
+pub fn interval_text(h: &Headline) -> String {
+    match (&h.interval, &h.claim.metric) {
+        (Some(i), m) => format!("[{}, {}]", metric_value(m, i.lo), metric_value(m, i.hi)),
+        (None, Metric::SimShareOfIdeal { .. }) if h.measured.is_some() => "simulated".into(),
+        (None, _) => "-".into(),
+    }
+}
+
+/// A headline's scale as its tables show it: the inputs, with `!` after a scale far below the
+/// paper's.
+pub fn scale_text(h: &Headline) -> String {
+    match &h.scale {
+        Some(s) if s.far_below_paper => format!("{} !", s.text),
+        Some(s) => s.text.clone(),
+        None => "-".into(),
+    }
+}
+
+/// What the interval and scale columns mean, and for each headline whose scale is far below
+/// its paper's, the paper's inputs (numbered as the table's rows).
+pub fn headline_legend(h: &[Headline]) -> String {
+    let mut o = format!(
+        "interval: the widest of the runs' 95 % intervals of the median (simulated figures \
+         have none); scale: the inputs the runs used, ! when the smallest has {}x fewer \
+         vertices than the paper's smallest input or fewer, where its arrays can fit TLB reaches \
+         the paper's overflowed\n",
+        hugewise_results::scale::FAR_BELOW
+    );
+    for (i, x) in h.iter().enumerate() {
+        if let (Some(s), Some(p)) = (&x.scale, &x.claim.paper_scale) {
+            if s.far_below_paper {
+                let _ = writeln!(o, "! {}. {} against the paper's {}", i + 1, s.text, p.text);
+            }
+        }
+    }
+    o
+}
+
+/// The headlines: each claim, what was measured here with its interval and scale, the paper's
+/// number, and why they may differ.
 pub fn headlines(h: &[Headline]) -> String {
-    let mut t = Table::new(["headline", "here", "paper", "source", "runs"]);
+    let mut t = Table::new([
+        "headline", "here", "interval", "scale", "paper", "source", "runs",
+    ]);
     let mut gaps = String::new();
     for (i, x) in h.iter().enumerate() {
         t.row([
             format!("{}. {}", i + 1, x.claim.what),
             headline_value(x),
+            interval_text(x),
+            scale_text(x),
             x.claim.paper_text.clone(),
             x.claim.source.clone(),
             x.runs.to_string(),
@@ -210,6 +259,8 @@ pub fn headlines(h: &[Headline]) -> String {
         }
     }
     let mut o = t.render();
+    o.push('\n');
+    o.push_str(&headline_legend(h));
     if !gaps.is_empty() {
         o.push_str("\nwhy here may differ from the paper:\n");
         o.push_str(&gaps);

@@ -115,10 +115,30 @@ pub(super) fn estimate_s(work: &Work, shape: &Shape) -> f64 {
                 load(graph) * (1.0 + 0.5 * copies)
                     + trial * variants.len() as f64 * (*rounds as f64 + 1.0)
             }
-            Work::Curve { graph, budgets, .. } => {
+            Work::Curve {
+                graph,
+                kernel,
+                policies,
+                budgets,
+                max_iters,
+                ..
+            } => {
                 let arcs = size_of(graph).map_or(1e8, |(_, a)| a as f64);
-                // Tracing runs the kernel with a recorder; simulating runs each configuration.
-                load(graph) + arcs * 400e-9 + arcs * 1e-9 * budgets.len() as f64
+                // Accesses a trace holds per arc, measured on kron:20 and kron:22 after DBG:
+                // PageRank reads every arc in each of its iterations (2.4 accesses an arc for
+                // one iteration, 13-14 to convergence), a direction-optimizing BFS skips most
+                // of them.
+                let accesses = arcs
+                    * match (kernel.as_str(), max_iters) {
+                        ("pr", Some(n)) => (2.4 * f64::from(*n)).min(14.0),
+                        ("pr", None) => 14.0,
+                        _ => 1.0,
+                    };
+                // Tracing takes about 100 ns an access (the recorder and its untimed rate
+                // runs), simulating 11 ns an access for each configuration, `none` and `all`
+                // included (a busy 2-core VM, measured on the same traces).
+                let configs = 2.0 + (policies.len() * budgets.len()) as f64;
+                load(graph) + accesses * 100e-9 + accesses * 11e-9 * configs
             }
             Work::Faultlat { size_bytes, .. } => *size_bytes as f64 / GIB as f64 * 4.0 + 1.0,
             // Measured: 2 M keys take about 32 s a run (four phases at 200-500 k requests per
