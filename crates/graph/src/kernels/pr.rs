@@ -132,10 +132,13 @@ impl Pr {
             iterations += 1;
             let (scores, contrib) = (&mut self.scores[..], &mut self.contrib[..]);
             change = match self.mode {
-                Mode::Pull => pull_sweep(g, scores, contrib, base, d, false, t),
-                Mode::PullGs => pull_sweep(g, scores, contrib, base, d, true, t),
+                Mode::Pull => pull_sweep(g, scores, contrib, Sweep::jacobi(base, d), t).change,
+                Mode::PullGs => {
+                    pull_sweep(g, scores, contrib, Sweep::gauss_seidel(base, d, 0.0), t).change
+                }
                 Mode::PullGsBalanced => {
-                    let totals = balanced_sweep(g, scores, contrib, base, d, balance.shift, t);
+                    let sweep = Sweep::gauss_seidel(base, d, balance.shift);
+                    let totals = pull_sweep(g, scores, contrib, sweep, t);
                     if balanced && totals.change >= self.tolerance && iterations < self.max_iters {
                         balance.rebalance(totals, g.arcs());
                     }
@@ -207,83 +210,7 @@ impl Kernel for Pr {
     }
 }
 
-/// A pull iteration's sweep: every score from its in-neighbours' contributions. Returns the
-/// scores' total change.
-fn pull_sweep<T: Tracer>(
-    g: &Csr,
-    scores: &mut [f32],
-    contrib: &mut [f32],
-    base: f32,
-    d: f32,
-    gauss_seidel: bool,
-    t: &T,
-) -> f64 {
-    let (inc, out) = (g.in_side(), g.out_side());
-    let last = g.n().saturating_sub(1);
-    let change = {
-        // Gauss-Seidel: a vertex's contribution is refreshed as soon as its score is, so
-        // vertices done later in the same iteration already see it (which one a thread sees
-        // is a benign race: either value keeps the convergence bound the verifier relies on).
-        // Jacobi: the contributions stay those of the last iteration until the pass below.
-        let contrib = atomic::u32s(bytemuck::cast_slice_mut(contrib));
-        // Blocks of vertices, each a plain loop: around a body of a few arcs, rayon's
-        // per-item machinery, not always inlined, took 11-24 % of PageRank's time on sparse
-        // graphs in a `--release` build.
-        scores
-            .par_chunks_mut(BLOCK)
-            .enumerate()
-            .map_init(
-                || t.probe(),
-                move |p, (b, block)| {
-                    // The block's offsets, sliced once: a list then costs two plain loads.
-                    let v0 = b * BLOCK;
-                    let ins = &inc.offsets[v0..=v0 + block.len()];
-                    let outs = &out.offsets[v0..=v0 + block.len()];
-                    let mut change = 0.0f64;
-                    for (i, ((s, w), o)) in block
-                        .iter_mut()
-                        .zip(ins.windows(2))
-                        .zip(outs.windows(2))
-                        .enumerate()
-                    {
-                        let v = v0 + i;
-                        // The in-lists are read in order, but the hardware prefetcher stops
-                        // at every 4 KiB page: ask for the list of a vertex well ahead.
-                        inc.prefetch_neighbors((v + STREAM_AHEAD).min(last) as u32);
-                        // A sampler sees one vertex in 32, here and in every loop of an
-                        // iteration: the rest run without probes.
-                        change += crate::probe::watch!(p, {
-                            // Summed in f64: a hub's thousands of nearly equal shares, added
-                            // in f32, round the same way often enough to move its score by
-                            // more than the convergence bound (a star of 30 000 leaves failed
-                            // verification).
-                            let mut sum = 0.0f64;
-                            let list = p.read(&w[0]) as usize..p.read(&w[1]) as usize;
-                            for u in &inc.edges[list] {
-                                let u = p.read(u);
-                                sum += f32::from_bits(p.load(&contrib[u as usize])) as f64;
-                            }
-                            let new = base + d * sum as f32;
-                            let c = (new - p.read(s)).abs() as f64;
-                            p.write(s, new);
-                            if gauss_seidel {
-                                let start = p.read(&o[0]);
-                                let deg = p.read(&o[1]) - start;
-                                let x = if deg == 0 { 0.0 } else { new / deg as f32 };
-                                p.store(&contrib[v], x.to_bits());
-                            }
-                            c
-                        });
-                    }
-                    change
-                },
-            )
-            .sum()
-    };
-    change
-}
-
-/// What a balanced sweep found: the scores' total change and the totals the rebalancing needs.
+/// What a pull sweep found: the scores' total change and the totals a rebalancing needs.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 struct Totals {
     change: f64,
@@ -294,6 +221,18 @@ struct Totals {
 }
 
 impl Totals {
+    /// A vertex of out-degree `deg` whose score moved from `old` to `new`.
+    #[inline]
+    fn of(deg: usize, new: f32, old: f64) -> Totals {
+        let new = new as f64;
+        let (passing, keeping) = if deg == 0 { (0.0, new) } else { (new, 0.0) };
+        Totals {
+            change: (new - old).abs(),
+            passing,
+            keeping,
+        }
+    }
+
     fn add(self, o: Totals) -> Totals {
         Totals {
             change: self.change + o.change,
@@ -346,28 +285,72 @@ impl Balance {
     }
 }
 
-/// A Gauss–Seidel sweep whose stored contributions and scores are `shift` per out-arc short
-/// of the real ones (see [`Balance`]). Returns the scores' total change and totals.
-fn balanced_sweep<T: Tracer>(
+/// How a pull sweep reads and writes.
+#[derive(Debug, Clone, Copy)]
+struct Sweep {
+    base: f32,
+    d: f32,
+    /// Gauss–Seidel: a vertex's contribution is refreshed as soon as its score, so vertices
+    /// done later in the same sweep already see it (which one a thread sees is a benign race:
+    /// either value keeps the convergence bound the verifier relies on). Jacobi: the
+    /// contributions stay those of the last iteration until [`refresh`].
+    gauss_seidel: bool,
+    /// The stored contributions and scores are `shift` per out-arc short of the real ones
+    /// (see [`Balance`]); 0 outside `PullGsBalanced`.
+    shift: f64,
+}
+
+impl Sweep {
+    fn jacobi(base: f32, d: f32) -> Sweep {
+        Sweep {
+            base,
+            d,
+            gauss_seidel: false,
+            shift: 0.0,
+        }
+    }
+
+    fn gauss_seidel(base: f32, d: f32, shift: f64) -> Sweep {
+        Sweep {
+            base,
+            d,
+            gauss_seidel: true,
+            shift,
+        }
+    }
+}
+
+/// A pull iteration's sweep: every score from its in-neighbours' contributions. Returns the
+/// scores' total change and the totals a rebalancing needs.
+fn pull_sweep<T: Tracer>(
     g: &Csr,
     scores: &mut [f32],
     contrib: &mut [f32],
-    base: f32,
-    d: f32,
-    shift: f64,
+    sw: Sweep,
     t: &T,
 ) -> Totals {
     let (inc, out) = (g.in_side(), g.out_side());
+    // An undirected graph's in-list is its out-list: the degree is the list's length, and the
+    // out-offsets need not be read at all.
+    let symmetric = !g.directed();
     let last = g.n().saturating_sub(1);
-    // Read by other threads as they are written: a benign race, as in `pull_sweep`.
     let contrib = atomic::u32s(bytemuck::cast_slice_mut(contrib));
+    let Sweep {
+        base,
+        d,
+        gauss_seidel,
+        shift,
+    } = sw;
     let stored = shift as f32;
+    // Blocks of vertices, each a plain loop: around a body of a few arcs, rayon's per-item
+    // machinery, not always inlined, took 11-24 % of PageRank's time on sparse graphs.
     scores
         .par_chunks_mut(BLOCK)
         .enumerate()
         .map_init(
             || t.probe(),
             move |p, (b, block)| {
+                // The block's offsets, sliced once: a list then costs two plain loads.
                 let v0 = b * BLOCK;
                 let ins = &inc.offsets[v0..=v0 + block.len()];
                 let outs = &out.offsets[v0..=v0 + block.len()];
@@ -379,9 +362,16 @@ fn balanced_sweep<T: Tracer>(
                     .enumerate()
                 {
                     let v = v0 + i;
+                    // The in-lists are read in order, but the hardware prefetcher stops at
+                    // every 4 KiB page: ask for the list of a vertex well ahead.
                     inc.prefetch_neighbors((v + STREAM_AHEAD).min(last) as u32);
+                    // A sampler sees one vertex in 32, here and in every loop of an iteration:
+                    // the rest run without probes.
                     totals = totals.add(crate::probe::watch!(p, {
                         let (from, to) = (p.read(&w[0]) as usize, p.read(&w[1]) as usize);
+                        // Summed in f64: a hub's thousands of nearly equal shares, added in
+                        // f32, round the same way often enough to move its score by more than
+                        // the convergence bound (a star of 30 000 leaves failed verification).
                         let mut sum = 0.0f64;
                         for u in &inc.edges[from..to] {
                             let u = p.read(u);
@@ -390,26 +380,23 @@ fn balanced_sweep<T: Tracer>(
                         // Every in-neighbour has an out-arc (to v), so each read lacks `shift`.
                         sum += shift * (to - from) as f64;
                         let new = base + d * sum as f32;
-                        let start = p.read(&o[0]);
-                        let deg = p.read(&o[1]) - start;
-                        let old = p.read(s) as f64 + shift * deg as f64;
-                        p.write(s, (new as f64 - shift * deg as f64) as f32);
-                        let x = if deg == 0 {
-                            0.0
+                        let deg = if symmetric {
+                            to - from
                         } else {
-                            new / deg as f32 - stored
+                            (p.read(&o[1]) - p.read(&o[0])) as usize
                         };
-                        p.store(&contrib[v], x.to_bits());
-                        let (passing, keeping) = if deg == 0 {
-                            (0.0, new as f64)
-                        } else {
-                            (new as f64, 0.0)
-                        };
-                        Totals {
-                            change: (new as f64 - old).abs(),
-                            passing,
-                            keeping,
+                        let held = shift * deg as f64;
+                        let old = p.read(s) as f64 + held;
+                        p.write(s, (new as f64 - held) as f32);
+                        if gauss_seidel {
+                            let x = if deg == 0 {
+                                0.0
+                            } else {
+                                new / deg as f32 - stored
+                            };
+                            p.store(&contrib[v], x.to_bits());
                         }
+                        Totals::of(deg, new, old)
                     }));
                 }
                 totals
