@@ -160,6 +160,9 @@ pub struct PromoteRequest {
     pub interval: Duration,
     /// The run to promote, itself a worker.
     pub target: RunRequest,
+    /// The daemon's compaction controller (`off`, `auto`, `always`; absent: `auto`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compact: Option<String>,
 }
 
 /// One run of a study's plan in its directory: what a scheduler's task asks. The preset is
@@ -321,6 +324,14 @@ fn simulate(s: &SimulateRequest, meta: &dyn Fn() -> Meta, cancel: &AtomicBool) -
 /// The daemon on a run this worker starts, as `hugewise promote -- CMD` starts its command:
 /// without address-space randomisation, attached at once, waited for once it ends.
 fn promote(p: &PromoteRequest, cancel: &AtomicBool) -> Result<PromotedRun> {
+    let compact = match p.compact.as_deref() {
+        None => hugewise_promote::compact::Mode::default(),
+        Some(name) => hugewise_promote::compact::Mode::from_name(name).ok_or_else(|| {
+            Error::Config(format!(
+                "promote request: compact '{name}' is not off, auto or always"
+            ))
+        })?,
+    };
     let exe = std::env::current_exe()
         .map_err(|e| Error::Config(format!("finding this program to run the target: {e}")))?;
     let mut child = start(&exe, hugewise_sys::lock::exec_without_aslr)?;
@@ -348,6 +359,10 @@ fn promote(p: &PromoteRequest, cancel: &AtomicBool) -> Result<PromotedRun> {
                 interval: p.interval,
                 limit: Limit::Share(p.budget_share),
                 share: Share::HighestFirst,
+                compact: hugewise_promote::compact::Settings {
+                    mode: compact,
+                    ..Default::default()
+                },
                 ..daemon::Config::default()
             },
             budget_label: format!("{}%", p.budget_share * 100.0),
@@ -542,6 +557,7 @@ mod tests {
                 policy: "pcc".into(),
                 budget_share: 0.04,
                 interval: Duration::from_millis(1500),
+                compact: Some("off".into()),
                 target: RunRequest {
                     config: run::Config {
                         input: Input::File("/g/k.hwg".into()),

@@ -74,6 +74,9 @@ pub enum Knob {
     /// (up to about 1 GiB here); a large value keeps them at their minimum, so freed pages reach
     /// the buddy allocator and merge at once.
     PcpHighFraction,
+    /// `vm.compaction_proactiveness`: how hard kcompactd keeps free memory in 2 MiB blocks in
+    /// the background (0 to 100; Linux's default 20).
+    CompactionProactiveness,
 }
 
 /// A `vm.percpu_pagelist_high_fraction` that keeps the per-CPU free lists at their minimum.
@@ -104,6 +107,7 @@ impl Knob {
             Knob::CompactUnevictable => (Tree::Proc, "sys/vm/compact_unevictable_allowed".into()),
             Knob::PageCluster => (Tree::Proc, "sys/vm/page-cluster".into()),
             Knob::PcpHighFraction => (Tree::Proc, "sys/vm/percpu_pagelist_high_fraction".into()),
+            Knob::CompactionProactiveness => (Tree::Proc, "sys/vm/compaction_proactiveness".into()),
         }
     }
 
@@ -128,6 +132,7 @@ impl Knob {
             },
             Knob::CompactUnevictable => Kind::Number { min: 0, max: 1 },
             Knob::PageCluster => Kind::Number { min: 0, max: 31 },
+            Knob::CompactionProactiveness => Kind::Number { min: 0, max: 100 },
             Knob::PcpHighFraction => Kind::Number {
                 min: 0,
                 max: i32::MAX as u64,
@@ -222,6 +227,7 @@ impl fmt::Display for Knob {
             Knob::CompactUnevictable => write!(f, "vm.compact_unevictable_allowed"),
             Knob::PageCluster => write!(f, "vm.page-cluster"),
             Knob::PcpHighFraction => write!(f, "vm.percpu_pagelist_high_fraction"),
+            Knob::CompactionProactiveness => write!(f, "vm.compaction_proactiveness"),
         }
     }
 }
@@ -263,6 +269,13 @@ mod tests {
         assert!(Knob::PageCluster.validate(&h, "-1").is_err());
         assert!(Knob::PcpHighFraction.validate(&h, "7").is_err());
         assert!(Knob::PcpHighFraction.validate(&h, PCP_MINIMAL).is_ok());
+        assert!(Knob::CompactionProactiveness.validate(&h, "101").is_err());
+        assert_eq!(
+            Knob::CompactionProactiveness
+                .validate(&h, "100")
+                .expect("ok"),
+            "100"
+        );
     }
 
     #[test]
@@ -278,6 +291,7 @@ mod tests {
             Knob::CompactUnevictable,
             Knob::PageCluster,
             Knob::PcpHighFraction,
+            Knob::CompactionProactiveness,
         ];
         for k in all {
             assert!(!k.display_path().contains("damon"), "{k}");

@@ -54,6 +54,9 @@ pub(crate) fn settings(plan: &Plan) -> Vec<(Knob, String)> {
     if let Some(v) = plan.page_cluster {
         s.push((Knob::PageCluster, v.to_string()));
     }
+    if let Some(v) = plan.compaction_proactiveness {
+        s.push((Knob::CompactionProactiveness, v.to_string()));
+    }
     s
 }
 

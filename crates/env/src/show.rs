@@ -18,6 +18,7 @@ pub fn show(host: &Host) -> Result<EnvShow> {
         Knob::CompactUnevictable,
         Knob::PageCluster,
         Knob::PcpHighFraction,
+        Knob::CompactionProactiveness,
     ]
     .iter()
     .map(|k| (k.to_string(), k.read(host).ok()))

@@ -44,6 +44,7 @@ const FILES: &[(&str, &str)] = &[
     ),
     ("proc/sys/vm/compact_unevictable_allowed", "1\n"),
     ("proc/sys/vm/page-cluster", "3\n"),
+    ("proc/sys/vm/compaction_proactiveness", "20\n"),
     ("proc/sys/vm/percpu_pagelist_high_fraction", "0\n"),
     ("proc/sys/kernel/random/boot_id", "fake-boot-1\n"),
 ];

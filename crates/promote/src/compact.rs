@@ -51,6 +51,13 @@ impl Mode {
             Mode::Always => "always",
         }
     }
+
+    /// The mode named `name` (as [`Mode::name`] gives it).
+    pub fn from_name(name: &str) -> Option<Mode> {
+        [Mode::Off, Mode::Auto, Mode::Always]
+            .into_iter()
+            .find(|m| m.name() == name)
+    }
 }
 
 impl std::str::FromStr for Mode {

@@ -301,6 +301,9 @@ pub struct Plan {
     pub hugetlb: Vec<(u64, u64)>,
     /// `vm.page-cluster`.
     pub page_cluster: Option<u32>,
+    /// `vm.compaction_proactiveness` (0 to 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction_proactiveness: Option<u32>,
     /// A swap file.
     pub swap: Option<SwapPlan>,
     /// Drop the page cache first (also done whenever fragmenting: reclaim while breaking

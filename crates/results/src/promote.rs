@@ -336,6 +336,15 @@ pub struct PromoteBenchSample {
     pub collapse_ns: Vec<u64>,
     /// Others' CPU use just before.
     pub quiet: Option<Quiet>,
+    /// Daemon arm: from the clock's start until the huge bytes first reached 90 % of the
+    /// budget (`null` if they never did, for the other arms, and in results from before it
+    /// was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reach_90_ms: Option<f64>,
+    /// Daemon arm: compactions its controller made (`--compact`), and their CPU time (`null`
+    /// for the other arms and in results from before they were kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compactions: Option<(u32, u64)>,
 }
 
 impl PromoteBenchSample {
@@ -360,6 +369,8 @@ impl PromoteBenchSample {
             not_worth: None,
             collapse_ns: Vec::new(),
             quiet: None,
+            reach_90_ms: None,
+            compactions: None,
         }
     }
 }
@@ -516,6 +527,20 @@ pub struct PromoteBenchWorkload {
     /// rounds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled_ms: Option<f64>,
+    /// The daemon arm's compaction controller (`off`, `auto`, `always`); absent in results
+    /// from before it was a choice (the daemon's default then, `auto`, or none at all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compact: Option<String>,
+    /// Median time from the clock's start until the daemon's huge bytes reached 90 % of the
+    /// budget (`null` when they did not in a majority of rounds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reach_90_ms: Option<f64>,
+    /// Median number of compactions of a daemon run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon_compactions: Option<f64>,
+    /// Median CPU time of the daemon's compactions over the run's wall time (of one core).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon_compaction_cpu_share: Option<f64>,
     /// Unit of every `time`: `ns/read` (Zipf reads) or `s` (a graph kernel's timed trial).
     #[serde(default = "ns_per_read_unit")]
     pub unit: String,
@@ -805,6 +830,25 @@ impl PromoteBenchWorkload {
                 .collect(),
         )
         .filter(|m| m.is_finite());
+        self.reach_90_ms = upper_median(
+            daemon
+                .iter()
+                .map(|s| s.reach_90_ms.unwrap_or(f64::INFINITY))
+                .collect(),
+        )
+        .filter(|m| m.is_finite());
+        self.daemon_compactions = upper_median(
+            daemon
+                .iter()
+                .filter_map(|s| Some(f64::from(s.compactions?.0)))
+                .collect(),
+        );
+        self.daemon_compaction_cpu_share = upper_median(
+            daemon
+                .iter()
+                .filter_map(|s| Some(s.compactions?.1 as f64 / s.wall_ns.max(1) as f64))
+                .collect(),
+        );
         // Below the budget: when the daemon made its last promotion, a run that reached the
         // budget or never promoted counting as the longest.
         self.settled_ms = upper_median(

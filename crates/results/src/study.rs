@@ -64,12 +64,18 @@ pub struct Shape {
     pub fragment: Option<f64>,
     /// Leave this much free beyond the run's own footprint (memory pressure).
     pub free_beyond_footprint_bytes: Option<u64>,
+    /// `vm.compaction_proactiveness` for the run (0 to 100; `null`: the machine's), set
+    /// through the env journal and put back after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proactiveness: Option<u32>,
 }
 
 impl Shape {
     /// Whether the machine is left as it is.
     pub fn is_none(&self) -> bool {
-        self.fragment.is_none() && self.free_beyond_footprint_bytes.is_none()
+        self.fragment.is_none()
+            && self.free_beyond_footprint_bytes.is_none()
+            && self.proactiveness.is_none()
     }
 
     /// A short name (`as is`, `frag 50%`, `free +1.5 GiB`).
@@ -80,6 +86,9 @@ impl Shape {
         }
         if let Some(b) = self.free_beyond_footprint_bytes {
             parts.push(format!("free +{:.1} GiB", b as f64 / (1u64 << 30) as f64));
+        }
+        if let Some(p) = self.proactiveness {
+            parts.push(format!("proactiveness {p}"));
         }
         if parts.is_empty() {
             "as is".into()

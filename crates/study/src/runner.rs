@@ -331,6 +331,7 @@ pub fn execute(
 fn shape_plan(shape: &Shape, footprint: Option<u64>) -> Result<ShapePlan> {
     let mut p = ShapePlan::new();
     p.fragment = shape.fragment;
+    p.compaction_proactiveness = shape.proactiveness;
     if let Some(extra) = shape.free_beyond_footprint_bytes {
         let f = footprint.ok_or_else(|| {
             Error::Config(
@@ -843,10 +844,12 @@ mod tests {
         let s = Shape {
             fragment: Some(0.5),
             free_beyond_footprint_bytes: Some(1 << 30),
+            proactiveness: Some(100),
         };
         let p = shape_plan(&s, Some(2 << 30)).expect("plan");
         assert_eq!(p.pressure, Some(PressureTarget::Leave(3 << 30)));
         assert_eq!(p.fragment, Some(0.5));
+        assert_eq!(p.compaction_proactiveness, Some(100));
         assert!(shape_plan(&s, None).is_err());
     }
 }

@@ -114,6 +114,8 @@ pub struct Config {
     pub cold_first: bool,
     /// Run even when the region is larger than the memory available (swap to spare).
     pub force: bool,
+    /// The daemon arm's compaction controller.
+    pub compact: hugewise_promote::compact::Mode,
 }
 
 /// Beside the region: the daemon's sample ring (2^20 slots of 8 bytes) and room for one
@@ -127,6 +129,9 @@ pub const SHARED_ORDER: [Arm; 4] = [Arm::Ideal, Arm::Plan, Arm::Base, Arm::Daemo
 
 struct DaemonRun {
     reach_ms: Option<f64>,
+    reach_90_ms: Option<f64>,
+    compactions: u32,
+    compaction_cpu_ns: u64,
     cpu_ns: u64,
     /// CPU of the intervals that began after the budget was reached, and when that was.
     steady_cpu_ns: u64,
@@ -350,6 +355,8 @@ fn run_workload(
                     not_worth: dr.as_ref().map(|d| d.not_worth),
                     collapse_ns,
                     quiet: q,
+                    reach_90_ms: dr.as_ref().and_then(|d| d.reach_90_ms),
+                    compactions: dr.as_ref().map(|d| (d.compactions, d.compaction_cpu_ns)),
                     ..PromoteBenchSample::timed(round, arm, ns as f64 / cfg.reads as f64)
                 });
                 progress(samples.len() as u64, total);
@@ -387,6 +394,7 @@ fn run_workload(
         plan_chunks: plan.len() as u64,
         interval_ms: cfg.interval.as_millis() as u64,
         sample_every: cfg.sample_every,
+        compact: Some(cfg.compact.name().into()),
         samples,
         summary,
         // The headline is filled from the samples by the caller.
@@ -422,6 +430,10 @@ fn timed_with_daemon(
     let dcfg = daemon::Config {
         interval: cfg.interval,
         limit: Limit::Bytes(budget_bytes),
+        compact: hugewise_promote::compact::Settings {
+            mode: cfg.compact,
+            ..Default::default()
+        },
         ..daemon::Config::default()
     };
     let policy = hugewise_promote::policy::by_name("pcc")
@@ -432,6 +444,9 @@ fn timed_with_daemon(
     let stop = AtomicBool::new(false);
     let log: Mutex<DaemonRun> = Mutex::new(DaemonRun {
         reach_ms: None,
+        reach_90_ms: None,
+        compactions: 0,
+        compaction_cpu_ns: 0,
         cpu_ns: 0,
         steady_cpu_ns: 0,
         reached_at: None,
@@ -457,6 +472,15 @@ fn timed_with_daemon(
                         .map(|a| a.latency_ns),
                 );
                 l.cpu_ns += iv.cpu_ns;
+                if let Some(c) = &iv.compaction {
+                    l.compactions += 1;
+                    l.compaction_cpu_ns += c.cpu_ns;
+                }
+                if l.reach_90_ms.is_none()
+                    && iv.huge_bytes_after as f64 + HUGE as f64 > 0.9 * budget_bytes as f64
+                {
+                    l.reach_90_ms = Some(iv.t_ms);
+                }
                 if l.reach_ms.is_some() {
                     l.steady_cpu_ns += iv.cpu_ns;
                 }
@@ -601,6 +625,7 @@ mod tests {
             same_frames: false,
             cold_first: false,
             force: false,
+            compact: Default::default(),
         }
     }
 
@@ -665,6 +690,7 @@ mod tests {
             same_frames: false,
             cold_first: false,
             force: false,
+            compact: Default::default(),
         };
         let mut calls = Vec::new();
         let r = match run(&cfg, &AtomicBool::new(false), &mut |done, total| {
@@ -791,6 +817,7 @@ mod tests {
             same_frames: true,
             cold_first: false,
             force: false,
+            compact: Default::default(),
         };
         let r = match run(&cfg, &AtomicBool::new(false), &mut |_, _| {}) {
             Ok(r) => r,
@@ -845,6 +872,7 @@ mod tests {
             same_frames: false,
             cold_first: false,
             force: false,
+            compact: Default::default(),
         };
         let msg = |cfg: &Config| match run(cfg, &AtomicBool::new(false), &mut |_, _| {}) {
             Err(Error::Config(m)) => m,

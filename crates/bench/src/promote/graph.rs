@@ -73,6 +73,8 @@ pub struct Config {
     pub plan: Option<PathBuf>,
     /// Where the plan, its trace (removed once simulated) and every arm's result files go.
     pub work_dir: PathBuf,
+    /// The daemon arm's compaction controller.
+    pub compact: hugewise_promote::compact::Mode,
 }
 
 /// The policy whose plan the plan arm replays, and whose daemon the daemon arm runs.
@@ -169,6 +171,7 @@ pub fn run(
         plan_chunks,
         interval_ms: cfg.interval.as_millis() as u64,
         sample_every: cfg.sample_every,
+        compact: Some(cfg.compact.name().into()),
         samples,
         summary,
         ..PromoteBenchWorkload::default()
@@ -327,6 +330,7 @@ fn run_arm(
                     budget_share: cfg.budget_share,
                     interval: cfg.interval,
                     target: run,
+                    compact: Some(cfg.compact.name().into()),
                 }),
                 cancel,
             )?;
@@ -396,6 +400,17 @@ fn daemon_fields(s: &mut PromoteBenchSample, d: &PromoteReport) {
     s.promotions = Some((d.totals.promoted as u32, d.totals.promote_failed as u32));
     s.demotions = Some((d.totals.demoted as u32, d.totals.swaps.map(|n| n as u32)));
     s.collapse_ns = collapse_latencies(&d.actions);
+    s.compactions = Some((
+        d.totals.compactions.unwrap_or(0) as u32,
+        d.totals.compaction_cpu_ns.unwrap_or(0),
+    ));
+    s.reach_90_ms = d
+        .intervals
+        .iter()
+        .find(|i| {
+            i.huge_bytes_after as f64 + hugewise_promote::HUGE as f64 > 0.9 * i.budget_bytes as f64
+        })
+        .map(|i| i.t_ms);
     if let Some(reach) = d.totals.reach_budget_ms {
         // The steady state: intervals that began once the budget was reached.
         let steady: u64 = d

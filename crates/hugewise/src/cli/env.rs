@@ -304,6 +304,9 @@ pub struct EnvWithArgs {
     /// vm.page-cluster for the run.
     #[arg(long, value_name = "N")]
     pub page_cluster: Option<u32>,
+    /// vm.compaction_proactiveness (0-100) for the run.
+    #[arg(long, value_name = "N")]
+    pub compaction_proactiveness: Option<u32>,
     /// Add a swap file of this size for the run.
     #[arg(long, value_name = "SIZE")]
     pub swap: Option<Bytes>,
@@ -442,6 +445,7 @@ pub fn run(cmd: EnvCommand, progress: Mode) -> anyhow::Result<u8> {
                 ),
                 hugetlb: hugetlb_pools(a.hugetlb_2m, a.hugetlb_1g),
                 page_cluster: a.page_cluster,
+                compaction_proactiveness: a.compaction_proactiveness,
                 swap: a.swap.map(|b| SwapPlan {
                     bytes: b.0,
                     path: a.swap_file.clone(),

@@ -304,6 +304,7 @@ fn fragmented(f: f64) -> Shape {
         Shape {
             fragment: Some(f),
             free_beyond_footprint_bytes: None,
+            proactiveness: None,
         }
     }
 }
@@ -435,6 +436,7 @@ fn pressure(p: &Given) -> Vec<PlannedRun> {
         let shape = Shape {
             fragment: None,
             free_beyond_footprint_bytes: Some(extra),
+            proactiveness: None,
         };
         let vs = vec![
             base(),
@@ -489,6 +491,7 @@ fn selectivity(p: &Given) -> Vec<PlannedRun> {
     let shape = Shape {
         fragment: Some(0.5),
         free_beyond_footprint_bytes: Some(3 * GIB),
+        proactiveness: None,
     };
     for k in kernels {
         let mut vs = vec![base(), dbg()];

@@ -136,6 +136,11 @@ pub struct BenchPromoteArgs {
     /// to spare.
     #[arg(long)]
     pub force: bool,
+    /// When the daemon arm compacts memory for collapses refused for want of free 2 MiB
+    /// blocks (as `hugewise promote --compact`); its compactions and their CPU share are
+    /// saved with the result.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub compact: crate::cli::promote::CompactArg,
     /// A graph kernel instead of Zipf reads: the graph as `hugewise run --graph` takes it
     /// (save a large one as .hwg first). Each arm is then a run in a process of its own.
     #[arg(long, value_name = "GRAPH", conflicts_with_all = ["workload", "zipf", "hotspot", "size", "reads", "seed", "lines_per_page", "chase", "same_frames", "cold_first", "force"])]
@@ -217,6 +222,7 @@ pub fn run(a: BenchPromoteArgs, progress: Mode) -> anyhow::Result<()> {
         same_frames: a.same_frames,
         cold_first: a.cold_first,
         force: a.force,
+        compact: name(a.compact).parse()?,
     };
     let steps = Steps::new(progress, "runs", Unit::Items);
     let r = bench::driver::run(&cfg, cancel, &mut |done, total| steps.update(done, total))
@@ -254,6 +260,7 @@ fn bench_graph(
         sample_every: a.sample_every,
         plan: a.plan,
         work_dir: a.work_dir,
+        compact: name(a.compact).parse()?,
     };
     let steps = Steps::new(progress, "runs", Unit::Items);
     let w = hugewise_bench::promote::graph::run(&cfg, cancel, &mut |done, total| {
