@@ -166,9 +166,17 @@ impl Collection {
                 _ => None,
             })
             .collect();
+        let promotes: Vec<_> = runs
+            .iter()
+            .filter_map(|e| match &e.result {
+                AnyResult::BenchPromote(s) => Some((&s.meta.study.as_ref()?.shape, &s.result)),
+                _ => None,
+            })
+            .collect();
         crate::study::headlines(
             &p.plan,
             Evidence {
+                promotes: &promotes,
                 pages: &pages,
                 curves: &curves,
                 swaps: &swaps,

@@ -148,6 +148,11 @@ pub enum Work {
         /// trace.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         max_iters: Option<u32>,
+        /// Physical memory every configuration is simulated in (`hugewise sim --phys`:
+        /// `mega:memory=2x:others=50%:fragment=50%`); `null`: a free 2 MiB block is always
+        /// there.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        phys: Option<String>,
     },
     /// Page-fault latency of a fresh region.
     Faultlat {
@@ -194,6 +199,27 @@ pub enum Work {
         /// Rounds.
         rounds: u32,
     },
+    /// The promotion benchmark's four arms (`hugewise bench promote`), its daemon arm with
+    /// one compaction controller: the hot-spot stream, or a graph kernel whose arms are each
+    /// a `hugewise run` of their own.
+    Promote {
+        /// Graph spec for a graph kernel's arms; `null`: the hot-spot stream.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        graph: Option<String>,
+        /// Kernel name, with `graph`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kernel: Option<String>,
+        /// The stream's region size (unused for a graph).
+        bytes: u64,
+        /// Reads of each stream run, or timed trials of each graph run.
+        reads: u64,
+        /// Rounds.
+        rounds: u32,
+        /// Share of the region (or footprint) the plan and the daemon may make huge.
+        budget_share: f64,
+        /// The daemon's compaction controller (`auto`, `off`, `always`).
+        compact: String,
+    },
     /// A program profiled, then run on 4 KiB pages, under THP always and THP for everything,
     /// and with its hot call sites packed into a hot arena (`hugewise bench packing`, the
     /// built-in workload).
@@ -216,6 +242,7 @@ impl Work {
             Work::Pages { graph, .. } | Work::Curve { graph, .. } | Work::Swap { graph, .. } => {
                 Some(graph)
             }
+            Work::Promote { graph, .. } => graph.as_deref(),
             Work::Faultlat { .. } | Work::Bloat { .. } | Work::Packing { .. } => None,
         }
     }
@@ -339,6 +366,53 @@ pub enum Metric {
         /// Variant label.
         variant: String,
     },
+    /// Promotion on the hot-spot stream: seconds from the clock's start until the daemon's
+    /// huge bytes reached 90 % of its budget, with compaction controller `compact` at
+    /// fragmentation `fragment` (the machine's own proactiveness setting for kcompactd), the
+    /// largest of the runs' medians (a run that never reached it: no value).
+    PromoteReach90 {
+        /// Compaction controller.
+        compact: String,
+        /// Fragmentation level of the runs taken.
+        fragment: f64,
+    },
+    /// Promotion on the hot-spot stream: the daemon's speedup over 4 KiB pages at
+    /// fragmentation `fragment` over the same controller's on an unfragmented machine (same
+    /// pressure), geometric mean over the pairs.
+    PromoteSpeedupVsUnfragmented {
+        /// Compaction controller.
+        compact: String,
+        /// Fragmentation level.
+        fragment: f64,
+    },
+    /// Promotion: the CPU time of the daemon's compactions over the run's wall time (of one
+    /// core), the largest of the runs' medians with controller `compact`.
+    CompactionCpuShare {
+        /// Compaction controller.
+        compact: String,
+    },
+    /// Simulated physical memory: pages moved per block freed under compaction `phys` over
+    /// the same under `over`, for the same policy, budget and starting memory, geometric mean
+    /// over the points both freed blocks in.
+    SimPagesPerBlock {
+        /// Compaction model (`mega`).
+        phys: String,
+        /// The model set against (`ingens`).
+        over: String,
+    },
+}
+
+impl Metric {
+    /// Whether a smaller value meets its claim (a time, a cost, a ratio of work done), rather
+    /// than a larger one (a speedup, a share).
+    pub fn lower_is_better(&self) -> bool {
+        matches!(
+            self,
+            Metric::PromoteReach90 { .. }
+                | Metric::CompactionCpuShare { .. }
+                | Metric::SimPagesPerBlock { .. }
+        )
+    }
 }
 
 /// The median over `bloat` runs of one figure of the variant labelled `label`.
@@ -426,6 +500,8 @@ pub struct Evidence<'a> {
     pub bloats: &'a [&'a crate::bloat::BloatReport],
     /// `packing` runs.
     pub packings: &'a [&'a crate::packing::PackingReport],
+    /// `bench-promote` runs, with the machine shape each ran in.
+    pub promotes: &'a [(&'a Shape, &'a crate::promote::PromoteBenchReport)],
 }
 
 /// The value of `metric` over the runs, and how many runs it rests on (`None` when no run has
@@ -543,6 +619,42 @@ pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
             let n = xs.len();
             (median(&xs), n)
         }
+        Metric::PromoteReach90 { compact, fragment } => {
+            let xs: Vec<f64> = hotspot_runs(ev, compact, Some(*fragment))
+                .filter_map(|w| w.reach_90_ms.map(|ms| ms / 1e3))
+                .collect();
+            let n = xs.len();
+            (xs.iter().copied().reduce(f64::max), n)
+        }
+        Metric::PromoteSpeedupVsUnfragmented { compact, fragment } => {
+            let unfragmented: Vec<f64> = hotspot_runs(ev, compact, None)
+                .filter_map(|w| w.daemon_speedup)
+                .collect();
+            let xs: Vec<f64> = match geomean(&unfragmented) {
+                Some(u) => hotspot_runs(ev, compact, Some(*fragment))
+                    .filter_map(|w| Some(w.daemon_speedup? / u))
+                    .filter(|x| x.is_finite())
+                    .collect(),
+                None => Vec::new(),
+            };
+            (geomean(&xs), xs.len())
+        }
+        Metric::CompactionCpuShare { compact } => {
+            let xs: Vec<f64> = ev
+                .promotes
+                .iter()
+                .filter(|(shape, _)| shape.proactiveness.is_none_or(|p| p == LINUX_PROACTIVENESS))
+                .flat_map(|(_, r)| &r.workloads)
+                .filter(|w| w.compact.as_deref() == Some(compact.as_str()))
+                .filter_map(|w| w.daemon_compaction_cpu_share)
+                .collect();
+            let n = xs.len();
+            (xs.iter().copied().reduce(f64::max), n)
+        }
+        Metric::SimPagesPerBlock { phys, over } => {
+            let xs = pages_per_block_ratios(ev, phys, over);
+            (geomean(&xs), xs.len())
+        }
         Metric::Slowdown { share } => {
             let xs: Vec<f64> = ev
                 .swaps
@@ -554,6 +666,62 @@ pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
             (geomean(&xs), xs.len())
         }
     }
+}
+
+/// Linux's default `vm.compaction_proactiveness`: runs at it stand for the machine as Linux
+/// ships it.
+pub const LINUX_PROACTIVENESS: u32 = 20;
+
+/// The hot-spot stream's workloads of `bench-promote` runs with controller `compact`, at
+/// fragmentation `fragment` (`None`: unfragmented), kcompactd at Linux's default.
+fn hotspot_runs<'a>(
+    ev: Evidence<'a>,
+    compact: &'a str,
+    fragment: Option<f64>,
+) -> impl Iterator<Item = &'a crate::promote::PromoteBenchWorkload> + 'a {
+    ev.promotes
+        .iter()
+        .filter(move |(shape, _)| {
+            let f = shape.fragment.filter(|f| *f > 0.0);
+            let same = match (f, fragment) {
+                (None, None) => true,
+                (Some(a), Some(b)) => (a - b).abs() < 1e-9,
+                _ => false,
+            };
+            same && shape.proactiveness.is_none_or(|p| p == LINUX_PROACTIVENESS)
+        })
+        .flat_map(|(_, r)| &r.workloads)
+        .filter(move |w| w.graph.is_none() && w.compact.as_deref() == Some(compact))
+}
+
+/// Per point simulated under both compaction models from the same start (the phys labels
+/// equal but for the model's name), pages moved per block freed under `phys` over `over`.
+fn pages_per_block_ratios(ev: Evidence<'_>, phys: &str, over: &str) -> Vec<f64> {
+    // `mega:memory=2x:…` → (`mega`, `memory=2x:…`).
+    let split = |label: &str| -> Option<(String, String)> {
+        let (name, rest) = label.split_once(':').unwrap_or((label, ""));
+        Some((name.to_string(), rest.to_string()))
+    };
+    let mut per: Vec<(String, String, Option<f64>, String, f64)> = Vec::new();
+    for c in ev.curves {
+        for p in &c.points {
+            let Some(rec) = &p.phys else { continue };
+            let (Some((name, start)), Some(ppb)) = (split(&rec.label), rec.pages_per_block) else {
+                continue;
+            };
+            per.push((name, start, p.budget_share, p.policy.clone(), ppb));
+        }
+    }
+    per.iter()
+        .filter(|(name, ..)| name == phys)
+        .filter_map(|(_, start, budget, policy, ppb)| {
+            let other = per.iter().find(|(n, s, b, pol, _)| {
+                n == over && s == start && b == budget && pol == policy
+            })?;
+            Some(ppb / other.4)
+        })
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .collect()
 }
 
 /// A `swap` run the swapping headlines stand on: 4 KiB pages, the graph's own vertex order and

@@ -195,6 +195,7 @@ fn study_plan_and_its_headlines() {
         swaps: &[],
         bloats: &[],
         packings: &[],
+        promotes: &[],
     };
     let (got, n) = hugewise_results::study::measure(
         &Metric::Speedup {

@@ -21,7 +21,7 @@ use hugewise_results::{AnyResult, Kind, Meta, Saved};
 use hugewise_sim::curve::{self, CurveSpec};
 use hugewise_sim::TlbConfig;
 
-use hugewise_bench::{bloat, capture, faultlat, packing, pagebench, save, Error, Result};
+use hugewise_bench::{bloat, capture, faultlat, packing, pagebench, promote, save, Error, Result};
 
 use crate::swapsweep;
 
@@ -269,6 +269,7 @@ pub fn finished(dir: &Path, id: &str) -> bool {
         AnyResult::Swap(s) => &s.meta,
         AnyResult::BenchBloat(s) => &s.meta,
         AnyResult::BenchPacking(s) => &s.meta,
+        AnyResult::BenchPromote(s) => &s.meta,
         _ => return false,
     };
     meta.study.as_ref().is_some_and(|t| t.run == id)
@@ -433,6 +434,16 @@ fn one(
             write(&path, m, *r)?;
             0
         }
+        Done::Promote(r) => {
+            let busy = r
+                .workloads
+                .iter()
+                .flat_map(|w| &w.samples)
+                .filter(|s| s.quiet.as_ref().is_some_and(|q| q.busy()))
+                .count();
+            write(&path, m, r)?;
+            busy
+        }
     };
     Ok(Outcome::Done {
         path,
@@ -452,6 +463,7 @@ enum Done {
     Swap(hugewise_results::swapstudy::SwapStudy),
     Bloat(hugewise_results::bloat::BloatReport),
     Packing(Box<hugewise_results::packing::PackingReport>),
+    Promote(hugewise_results::promote::PromoteBenchReport),
 }
 
 fn config(what: &str, e: impl std::fmt::Display) -> Error {
@@ -539,7 +551,15 @@ fn work(
             budgets,
             reorder,
             max_iters,
+            phys,
         } => {
+            let phys = match phys {
+                Some(p) => Some(
+                    p.parse::<hugewise_sim::physmem::PhysSpec>()
+                        .map_err(|e| config("phys", e))?,
+                ),
+                None => None,
+            };
             let tmp = opts.dir.join(RUNS_DIR).join(format!(".{}.hwt", run.id));
             let mut spec = kernel_spec(kernel)?;
             if let (Spec::Pr { max_iters: cap, .. }, Some(n)) = (&mut spec, max_iters) {
@@ -582,7 +602,7 @@ fn work(
                     calibration: None,
                     reuse: false,
                     warmup_accesses: None,
-                    phys: None,
+                    phys: phys.clone(),
                 };
                 let stop = std::sync::atomic::AtomicBool::new(false);
                 let (c, _) =
@@ -675,6 +695,93 @@ fn work(
                 cancel,
                 &mut |d, t| obs.progress(d, t),
             )?))
+        }
+        Work::Promote {
+            graph,
+            kernel,
+            bytes,
+            reads,
+            rounds,
+            budget_share,
+            compact,
+        } => {
+            let compact = hugewise_promote::compact::Mode::from_name(compact).ok_or_else(|| {
+                config("compact", format!("'{compact}' is not off, auto or always"))
+            })?;
+            // A generated graph is made once for the study and loaded from its file.
+            let graph_file = match graph {
+                Some(g) => Some(match input_for(g, opts, plan.threads, obs)? {
+                    Input::File(f) => f.display().to_string(),
+                    _ => g.clone(),
+                }),
+                None => None,
+            };
+            obs.phase("promoting");
+            let stop = AtomicBool::new(cancel());
+            let mut progress = |d: u64, t: u64| {
+                if cancel() {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                obs.progress(d, t)
+            };
+            let interval = std::time::Duration::from_secs(1);
+            let report = match graph_file {
+                None => promote::driver::run(
+                    &promote::driver::Config {
+                        bytes: Bytes(*bytes),
+                        workloads: vec![promote::driver::Workload::hotspot()],
+                        reads: *reads,
+                        rounds: *rounds,
+                        until: Default::default(),
+                        budget_share: *budget_share,
+                        interval,
+                        sample_every: 64,
+                        seed: opts.seed,
+                        same_frames: false,
+                        cold_first: false,
+                        force: false,
+                        compact,
+                    },
+                    &stop,
+                    &mut progress,
+                )?,
+                Some(g) => {
+                    let exe = opts.exe.clone().ok_or_else(|| {
+                        config(
+                            "promote",
+                            "a graph kernel's arms need the hugewise program to run them",
+                        )
+                    })?;
+                    let work_dir = opts.dir.join(RUNS_DIR).join(format!(".{}.work", run.id));
+                    let cfg = promote::graph::Config {
+                        exe,
+                        kernel: kernel_spec(kernel.as_deref().unwrap_or("pr"))?,
+                        graph: g,
+                        load: LoadOptions::for_kernel(1),
+                        threads: Some(plan.threads),
+                        sources: Vec::new(),
+                        trials: *reads as u32,
+                        rounds: *rounds,
+                        until: Default::default(),
+                        budget_share: *budget_share,
+                        interval,
+                        sample_every: 64,
+                        plan: None,
+                        work_dir: work_dir.clone(),
+                        compact,
+                    };
+                    std::fs::create_dir_all(&work_dir).map_err(|source| Error::Write {
+                        path: work_dir.clone(),
+                        source,
+                    })?;
+                    let w = promote::graph::run(&cfg, &stop, &mut progress);
+                    let _ = std::fs::remove_dir_all(&work_dir);
+                    hugewise_results::promote::PromoteBenchReport {
+                        workloads: vec![w?],
+                    }
+                }
+            };
+            Ok(Done::Promote(report))
         }
         Work::Packing {
             records,

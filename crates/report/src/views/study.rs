@@ -45,8 +45,9 @@ pub fn work_line(w: &Work) -> String {
             budgets,
             reorder,
             max_iters,
+            phys,
         } => format!(
-            "{kernel} on {graph}{}{}: simulated {} at {} budgets",
+            "{kernel} on {graph}{}{}: simulated {} at {} budgets{}",
             reorder
                 .as_ref()
                 .map(|m| format!(" ({m})"))
@@ -55,8 +56,33 @@ pub fn work_line(w: &Work) -> String {
                 .map(|n| format!(", {n} iteration{}", if n == 1 { "" } else { "s" }))
                 .unwrap_or_default(),
             policies.join(", "),
-            budgets.len()
+            budgets.len(),
+            phys.as_ref()
+                .map(|p| format!(", physical memory {p}"))
+                .unwrap_or_default()
         ),
+        Work::Promote {
+            graph,
+            kernel,
+            bytes,
+            reads,
+            rounds,
+            budget_share,
+            compact,
+        } => match graph {
+            Some(g) => format!(
+                "promotion arms, {} on {g}, {reads} trials, budget {}, --compact {compact} \
+                 ({rounds} rounds)",
+                kernel.as_deref().unwrap_or("pr"),
+                pct(*budget_share)
+            ),
+            None => format!(
+                "promotion arms, hot spot over {}, {reads} reads, budget {}, --compact \
+                 {compact} ({rounds} rounds)",
+                crate::fmt::bytes(*bytes),
+                pct(*budget_share)
+            ),
+        },
         Work::Swap {
             graph,
             kernel,
@@ -161,7 +187,12 @@ pub fn metric_value(m: &Metric, v: f64) -> String {
         Metric::ShareOfIdeal { .. }
         | Metric::HugeShare { .. }
         | Metric::SimShareOfIdeal { .. }
-        | Metric::PackingHugeShare { .. } => pct(v),
+        | Metric::PackingHugeShare { .. }
+        | Metric::CompactionCpuShare { .. } => pct(v),
+        Metric::PromoteReach90 { .. } => format!("{v:.1} s"),
+        Metric::PromoteSpeedupVsUnfragmented { .. } | Metric::SimPagesPerBlock { .. } => {
+            format!("{v:.2}")
+        }
     }
 }
 
@@ -176,12 +207,21 @@ pub fn gap(h: &Headline) -> Option<(String, bool)> {
         | Metric::OvercommitGain { .. }
         | Metric::Slowdown { .. }
         | Metric::PackingSpeedup { .. } => format!("{sign}{:.2}×", d.abs()),
-        Metric::ThroughputVsAlways { .. } | Metric::BloatVsAlways { .. } => {
+        Metric::ThroughputVsAlways { .. }
+        | Metric::BloatVsAlways { .. }
+        | Metric::PromoteSpeedupVsUnfragmented { .. }
+        | Metric::SimPagesPerBlock { .. } => {
             format!("{sign}{:.2}", d.abs())
         }
+        Metric::PromoteReach90 { .. } => format!("{sign}{:.1} s", d.abs()),
         _ => format!("{sign}{:.1} pp", d.abs() * 100.0),
     };
-    Some((text, d >= 0.0))
+    let met = if h.claim.metric.lower_is_better() {
+        d <= 0.0
+    } else {
+        d >= 0.0
+    };
+    Some((text, met))
 }
 
 /// What a headline measured here, or why it has no value.

@@ -83,6 +83,15 @@ pub(super) fn footprint_bytes(work: &Work) -> Option<u64> {
             keys.saturating_mul(value_bytes.saturating_add(100))
                 .saturating_mul(2),
         ),
+        // One arm's region at a time, the daemon's ring and a collapse's page beside it; a
+        // graph's arms are each a run of their own, one at a time.
+        Work::Promote {
+            graph: None, bytes, ..
+        } => Some(bytes + (10 << 20)),
+        Work::Promote { graph: Some(g), .. } => {
+            let (n, arcs) = size_of(g)?;
+            Some(csr_bytes(n, arcs, false) + n * 24)
+        }
         // A hot record of 32 bytes and a cold one of 480, as glibc lays them out (48 + 496).
         Work::Packing { records, .. } => Some(records.saturating_mul(560)),
         // Loaded outside the limit, then copied into memory charged to it.
@@ -149,6 +158,31 @@ pub(super) fn estimate_s(work: &Work, shape: &Shape) -> f64 {
                 rounds,
                 ..
             } => (*keys as f64 * 7e-6 + 15.0) * variants.len() as f64 * *rounds as f64,
+            // The hot spot's dependent reads take about 100 ns each on 4 KiB pages (the arms
+            // with huge pages less), four arms a round, each region faulted in at about
+            // 1 GiB/s; a graph's arms each load the graph and run its warm-up and trials, the
+            // plan traced and simulated first.
+            Work::Promote {
+                graph: None,
+                bytes,
+                reads,
+                rounds,
+                ..
+            } => {
+                let arm = *reads as f64 * 100e-9 + *bytes as f64 / GIB as f64 + 1.0;
+                arm * 4.0 * *rounds as f64
+            }
+            Work::Promote {
+                graph: Some(g),
+                reads,
+                rounds,
+                ..
+            } => {
+                let arcs = size_of(g).map_or(1e8, |(_, a)| a as f64);
+                let trial = arcs * kernel_ns_per_arc("pr") * 1e-9;
+                let arm = load(g) + trial * (*reads as f64 + 2.0);
+                load(g) + arcs * 400e-9 + arm * 4.0 * *rounds as f64
+            }
             // Measured: 4 M records and 20 M hops take about 12 s a run on 4 KiB pages, the
             // profile run about as long; the other variants are faster.
             Work::Packing {

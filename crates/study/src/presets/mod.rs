@@ -150,6 +150,20 @@ pub const PRESETS: &[Preset] = &[
         claims: claims::packing,
     },
     Preset {
+        name: "compaction",
+        question: "Under memory pressure and 25, 50 and 90 % fragmentation, does the daemon's \
+                   own compaction (--compact auto) get the hot chunks huge sooner, and keep more \
+                   of its gain, than no compaction or Linux's proactive compaction at 20 and \
+                   100, within 2 % of a core; and does MEGA's simulated compaction move fewer \
+                   pages than Ingens's?",
+        reproduces: "MEGA's and Ingens's compaction (simulated) beside the daemon's (measured)",
+        needs: "root (pressure, fragmentation, vm.compaction_proactiveness); 6 GiB; --quick: \
+                a 64 MiB hot spot, 2 minutes; full: a 4 GiB hot spot and PageRank on kron:22, \
+                hours",
+        runs: compaction,
+        claims: claims::compaction,
+    },
+    Preset {
         name: "smoke",
         question: "Does the study machinery work on this machine (seconds)?",
         reproduces: "nothing: a check of the runner, the report and a scheduler",
@@ -328,6 +342,7 @@ fn curve(
         budgets: CURVE_BUDGETS.to_vec(),
         reorder: reorder.map(Into::into),
         max_iters,
+        phys: None,
     }
 }
 
@@ -731,6 +746,118 @@ fn swap(p: &Given) -> Vec<PlannedRun> {
     runs
 }
 
+/// The daemon's compaction controllers, and Linux's proactive compaction at its default and
+/// at 100, each run an arm of its own.
+pub const COMPACTION_ARMS: [(&str, &str, u32); 3] = [
+    ("auto", "auto", hugewise_results::study::LINUX_PROACTIVENESS),
+    ("off", "off", hugewise_results::study::LINUX_PROACTIVENESS),
+    ("linux100", "off", 100),
+];
+
+/// The simulated compaction models set side by side.
+const PHYS_MODELS: [&str; 4] = ["off", "linux", "ingens", "mega"];
+
+/// The hot spot and PageRank promoted by the daemon under each compaction arm, with memory
+/// pressure at each fragmentation level (unfragmented first, the reference), and the
+/// simulated compaction models over one trace per level.
+fn compaction(p: &Given) -> Vec<PlannedRun> {
+    let q = p.quick;
+    let rounds = p.repeat.unwrap_or(if q { 1 } else { 5 });
+    let (bytes, reads) = if q {
+        (64u64 << 20, 2_000_000)
+    } else {
+        (4 * GIB, 200_000_000)
+    };
+    let frags: &[f64] = if q {
+        &[0.0, 0.5]
+    } else {
+        &[0.0, 0.25, 0.5, 0.9]
+    };
+    let arms: &[(&str, &str, u32)] = if q {
+        &COMPACTION_ARMS[..2]
+    } else {
+        &COMPACTION_ARMS
+    };
+    // Free beyond the run's footprint: scarce enough that the kernel's free 2 MiB blocks are
+    // what the fragmentation left, not whatever a large machine has spare.
+    let extra = if q { 256 << 20 } else { GIB };
+    let shape = |f: f64, proactiveness: u32| Shape {
+        fragment: (f > 0.0).then_some(f),
+        free_beyond_footprint_bytes: Some(extra),
+        proactiveness: Some(proactiveness),
+    };
+    let mut runs = Vec::new();
+    let graph = (!q).then_some("kron:22");
+    for &f in frags {
+        for &(tag, compact, pro) in arms {
+            runs.push(pages_run(
+                format!("hot-{tag}-frag{:.0}", f * 100.0),
+                format!(
+                    "hot spot, daemon --compact {compact}, proactiveness {pro}, {:.0} % fragmented",
+                    f * 100.0
+                ),
+                shape(f, pro),
+                Work::Promote {
+                    graph: None,
+                    kernel: None,
+                    bytes,
+                    reads,
+                    rounds,
+                    budget_share: 0.04,
+                    compact: compact.into(),
+                },
+            ));
+            if let Some(g) = graph {
+                runs.push(pages_run(
+                    format!("pr-{}-{tag}-frag{:.0}", slug(g), f * 100.0),
+                    format!(
+                        "pr on {g}, daemon --compact {compact}, proactiveness {pro}, {:.0} % \
+                         fragmented",
+                        f * 100.0
+                    ),
+                    shape(f, pro),
+                    Work::Promote {
+                        graph: Some(g.into()),
+                        kernel: Some("pr".into()),
+                        bytes: 0,
+                        reads: 2,
+                        rounds: rounds.min(3),
+                        budget_share: 0.04,
+                        compact: compact.into(),
+                    },
+                ));
+            }
+        }
+    }
+    let tg = if q { "kron:12" } else { "kron:18" };
+    let models: &[&str] = if q { &["ingens", "mega"] } else { &PHYS_MODELS };
+    for &f in frags.iter().filter(|f| **f > 0.0) {
+        for m in models {
+            runs.push(pages_run(
+                format!("sim-{m}-{}-frag{:.0}", slug(tg), f * 100.0),
+                format!(
+                    "pr on {tg}, simulated PCC in physical memory, {m} compaction, {:.0} % \
+                     fragmented",
+                    f * 100.0
+                ),
+                Shape::default(),
+                Work::Curve {
+                    graph: tg.into(),
+                    kernel: "pr".into(),
+                    policies: vec!["pcc".into()],
+                    budgets: vec![0.04, 0.16],
+                    reorder: None,
+                    phys: Some(format!(
+                        "{m}:memory=2x:others=50%:fragment={:.0}%",
+                        f * 100.0
+                    )),
+                },
+            ));
+        }
+    }
+    runs
+}
+
 /// Redis under each THP mode and hugewise exec rule.
 fn bloat(p: &Given) -> Vec<PlannedRun> {
     let q = p.quick;
@@ -831,7 +958,11 @@ mod tests {
                         | Metric::ThroughputVsAlways { .. }
                         | Metric::BloatVsAlways { .. }
                         | Metric::PackingSpeedup { .. }
-                        | Metric::PackingHugeShare { .. } => vec![],
+                        | Metric::PackingHugeShare { .. }
+                        | Metric::PromoteReach90 { .. }
+                        | Metric::PromoteSpeedupVsUnfragmented { .. }
+                        | Metric::CompactionCpuShare { .. }
+                        | Metric::SimPagesPerBlock { .. } => vec![],
                     };
                     for w in wanted {
                         assert!(names.contains(&w), "{}: claim names '{w}'", p.name);
