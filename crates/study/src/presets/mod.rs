@@ -157,9 +157,9 @@ pub const PRESETS: &[Preset] = &[
                    100, within 2 % of a core; and does MEGA's simulated compaction move fewer \
                    pages than Ingens's?",
         reproduces: "MEGA's and Ingens's compaction (simulated) beside the daemon's (measured)",
-        needs: "root (pressure, fragmentation, vm.compaction_proactiveness); 6 GiB; --quick: \
-                a 64 MiB hot spot, 2 minutes; full: a 4 GiB hot spot and PageRank on kron:22, \
-                hours",
+        needs: "root (pressure, fragmentation, vm.compaction_proactiveness); the run's \
+                footprint + 4 GiB left free; --quick: a 64 MiB hot spot, 2 minutes; full: a \
+                4 GiB hot spot and PageRank on kron:22, 3 hours",
         runs: compaction,
         claims: claims::compaction,
     },
@@ -778,9 +778,10 @@ fn compaction(p: &Given) -> Vec<PlannedRun> {
     } else {
         &COMPACTION_ARMS
     };
-    // Free beyond the run's footprint: scarce enough that the kernel's free 2 MiB blocks are
-    // what the fragmentation left, not whatever a large machine has spare.
-    let extra = if q { 256 << 20 } else { GIB };
+    // Free beyond the run's footprint: 4 GiB, scarce enough on a large machine that the
+    // kernel's free 2 MiB blocks are what the fragmentation left, and enough that the machine
+    // goes on serving what else runs on it.
+    let extra = 4 * GIB;
     let shape = |f: f64, proactiveness: u32| Shape {
         fragment: (f > 0.0).then_some(f),
         free_beyond_footprint_bytes: Some(extra),
