@@ -51,8 +51,8 @@ fn the_compaction_study_plans_every_arm_at_every_level_and_the_models_beside() {
         "hot-off-frag0",
         "hot-auto-frag50",
         "hot-off-frag50",
-        "sim-ingens-kron12-frag50",
-        "sim-mega-kron12-frag50",
+        "sim-ingens-kron16-frag50",
+        "sim-mega-kron16-frag50",
     ] {
         assert!(ids.contains(&id), "{id}: {ids:?}");
     }
@@ -127,7 +127,7 @@ fn the_quick_compaction_study_runs_as_root_and_puts_the_machine_back() {
         .find(|s| s["arm"] == "daemon")
         .expect("a daemon sample");
     assert!(daemon["compactions"].is_array(), "{daemon}");
-    let sim = read(&dir.join("runs/sim-mega-kron12-frag50.json"));
+    let sim = read(&dir.join("runs/sim-mega-kron16-frag50.json"));
     assert!(
         sim.to_string().contains("pages_per_block"),
         "no physical memory record"

@@ -71,6 +71,15 @@ impl std::str::FromStr for Mode {
     }
 }
 
+/// Huge bytes that make 90 % of a budget of `budget_bytes`, counted in the whole 2 MiB pages
+/// the budget holds (at least one): what "the budget nearly reached" means when a budget of a
+/// few huge pages is reached one page at a time.
+pub fn ninety_percent_of(budget_bytes: u64) -> u64 {
+    let huge = crate::HUGE as u64;
+    let pages = (budget_bytes / huge).max(1);
+    (pages * huge * 9).div_ceil(10)
+}
+
 /// The controller's settings.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Settings {
@@ -508,6 +517,14 @@ impl fmt::Display for Mode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ninety_percent_of_a_budget_counts_its_whole_huge_pages() {
+        let huge = crate::HUGE as u64;
+        // Under one page: the one page. Ten pages and a half: nine of them.
+        assert_eq!(ninety_percent_of(huge / 2), (huge * 9).div_ceil(10));
+        assert_eq!(ninety_percent_of(10 * huge + huge / 2), 9 * huge);
+    }
 
     const M: u64 = 1 << 20;
 

@@ -704,6 +704,7 @@ fn work(
             rounds,
             budget_share,
             compact,
+            interval_ms,
         } => {
             let compact = hugewise_promote::compact::Mode::from_name(compact).ok_or_else(|| {
                 config("compact", format!("'{compact}' is not off, auto or always"))
@@ -724,7 +725,7 @@ fn work(
                 }
                 obs.progress(d, t)
             };
-            let interval = std::time::Duration::from_secs(1);
+            let interval = std::time::Duration::from_millis(*interval_ms);
             let report = match graph_file {
                 None => promote::driver::run(
                     &promote::driver::Config {

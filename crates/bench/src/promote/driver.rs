@@ -442,6 +442,7 @@ fn timed_with_daemon(
     let samples = Subscriber::open_at(&ring, target.writer())?;
     d.add_with(target, Some(samples));
     let stop = AtomicBool::new(false);
+    let ninety = hugewise_promote::compact::ninety_percent_of(budget_bytes);
     let log: Mutex<DaemonRun> = Mutex::new(DaemonRun {
         reach_ms: None,
         reach_90_ms: None,
@@ -476,9 +477,7 @@ fn timed_with_daemon(
                     l.compactions += 1;
                     l.compaction_cpu_ns += c.cpu_ns;
                 }
-                if l.reach_90_ms.is_none()
-                    && iv.huge_bytes_after as f64 + HUGE as f64 > 0.9 * budget_bytes as f64
-                {
+                if l.reach_90_ms.is_none() && iv.huge_bytes_after >= ninety {
                     l.reach_90_ms = Some(iv.t_ms);
                 }
                 if l.reach_ms.is_some() {

@@ -408,7 +408,7 @@ fn daemon_fields(s: &mut PromoteBenchSample, d: &PromoteReport) {
         .intervals
         .iter()
         .find(|i| {
-            i.huge_bytes_after as f64 + hugewise_promote::HUGE as f64 > 0.9 * i.budget_bytes as f64
+            i.huge_bytes_after >= hugewise_promote::compact::ninety_percent_of(i.budget_bytes)
         })
         .map(|i| i.t_ms);
     if let Some(reach) = d.totals.reach_budget_ms {

@@ -491,6 +491,22 @@ fn bench_workload(r: &PromoteBenchWorkload) -> String {
             );
         }
         let _ = writeln!(o, "{line}");
+        if let Some(mode) = &r.compact {
+            let _ = writeln!(
+                o,
+                "compaction (--compact {mode}): {} a run, {} of one core; 90 % of the budget \
+                 after {} (medians)",
+                r.daemon_compactions
+                    .map(|n| format!("{n:.0}"))
+                    .unwrap_or_else(|| "-".into()),
+                r.daemon_compaction_cpu_share
+                    .map(pct)
+                    .unwrap_or_else(|| "-".into()),
+                r.reach_90_ms
+                    .map(|m| format!("{:.1} s", m / 1e3))
+                    .unwrap_or_else(|| "never".into())
+            );
+        }
     }
     if let Some(line) = hot_chunks_line(r) {
         let _ = writeln!(o, "{line}");

@@ -69,6 +69,7 @@ pub fn work_line(w: &Work) -> String {
             rounds,
             budget_share,
             compact,
+            interval_ms: _,
         } => match graph {
             Some(g) => format!(
                 "promotion arms, {} on {g}, {reads} trials, budget {}, --compact {compact} \

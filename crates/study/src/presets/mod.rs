@@ -158,7 +158,7 @@ pub const PRESETS: &[Preset] = &[
                    pages than Ingens's?",
         reproduces: "MEGA's and Ingens's compaction (simulated) beside the daemon's (measured)",
         needs: "root (pressure, fragmentation, vm.compaction_proactiveness); the run's \
-                footprint + 4 GiB left free; --quick: a 64 MiB hot spot, 2 minutes; full: a \
+                footprint + 4 GiB left free; --quick: a 256 MiB hot spot, 2 minutes; full: a \
                 4 GiB hot spot and PageRank on kron:22, 3 hours",
         runs: compaction,
         claims: claims::compaction,
@@ -763,10 +763,11 @@ const PHYS_MODELS: [&str; 4] = ["off", "linux", "ingens", "mega"];
 fn compaction(p: &Given) -> Vec<PlannedRun> {
     let q = p.quick;
     let rounds = p.repeat.unwrap_or(if q { 1 } else { 5 });
-    let (bytes, reads) = if q {
-        (64u64 << 20, 2_000_000)
+    // Quick: long enough (about a second an arm) for a daemon looking every 200 ms to act.
+    let (bytes, reads, interval_ms) = if q {
+        (256u64 << 20, 10_000_000, 200)
     } else {
-        (4 * GIB, 200_000_000)
+        (4 * GIB, 200_000_000, 1000)
     };
     let frags: &[f64] = if q {
         &[0.0, 0.5]
@@ -806,6 +807,7 @@ fn compaction(p: &Given) -> Vec<PlannedRun> {
                     rounds,
                     budget_share: 0.04,
                     compact: compact.into(),
+                    interval_ms,
                 },
             ));
             if let Some(g) = graph {
@@ -825,12 +827,15 @@ fn compaction(p: &Given) -> Vec<PlannedRun> {
                         rounds: rounds.min(3),
                         budget_share: 0.04,
                         compact: compact.into(),
+                        interval_ms,
                     },
                 ));
             }
         }
     }
-    let tg = if q { "kron:12" } else { "kron:18" };
+    // Large enough that the budgets are many 2 MiB blocks (kron:16 about 40, kron:20 about
+    // 600 of footprint).
+    let tg = if q { "kron:16" } else { "kron:20" };
     let models: &[&str] = if q { &["ingens", "mega"] } else { &PHYS_MODELS };
     for &f in frags.iter().filter(|f| **f > 0.0) {
         for m in models {
@@ -846,7 +851,7 @@ fn compaction(p: &Given) -> Vec<PlannedRun> {
                     graph: tg.into(),
                     kernel: "pr".into(),
                     policies: vec!["pcc".into()],
-                    budgets: vec![0.04, 0.16],
+                    budgets: vec![0.16, 0.64],
                     reorder: None,
                     phys: Some(format!(
                         "{m}:memory=2x:others=50%:fragment={:.0}%",
