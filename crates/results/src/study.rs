@@ -780,7 +780,12 @@ pub fn scale(plan: &StudyPlan, metric: &Metric, paper: Option<&PaperScale>) -> O
         | Metric::SpeedupOver { .. }
         | Metric::ShareOfIdeal { .. }
         | Metric::HugeShare { .. } => matches!(w, Work::Pages { .. }),
-        Metric::SimShareOfIdeal { .. } => matches!(w, Work::Curve { .. }),
+        Metric::SimShareOfIdeal { .. } | Metric::SimPagesPerBlock { .. } => {
+            matches!(w, Work::Curve { .. })
+        }
+        Metric::PromoteReach90 { .. }
+        | Metric::PromoteSpeedupVsUnfragmented { .. }
+        | Metric::CompactionCpuShare { .. } => matches!(w, Work::Promote { .. }),
         Metric::OvercommitGain { .. } | Metric::Slowdown { .. } => matches!(w, Work::Swap { .. }),
         Metric::ThroughputVsAlways { .. } | Metric::BloatVsAlways { .. } => {
             matches!(w, Work::Bloat { .. })

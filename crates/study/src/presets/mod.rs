@@ -853,6 +853,9 @@ fn compaction(p: &Given) -> Vec<PlannedRun> {
                     policies: vec!["pcc".into()],
                     budgets: vec![0.16, 0.64],
                     reorder: None,
+                    // One iteration spreads its walks as the whole run does, at a fraction
+                    // of the trace.
+                    max_iters: Some(1),
                     phys: Some(format!(
                         "{m}:memory=2x:others=50%:fragment={:.0}%",
                         f * 100.0
