@@ -153,13 +153,14 @@ impl Emitted {
         });
         let mut s = format!(
             "a Slurm array job of {} task{}, one per run, in {}:\n  {}  the plan every task \
-             reads\n  {}  one run id per line\n  {}  {} CPUs, {mem}, at most {} \
-             per task\n",
+             reads\n  {}  one run id per line\n  {}  the request each task hands \
+             its worker\n  {}  {} CPUs, {mem}, at most {} per task\n",
             self.tasks,
             if self.tasks == 1 { "" } else { "s" },
             self.dir.display(),
             self.plan.display(),
             self.runs.display(),
+            self.task.display(),
             self.script.display(),
             self.cpus_per_task,
             slurm_time(self.time_limit_s),
@@ -519,6 +520,7 @@ mod tests {
             "631MiB of memory",
             "at most 0-00:07:00",
             "note: nodes are shared",
+            "task.json  the request each task hands its worker",
         ] {
             assert!(text.contains(want), "{want}: {text}");
         }

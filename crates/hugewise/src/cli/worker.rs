@@ -24,7 +24,8 @@ pub fn run(mode: Mode) -> anyhow::Result<()> {
     let kind = request.kind();
     let mut output = std::io::stdout().lock();
     match request {
-        Request::Study(t) => worker::reply(&mut output, &serve_task(mode, &t, &meta, &cancel)?),
+        Request::Study(t) => serve_task(mode, &t, &meta, &cancel)
+            .and_then(|reply| worker::reply(&mut output, &reply)),
         request => worker::serve(request, &mut input, &mut output, &meta, &cancel),
     }
     .with_context(|| format!("hugewise worker: {kind}"))
