@@ -32,7 +32,12 @@ pub struct Config {
     pub share: Share,
     /// Per-pid factor on the policy's scores (1 when absent).
     pub bias: HashMap<i32, f64>,
-    /// Most promotions per interval (the PCC paper promotes up to 128 regions at a time).
+    /// Promotions a look makes whatever they take (the PCC paper promotes up to 128 regions
+    /// at a time); past them it goes on only while it has lasted less than an interval. A hot
+    /// set larger than this is then made huge as fast as collapses go, in one look, not one
+    /// batch an interval later (with 163 hot chunks and 128 a look, the last 35 waited a whole
+    /// interval on 4 KiB pages). A look still ends within about an interval, so the daemon's
+    /// pace stays bounded.
     pub max_promotions: usize,
     /// A candidate takes the place of a huge chunk only when its score is this many times the
     /// huge chunk's: hysteresis, so two chunks of equal heat do not swap back and forth.
@@ -737,7 +742,13 @@ impl Daemon {
         score.extend(d.lasting.iter().copied());
         // Demotions made (and read back split) to take a huge chunk's place.
         let mut swaps = 0u32;
-        for i in order.into_iter().take(self.cfg.max_promotions) {
+        let promoted_before = iv.promoted;
+        for i in order {
+            if iv.promoted - promoted_before >= self.cfg.max_promotions as u32
+                && now.elapsed() >= self.cfg.interval
+            {
+                break;
+            }
             if let Some(&period) = periods.get(&chunks[i].pid) {
                 let pid = chunks[i].pid;
                 let entries = self.cfg.tlb_entries;

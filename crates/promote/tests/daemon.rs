@@ -285,6 +285,35 @@ fn the_first_decision_comes_once_samples_are_in_not_a_whole_interval_later() {
 }
 
 #[test]
+fn a_look_promotes_past_its_promotion_count_while_it_lasts_less_than_an_interval() {
+    let Some((_one, m)) = serial_four_k_chunks(6) else {
+        return;
+    };
+    // Four hot chunks, room for all four, one promotion a look at least.
+    let hot = [0, 2, 3, 5];
+    let one_a_look = |interval| Config {
+        interval,
+        max_promotions: 1,
+        ..cfg(Limit::Bytes(8 << 20))
+    };
+    // A second of interval: the four collapses (a few milliseconds each) fit in one look.
+    let (publisher, mut d) = pcc_on_me("cap-long", one_a_look(Duration::from_secs(1)));
+    heat(&publisher, &m, &hot, 1000);
+    let iv = d.step(&mut |_| {}).expect("step");
+    assert_eq!((iv.promoted, iv.failed), (4, 0), "{iv:?}");
+    drop((publisher, d));
+
+    // An interval shorter than any collapse: one a look, as the count says.
+    let Some(m) = four_k_chunks(6) else {
+        return;
+    };
+    let (publisher, mut d) = pcc_on_me("cap-short", one_a_look(Duration::from_nanos(1)));
+    heat(&publisher, &m, &hot, 1000);
+    let iv = d.step(&mut |_| {}).expect("step");
+    assert_eq!((iv.promoted, iv.failed), (1, 0), "{iv:?}");
+}
+
+#[test]
 fn a_sampled_policy_counts_without_acting_until_it_has_enough_samples() {
     let Some((_one, m)) = serial_four_k_chunks(4) else {
         return;

@@ -345,6 +345,12 @@ pub struct PromoteBenchSample {
     /// for the other arms and in results from before they were kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compactions: Option<(u32, u64)>,
+    /// The time of the second half of the timed reads alone, in the workload's unit: past
+    /// the daemon's ramp in a run of the default length, so that what the daemon costs once
+    /// its chunks are huge shows apart from how long it took to make them so. `null` for
+    /// graph kernels and in results from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail_time: Option<f64>,
 }
 
 impl PromoteBenchSample {
@@ -371,6 +377,7 @@ impl PromoteBenchSample {
             quiet: None,
             reach_90_ms: None,
             compactions: None,
+            tail_time: None,
         }
     }
 }
@@ -415,6 +422,38 @@ pub struct PromoteBenchArm {
     /// the base was not slower than the ideal at the median).
     #[serde(default)]
     pub share_of_ideal_saving: Option<f64>,
+    /// `time_vs_ideal` over the second half of the reads alone
+    /// ([`PromoteBenchSample::tail_time`]): the daemon once its ramp is over (`null` for the
+    /// ideal and where the samples have no tail times).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail_time_vs_ideal: Option<f64>,
+    /// Its 95 % interval (see `speedup_vs_base_ci95`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail_time_vs_ideal_ci95: Option<MedianInterval>,
+    /// `share_of_ideal_saving` over the second half of the reads alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail_share_of_ideal_saving: Option<f64>,
+}
+
+impl PromoteBenchArm {
+    /// `arm`'s summary of `time`, every figure set against another arm still empty.
+    pub fn timed(arm: Arm, time: Summary) -> Self {
+        PromoteBenchArm {
+            arm,
+            time,
+            speedup_vs_base: None,
+            speedup_vs_base_ci95: None,
+            share_of_ideal: None,
+            share_of_ideal_ci95: None,
+            huge_footprint_share: 0.0,
+            time_vs_ideal: None,
+            time_vs_ideal_ci95: None,
+            share_of_ideal_saving: None,
+            tail_time_vs_ideal: None,
+            tail_time_vs_ideal_ci95: None,
+            tail_share_of_ideal_saving: None,
+        }
+    }
 }
 
 /// The benchmark result: one entry per workload, each with its own base and ideal arms.
@@ -767,37 +806,61 @@ impl PromoteBenchWorkload {
     /// both) and its share of the time the ideal saves, from the samples: files from before
     /// these were kept read with them too.
     pub fn fill_vs_ideal(&mut self) {
-        let ideal_in = |round: u32| {
-            self.samples
-                .iter()
-                .find(|s| s.arm == Arm::Ideal && s.round == round)
-                .map(|s| s.time)
+        let whole = |s: &PromoteBenchSample| Some(s.time);
+        let tail = |s: &PromoteBenchSample| s.tail_time;
+        let (base, found) = self.vs_ideal(whole);
+        let (tail_base, tail_found) = self.vs_ideal(tail);
+        let saving = |base: Option<f64>, mine: Option<f64>| {
+            base.zip(mine)
+                .and_then(|(base, mine)| (base > 1.0).then(|| (base - mine) / (base - 1.0)))
         };
-        let ratios = |a: Arm| -> Vec<f64> {
-            self.samples
-                .iter()
-                .filter(|s| s.arm == a)
-                .filter_map(|s| Some(s.time / ideal_in(s.round)?))
-                .collect()
-        };
-        let base = crate::stats::median(&ratios(Arm::Base));
-        let found: Vec<Vec<f64>> = self.summary.iter().map(|s| ratios(s.arm)).collect();
-        for (s, mine) in self.summary.iter_mut().zip(found) {
-            if s.arm == Arm::Ideal || s.time_vs_ideal.is_some() {
+        for ((s, mine), tail) in self.summary.iter_mut().zip(found).zip(tail_found) {
+            if s.arm == Arm::Ideal {
+                continue;
+            }
+            if s.tail_time_vs_ideal.is_none() && !tail.is_empty() {
+                s.tail_time_vs_ideal_ci95 = crate::stats::median_interval(&tail, 0.95);
+                s.tail_time_vs_ideal = crate::stats::median(&tail);
+                if s.arm != Arm::Base {
+                    s.tail_share_of_ideal_saving = saving(tail_base, s.tail_time_vs_ideal);
+                }
+            }
+            if s.time_vs_ideal.is_some() {
                 continue;
             }
             s.time_vs_ideal_ci95 = crate::stats::median_interval(&mine, 0.95);
             let mine = crate::stats::median(&mine);
             s.time_vs_ideal = mine;
             if s.arm != Arm::Base {
-                s.share_of_ideal_saving = base
-                    .zip(mine)
-                    .and_then(|(base, mine)| (base > 1.0).then(|| (base - mine) / (base - 1.0)));
+                s.share_of_ideal_saving = saving(base, mine);
             }
         }
         let arm = |a: Arm| self.summary.iter().find(|s| s.arm == a);
         self.plan_share_of_ideal_saving = arm(Arm::Plan).and_then(|s| s.share_of_ideal_saving);
         self.daemon_share_of_ideal_saving = arm(Arm::Daemon).and_then(|s| s.share_of_ideal_saving);
+    }
+
+    /// Per summarized arm, its times over the ideal's in each round that ran both, timed by
+    /// `time` (a sample without that time is left out), and the base's median of them.
+    fn vs_ideal(
+        &self,
+        time: impl Fn(&PromoteBenchSample) -> Option<f64>,
+    ) -> (Option<f64>, Vec<Vec<f64>>) {
+        let ideal_in = |round: u32| {
+            self.samples
+                .iter()
+                .find(|s| s.arm == Arm::Ideal && s.round == round)
+                .and_then(&time)
+        };
+        let ratios = |a: Arm| -> Vec<f64> {
+            self.samples
+                .iter()
+                .filter(|s| s.arm == a)
+                .filter_map(|s| Some(time(s)? / ideal_in(s.round)?))
+                .collect()
+        };
+        let base = crate::stats::median(&ratios(Arm::Base));
+        (base, self.summary.iter().map(|s| ratios(s.arm)).collect())
     }
 
     /// Set the headline fields from the summaries and samples.

@@ -315,20 +315,18 @@ fn run_workload(
                     stop: cancel,
                 };
                 std::hint::black_box(stream.reads_until(r, warm_up));
-                let (ns, dr) = if arm == Arm::Daemon {
+                let ((ns, tail_ns), dr) = if arm == Arm::Daemon {
                     let (ns, d) = timed_with_daemon(cfg, &stream, r, seed, budget_bytes, cancel)?;
                     collapse_ns = d.collapse_ns.clone();
                     (ns, Some(d))
                 } else {
-                    let t = Instant::now();
                     let timed = Pass {
                         n: cfg.reads,
                         seed,
                         sample: None,
                         stop: cancel,
                     };
-                    std::hint::black_box(stream.reads_until(r, timed));
-                    (t.elapsed().as_nanos() as u64, None)
+                    (timed_in_halves(&stream, r, timed), None)
                 };
                 if cancel.load(Ordering::Relaxed) {
                     return Err(Error::Interrupted);
@@ -357,6 +355,7 @@ fn run_workload(
                     quiet: q,
                     reach_90_ms: dr.as_ref().and_then(|d| d.reach_90_ms),
                     compactions: dr.as_ref().map(|d| (d.compactions, d.compaction_cpu_ns)),
+                    tail_time: Some(tail_ns as f64 / (cfg.reads - cfg.reads / 2).max(1) as f64),
                     ..PromoteBenchSample::timed(round, arm, ns as f64 / cfg.reads as f64)
                 });
                 progress(samples.len() as u64, total);
@@ -402,7 +401,29 @@ fn run_workload(
     })
 }
 
-/// Time the reads while a daemon thread promotes the region within `budget_bytes`.
+/// The time of `pass`'s reads, and of their second half alone: the first half from the
+/// pass's seed, the second from another, each its own pass, so that the loop that is timed
+/// stays the one every arm runs.
+fn timed_in_halves(stream: &Stream, r: &Region<u64>, pass: Pass<'_>) -> (u64, u64) {
+    let first = pass.n / 2;
+    let t = Instant::now();
+    std::hint::black_box(stream.reads_until(r, Pass { n: first, ..pass }));
+    let half = Instant::now();
+    let second = Pass {
+        n: pass.n - first,
+        seed: pass.seed ^ 0x7a11_5eed,
+        ..pass
+    };
+    std::hint::black_box(stream.reads_until(r, second));
+    let end = Instant::now();
+    (
+        end.duration_since(t).as_nanos() as u64,
+        end.duration_since(half).as_nanos() as u64,
+    )
+}
+
+/// Time the reads while a daemon thread promotes the region within `budget_bytes`: the
+/// whole, and the second half alone.
 fn timed_with_daemon(
     cfg: &Config,
     stream: &Stream,
@@ -410,7 +431,7 @@ fn timed_with_daemon(
     seed: u64,
     budget_bytes: u64,
     cancel: &AtomicBool,
-) -> Result<(u64, DaemonRun)> {
+) -> Result<((u64, u64), DaemonRun)> {
     // In shared memory, beside where programs publish (a ring in a file on disk would add
     // writeback and write faults to the sampled reads), under a name of its own: a run of a
     // graph kernel in this process publishes at the program's name. Ctrl-C ends the reads and
@@ -499,15 +520,13 @@ fn timed_with_daemon(
                 }
             })
         });
-        let t = Instant::now();
         let timed = Pass {
             n: cfg.reads,
             seed,
             sample: Some((&publisher, cfg.sample_every)),
             stop: cancel,
         };
-        std::hint::black_box(stream.reads_until(r, timed));
-        let ns = t.elapsed().as_nanos() as u64;
+        let ns = timed_in_halves(stream, r, timed);
         let end = Instant::now();
         stop.store(true, Ordering::Relaxed);
         (ns, end, h.join())
@@ -582,18 +601,14 @@ pub(crate) fn summarize_arms(samples: &[PromoteBenchSample]) -> Vec<PromoteBench
                 Arm::Base | Arm::Ideal => (None, None),
                 _ => ratio(&shares),
             };
+            // The figures against the ideal are filled from the samples with the headline.
             Some(PromoteBenchArm {
-                // Filled from the samples with the headline.
-                time_vs_ideal: None,
-                time_vs_ideal_ci95: None,
-                share_of_ideal_saving: None,
-                arm: a,
-                time: summarize(&ns)?,
                 speedup_vs_base: speedup,
                 speedup_vs_base_ci95: speedup_ci95,
                 share_of_ideal: share,
                 share_of_ideal_ci95: share_ci95,
                 huge_footprint_share: median(&huge).unwrap_or(0.0),
+                ..PromoteBenchArm::timed(a, summarize(&ns)?)
             })
         })
         .collect()
@@ -658,7 +673,7 @@ mod tests {
         let stream = Stream::new(8, 1.0, 5).chase(true);
         let r = make(Arm::Daemon, 8 * WORDS_PER_CHUNK, None).expect("region");
         let cancel = AtomicBool::new(false);
-        let (ns, _) = std::thread::scope(|s| {
+        let ((ns, _), _) = std::thread::scope(|s| {
             s.spawn(|| {
                 std::thread::sleep(Duration::from_millis(300));
                 cancel.store(true, Ordering::Relaxed);
@@ -727,6 +742,13 @@ mod tests {
                 Some(sum(Arm::Plan).huge_footprint_share)
             );
             assert!(w.daemon_cpu_share.is_some_and(|c| c > 0.0), "{w:?}");
+            // Every run timed its second half too, within the whole: half the reads take
+            // less than all of them, so the tail's time per read is below twice the whole's.
+            for s in &w.samples {
+                let tail = s.tail_time.expect("the second half's time");
+                assert!(tail > 0.0 && tail < 2.0 * s.time, "{s:?}");
+            }
+            assert!(sum(Arm::Daemon).tail_time_vs_ideal.is_some(), "{w:?}");
             if ProcFs::default().kpageflags().is_ok() {
                 // The plan's chunks read back huge are the ones its steps report made: all 4,
                 // unless the kernel refused one even after the retries (seen once in a full CI

@@ -121,7 +121,8 @@ pub struct PromoteArgs {
     /// A factor on one process's scores (PID=FACTOR); repeat for several.
     #[arg(long = "bias", value_name = "PID=FACTOR")]
     pub bias: Vec<Bias>,
-    /// Most promotions per interval.
+    /// Promotions a look makes however long they take; past them it goes on promoting only
+    /// while the look has lasted less than an interval.
     #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_promotions: u32,
     /// Most 2 MiB chunks whose page tables are read per target and interval (0: all); a

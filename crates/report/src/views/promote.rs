@@ -511,6 +511,9 @@ fn bench_workload(r: &PromoteBenchWorkload) -> String {
     if let Some(line) = hot_chunks_line(r) {
         let _ = writeln!(o, "{line}");
     }
+    if let Some(line) = tail_line(r) {
+        let _ = writeln!(o, "{line}");
+    }
     let mut declined: Vec<u32> = r.samples.iter().filter_map(|s| s.not_worth).collect();
     declined.sort_unstable();
     if let (Some(lo), Some(hi)) = (declined.first(), declined.last()) {
@@ -541,6 +544,32 @@ fn bench_workload(r: &PromoteBenchWorkload) -> String {
         );
     }
     o
+}
+
+/// The plan and the daemon over the second half of the reads alone, past the daemon's ramp:
+/// what the daemon costs once its chunks are huge, apart from how long it took to make them
+/// so. `None` for results without the halves' times.
+fn tail_line(r: &PromoteBenchWorkload) -> Option<String> {
+    use hugewise_results::promote::Arm;
+    let parts: Vec<String> = [Arm::Plan, Arm::Daemon]
+        .into_iter()
+        .filter_map(|arm| {
+            let s = r.summary.iter().find(|s| s.arm == arm)?;
+            let vs = s.tail_time_vs_ideal?;
+            let ci = crate::fmt::interval(s.tail_time_vs_ideal_ci95, s.time.n, 2);
+            let saving = s
+                .tail_share_of_ideal_saving
+                .map(|x| format!(", saving share {}", pct(x)))
+                .unwrap_or_default();
+            Some(format!("{} {vs:.2} {ci}{saving}", arm.name()))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| {
+        format!(
+            "second half of the reads alone (the daemon's ramp over), time / ideal: {}",
+            parts.join("; ")
+        )
+    })
 }
 
 /// Where each arm's huge pages were when the clock stopped: how many of the plan's chunks (the
@@ -696,6 +725,19 @@ mod tests {
         PromoteBenchSample::timed(round, arm, time)
     }
 
+    /// An arm's summary over `n` rounds with every figure empty, for a test to fill.
+    fn summary_of(arm: Arm, n: usize) -> hugewise_results::promote::PromoteBenchArm {
+        let time = hugewise_results::stats::Summary {
+            n,
+            median: 1.0,
+            min: 1.0,
+            max: 1.0,
+            mean: 1.0,
+            mad_rel: 0.0,
+        };
+        hugewise_results::promote::PromoteBenchArm::timed(arm, time)
+    }
+
     #[test]
     fn each_round_shows_its_own_ratios_and_what_the_daemon_did() {
         let mut daemon = sample(0, Arm::Daemon, 90.0);
@@ -737,25 +779,11 @@ mod tests {
     #[test]
     fn speedups_show_their_interval_and_the_header_why_the_rounds_stopped() {
         use hugewise_results::promote::PromoteBenchArm;
-        use hugewise_results::stats::{MedianInterval, Stopped, Summary};
+        use hugewise_results::stats::{MedianInterval, Stopped};
         let arm = |arm, speedup_vs_base, speedup_vs_base_ci95| PromoteBenchArm {
-            arm,
-            time: Summary {
-                n: 6,
-                median: 1.0,
-                min: 1.0,
-                max: 1.0,
-                mean: 1.0,
-                mad_rel: 0.0,
-            },
             speedup_vs_base,
             speedup_vs_base_ci95,
-            share_of_ideal: None,
-            share_of_ideal_ci95: None,
-            huge_footprint_share: 0.0,
-            time_vs_ideal: None,
-            time_vs_ideal_ci95: None,
-            share_of_ideal_saving: None,
+            ..summary_of(arm, 6)
         };
         let ci = MedianInterval {
             lo: 1.18,
@@ -919,6 +947,52 @@ mod tests {
             s.hot_chunks_huge = None;
         }
         assert!(!bench_workload(&w).contains("hot chunks"));
+    }
+
+    #[test]
+    fn the_second_half_of_the_reads_is_set_against_the_ideals_apart() {
+        let timed = |round, arm, tail| {
+            let mut s = sample(round, arm, tail);
+            s.tail_time = Some(tail);
+            s
+        };
+        let mut w = PromoteBenchWorkload {
+            samples: vec![
+                timed(0, Arm::Base, 200.0),
+                timed(0, Arm::Ideal, 100.0),
+                timed(0, Arm::Plan, 100.0),
+                timed(0, Arm::Daemon, 125.0),
+                timed(1, Arm::Base, 180.0),
+                timed(1, Arm::Ideal, 90.0),
+                timed(1, Arm::Plan, 99.0),
+                timed(1, Arm::Daemon, 119.0),
+            ],
+            summary: [Arm::Base, Arm::Ideal, Arm::Plan, Arm::Daemon]
+                .into_iter()
+                .map(|a| summary_of(a, 2))
+                .collect(),
+            ..Default::default()
+        };
+        w.fill_vs_ideal();
+        // Over the ideal, by hand: base 2.0 and 2.0; plan 1.0 and 1.1 (median 1.05); daemon
+        // 1.25 and 1.3222 (median 1.2861). Saving shares: (2 - 1.05) / (2 - 1) = 95 %,
+        // (2 - 1.2861) / 1 = 71.4 %.
+        let text = bench_workload(&w);
+        assert!(
+            text.contains(
+                "second half of the reads alone (the daemon's ramp over), time / ideal: plan \
+                 1.05 [n<6], saving share 95.0%; daemon 1.29 [n<6], saving share 71.4%"
+            ),
+            "{text}"
+        );
+        for s in &mut w.samples {
+            s.tail_time = None;
+        }
+        for a in &mut w.summary {
+            a.tail_time_vs_ideal = None;
+        }
+        w.fill_vs_ideal();
+        assert!(!bench_workload(&w).contains("second half"));
     }
 
     #[test]
