@@ -36,6 +36,7 @@ pub use hugewise_results::kernel::PrMode;
 use hugewise_results::kernel::PrMode as Mode;
 use hugewise_sys::atomic;
 use rayon::prelude::*;
+use std::sync::atomic::AtomicU32;
 
 use crate::csr::{RegionReport, RegionReportExt, Side};
 use crate::kernels::{add_f64, Kernel, Outcome};
@@ -126,8 +127,11 @@ impl Pr {
         let mut change = f64::INFINITY;
         let mut flips = Oscillation::new(g.arcs() as f64 / n.max(1) as f64);
         self.extrapolations = 0;
-        let mut balance = Balance::default();
-        let balanced = self.mode == Mode::PullGsBalanced && Balance::exact(g);
+        let mut balance = match self.mode {
+            Mode::PullGsBalanced => Balance::of(g, base),
+            _ => None,
+        };
+        let shift = |b: &Option<Balance>| b.as_ref().map_or(0.0, |b| b.shift);
         while iterations < self.max_iters {
             iterations += 1;
             let (scores, contrib) = (&mut self.scores[..], &mut self.contrib[..]);
@@ -137,10 +141,12 @@ impl Pr {
                     pull_sweep(g, scores, contrib, Sweep::gauss_seidel(base, d, 0.0), t).change
                 }
                 Mode::PullGsBalanced => {
-                    let sweep = Sweep::gauss_seidel(base, d, balance.shift);
+                    let sweep = Sweep::gauss_seidel(base, d, shift(&balance));
                     let totals = pull_sweep(g, scores, contrib, sweep, t);
-                    if balanced && totals.change >= self.tolerance && iterations < self.max_iters {
-                        balance.rebalance(totals, g.arcs());
+                    if let Some(b) = &mut balance {
+                        if totals.change >= self.tolerance && iterations < self.max_iters {
+                            b.rebalance(totals, g.arcs());
+                        }
                     }
                     totals.change
                 }
@@ -164,8 +170,8 @@ impl Pr {
                 break;
             }
         }
-        if balance.shift != 0.0 {
-            unshift(g.out_side(), &mut self.scores, balance.shift, t);
+        if shift(&balance) != 0.0 {
+            unshift(g.out_side(), &mut self.scores, shift(&balance), t);
         }
         self.last_change = change;
         self.iterations = iterations;
@@ -210,34 +216,19 @@ impl Kernel for Pr {
     }
 }
 
-/// What a pull sweep found: the scores' total change and the totals a rebalancing needs.
+/// What a pull sweep found: the scores' total change, and their total as stored (see
+/// [`Balance`]), which is what a rebalancing needs.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 struct Totals {
     change: f64,
-    /// Scores of vertices with out-arcs.
-    passing: f64,
-    /// Scores of vertices without (which keep their rank).
-    keeping: f64,
+    stored: f64,
 }
 
 impl Totals {
-    /// A vertex of out-degree `deg` whose score moved from `old` to `new`.
-    #[inline]
-    fn of(deg: usize, new: f32, old: f64) -> Totals {
-        let new = new as f64;
-        let (passing, keeping) = if deg == 0 { (0.0, new) } else { (new, 0.0) };
-        Totals {
-            change: (new - old).abs(),
-            passing,
-            keeping,
-        }
-    }
-
     fn add(self, o: Totals) -> Totals {
         Totals {
             change: self.change + o.change,
-            passing: self.passing + o.passing,
-            keeping: self.keeping + o.keeping,
+            stored: self.stored + o.stored,
         }
     }
 }
@@ -251,37 +242,49 @@ impl Totals {
 /// iterations instead of 6 on kron:20). After each sweep the scores of vertices with out-arcs
 /// are moved along their out-degrees (the leading eigenvector on an undirected graph) so that
 /// their total is S again; the fixed point, where the totals already agree, stays put. Only
-/// where K cannot move (see [`Balance::exact`]).
+/// where K cannot move (see [`Balance::of`]).
 ///
 /// The move is not made in a pass of its own: it is the same amount, `shift`, per out-arc,
 /// so the stored contributions and scores stay where they are and every read adds it back
 /// (a contribution `shift`, a score `shift` times its out-degree). A sweep in progress reads
 /// old and new contributions alike, as Gauss–Seidel does, all in the same frame.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Balance {
     /// Added to every stored contribution (per out-arc) to get the real one.
     shift: f64,
+    /// K: the vertices without out-arcs hold `base` each (they have no in-arcs either).
+    keeping: f64,
 }
 
 impl Balance {
-    /// Whether the total is known exactly: when no vertex without out-arcs has in-arcs (every
-    /// undirected graph), those vertices hold `base` each whatever the iterate. Otherwise their
-    /// total moves with the iterate, and a target taken from it feeds its error back amplified
-    /// by d / (1 − d) (a 4-vertex graph diverged): such graphs get plain Gauss–Seidel.
-    fn exact(g: &Csr) -> bool {
-        !g.directed()
-            || (0..g.n() as u32)
-                .into_par_iter()
-                .with_min_len(BLOCK)
-                .all(|v| g.out_degree(v) > 0 || g.in_neighbors(v).is_empty())
+    /// The balance of a run on `g`, if its total is known exactly: when no vertex without
+    /// out-arcs has in-arcs (every undirected graph), those vertices hold `base` each whatever
+    /// the iterate. Otherwise their total moves with the iterate, and a target taken from it
+    /// feeds its error back amplified by d / (1 − d) (a 4-vertex graph diverged): such graphs
+    /// get plain Gauss–Seidel.
+    fn of(g: &Csr, base: f32) -> Option<Balance> {
+        let directed = g.directed();
+        let sinks = (0..g.n() as u32)
+            .into_par_iter()
+            .with_min_len(BLOCK)
+            .filter(|&v| g.out_degree(v) == 0)
+            .map(|v| Some(1u64).filter(|_| !directed || g.in_neighbors(v).is_empty()))
+            .try_reduce(|| 0, |a, b| Some(a + b))?;
+        Some(Balance {
+            shift: 0.0,
+            keeping: sinks as f64 * base as f64,
+        })
     }
 
     fn rebalance(&mut self, t: Totals, arcs: u64) {
         if arcs == 0 {
             return;
         }
-        let want = 1.0 - t.keeping / (1.0 - DAMPING);
-        self.shift += (want - t.passing) / arcs as f64;
+        // A stored score lacks `shift` per out-arc: the real total of the vertices with
+        // out-arcs is the stored one, plus `shift` for every arc, less K.
+        let passing = t.stored + self.shift * arcs as f64 - self.keeping;
+        let want = 1.0 - self.keeping / (1.0 - DAMPING);
+        self.shift += (want - passing) / arcs as f64;
     }
 }
 
@@ -322,6 +325,13 @@ impl Sweep {
 
 /// A pull iteration's sweep: every score from its in-neighbours' contributions. Returns the
 /// scores' total change and the totals a rebalancing needs.
+///
+/// Everything is in the stored frame of [`Balance`]: a vertex with `i` in-arcs and `o`
+/// out-arcs whose in-neighbours' stored contributions sum to `c` gets the real score
+/// base + d (c + shift i), stored as that less shift o; it passes on the real score over `o`,
+/// stored less `shift`, which is its stored score over `o`. So the score alone takes a
+/// correction, shift (d i − o), and the contribution is the stored score over the degree as in
+/// a sweep without one. The change is the same in both frames.
 fn pull_sweep<T: Tracer>(
     g: &Csr,
     scores: &mut [f32],
@@ -333,7 +343,6 @@ fn pull_sweep<T: Tracer>(
     // An undirected graph's in-list is its out-list: the degree is the list's length, and the
     // out-offsets need not be read at all.
     let symmetric = !g.directed();
-    let last = g.n().saturating_sub(1);
     let contrib = atomic::u32s(bytemuck::cast_slice_mut(contrib));
     let Sweep {
         base,
@@ -341,7 +350,9 @@ fn pull_sweep<T: Tracer>(
         gauss_seidel,
         shift,
     } = sw;
-    let stored = shift as f32;
+    let (base, d) = (base as f64, d as f64);
+    // The correction per in-arc, and per arc of an undirected graph (in and out at once).
+    let (per_in, per_arc) = (d * shift, (d - 1.0) * shift);
     // Blocks of vertices, each a plain loop: around a body of a few arcs, rayon's per-item
     // machinery, not always inlined, took 11-24 % of PageRank's time on sparse graphs.
     scores
@@ -354,55 +365,73 @@ fn pull_sweep<T: Tracer>(
                 let v0 = b * BLOCK;
                 let ins = &inc.offsets[v0..=v0 + block.len()];
                 let outs = &out.offsets[v0..=v0 + block.len()];
-                let mut totals = Totals::default();
-                for (i, ((s, w), o)) in block
+                let mine = &contrib[v0..v0 + block.len()];
+                // Local sums: the closure's result lives in memory, and adding to it there
+                // stored both totals at every vertex.
+                let (mut change, mut stored) = (0.0f64, 0.0f64);
+                for (((s, c), w), o) in block
                     .iter_mut()
+                    .zip(mine)
                     .zip(ins.windows(2))
                     .zip(outs.windows(2))
-                    .enumerate()
                 {
-                    let v = v0 + i;
-                    // The in-lists are read in order, but the hardware prefetcher stops at
-                    // every 4 KiB page: ask for the list of a vertex well ahead.
-                    inc.prefetch_neighbors((v + STREAM_AHEAD).min(last) as u32);
                     // A sampler sees one vertex in 32, here and in every loop of an iteration:
                     // the rest run without probes.
-                    totals = totals.add(crate::probe::watch!(p, {
+                    let (dc, ds) = crate::probe::watch!(p, {
                         let (from, to) = (p.read(&w[0]) as usize, p.read(&w[1]) as usize);
-                        // Summed in f64: a hub's thousands of nearly equal shares, added in
-                        // f32, round the same way often enough to move its score by more than
-                        // the convergence bound (a star of 30 000 leaves failed verification).
-                        let mut sum = 0.0f64;
-                        for u in &inc.edges[from..to] {
-                            let u = p.read(u);
-                            sum += f32::from_bits(p.load(&contrib[u as usize])) as f64;
-                        }
-                        // Every in-neighbour has an out-arc (to v), so each read lacks `shift`.
-                        sum += shift * (to - from) as f64;
-                        let new = base + d * sum as f32;
-                        let deg = if symmetric {
-                            to - from
+                        let sum = gather(&inc.edges[from..to], contrib, p);
+                        // Degrees as u32 (no vertex has more arcs than there are vertices):
+                        // it converts to a float in one instruction, usize in five.
+                        let i_deg = (to - from) as u32;
+                        let (o_deg, held) = if symmetric {
+                            (i_deg, per_arc * i_deg as f64)
                         } else {
-                            (p.read(&o[1]) - p.read(&o[0])) as usize
+                            let o_deg = (p.read(&o[1]) - p.read(&o[0])) as u32;
+                            (o_deg, per_in * i_deg as f64 - shift * o_deg as f64)
                         };
-                        let held = shift * deg as f64;
-                        let old = p.read(s) as f64 + held;
-                        p.write(s, (new as f64 - held) as f32);
+                        let new = (base + d * sum + held) as f32;
+                        let old = p.read(s);
+                        p.write(s, new);
                         if gauss_seidel {
-                            let x = if deg == 0 {
-                                0.0
-                            } else {
-                                new / deg as f32 - stored
-                            };
-                            p.store(&contrib[v], x.to_bits());
+                            // Read through out-arcs only: one without passes nothing on.
+                            let x = if o_deg == 0 { 0.0 } else { new / o_deg as f32 };
+                            p.store(c, x.to_bits());
                         }
-                        Totals::of(deg, new, old)
-                    }));
+                        ((new - old).abs() as f64, new as f64)
+                    });
+                    change += dc;
+                    stored += ds;
                 }
-                totals
+                Totals { change, stored }
             },
         )
         .reduce(Totals::default, Totals::add)
+}
+
+/// The sum of the contributions of the vertices in `list`.
+///
+/// Summed in f64: a hub's thousands of nearly equal shares, added in f32, round the same way
+/// often enough to move its score by more than the convergence bound (a star of 30 000 leaves
+/// failed verification). But four at a time in f32 first, which rounds each group by a few
+/// units in its last place at most (nothing, when the shares are equal): one conversion and one
+/// f64 add per four arcs instead of per arc, and four loads a step that do not wait on one
+/// another's sums (urand:19 under cachegrind: 11 instructions an arc, the vertex's share
+/// included, became 8).
+#[inline(always)]
+fn gather<P: Probe>(list: &[u32], contrib: &[AtomicU32], p: &mut P) -> f64 {
+    let mut at = |u: &u32| {
+        let u = p.read(u);
+        f32::from_bits(p.load(&contrib[u as usize]))
+    };
+    let (fours, rest) = list.as_chunks::<4>();
+    let mut sum = 0.0f64;
+    for [a, b, c, d] in fours {
+        sum += ((at(a) + at(b)) + (at(c) + at(d))) as f64;
+    }
+    for u in rest {
+        sum += at(u) as f64;
+    }
+    sum
 }
 
 /// The real scores of a balanced run, from the stored ones: `shift` per out-arc added back.
@@ -465,9 +494,6 @@ fn refresh<T: Tracer>(out: Side, scores: &mut [f32], contrib: &mut [f32], k: f32
         )
         .reduce(Sums::default, Sums::add)
 }
-
-/// How many vertices ahead the pull step prefetches in-lists.
-const STREAM_AHEAD: usize = 64;
 
 /// Vertices a parallel task takes in one piece, in every pass of a pull iteration and in the
 /// first scores.
@@ -960,17 +986,33 @@ mod tests {
         let want = 1.0 - s[4] as f64 / (1.0 - DAMPING);
         assert!((passing - want).abs() < 1e-6, "{passing} against {want}");
         k.verify(&g, &[]).expect("verifies");
-        let mut b = Balance::default();
-        b.rebalance(
-            Totals {
-                change: 1.0,
-                passing: 0.5,
-                keeping: 0.075,
-            },
-            4,
-        );
-        // Wanted 1 - 0.075 / 0.15 = 0.5: nothing to move.
+        // One isolated vertex of rank base = 1/16: K is that, and the others should hold
+        // S = 1 - K / (1 - d).
+        let mut b = Balance::of(&g, 0.0625).expect("an undirected graph balances");
+        assert_eq!(b.keeping, 0.0625);
+        let want = 1.0 - 0.0625 / (1.0 - DAMPING);
+        // Stored scores of total S + K with no shift yet: nothing to move.
+        let at = |stored| Totals {
+            change: 1.0,
+            stored,
+        };
+        b.rebalance(at(want + 0.0625), 6);
         assert!(b.shift.abs() < 1e-12, "{}", b.shift);
+        // 0.06 short over 6 arcs: 0.01 per arc, after which the same stored total counts as
+        // balanced.
+        for _ in 0..2 {
+            b.rebalance(at(want + 0.0625 - 0.06), 6);
+            assert!((b.shift - 0.01).abs() < 1e-12, "{}", b.shift);
+        }
+        // A sink with an in-arc moves K with the iterate: no balance.
+        let sink = from_edges(
+            3,
+            &[(0, 1, 1), (1, 2, 1), (2, 0, 1), (0, 2, 1), (1, 0, 1)],
+            false,
+        );
+        assert!(Balance::of(&sink, 0.05).is_some());
+        let sink = from_edges(3, &[(0, 1, 1), (1, 2, 1), (0, 2, 1)], false);
+        assert!(Balance::of(&sink, 0.05).is_none());
     }
 
     #[test]
