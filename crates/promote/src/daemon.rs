@@ -15,6 +15,7 @@ use crate::action::{Action, ActionKind};
 use crate::budget::{self, Limit, Share};
 use crate::channel::Subscriber;
 use crate::compact::{Controller as Compactor, Decision as CompactDecision, Lever, Waiting};
+use crate::pacing::{Pace, Pacer, Reading};
 use crate::policy::{ChunkInfo, Policy};
 use crate::target::Target;
 use crate::thinning::{Look, Thinning};
@@ -86,6 +87,10 @@ pub struct Config {
     /// When and how much the daemon compacts memory for collapses refused for want of free
     /// 2 MiB blocks (see [`crate::compact`]).
     pub compact: crate::compact::Settings,
+    /// Most of a target's page faults its collapses may hold up, as a share of the faults it
+    /// has taken (see [`crate::pacing`]): 0.0002 keeps them a fifth of what its 99.9th
+    /// percentile fault looks past; 0 makes no collapse while it faults, 1 never waits.
+    pub fault_waits: f64,
 }
 
 impl Default for Config {
@@ -107,6 +112,7 @@ impl Default for Config {
             payback_s: 10.0,
             tlb_entries: 1536,
             compact: Default::default(),
+            fault_waits: 0.0002,
         }
     }
 }
@@ -141,6 +147,10 @@ struct Managed {
     /// page stays whole, freed part and all, until something splits it. Released this
     /// interval.
     broken: Vec<usize>,
+    /// The faults its collapses may hold up (see [`crate::pacing`]).
+    pacer: Pacer,
+    /// Whether the daemon said that its collapses wait while it faults.
+    pacing_said: bool,
 }
 
 impl Managed {
@@ -155,6 +165,24 @@ impl Managed {
         if self.refusals_said.insert(path.to_path_buf()) {
             notes.push(format!("pid {}: not read: {e}", self.target.pid()));
         }
+    }
+
+    /// The target's fault count now, timed from `t0`; `None` when it cannot be read (the
+    /// target gone: the next sweep says so). A daemon that runs in its target's process
+    /// (a benchmark's workload, a test) leaves out its own thread: its faults never wait
+    /// behind its own collapses.
+    fn fault_reading(&self, t0: Instant) -> Option<Reading> {
+        let (mut faults, mut threads) = self.target.faults().ok()?;
+        if self.target.pid() == std::process::id() as i32 {
+            let own = hugewise_sys::rusage::thread_faults();
+            faults = faults.saturating_sub(own.minor + own.major);
+            threads = threads.saturating_sub(1).max(1);
+        }
+        Some(Reading {
+            at_ns: t0.elapsed().as_nanos() as u64,
+            faults,
+            threads,
+        })
     }
 
     /// Open the target's sample ring if it publishes one now.
@@ -232,8 +260,11 @@ impl Managed {
         target: Target,
         samples: Option<Subscriber>,
         channel: Option<std::path::PathBuf>,
+        fault_waits: f64,
     ) -> Self {
         Managed {
+            pacer: Pacer::new(fault_waits),
+            pacing_said: false,
             target,
             samples,
             channel,
@@ -430,14 +461,17 @@ impl Daemon {
         let channel = crate::channel::path(target.pid());
         // A ring refused now is tried again, and said why, at the first interval.
         let samples = Subscriber::open(target.writer());
+        let waits = self.cfg.fault_waits;
         self.targets
-            .push(Managed::new(target, samples, Some(channel)));
+            .push(Managed::new(target, samples, Some(channel), waits));
         self.targets.sort_by_key(|m| m.target.pid());
     }
 
     /// Manage `target`, reading samples from `samples` only.
     pub fn add_with(&mut self, target: Target, samples: Option<Subscriber>) {
-        self.targets.push(Managed::new(target, samples, None));
+        let waits = self.cfg.fault_waits;
+        self.targets
+            .push(Managed::new(target, samples, None, waits));
         self.targets.sort_by_key(|m| m.target.pid());
     }
 
@@ -479,6 +513,9 @@ impl Daemon {
                     .push(format!("pid {pid}: {}", self.policy.signal(sampled)));
             }
             let first = chunks.len();
+            if let Some(r) = m.fault_reading(self.t0) {
+                m.pacer.observe(r);
+            }
             match m.sweep(
                 self.cfg.scan_chunks,
                 self.cfg.settled_every,
@@ -743,14 +780,22 @@ impl Daemon {
         // Demotions made (and read back split) to take a huge chunk's place.
         let mut swaps = 0u32;
         let promoted_before = iv.promoted;
+        // Targets whose collapses wait for a later look: they are faulting (see
+        // [`crate::pacing`]).
+        let mut faulting: Vec<i32> = Vec::new();
+        let mut paced = 0u32;
         for i in order {
             if iv.promoted - promoted_before >= self.cfg.max_promotions as u32
                 && now.elapsed() >= self.cfg.interval
             {
                 break;
             }
-            if let Some(&period) = periods.get(&chunks[i].pid) {
-                let pid = chunks[i].pid;
+            let pid = chunks[i].pid;
+            if faulting.contains(&pid) {
+                paced += 1;
+                continue;
+            }
+            if let Some(&period) = periods.get(&pid) {
                 let entries = self.cfg.tlb_entries;
                 let miss = misses
                     .entry(pid)
@@ -759,32 +804,43 @@ impl Daemon {
                     .copied()
                     .unwrap_or(1.0);
                 if saving_ns(&chunks[i], period, dt, &self.cfg) * miss < collapse_ns as f64 {
-                    *not_worth.entry(chunks[i].pid).or_default() += 1;
+                    *not_worth.entry(pid).or_default() += 1;
                     continue;
                 }
             }
-            if huge + HUGE as u64 > iv.budget_bytes {
-                // Full: take the place of the least valued huge chunk if this one is worth
-                // clearly more.
+            // Full: take the place of the least valued huge chunk if this one is worth
+            // clearly more; otherwise the look is done.
+            let full = huge + HUGE as u64 > iv.budget_bytes;
+            let mut swap_with = None;
+            if full {
                 let s = score.get(&i).copied().unwrap_or(0.0);
                 let evidence = !chunks[i].sampled || chunks[i].samples >= self.cfg.swap_min_samples;
                 match kept.front() {
                     Some(&(j, sj)) if s > sj * self.cfg.swap_factor && s > 0.0 && evidence => {
-                        kept.pop_front();
-                        if self.act(
-                            &chunks[j],
-                            ActionKind::Demote,
-                            &mut iv,
-                            &mut huge,
-                            on_action,
-                        )? {
-                            swaps += 1;
-                        }
-                        if huge + HUGE as u64 > iv.budget_bytes {
-                            break;
-                        }
+                        swap_with = Some(j);
                     }
                     _ => break,
+                }
+            }
+            // Asked only of a collapse about to be made: a pass charges the target's faults.
+            if !self.may_collapse(pid, collapse_ns, &mut iv) {
+                faulting.push(pid);
+                paced += 1;
+                continue;
+            }
+            if let Some(j) = swap_with {
+                kept.pop_front();
+                if self.act(
+                    &chunks[j],
+                    ActionKind::Demote,
+                    &mut iv,
+                    &mut huge,
+                    on_action,
+                )? {
+                    swaps += 1;
+                }
+                if huge + HUGE as u64 > iv.budget_bytes {
+                    break;
                 }
             }
             self.act(
@@ -797,6 +853,7 @@ impl Daemon {
         }
         iv.huge_bytes_after = huge;
         iv.swaps = Some(swaps);
+        iv.paced = (paced > 0).then_some(paced);
         if !not_worth.is_empty() {
             iv.not_worth = Some(not_worth.values().sum());
         }
@@ -821,6 +878,36 @@ impl Daemon {
         iv.sample_thinning = asked.then_some(factor);
         iv.cpu_ns = hugewise_sys::rusage::thread_cpu_ns() - cpu0;
         Ok(iv)
+    }
+
+    /// Whether the daemon may collapse a chunk of `pid` now, one of `collapse_ns`, by the
+    /// faults of `pid`'s it would hold up (see [`crate::pacing`]). A target whose fault count
+    /// cannot be read is not held back: the action finds out whether it is gone.
+    fn may_collapse(&mut self, pid: i32, collapse_ns: u64, iv: &mut Interval) -> bool {
+        let t0 = self.t0;
+        let share = self.cfg.fault_waits;
+        let Some(m) = self.targets.iter_mut().find(|m| m.target.pid() == pid) else {
+            return true;
+        };
+        let Some(r) = m.fault_reading(t0) else {
+            return true;
+        };
+        match m.pacer.before_collapse(r, collapse_ns) {
+            Pace::Go { .. } => true,
+            Pace::Wait { faults_per_s } => {
+                if !m.pacing_said {
+                    m.pacing_said = true;
+                    iv.notes.push(format!(
+                        "pid {pid}: faulting ({faults_per_s:.0} a second): its collapses wait \
+                         while they would hold up more than {}% of its faults (a fault that \
+                         comes during a collapse waits for it, {:.1} ms)",
+                        share * 100.0,
+                        collapse_ns as f64 / 1e6
+                    ));
+                }
+                false
+            }
+        }
     }
 
     /// Whether a collapse that took `cpu_ns` of the daemon's CPU compacted first, by the CPU

@@ -17,7 +17,8 @@
 //! - [`daemon`]: the online engine: every interval, read the targets' chunks and access samples
 //!   ([`channel`]), ask a [`policy`] (one per file in [`policies`]), act within the [`budget`],
 //!   and ask for fewer samples while nothing changes ([`thinning`]); when collapses are refused
-//!   for want of free 2 MiB blocks, [`compact`] weighs asking the kernel to compact.
+//!   for want of free 2 MiB blocks, [`compact`] weighs asking the kernel to compact; while a
+//!   target faults its memory in, [`pacing`] holds its collapses back.
 #![forbid(unsafe_code)]
 
 pub mod action;
@@ -27,6 +28,7 @@ pub mod chunk;
 pub mod compact;
 pub mod daemon;
 mod error;
+pub mod pacing;
 pub mod plan;
 pub mod policies;
 pub mod policy;

@@ -374,6 +374,11 @@ impl Log {
                 .iter()
                 .find(|i| i.budget_bytes > 0 && i.huge_bytes_after + (2 << 20) > i.budget_bytes)
                 .map(|i| i.t_ms),
+            paced: self
+                .intervals
+                .iter()
+                .filter_map(|i| i.paced.map(u64::from))
+                .reduce(|a, b| a + b),
             compactions: (!compactions.is_empty()).then_some(compactions.len() as u64),
             compaction_cpu_ns: compaction_cpu,
             compaction_core_share: compaction_cpu

@@ -137,6 +137,17 @@ impl Target {
         Ok(v)
     }
 
+    /// Page faults the target has taken since it started (minor and major), and its threads
+    /// now.
+    pub fn faults(&self) -> Result<(u64, u32)> {
+        let read = self
+            .proc
+            .process_faults_and_threads(Pid::Id(self.pid))
+            .map_err(|e| gone_or(self.pid, e));
+        let (f, threads) = self.still_there(read)?;
+        Ok((f.minor + f.major, threads))
+    }
+
     /// The target's mappings now.
     pub fn maps(&self) -> Result<Vec<MapEntry>> {
         self.still_there(

@@ -791,3 +791,66 @@ fn a_hot_set_the_tlb_holds_is_not_worth_a_collapse() {
         assert_eq!(iv.not_worth, declined, "{iv:?}");
     }
 }
+
+#[test]
+fn collapses_wait_while_the_target_faults_and_go_once_it_stops() {
+    let Some((_one, m)) = serial_four_k_chunks(8) else {
+        return;
+    };
+    let t0 = Instant::now();
+    let me = std::process::id() as i32;
+    // No fault of the target's may be held up: while it faults, no collapse.
+    let mut d = Daemon::new(
+        Box::new(Linux::with(1 << 30, 1.0, 511)),
+        Config {
+            fault_waits: 0.0,
+            ..config_linux()
+        },
+        t0,
+    );
+    let within = m.addr()..m.addr() + m.len();
+    d.add(
+        Target::attach(&ProcFs::default(), me, t0)
+            .expect("attach")
+            .within(within),
+    );
+    // Another thread of the target faults 4 KiB pages until told to stop (2 GiB at most).
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let touched = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let faulter = {
+        let (stop, touched) = (stop.clone(), touched.clone());
+        std::thread::spawn(move || {
+            let mut f = Mapping::anonymous(2 << 30, MapOptions::default()).expect("map");
+            f.advise(0..f.len(), Advice::NoHugePage).expect("no THP");
+            let s = f.as_mut_slice();
+            for off in (0..s.len()).step_by(4096) {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                s[off] = 1;
+                touched.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            std::hint::black_box(&f);
+        })
+    };
+    while touched.load(std::sync::atomic::Ordering::Relaxed) < 10_000 {
+        std::thread::yield_now();
+    }
+    let iv = d.step(&mut |_| {}).expect("step");
+    let still_faulting = !faulter.is_finished();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    faulter.join().expect("faulter");
+    if !still_faulting {
+        hugewise_sys::testing::skip("the faulting thread finished before the look ended");
+        return;
+    }
+    // A collapse goes only when no fault came since the last reading (the faults' rate is
+    // read over the time since: a window of the scan's length, or of the last collapse's);
+    // once one came, that candidate and the rest waited for the next look.
+    let first = iv.promoted;
+    assert!(first < 8 && iv.paced == Some(8 - first), "{iv:?}");
+    assert!(iv.notes.iter().any(|n| n.contains("faulting")), "{iv:?}");
+    // Faulting no more: the rest go, none waits.
+    let iv = d.step(&mut |_| {}).expect("step");
+    assert_eq!((iv.promoted, iv.paced), (8 - first, None), "{iv:?}");
+}

@@ -107,6 +107,11 @@ pub struct Interval {
     /// were, and in results from before it was weighed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_worth: Option<u32>,
+    /// Candidates whose collapse waited for a later look because their target was faulting
+    /// and the share of its faults a collapse may hold up was spent (see `--fault-waits`);
+    /// `null` when none did, and in results from before collapses were paced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paced: Option<u32>,
     /// What the daemon found worth saying this interval, once each: which signal a policy
     /// acts on and why, a target's sample ring or allocation log refused and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -196,6 +201,10 @@ pub struct Totals {
     /// Milliseconds from the start until the huge bytes first reached the budget (`null` if
     /// they never did, or for a replay).
     pub reach_budget_ms: Option<f64>,
+    /// Collapses put off to a later look because their target was faulting (absent when none
+    /// were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paced: Option<u64>,
     /// Compactions the daemon made (absent when it made none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compactions: Option<u64>,

@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 use hugewise_console::emit::Stream;
 use hugewise_console::promote::{self, budget_label};
 use hugewise_exec::run::session_preload;
-use hugewise_mem::{Amount, Interval};
+use hugewise_mem::{Amount, Interval, Share, ShareRange};
 use hugewise_promote::budget::{by_pid, Bias};
 use hugewise_promote::{compact, daemon, session};
 use hugewise_report::views::promote as promoteview;
@@ -53,6 +53,10 @@ sampling period, the waiting chunks would save more than that. It compacts with 
 own lever, /sys/devices/system/node/nodeN/compact (synchronous, no setting changed), and logs
 each compaction with why, how long, its CPU time and the free 2 MiB blocks and unusable index
 before and after.
+While a target faults its memory in, its collapses wait: a fault that comes during a collapse
+waits for it, so the daemon keeps the faults it may hold up within --fault-waits of those the
+target has taken (0.02 %, so that its 99.9th percentile fault is not one of them), reading its
+fault count before each collapse; a target that is not faulting is never held back.
 How it works: docs/promotion.md.";
 
 /// The daemon's policies.
@@ -140,6 +144,13 @@ pub struct PromoteArgs {
     /// measured cost, within 2 % of a core; off never; always after every refusal.
     #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
     pub compact: CompactArg,
+    /// Most of a target's page faults the daemon's collapses may hold up, as a share of the
+    /// faults it has taken: a fault that comes while its memory is collapsed waits for the
+    /// collapse (milliseconds), so while a program faults fast its collapses wait for a later
+    /// look; 0 makes none while it faults, 100% never waits.
+    #[arg(long, default_value = "0.02%", value_name = "SHARE",
+          value_parser = |s: &str| Share::parse_in(s, &ShareRange::UNIT))]
+    pub fault_waits: Share,
     /// Stop after this long (the targets keep running).
     #[arg(long = "for", value_name = "DURATION", value_parser = Interval::span)]
     pub duration: Option<Duration>,
@@ -186,6 +197,7 @@ pub fn run(a: PromoteArgs) -> anyhow::Result<u8> {
                     mode: name(a.compact).parse()?,
                     ..compact::Settings::default()
                 },
+                fault_waits: a.fault_waits.fraction(),
                 ..daemon::Config::default()
             },
             budget_label: budget_label(a.budget),

@@ -220,6 +220,12 @@ pub fn session(r: &PromoteReport) -> String {
             .map(|m| format!("{:.1} s", m / 1e3))
             .unwrap_or_else(|| "-".into()),
     ]);
+    if let Some(n) = t.paced {
+        tab.row([
+            "collapses put off while the program faulted".to_string(),
+            n.to_string(),
+        ]);
+    }
     tab.row([
         "daemon CPU (share of one core)".to_string(),
         match (t.daemon_cpu_ns, t.daemon_core_share) {
@@ -865,6 +871,7 @@ mod tests {
                 daemon_cpu_ns: None,
                 daemon_core_share: None,
                 reach_budget_ms: None,
+                paced: None,
                 compactions: Some(1),
                 compaction_cpu_ns: Some(40_000_000),
                 compaction_core_share: Some(0.01),

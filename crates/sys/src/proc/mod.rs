@@ -406,6 +406,21 @@ impl ProcFs {
         })
     }
 
+    /// Minor and major faults of process `pid` with its threads now (fields 10, 12 and 20 of
+    /// `stat`, read at once): how many of its faults can be waiting at the same time.
+    pub fn process_faults_and_threads(&self, pid: Pid) -> Result<(Faults, u32)> {
+        let f = self.stat_fields(pid)?;
+        let threads = u32::try_from(f.field(17)?)
+            .map_err(|_| Error::parse(&f.path, 1, "field 20 (threads) out of range"))?;
+        Ok((
+            Faults {
+                minor: f.field(7)?,
+                major: f.field(9)?,
+            },
+            threads,
+        ))
+    }
+
     fn stat_fields(&self, pid: Pid) -> Result<StatFields> {
         let (p, s) = self.read(&format!("{}/stat", pid.dir()))?;
         let after = s
@@ -510,6 +525,26 @@ mod tests {
             .start_time(std::process::id() as i32)
             .expect("own stat");
         assert!(real.is_some());
+    }
+
+    #[test]
+    fn faults_and_threads_are_read_from_their_fields() {
+        // minflt 1234 (field 10), majflt 56 (field 12), num_threads 7 (field 20); the command
+        // name holds a space and a parenthesis.
+        let stat = "77 (a b) c) R 1 77 77 0 -1 4194560 1234 0 56 0 10 20 0 0 20 0 7 0 123456 \
+                    1000 10 18446744073709551615\n";
+        let (_d, proc) = tree(&[("77/stat", stat)]);
+        let (f, threads) = proc.process_faults_and_threads(Pid::Id(77)).expect("stat");
+        assert_eq!((f.minor, f.major, threads), (1234, 56, 7));
+        let (_d, bad) = tree(&[("78/stat", "78 (x) R 1 2 3\n")]);
+        let e = bad
+            .process_faults_and_threads(Pid::Id(78))
+            .expect_err("too short");
+        assert!(e.to_string().contains("78/stat"), "{e}");
+        let (own, n) = ProcFs::default()
+            .process_faults_and_threads(Pid::Current)
+            .expect("own stat");
+        assert!(own.minor > 0 && n >= 1, "{own:?} {n}");
     }
 
     #[test]
