@@ -66,6 +66,17 @@ fn timer_overhead() -> u64 {
 
 /// Run the measurement. `progress` gets bytes touched (then bytes collapsed) of the total.
 pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<FaultlatReport> {
+    Ok(run_beside(cfg, progress, |_| Ok(()))?.0)
+}
+
+/// Run the measurement with something beside the faults: `beside` is given the region's
+/// address range once it is mapped, before its first touch, and what it returns is handed
+/// back as soon as the last touch is timed (for the caller to stop and read).
+pub fn run_beside<B>(
+    cfg: &Config,
+    progress: Progress<'_>,
+    beside: impl FnOnce(std::ops::Range<usize>) -> Result<B>,
+) -> Result<(FaultlatReport, B)> {
     let bytes = cfg.bytes.0 as usize;
     if bytes < PAGE {
         return Err(Error::Config(format!(
@@ -87,6 +98,7 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<FaultlatReport> {
     )?;
     let mut hist = histogram()?;
     let (mut faults, mut total) = (0u64, 0u64);
+    let by = beside(r.addr()..r.addr() + r.mapped_bytes())?;
     let start = thread_faults();
     let mut last = start.minor;
     let wall = Instant::now();
@@ -116,18 +128,21 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<FaultlatReport> {
     } else {
         None
     };
-    Ok(FaultlatReport {
-        bytes: bytes as u64,
-        policy: cfg.policy.to_string(),
-        touches: total_steps,
-        faults,
-        major_faults,
-        fault_latency: latency(&hist, total),
-        touch_wall_ns,
-        timer_overhead_ns: overhead,
-        backing,
-        collapse,
-    })
+    Ok((
+        FaultlatReport {
+            bytes: bytes as u64,
+            policy: cfg.policy.to_string(),
+            touches: total_steps,
+            faults,
+            major_faults,
+            fault_latency: latency(&hist, total),
+            touch_wall_ns,
+            timer_overhead_ns: overhead,
+            backing,
+            collapse,
+        },
+        by,
+    ))
 }
 
 fn collapse_all(r: &Region<u8>, progress: Progress<'_>) -> Result<CollapsePhase> {

@@ -10,6 +10,7 @@
 //! - [`pagebench`]: one kernel under several layouts of its arrays, alternated round by round;
 //! - [`randread`]: random reads over a large region, page policies alternated A B C A B C;
 //! - [`faultlat`]: page-fault latency of a fresh region under a page policy;
+//! - [`faultbench`]: those faults alone and with the daemon collapsing beside them, alternated;
 //! - [`promote`]: does promotion pay? 4 KiB pages, all huge, a replayed plan and the online
 //!   daemon, alternated, on a skewed random-read stream or a graph kernel;
 //! - [`execbench`]: a program hugewise did not write under several page rules, alternated;
@@ -33,6 +34,7 @@ pub mod bloat;
 pub mod capture;
 mod error;
 pub mod execbench;
+pub mod faultbench;
 pub mod faultlat;
 pub mod gap;
 pub mod meta;

@@ -104,6 +104,14 @@ fn bad_sizes_and_policies_are_usage_errors_that_say_why() {
         ),
         (vec!["faultlat", "--policy", "thp-prefix:150%"], "over 100%"),
         (vec!["bench", "randread", "--reads", "0"], "at least 1"),
+        (
+            vec!["bench", "faultlat", "--fault-waits", "2"],
+            "a share from 0 to 1",
+        ),
+        (
+            vec!["promote", "--pid", "1", "--fault-waits", "150%"],
+            "a share from 0 to 1",
+        ),
     ] {
         let o = hw(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
@@ -843,6 +851,44 @@ fn randread_until_reports_intervals_and_why_it_stopped() {
             assert!((hi - lo) / median <= 0.5, "{s}");
         }
     }
+}
+
+/// `bench faultlat` runs its three arms in every round and saves a result the report reads.
+#[test]
+fn bench_faultlat_runs_every_arm_and_its_result_reads_back() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = dir.path().join("fb.json");
+    let o = hw(&[
+        "bench",
+        "faultlat",
+        "--size",
+        "64MiB",
+        "--rounds",
+        "1",
+        "--interval",
+        "10ms",
+        "--out",
+        out.to_str().expect("path"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&out).expect("saved");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("json");
+    assert_eq!(v["schema"], "hugewise/bench-faultlat");
+    let arms: Vec<&str> = v["samples"]
+        .as_array()
+        .expect("samples")
+        .iter()
+        .map(|s| s["arm"].as_str().expect("arm"))
+        .collect();
+    assert_eq!(arms, ["alone", "daemon", "unpaced"]);
+    assert_eq!(v["samples"][0]["faults"], 16384);
+    let shown = hw(&["report", out.to_str().expect("path")]);
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    assert!(
+        String::from_utf8_lossy(&shown.stdout).contains("p99.9 vs alone"),
+        "{}",
+        String::from_utf8_lossy(&shown.stdout)
+    );
 }
 
 #[test]

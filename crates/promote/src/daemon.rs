@@ -88,7 +88,7 @@ pub struct Config {
     /// 2 MiB blocks (see [`crate::compact`]).
     pub compact: crate::compact::Settings,
     /// Most of a target's page faults its collapses may hold up, as a share of the faults it
-    /// has taken (see [`crate::pacing`]): 0.0002 keeps them a fifth of what its 99.9th
+    /// has taken since the daemon first read it (see [`crate::pacing`]): 0.0002 keeps them a fifth of what its 99.9th
     /// percentile fault looks past; 0 makes no collapse while it faults, 1 never waits.
     pub fault_waits: f64,
 }

@@ -9,8 +9,10 @@
 //! from 64–144 µs to 570–640 µs.
 //!
 //! The pacer keeps the faults the daemon may hold up to a share of those the target has taken
-//! since it started (0.02 % by default: a fifth of what a 99.9th percentile looks past, so
-//! that the held faults stay above it). Before each collapse it reads the target's fault count
+//! since the daemon first read it (0.02 % by default: a fifth of what a 99.9th percentile
+//! looks past, so that the held faults stay above it). Faults from before are not counted: a
+//! long-lived program's past faults, their memory long freed, would otherwise pay for holding
+//! up most of a new burst's. Before each collapse it reads the target's fault count
 //! (`/proc/PID/stat`): the faults since the last reading, over the time since, give the rate
 //! now; a collapse of `c` ns is expected to hold up `rate × c` faults, never more than one per
 //! thread. The collapse goes when the faults expected held so far, with its own, stay within
@@ -51,8 +53,10 @@ pub enum Pace {
 /// The account of one target's faults held up by collapses.
 #[derive(Debug, Clone)]
 pub struct Pacer {
-    /// Most faults held up, as a share of those the target has taken.
+    /// Most faults held up, as a share of those the target has taken since the first reading.
     share: f64,
+    /// The target's fault count at the first reading.
+    first: Option<u64>,
     /// Faults expected held up so far.
     held: f64,
     /// The last reading: the next rate is measured from it.
@@ -64,6 +68,7 @@ impl Pacer {
     pub fn new(share: f64) -> Pacer {
         Pacer {
             share: share.clamp(0.0, 1.0),
+            first: None,
             held: 0.0,
             last: None,
         }
@@ -72,6 +77,7 @@ impl Pacer {
     /// Note a reading taken without a collapse after it (at the start of a look): the next
     /// rate is measured from here.
     pub fn observe(&mut self, now: Reading) {
+        self.first.get_or_insert(now.faults);
         self.last = Some(now);
     }
 
@@ -91,8 +97,11 @@ impl Pacer {
             _ => 0.0,
         };
         self.last = Some(now);
+        let taken = now
+            .faults
+            .saturating_sub(*self.first.get_or_insert(now.faults));
         let held = (rate_per_ns * collapse_ns as f64).min(f64::from(now.threads.max(1)));
-        if held == 0.0 || self.held + held <= self.share * now.faults as f64 {
+        if held == 0.0 || self.held + held <= self.share * taken as f64 {
             self.held += held;
             Pace::Go { held }
         } else {
@@ -117,14 +126,22 @@ mod tests {
         }
     }
 
+    /// A pacer first reading the target at `base` faults, then at `since` more a second
+    /// later (none of them while a collapse ran).
+    fn after(share: f64, base: u64, since: u64, threads: u32) -> Pacer {
+        let mut p = Pacer::new(share);
+        p.observe(at(0, base, threads));
+        p.observe(at(1000, base + since, threads));
+        p
+    }
+
     #[test]
     fn a_target_that_is_not_faulting_is_never_held_back() {
-        let mut p = Pacer::new(0.0002);
-        p.observe(at(0, 10, 1));
         // Ten faults in all, none since: with no share to spend, collapses still go.
+        let mut p = after(0.0002, 0, 10, 1);
         for k in 1..=100 {
             assert_eq!(
-                p.before_collapse(at(k, 10, 1), 2 * MS),
+                p.before_collapse(at(1000 + k, 10, 1), 2 * MS),
                 Pace::Go { held: 0.0 }
             );
         }
@@ -133,21 +150,19 @@ mod tests {
 
     #[test]
     fn a_fast_faulting_target_is_held_up_once_per_thread_and_collapse() {
-        let mut p = Pacer::new(0.0002);
-        // 1,000,000 faults taken, 400 a millisecond now: a 2 ms collapse would hold up 800,
-        // but one thread can have only one fault waiting.
-        p.observe(at(0, 1_000_000, 1));
-        // 0.02 % of 1,000,000 is 200 faults: 200 collapses go, the 201st waits.
-        let mut faults = 1_000_000;
+        // 7,000,000 faults from before the first reading, which do not count; 1,000,000
+        // since, 400 a millisecond now: a 2 ms collapse would hold up 800, but one thread can
+        // have only one fault waiting.
+        let mut p = after(0.0002, 7_000_000, 1_000_000, 1);
+        let mut faults = 8_000_000;
         let mut made = 0;
         for k in 1..=300u64 {
             faults += 400;
-            let share_now = 0.0002 * faults as f64;
-            match p.before_collapse(at(k, faults, 1), 2 * MS) {
+            match p.before_collapse(at(1000 + k, faults, 1), 2 * MS) {
                 Pace::Go { held } => {
                     assert_eq!(held, 1.0);
                     made += 1;
-                    assert!(p.held() <= share_now);
+                    assert!(p.held() <= 0.0002 * (faults - 7_000_000) as f64);
                 }
                 Pace::Wait { faults_per_s } => {
                     assert_eq!(faults_per_s, 400_000.0);
@@ -155,16 +170,15 @@ mod tests {
                 }
             }
         }
-        // The share grows with the faults taken meanwhile: 0.0002 × (1,000,000 + 400 k)
-        // reaches k at k = 200 / 0.92 = 217.4, so 217 go.
+        // 0.02 % of the faults since the first reading, 1,000,000 + 400 k, reaches k at
+        // k = 200 / 0.92 = 217.4: 217 go, the 218th waits.
         assert_eq!(made, 217);
     }
 
     #[test]
     fn each_thread_can_be_held_up_by_one_collapse() {
-        let mut p = Pacer::new(0.0002);
-        p.observe(at(0, 1_000_000, 4));
-        match p.before_collapse(at(1, 1_000_400, 4), 2 * MS) {
+        let mut p = after(0.0002, 0, 1_000_000, 4);
+        match p.before_collapse(at(1001, 1_000_400, 4), 2 * MS) {
             Pace::Go { held } => assert_eq!(held, 4.0),
             w => panic!("{w:?}"),
         }
@@ -172,14 +186,13 @@ mod tests {
 
     #[test]
     fn a_slow_faulting_target_is_held_up_in_proportion_to_the_collapse() {
-        let mut p = Pacer::new(0.0002);
         // 100 faults a second, a 2 ms collapse: 0.2 faults held up each. 10,000 faults taken
         // allow 2: ten collapses go, the eleventh waits.
-        p.observe(at(0, 10_000, 1));
+        let mut p = after(0.0002, 0, 10_000, 1);
         let mut made = 0;
         for k in 1..=20u64 {
             // 10 ms between readings, one fault in each.
-            match p.before_collapse(at(10 * k, 10_000 + k, 1), 2 * MS) {
+            match p.before_collapse(at(1000 + 10 * k, 10_000 + k, 1), 2 * MS) {
                 Pace::Go { held } => {
                     assert!((held - 0.2).abs() < 1e-12);
                     made += 1;
@@ -193,33 +206,32 @@ mod tests {
     #[test]
     fn faults_taken_before_pay_for_collapses_after() {
         let mut p = Pacer::new(0.0002);
-        // Held back while faulting fast from 0 faults...
-        p.observe(at(0, 0, 1));
+        // Held back while faulting fast from the first reading...
+        p.observe(at(0, 3_000_000, 1));
         assert!(matches!(
-            p.before_collapse(at(1, 400, 1), 2 * MS),
+            p.before_collapse(at(1, 3_000_400, 1), 2 * MS),
             Pace::Wait { .. }
         ));
         // ... then, 5,000 faults later (one collapse's share), one goes while still faulting.
         assert_eq!(
-            p.before_collapse(at(13, 5_200, 1), 2 * MS),
+            p.before_collapse(at(13, 3_005_200, 1), 2 * MS),
             Pace::Go { held: 1.0 }
         );
         assert!(matches!(
-            p.before_collapse(at(14, 5_600, 1), 2 * MS),
+            p.before_collapse(at(14, 3_005_600, 1), 2 * MS),
             Pace::Wait { .. }
         ));
     }
 
     #[test]
     fn a_share_of_zero_allows_no_collapse_while_faulting_and_all_once_done() {
-        let mut p = Pacer::new(0.0);
-        p.observe(at(0, 1_000_000, 1));
+        let mut p = after(0.0, 0, 1_000_000, 1);
         assert!(matches!(
-            p.before_collapse(at(1, 1_000_400, 1), 2 * MS),
+            p.before_collapse(at(1001, 1_000_400, 1), 2 * MS),
             Pace::Wait { .. }
         ));
         assert_eq!(
-            p.before_collapse(at(1000, 1_000_400, 1), 2 * MS),
+            p.before_collapse(at(2000, 1_000_400, 1), 2 * MS),
             Pace::Go { held: 0.0 }
         );
     }

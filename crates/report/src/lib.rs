@@ -137,6 +137,7 @@ fn view(r: &AnyResult, style: Style) -> Option<String> {
         AnyResult::BenchBloat(s) => views::exec::bloat(&s.result),
         AnyResult::BenchPacking(s) => views::exec::packing(&s.result),
         AnyResult::BenchGap(s) => views::gap::text(&s.result),
+        AnyResult::BenchFaultlat(s) => views::machine::fault_bench(&s.result),
     })
 }
 

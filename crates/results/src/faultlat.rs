@@ -1,10 +1,13 @@
-//! What `hugewise faultlat` measured: page-fault latencies of a fresh region and its backing.
+//! What `hugewise faultlat` measured: page-fault latencies of a fresh region and its backing;
+//! and what `hugewise bench faultlat` measured: those latencies with the daemon collapsing
+//! beside the faults, against the faults alone.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::backing::Backing;
+use crate::stats::{MedianInterval, Quiet, Stopped, Summary};
 
 /// Latency distribution in nanoseconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -65,4 +68,97 @@ pub struct FaultlatReport {
     pub backing: Backing,
     /// The collapse phase, when asked.
     pub collapse: Option<CollapsePhase>,
+}
+
+/// One way of running the faults in `hugewise bench faultlat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultArm {
+    /// 4 KiB faults with nothing beside them.
+    Alone,
+    /// The same, the daemon collapsing the region beside them, paced by the faults.
+    Daemon,
+    /// The same daemon with its pacing off: each collapse made whatever the faults.
+    Unpaced,
+}
+
+impl FaultArm {
+    /// Every arm, the baseline first.
+    pub const ALL: [FaultArm; 3] = [FaultArm::Alone, FaultArm::Daemon, FaultArm::Unpaced];
+
+    /// Display name.
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultArm::Alone => "alone",
+            FaultArm::Daemon => "daemon",
+            FaultArm::Unpaced => "unpaced",
+        }
+    }
+}
+
+/// One arm's run in one round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FaultBenchSample {
+    /// Round number from 0.
+    pub round: u32,
+    /// Arm.
+    pub arm: FaultArm,
+    /// Touches that faulted.
+    pub faults: u64,
+    /// Latency of the touches that faulted.
+    pub fault_latency: Latency,
+    /// Wall time of the whole touch loop.
+    pub touch_wall_ns: u64,
+    /// Daemon arms: chunks the daemon collapsed while the faults ran (`null` alone).
+    pub collapses: Option<u32>,
+    /// Daemon arms: candidates whose collapse waited because the region was faulting
+    /// (`null` alone).
+    pub paced: Option<u32>,
+    /// Others' CPU use just before.
+    pub quiet: Option<Quiet>,
+}
+
+/// One arm over the rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FaultBenchArm {
+    /// Arm.
+    pub arm: FaultArm,
+    /// p50 fault latency over rounds, in nanoseconds.
+    pub p50_ns: Summary,
+    /// p99.9 fault latency over rounds, in nanoseconds.
+    pub p999_ns: Summary,
+    /// Median over rounds of this arm's p99.9 over the alone arm's in the same round: how
+    /// much longer the slow faults are beside the daemon (`null` for the alone arm).
+    pub p999_vs_alone: Option<f64>,
+    /// 95 % interval of that median, from the per-round ratios' order statistics (`null`
+    /// with fewer than 6 rounds).
+    pub p999_vs_alone_ci95: Option<MedianInterval>,
+    /// The same for the median fault.
+    pub p50_vs_alone: Option<f64>,
+    /// Median collapses a run made (`null` alone).
+    pub collapses: Option<f64>,
+}
+
+/// What `hugewise bench faultlat` measured: a fresh region faulted with 4 KiB pages, alone
+/// and with the daemon collapsing it beside the faults, alternated round by round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FaultBenchReport {
+    /// Region size.
+    pub bytes: u64,
+    /// The daemon's policy.
+    pub policy: String,
+    /// Its budget, as a share of the region (0–1).
+    pub budget_share: f64,
+    /// The share of the faults its collapses may hold up (`--fault-waits`) in the daemon arm.
+    pub fault_waits: f64,
+    /// The daemon's interval in milliseconds.
+    pub interval_ms: u64,
+    /// Rounds run.
+    pub rounds: u32,
+    /// Why the rounds stopped.
+    pub stopped: Option<Stopped>,
+    /// Every sample, in the order run.
+    pub samples: Vec<FaultBenchSample>,
+    /// Per arm, alone first.
+    pub summary: Vec<FaultBenchArm>,
 }

@@ -301,6 +301,8 @@ kinds! {
     BenchBloat(bloat::BloatReport) = "hugewise/bench-bloat", 1;
     /// `hugewise bench gap`: the GAP suite's binaries against hugewise's kernels, alternated.
     BenchGap(gapbench::GapBenchReport) = "hugewise/bench-gap", 1;
+    /// `hugewise bench faultlat`: page faults alone and with the daemon collapsing beside them.
+    BenchFaultlat(faultlat::FaultBenchReport) = "hugewise/bench-faultlat", 1;
 }
 
 /// Parse the saved result `text`, read from `path` (named in errors). Reading the file is the

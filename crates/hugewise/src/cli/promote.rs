@@ -55,7 +55,7 @@ each compaction with why, how long, its CPU time and the free 2 MiB blocks and u
 before and after.
 While a target faults its memory in, its collapses wait: a fault that comes during a collapse
 waits for it, so the daemon keeps the faults it may hold up within --fault-waits of those the
-target has taken (0.02 %, so that its 99.9th percentile fault is not one of them), reading its
+target has taken since it began (0.02 %, so that its 99.9th percentile fault is not one of them), reading its
 fault count before each collapse; a target that is not faulting is never held back.
 How it works: docs/promotion.md.";
 
@@ -145,7 +145,7 @@ pub struct PromoteArgs {
     #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
     pub compact: CompactArg,
     /// Most of a target's page faults the daemon's collapses may hold up, as a share of the
-    /// faults it has taken: a fault that comes while its memory is collapsed waits for the
+    /// faults it has taken since the daemon began: a fault that comes while its memory is collapsed waits for the
     /// collapse (milliseconds), so while a program faults fast its collapses wait for a later
     /// look; 0 makes none while it faults, 100% never waits.
     #[arg(long, default_value = "0.02%", value_name = "SHARE",

@@ -1,9 +1,9 @@
-//! Terminal views of the machine and its memory: `hugewise sys`, `faultlat` and
-//! `bench randread`.
+//! Terminal views of the machine and its memory: `hugewise sys`, `faultlat`, `bench faultlat`
+//! and `bench randread`.
 
 use std::fmt::Write;
 
-use hugewise_results::faultlat::{FaultlatReport, Latency};
+use hugewise_results::faultlat::{FaultBenchReport, FaultlatReport, Latency};
 use hugewise_results::machine::{MachineReport, Probe, Selector};
 use hugewise_results::randread::RandreadReport;
 
@@ -238,6 +238,61 @@ pub fn faultlat(r: &FaultlatReport) -> String {
             pct(c.backing.huge_share())
         );
     }
+    o
+}
+
+/// `hugewise bench faultlat`.
+pub fn fault_bench(r: &FaultBenchReport) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "4 KiB faults over {}, {} rounds{} (arms alternated); the daemon: {}, budget {}, a look \
+         every {} ms, collapses paced to hold up at most {}% of the faults (unpaced: no limit)\n",
+        bytes(r.bytes),
+        r.rounds,
+        crate::fmt::stopped(r.stopped),
+        r.policy,
+        pct(r.budget_share),
+        r.interval_ms,
+        r.fault_waits * 100.0
+    );
+    let mut t = Table::new([
+        "arm",
+        "p50",
+        "p99.9",
+        "spread (MAD)",
+        "p99.9 vs alone [95% CI]",
+        "p50 vs alone",
+        "collapses",
+    ]);
+    let mut busy_total = 0;
+    for a in &r.summary {
+        let (busy, _) = busy_of(
+            r.samples
+                .iter()
+                .filter(|x| x.arm == a.arm)
+                .map(|x| &x.quiet),
+        );
+        busy_total += busy;
+        t.row([
+            marked(a.arm.name(), busy),
+            ns(a.p50_ns.median),
+            ns(a.p999_ns.median),
+            pct(a.p999_ns.mad_rel),
+            a.p999_vs_alone
+                .map(|x| ratio_ci(x, a.p999_vs_alone_ci95, a.p999_ns.n, 2))
+                .unwrap_or_else(|| "(baseline)".into()),
+            a.p50_vs_alone
+                .map(|x| format!("{x:.2}x"))
+                .unwrap_or_else(|| "-".into()),
+            a.collapses
+                .map(|c| format!("{c:.0}"))
+                .unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    o.push_str(&t.render());
+    let (_, all) = busy_of(r.samples.iter().map(|s| &s.quiet));
+    o.push_str(&sample_notes(busy_total, all));
     o
 }
 

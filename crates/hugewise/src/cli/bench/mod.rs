@@ -6,6 +6,7 @@ use hugewise_console::progress::Mode;
 
 pub mod bloat;
 pub mod exec;
+pub mod faultlat;
 pub mod gap;
 pub mod packing;
 pub mod pages;
@@ -27,6 +28,11 @@ other processes are idle, warms up, then times the reads. The speedup is the med
 rounds of base/variant measured in the same round, with its 95 % interval (order statistics
 of the per-round ratios; 6 rounds at least).")]
     Randread(randread::RandreadArgs),
+
+    /// Page faults of a fresh region alone and with the daemon collapsing it beside them
+    /// (paced by the faults, and unpaced), alternated: the p99.9 fault's ratio with its interval.
+    #[command(after_help = faultlat::HELP)]
+    Faultlat(faultlat::BenchFaultlatArgs),
 
     /// One graph kernel under several page layouts of its own arrays, alternated round by
     /// round on one loaded graph: the speedup huge pages give, as a ratio within each round.
@@ -77,6 +83,7 @@ alternating order, after checking the machine is quiet.")]
 pub fn run(cmd: BenchCommand, progress: Mode) -> anyhow::Result<()> {
     match cmd {
         BenchCommand::Randread(a) => randread::run(a, progress),
+        BenchCommand::Faultlat(a) => faultlat::run(a, progress),
         BenchCommand::Pages(a) => pages::run(a, progress),
         BenchCommand::Promote(a) => promote::run(a, progress),
         BenchCommand::Exec(a) => exec::run(a, progress),

@@ -1,0 +1,314 @@
+//! Page faults beside the daemon's collapses: a fresh region faulted with 4 KiB pages alone,
+//! with the daemon collapsing it as the faults go (paced by them), and with the same daemon
+//! unpaced, alternated round by round (A B C, C B A, ...).
+//!
+//! The daemon runs in a thread of this process, managing the region only, from just before
+//! the first touch until the last is timed: what a program started under `hugewise promote
+//! --no-preload` meets while it faults its memory in. The measure is the p99.9 fault latency
+//! of each arm over the alone arm's in the same round: a collapse holds the memory map, and a
+//! fault that comes meanwhile waits for it (see `hugewise_promote::pacing`).
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use hugewise_mem::{Bytes, PagePolicy};
+use hugewise_promote::budget::Limit;
+use hugewise_promote::daemon::{self, Daemon};
+use hugewise_promote::target::Target;
+use hugewise_results::faultlat::{FaultArm, FaultBenchArm, FaultBenchReport, FaultBenchSample};
+use hugewise_sys::proc::ProcFs;
+
+use crate::quiet;
+use crate::stats::{median, ratio, ratios_in_rounds, summarize, Until};
+use crate::{faultlat, Error, Progress, Result};
+
+/// What to measure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Region size.
+    pub bytes: Bytes,
+    /// Rounds (each runs every arm once), at least.
+    pub rounds: u32,
+    /// More rounds until the ratios' intervals are narrow enough.
+    pub until: Until,
+    /// The daemon's policy (`mega`, `linux`, ...: one that acts on mapped pages; the region
+    /// publishes no samples).
+    pub policy: String,
+    /// The daemon's budget, a share of the region (0–1).
+    pub budget_share: f64,
+    /// The share of the faults the paced daemon's collapses may hold up.
+    pub fault_waits: f64,
+    /// The daemon's interval.
+    pub interval: Duration,
+    /// Run even when the region is larger than the memory available.
+    pub force: bool,
+}
+
+/// The daemon running beside the faults, and how to stop it.
+struct Beside {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<hugewise_promote::Result<(u32, u32)>>,
+}
+
+impl Beside {
+    /// Start a daemon on `range` of this process, in a thread of its own.
+    fn start(cfg: &Config, fault_waits: f64, range: Range<usize>) -> Result<Beside> {
+        let t0 = Instant::now();
+        let target =
+            Target::attach(&ProcFs::default(), std::process::id() as i32, t0)?.within(range);
+        let policy = hugewise_promote::policy::by_name(&cfg.policy)
+            .ok_or_else(|| Error::Config(format!("no policy named '{}'", cfg.policy)))?;
+        let mut d = Daemon::new(
+            policy,
+            daemon::Config {
+                interval: cfg.interval,
+                limit: Limit::Share(cfg.budget_share),
+                fault_waits,
+                ..daemon::Config::default()
+            },
+            t0,
+        );
+        d.add_with(target, None);
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let (mut promoted, mut paced) = (0u32, 0u32);
+            d.run(&flag, &mut |iv, _| {
+                promoted += iv.promoted;
+                paced += iv.paced.unwrap_or(0);
+            })?;
+            Ok((promoted, paced))
+        });
+        Ok(Beside { stop, handle })
+    }
+
+    /// Stop it, and say how many chunks it collapsed and how many candidates waited.
+    fn stop(self) -> Result<(u32, u32)> {
+        self.stop.store(true, Ordering::Relaxed);
+        let r = self
+            .handle
+            .join()
+            .map_err(|_| Error::Config("the daemon's thread panicked".into()))?;
+        Ok(r?)
+    }
+}
+
+/// Run the benchmark. `progress` counts runs done of the total.
+pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<FaultBenchReport> {
+    if cfg.rounds == 0 {
+        return Err(Error::Config("rounds must be at least 1".into()));
+    }
+    let implies = format!("a region of {} with every page touched", cfg.bytes);
+    crate::room::check(cfg.bytes, cfg.bytes.0, &implies, cfg.force)?;
+    let one = faultlat::Config {
+        bytes: cfg.bytes,
+        policy: PagePolicy::System,
+        then_collapse: false,
+        force: cfg.force,
+    };
+    let total = cfg.until.planned(cfg.rounds) as u64 * FaultArm::ALL.len() as u64;
+    let mut samples = Vec::new();
+    let (rounds, stopped) = cfg.until.rounds(
+        cfg.rounds,
+        &mut samples,
+        |s| {
+            FaultArm::ALL[1..]
+                .iter()
+                .map(|&a| p999_vs_alone(s, a))
+                .collect()
+        },
+        |round, samples| {
+            let mut arms = FaultArm::ALL;
+            if round % 2 == 1 {
+                arms.reverse();
+            }
+            for arm in arms {
+                let q = quiet::wait_quiet(
+                    hugewise_results::stats::BUSY_SHARE,
+                    Duration::from_millis(200),
+                    5,
+                );
+                let waits = match arm {
+                    FaultArm::Alone => None,
+                    FaultArm::Daemon => Some(cfg.fault_waits),
+                    FaultArm::Unpaced => Some(1.0),
+                };
+                let (r, by) = faultlat::run_beside(&one, &mut |_, _| {}, |range| {
+                    waits.map(|w| Beside::start(cfg, w, range)).transpose()
+                })?;
+                let counts = by.map(Beside::stop).transpose()?;
+                samples.push(FaultBenchSample {
+                    round,
+                    arm,
+                    faults: r.faults,
+                    fault_latency: r.fault_latency,
+                    touch_wall_ns: r.touch_wall_ns,
+                    collapses: counts.map(|c| c.0),
+                    paced: counts.map(|c| c.1),
+                    quiet: q,
+                });
+                progress(samples.len() as u64, total);
+            }
+            Ok::<_, Error>(())
+        },
+    )?;
+    let summary = FaultArm::ALL
+        .iter()
+        .filter_map(|&arm| summarize_arm(&samples, arm))
+        .collect();
+    Ok(FaultBenchReport {
+        bytes: cfg.bytes.0,
+        policy: cfg.policy.clone(),
+        budget_share: cfg.budget_share,
+        fault_waits: cfg.fault_waits,
+        interval_ms: cfg.interval.as_millis() as u64,
+        rounds,
+        stopped: Some(stopped),
+        samples,
+        summary,
+    })
+}
+
+/// Per round that ran both, `arm`'s p99.9 over the alone arm's.
+fn p999_vs_alone(samples: &[FaultBenchSample], arm: FaultArm) -> Vec<f64> {
+    vs_alone(samples, arm, |s| s.fault_latency.p999_ns)
+}
+
+fn vs_alone(
+    samples: &[FaultBenchSample],
+    arm: FaultArm,
+    ns: impl Fn(&FaultBenchSample) -> u64,
+) -> Vec<f64> {
+    // The helper divides the first arm's time by the second's: `arm` over alone.
+    ratios_in_rounds(
+        samples,
+        |s| s.round,
+        |s| s.arm == arm,
+        |s| s.arm == FaultArm::Alone,
+        |s| Some(ns(s) as f64).filter(|&x| x > 0.0),
+    )
+}
+
+fn summarize_arm(samples: &[FaultBenchSample], arm: FaultArm) -> Option<FaultBenchArm> {
+    let mine: Vec<&FaultBenchSample> = samples.iter().filter(|s| s.arm == arm).collect();
+    let of = |f: fn(&FaultBenchSample) -> u64| -> Vec<f64> {
+        mine.iter().map(|s| f(s) as f64).collect()
+    };
+    let (p999_vs_alone, ci95, p50_vs_alone) = match arm {
+        FaultArm::Alone => (None, None, None),
+        _ => {
+            let (m, ci) = ratio(&p999_vs_alone(samples, arm));
+            let (p50, _) = ratio(&vs_alone(samples, arm, |s| s.fault_latency.p50_ns));
+            (m, ci, p50)
+        }
+    };
+    let collapses: Vec<f64> = mine
+        .iter()
+        .filter_map(|s| s.collapses.map(f64::from))
+        .collect();
+    Some(FaultBenchArm {
+        arm,
+        p50_ns: summarize(&of(|s| s.fault_latency.p50_ns))?,
+        p999_ns: summarize(&of(|s| s.fault_latency.p999_ns))?,
+        p999_vs_alone,
+        p999_vs_alone_ci95: ci95,
+        p50_vs_alone,
+        collapses: median(&collapses),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(bytes: u64, rounds: u32) -> Config {
+        Config {
+            bytes: Bytes(bytes),
+            rounds,
+            until: Until::default(),
+            policy: "linux".into(),
+            budget_share: 1.0,
+            fault_waits: 0.0002,
+            interval: Duration::from_millis(5),
+            force: false,
+        }
+    }
+
+    #[test]
+    fn a_small_run_has_every_arm_in_every_round_and_ratios_against_alone() {
+        if ProcFs::default().kpageflags().is_err() {
+            hugewise_sys::testing::skip("the daemon reads frames as root only");
+            return;
+        }
+        let mut calls = 0;
+        let r = run(&cfg(64 << 20, 2), &mut |_, _| calls += 1).expect("run");
+        assert_eq!((r.samples.len(), calls, r.rounds), (6, 6, 2));
+        // The second round runs the arms in reverse.
+        let order: Vec<FaultArm> = r.samples.iter().map(|s| s.arm).collect();
+        assert_eq!(order[..3], FaultArm::ALL);
+        assert_eq!(
+            order[3..],
+            [FaultArm::Unpaced, FaultArm::Daemon, FaultArm::Alone]
+        );
+        for s in &r.samples {
+            assert_eq!(s.faults, 64 << 20 >> 12, "{s:?}");
+            assert_eq!(s.collapses.is_some(), s.arm != FaultArm::Alone, "{s:?}");
+        }
+        assert_eq!(r.summary.len(), 3);
+        assert_eq!(r.summary[0].p999_vs_alone, None);
+        assert!(r.summary[1].p999_vs_alone.is_some());
+        // Two rounds give no interval.
+        assert_eq!(r.summary[2].p999_vs_alone_ci95, None);
+    }
+
+    #[test]
+    fn ratios_are_an_arms_latency_over_the_alone_arms_of_the_same_round() {
+        let s = |round, arm, p999| FaultBenchSample {
+            round,
+            arm,
+            faults: 1,
+            fault_latency: hugewise_results::faultlat::Latency {
+                count: 1,
+                mean_ns: 0.0,
+                p50_ns: 1000,
+                p90_ns: 0,
+                p99_ns: 0,
+                p999_ns: p999,
+                max_ns: 0,
+                total_ns: 0,
+            },
+            touch_wall_ns: 0,
+            collapses: None,
+            paced: None,
+            quiet: None,
+        };
+        let v = [
+            s(0, FaultArm::Alone, 100),
+            s(0, FaultArm::Daemon, 150),
+            s(1, FaultArm::Daemon, 400),
+            s(1, FaultArm::Alone, 50),
+            s(2, FaultArm::Daemon, 90),
+        ];
+        assert_eq!(p999_vs_alone(&v, FaultArm::Daemon), vec![1.5, 8.0]);
+        let a = summarize_arm(&v, FaultArm::Daemon).expect("arm");
+        assert_eq!(a.p999_vs_alone, Some(4.75));
+        assert_eq!(a.p50_vs_alone, Some(1.0));
+    }
+
+    #[test]
+    fn zero_rounds_and_an_unknown_policy_are_refused() {
+        assert!(run(&cfg(1 << 20, 0), &mut |_, _| {}).is_err());
+        if ProcFs::default().kpageflags().is_err() {
+            return;
+        }
+        let bad = Config {
+            policy: "nope".into(),
+            ..cfg(4 << 20, 1)
+        };
+        let e = run(&bad, &mut |_, _| {}).expect_err("unknown policy");
+        assert!(e.to_string().contains("nope"), "{e}");
+    }
+}

@@ -1,0 +1,92 @@
+//! `hugewise bench faultlat`: a program's page faults alone and with the daemon collapsing
+//! beside them, alternated.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use hugewise_bench::faultbench;
+use hugewise_console::progress::{Mode, Steps, Unit};
+use hugewise_mem::{Bytes, Interval, Share, ShareRange};
+use hugewise_report::views::machine as view;
+
+use crate::cli::args::{name, Output, UntilArgs};
+
+pub const HELP: &str = "Examples:
+  hugewise bench faultlat                          4 GiB, 6 rounds (about two minutes)
+  hugewise bench faultlat --size 1GiB --rounds 3   a quicker look, no interval
+  hugewise bench faultlat --rounds 6 --until 10%   rounds until each interval is within 10 %
+  hugewise bench faultlat --fault-waits 0.1%       the daemon allowed to hold up more faults
+
+Each round faults a fresh region page by page with 4 KiB pages three times, in alternating
+order: alone; with the online daemon collapsing the region from a thread beside the faults,
+paced by them (--fault-waits, as hugewise promote); and with the same daemon unpaced, every
+collapse made whatever the faults. A fault that comes while the region is collapsed waits for
+the collapse, so the measure is each arm's p99.9 fault latency over the alone arm's in the same
+round, the median of those ratios with its 95 % interval (6 rounds at least). The target:
+at most 1.5x, the interval's upper end included.";
+
+/// Policies that act on mapped pages (the region publishes no samples).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FaultPolicyArg {
+    /// Mapped and used chunks, as MEGA.
+    Mega,
+    /// Address order, as khugepaged.
+    Linux,
+}
+
+/// `hugewise bench faultlat`.
+#[derive(Debug, Args)]
+pub struct BenchFaultlatArgs {
+    /// Region size.
+    #[arg(long, default_value = "4GiB", allow_negative_numbers = true)]
+    pub size: Bytes,
+    /// Rounds; each runs every arm once, alternated: 6 by default, the fewest whose ratios
+    /// get a 95 % interval.
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rounds: u32,
+    /// More rounds until the intervals are narrow enough.
+    #[command(flatten)]
+    pub until: UntilArgs,
+    /// The daemon's policy.
+    #[arg(long, value_enum, default_value = "mega")]
+    pub policy: FaultPolicyArg,
+    /// The daemon's budget, a share of the region.
+    #[arg(long, default_value = "100%", value_name = "SHARE",
+          value_parser = |s: &str| Share::parse_in(s, &ShareRange::POSITIVE))]
+    pub budget: Share,
+    /// The paced daemon's limit: most of the faults its collapses may hold up, as a share of
+    /// those taken (as hugewise promote --fault-waits).
+    #[arg(long, default_value = "0.02%", value_name = "SHARE",
+          value_parser = |s: &str| Share::parse_in(s, &ShareRange::UNIT))]
+    pub fault_waits: Share,
+    /// Time between two looks of the daemon.
+    #[arg(long, default_value = "1s", value_parser = Interval::period)]
+    pub interval: Duration,
+    /// Run even when the region is larger than the memory available; only sensible with swap
+    /// to spare.
+    #[arg(long)]
+    pub force: bool,
+    /// Output options.
+    #[command(flatten)]
+    pub output: Output,
+}
+
+/// Fault, alone and beside the daemon.
+pub fn run(a: BenchFaultlatArgs, progress: Mode) -> anyhow::Result<()> {
+    let cfg = faultbench::Config {
+        bytes: a.size,
+        rounds: a.rounds,
+        until: a.until.until(),
+        policy: name(a.policy),
+        budget_share: a.budget.fraction(),
+        fault_waits: a.fault_waits.fraction(),
+        interval: a.interval,
+        force: a.force,
+    };
+    let steps = Steps::new(progress, "runs", Unit::Items);
+    let r = faultbench::run(&cfg, &mut |done, total| steps.update(done, total))
+        .context("fault-latency benchmark")?;
+    steps.finish();
+    a.output.emit(r, view::fault_bench)
+}
