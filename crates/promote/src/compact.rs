@@ -119,6 +119,10 @@ pub struct Waiting {
     pub saving_ns: Option<f64>,
     /// Bytes of the budget not yet huge.
     pub unspent_bytes: u64,
+    /// Huge chunks of lower-priority targets split this interval so that compaction can move
+    /// their pages (see [`crate::room`]): the memory compaction could not move before is not
+    /// all there is now, so a compaction that made no block does not hold the next one.
+    pub split_for_room: u32,
 }
 
 /// What compacting costs here.
@@ -226,7 +230,7 @@ pub fn decide(
             free.unusable_index()
         ));
     }
-    if account.elapsed_ns < account.held_until_ns {
+    if account.elapsed_ns < account.held_until_ns && waiting.split_for_room == 0 {
         return Decision::Decline(format!(
             "the last compaction made no block: free memory is broken up by pages compaction \
              cannot move; trying again in {:.1} s",
@@ -260,12 +264,19 @@ pub fn decide(
             ));
         }
     }
+    let split = match waiting.split_for_room {
+        0 => String::new(),
+        n => format!(
+            ", {n} cold huge page{} of lower-priority targets split for room",
+            plural(n.into())
+        ),
+    };
     Decision::Compact {
         aim_bytes: aim,
         why: format!(
             "{} collapse{} refused and {} slowed by direct compaction, {} MiB of budget \
              left; {} free 2 MiB blocks, unusable index {:.2} ({} blocks' worth of free \
-             memory broken up): compacting for {} MiB, expected {:.1} ms of CPU",
+             memory broken up){split}: compacting for {} MiB, expected {:.1} ms of CPU",
             waiting.refused,
             plural(waiting.refused.into()),
             waiting.slow,
@@ -543,6 +554,7 @@ mod tests {
             slow,
             saving_ns: None,
             unspent_bytes: unspent_mib * M,
+            split_for_room: 0,
         }
     }
 
@@ -703,6 +715,21 @@ mod tests {
         a.held_until_ns = 4_500_000_000;
         let d = decide(&s, &w, &free(0, 300), &GUESS, &a);
         assert!(declined(&d).contains("trying again in 1.5 s"), "{d:?}");
+        // Huge pages split for room since: compaction has pages to move it had not.
+        let split = Waiting {
+            split_for_room: 2,
+            ..w
+        };
+        match decide(&s, &split, &free(0, 300), &GUESS, &a) {
+            Decision::Compact { aim_bytes, why } => {
+                assert_eq!(aim_bytes, 8 << 20);
+                assert!(
+                    why.contains("2 cold huge pages of lower-priority targets split"),
+                    "{why}"
+                );
+            }
+            d => panic!("{d:?}"),
+        }
         a.elapsed_ns = 4_500_000_000;
         assert_eq!(aim(&decide(&s, &w, &free(0, 300), &GUESS, &a)), Some(8));
         // `always` does not wait.

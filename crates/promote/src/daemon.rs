@@ -17,6 +17,7 @@ use crate::channel::Subscriber;
 use crate::compact::{Controller as Compactor, Decision as CompactDecision, Lever, Waiting};
 use crate::pacing::{Pace, Pacer, Reading};
 use crate::policy::{ChunkInfo, Policy};
+use crate::room;
 use crate::target::Target;
 use crate::thinning::{Look, Thinning};
 use crate::{Error, Result, BASE_PER_HUGE, HUGE};
@@ -868,7 +869,8 @@ impl Daemon {
                 ));
             }
         }
-        self.weigh_compaction(&mut iv, &periods, dt)?;
+        let kept: Vec<(usize, f64)> = kept.into_iter().collect();
+        self.weigh_compaction(&mut iv, (&periods, dt), (&chunks, &kept), on_action)?;
         let look = Look::of(self.warming_up(), iv.promoted, iv.demoted, iv.failed, swaps);
         let factor = self.thinning.after(look);
         let mut asked = false;
@@ -926,11 +928,17 @@ impl Daemon {
 
     /// Weigh compacting for this interval's refused and slowed collapses, and compact when it
     /// pays (see [`crate::compact`]).
+    ///
+    /// When the last compaction made no block (free memory broken up by pages it cannot
+    /// move), the coldest huge chunks of targets of lower priority than the refused ones' are
+    /// split first, so that compaction has their pages to move (see [`crate::room`]); `kept`
+    /// are the huge chunks left, least valued first.
     fn weigh_compaction(
         &mut self,
         iv: &mut Interval,
-        periods: &HashMap<i32, f64>,
-        dt: f64,
+        (periods, dt): (&HashMap<i32, f64>, f64),
+        (chunks, kept): (&[ChunkInfo], &[(usize, f64)]),
+        on_action: &mut dyn FnMut(&Action),
     ) -> Result<()> {
         let refused = std::mem::take(&mut self.refused_now);
         let slow = std::mem::take(&mut self.slow_now);
@@ -941,20 +949,37 @@ impl Daemon {
             .map(|c| periods.get(&c.pid).map(|&p| saving_ns(c, p, dt, &self.cfg)))
             .sum::<Option<f64>>()
             .filter(|_| !refused.is_empty());
-        let waiting = Waiting {
+        let mut waiting = Waiting {
             refused: refused.len() as u32,
             slow,
             saving_ns,
             unspent_bytes: iv.budget_bytes.saturating_sub(iv.huge_bytes_after),
+            split_for_room: 0,
         };
         let elapsed = self.t0.elapsed();
-        let decision = match self.compactor.decide(&waiting, elapsed) {
+        let mut decision = match self.compactor.decide(&waiting, elapsed) {
             Ok(d) => d,
             Err(e) => {
                 iv.compaction_declined = Some(format!("free memory unreadable: {e}"));
                 return Ok(());
             }
         };
+        let barren = matches!(&decision, CompactDecision::Decline(why)
+            if why.starts_with("the last compaction made no block"));
+        if barren {
+            let split = self.split_for_room(&refused, chunks, kept, iv, on_action)?;
+            if split > 0 {
+                iv.room_splits = Some(split);
+                waiting.split_for_room = split;
+                decision = match self.compactor.decide(&waiting, elapsed) {
+                    Ok(d) => d,
+                    Err(e) => {
+                        iv.compaction_declined = Some(format!("free memory unreadable: {e}"));
+                        return Ok(());
+                    }
+                };
+            }
+        }
         match decision {
             CompactDecision::Idle => {}
             CompactDecision::Decline(why) => iv.compaction_declined = Some(why),
@@ -964,6 +989,46 @@ impl Daemon {
             }
         }
         Ok(())
+    }
+
+    /// Split the coldest huge chunks of targets below the `refused` chunks' priority, one a
+    /// refused collapse and no more than a compaction aims for (see [`crate::room`]); how
+    /// many read back split.
+    fn split_for_room(
+        &mut self,
+        refused: &[ChunkInfo],
+        chunks: &[ChunkInfo],
+        kept: &[(usize, f64)],
+        iv: &mut Interval,
+        on_action: &mut dyn FnMut(&Action),
+    ) -> Result<u32> {
+        let huge: Vec<room::Huge> = kept
+            .iter()
+            .map(|&(index, score)| room::Huge {
+                index,
+                pid: chunks[index].pid,
+                score,
+            })
+            .collect();
+        let pids: Vec<i32> = refused.iter().map(|c| c.pid).collect();
+        let bias = &self.cfg.bias;
+        let priority = |pid: i32| bias.get(&pid).copied().unwrap_or(1.0);
+        let mut huge_bytes = iv.huge_bytes_after;
+        let mut split = 0;
+        let most = (self.compactor.settings().max_bytes / HUGE as u64).max(1) as usize;
+        for i in room::victims(&pids, &huge, priority, most) {
+            if self.act(
+                &chunks[i],
+                ActionKind::Demote,
+                iv,
+                &mut huge_bytes,
+                on_action,
+            )? {
+                split += 1;
+            }
+        }
+        iv.huge_bytes_after = huge_bytes;
+        Ok(split)
     }
 
     /// What a collapse costs here: the median CPU time of the last ones this daemon made, or a

@@ -17,7 +17,8 @@
 //! - [`daemon`]: the online engine: every interval, read the targets' chunks and access samples
 //!   ([`channel`]), ask a [`policy`] (one per file in [`policies`]), act within the [`budget`],
 //!   and ask for fewer samples while nothing changes ([`thinning`]); when collapses are refused
-//!   for want of free 2 MiB blocks, [`compact`] weighs asking the kernel to compact; while a
+//!   for want of free 2 MiB blocks, [`compact`] weighs asking the kernel to compact, and
+//!   [`room`] picks lower-priority targets' cold huge pages to split first; while a
 //!   target faults its memory in, [`pacing`] holds its collapses back.
 #![forbid(unsafe_code)]
 
@@ -33,6 +34,7 @@ pub mod plan;
 pub mod policies;
 pub mod policy;
 pub mod replay;
+pub mod room;
 pub mod session;
 pub mod target;
 pub mod thinning;

@@ -116,6 +116,10 @@ pub struct Interval {
     /// acts on and why, a target's sample ring or allocation log refused and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Huge chunks of lower-priority targets split at the end of this interval so that
+    /// compaction could move their pages, after one that made no block; `null` when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub room_splits: Option<u32>,
     /// The compaction the daemon made at the end of this interval (`--compact`), if it made
     /// one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
