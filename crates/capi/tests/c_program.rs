@@ -82,11 +82,13 @@ fn a_c_program_gets_its_hot_chunks_promoted() {
     d.add(Target::attach(&ProcFs::default(), pid, t0).expect("attach"));
     assert_eq!(d.sampled(), [pid], "the daemon found the program's channel");
     let mut promoted = 0;
+    let mut looks = Vec::new();
     for _ in 0..5 {
         std::thread::sleep(Duration::from_millis(100));
         let iv = d.step(&mut |_| {}).expect("step");
         assert!(iv.huge_bytes_after <= 2 * HUGE as u64, "{iv:?}");
         promoted += iv.promoted;
+        looks.push(iv);
     }
     let check = Target::attach(&ProcFs::default(), pid, t0).expect("attach");
     let huge: Vec<usize> = check
@@ -100,7 +102,7 @@ fn a_c_program_gets_its_hot_chunks_promoted() {
     let _ = child.kill();
     let _ = child.wait();
     let _ = std::fs::remove_file(&out);
-    assert_eq!(huge, [3, 9], "promoted {promoted}");
+    assert_eq!(huge, [3, 9], "promoted {promoted}: {looks:#?}");
     // The program's channel file goes away with the program only if it closes it; the killed
     // one leaves it, which the daemon ignores once the pid is gone.
     let _ = std::fs::remove_file(hugewise_promote::channel::path(pid));

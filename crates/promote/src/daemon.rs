@@ -891,6 +891,12 @@ impl Daemon {
         let Some(m) = self.targets.iter_mut().find(|m| m.target.pid() == pid) else {
             return true;
         };
+        // A rate read over less than a collapse's length tells one fault from a burst poorly:
+        // the first collapse of a look waits out the rest of that window (2 ms or so).
+        let wait = m.pacer.wait_ns(t0.elapsed().as_nanos() as u64, collapse_ns);
+        if wait > 0 {
+            std::thread::sleep(Duration::from_nanos(wait));
+        }
         let Some(r) = m.fault_reading(t0) else {
             return true;
         };

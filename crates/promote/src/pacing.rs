@@ -13,9 +13,13 @@
 //! looks past, so that the held faults stay above it). Faults from before are not counted: a
 //! long-lived program's past faults, their memory long freed, would otherwise pay for holding
 //! up most of a new burst's. Before each collapse it reads the target's fault count
-//! (`/proc/PID/stat`): the faults since the last reading, over the time since, give the rate
+//! (`/proc/PID/stat`): the faults since the last reading, over the time since (at least a
+//! collapse's length: the daemon waits out the rest of a shorter window before reading, or
+//! one fault in a tenth of a millisecond would read as ten thousand a second), give the rate
 //! now; a collapse of `c` ns is expected to hold up `rate × c` faults, never more than one per
-//! thread. The collapse goes when the faults expected held so far, with its own, stay within
+//! thread. One fault held up is always allowed: until the target has taken 1 / share faults, a
+//! single wait is its slowest fault, not a percentile of them, and a program that takes a
+//! fault now and then (a ring of shared memory growing) would otherwise never see a collapse. The collapse goes when the faults expected held so far, with its own, stay within
 //! the share of the faults taken; otherwise the target's collapses wait for the next look. A
 //! target that is not faulting holds nothing up and is never held back, and faults taken
 //! before a collapse pay for those made after.
@@ -81,6 +85,15 @@ impl Pacer {
         self.last = Some(now);
     }
 
+    /// How long to wait, at `now_ns`, before reading for a collapse of `collapse_ns`, so that
+    /// the rate is read over at least that long (0 when the last reading is that old).
+    pub fn wait_ns(&self, now_ns: u64, collapse_ns: u64) -> u64 {
+        match (self.share >= 1.0, self.last) {
+            (false, Some(l)) => collapse_ns.saturating_sub(now_ns.saturating_sub(l.at_ns)),
+            _ => 0,
+        }
+    }
+
     /// Faults expected held up so far.
     pub fn held(&self) -> f64 {
         self.held
@@ -89,9 +102,12 @@ impl Pacer {
     /// Whether a collapse expected to take `collapse_ns` may start at `now`; a collapse that
     /// goes is charged here.
     pub fn before_collapse(&mut self, now: Reading, collapse_ns: u64) -> Pace {
+        if self.share >= 1.0 {
+            return Pace::Go { held: 0.0 };
+        }
         let rate_per_ns = match self.last {
-            Some(l) if now.at_ns > l.at_ns => {
-                now.faults.saturating_sub(l.faults) as f64 / (now.at_ns - l.at_ns) as f64
+            Some(f) if now.at_ns > f.at_ns => {
+                now.faults.saturating_sub(f.faults) as f64 / (now.at_ns - f.at_ns) as f64
             }
             // No window to measure over: the first reading of a target, or two at once.
             _ => 0.0,
@@ -101,7 +117,12 @@ impl Pacer {
             .faults
             .saturating_sub(*self.first.get_or_insert(now.faults));
         let held = (rate_per_ns * collapse_ns as f64).min(f64::from(now.threads.max(1)));
-        if held == 0.0 || self.held + held <= self.share * taken as f64 {
+        let allowed = if self.share > 0.0 {
+            (self.share * taken as f64).max(1.0)
+        } else {
+            0.0
+        };
+        if held == 0.0 || self.held + held <= allowed {
             self.held += held;
             Pace::Go { held }
         } else {
@@ -137,8 +158,9 @@ mod tests {
 
     #[test]
     fn a_target_that_is_not_faulting_is_never_held_back() {
-        // Ten faults in all, none since: with no share to spend, collapses still go.
-        let mut p = after(0.0002, 0, 10, 1);
+        // Ten faults before the first reading, none since: with no share to spend, collapses
+        // still go.
+        let mut p = after(0.0002, 10, 0, 1);
         for k in 1..=100 {
             assert_eq!(
                 p.before_collapse(at(1000 + k, 10, 1), 2 * MS),
@@ -204,27 +226,53 @@ mod tests {
     }
 
     #[test]
-    fn faults_taken_before_pay_for_collapses_after() {
+    fn one_fault_held_is_always_allowed_and_faults_taken_pay_for_more() {
         let mut p = Pacer::new(0.0002);
-        // Held back while faulting fast from the first reading...
+        // Faulting fast, 400 a millisecond, from the first reading: the one fault always
+        // allowed goes to the first collapse...
         p.observe(at(0, 3_000_000, 1));
+        assert_eq!(
+            p.before_collapse(at(2, 3_000_800, 1), 2 * MS),
+            Pace::Go { held: 1.0 }
+        );
+        // ... the next waits (0.02 % of 1,600 faults is 0.32 of one)...
         assert!(matches!(
-            p.before_collapse(at(1, 3_000_400, 1), 2 * MS),
+            p.before_collapse(at(4, 3_001_600, 1), 2 * MS),
             Pace::Wait { .. }
         ));
-        // ... then, 5,000 faults later (one collapse's share), one goes while still faulting.
+        // ... until 10,000 faults taken pay for a second.
+        assert!(matches!(
+            p.before_collapse(at(20, 3_008_000, 1), 2 * MS),
+            Pace::Wait { .. }
+        ));
         assert_eq!(
-            p.before_collapse(at(13, 3_005_200, 1), 2 * MS),
+            p.before_collapse(at(25, 3_010_000, 1), 2 * MS),
             Pace::Go { held: 1.0 }
         );
         assert!(matches!(
-            p.before_collapse(at(14, 3_005_600, 1), 2 * MS),
+            p.before_collapse(at(27, 3_010_800, 1), 2 * MS),
             Pace::Wait { .. }
         ));
     }
 
     #[test]
-    fn a_share_of_zero_allows_no_collapse_while_faulting_and_all_once_done() {
+    fn a_window_shorter_than_a_collapse_is_waited_out_and_a_share_of_one_never_waits() {
+        let mut p = Pacer::new(0.0002);
+        assert_eq!(p.wait_ns(5 * MS, 2 * MS), 0, "no reading yet");
+        p.observe(at(100, 50, 1));
+        // 0.1 ms after the reading, a 2 ms collapse waits 1.9 ms; 3 ms after, not at all.
+        assert_eq!(p.wait_ns(100 * MS + MS / 10, 2 * MS), 2 * MS - MS / 10);
+        assert_eq!(p.wait_ns(103 * MS, 2 * MS), 0);
+        let mut off = after(1.0, 0, 1_000_000, 1);
+        assert_eq!(off.wait_ns(1000 * MS, 2 * MS), 0);
+        assert_eq!(
+            off.before_collapse(at(1001, 1_000_400, 1), 2 * MS),
+            Pace::Go { held: 0.0 }
+        );
+    }
+
+    #[test]
+    fn a_share_of_zero_allows_no_collapse_while_faulting_not_even_one_and_all_once_done() {
         let mut p = after(0.0, 0, 1_000_000, 1);
         assert!(matches!(
             p.before_collapse(at(1001, 1_000_400, 1), 2 * MS),

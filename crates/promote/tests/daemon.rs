@@ -29,12 +29,15 @@ fn is_root() -> bool {
     ProcFs::default().kpageflags().is_ok()
 }
 
-/// A daemon that acts on the samples of its first look (the tests publish exact counts).
+/// A daemon that acts on the samples of its first look (the tests publish exact counts),
+/// never pacing its collapses by the target's faults: the target is this test process, where
+/// other tests fault memory at any time (pacing has its own test below).
 fn cfg(limit: Limit) -> Config {
     Config {
         interval: Duration::from_millis(10),
         limit,
         first_samples: 0,
+        fault_waits: 1.0,
         ..Config::default()
     }
 }
@@ -845,7 +848,7 @@ fn collapses_wait_while_the_target_faults_and_go_once_it_stops() {
         return;
     }
     // A collapse goes only when no fault came since the last reading (the faults' rate is
-    // read over the time since: a window of the scan's length, or of the last collapse's);
+    // read over the time since, at least a collapse's length);
     // once one came, that candidate and the rest waited for the next look.
     let first = iv.promoted;
     assert!(first < 8 && iv.paced == Some(8 - first), "{iv:?}");
