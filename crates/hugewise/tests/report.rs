@@ -27,6 +27,7 @@ fn every_saved_result_renders_as_its_command_printed_it() {
         "trace-lackey",
         "bench-pages",
         "bench-randread",
+        "bench-faultlat",
         "sim",
         "sim-reuse",
         "env-show",

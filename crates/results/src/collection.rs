@@ -173,10 +173,18 @@ impl Collection {
                 _ => None,
             })
             .collect();
+        let faults: Vec<_> = runs
+            .iter()
+            .filter_map(|e| match &e.result {
+                AnyResult::BenchFaultlat(s) => Some((&s.meta.study.as_ref()?.shape, &s.result)),
+                _ => None,
+            })
+            .collect();
         crate::study::headlines(
             &p.plan,
             Evidence {
                 promotes: &promotes,
+                faults: &faults,
                 pages: &pages,
                 curves: &curves,
                 swaps: &swaps,

@@ -163,6 +163,18 @@ pub enum Work {
         /// Collapse after faulting as 4 KiB.
         then_collapse: bool,
     },
+    /// Page faults of a fresh region alone and with the daemon collapsing it beside them, paced
+    /// and unpaced, alternated (`hugewise bench faultlat`).
+    FaultBench {
+        /// Region size.
+        size_bytes: u64,
+        /// Rounds.
+        rounds: u32,
+        /// The daemon's policy (`mega`).
+        policy: String,
+        /// The paced daemon's share of the faults its collapses may hold up.
+        fault_waits: f64,
+    },
     /// One kernel held to shares of its footprint in memory (the rest swapped), at several
     /// thread overcommit factors: each point a `hugewise run --memory` of its own.
     Swap {
@@ -245,7 +257,10 @@ impl Work {
                 Some(graph)
             }
             Work::Promote { graph, .. } => graph.as_deref(),
-            Work::Faultlat { .. } | Work::Bloat { .. } | Work::Packing { .. } => None,
+            Work::Faultlat { .. }
+            | Work::FaultBench { .. }
+            | Work::Bloat { .. }
+            | Work::Packing { .. } => None,
         }
     }
 }
@@ -387,6 +402,15 @@ pub enum Metric {
         /// Fragmentation level.
         fragment: f64,
     },
+    /// Page faults beside the daemon: the p99.9 fault latency of arm `arm` (`daemon`,
+    /// `unpaced`) over that of the faults alone in the same round, the median of a run's
+    /// per-round ratios, the largest over the runs at fragmentation `fragment` (0: unshaped).
+    FaultTailVsAlone {
+        /// The arm (`daemon`: paced by the faults; `unpaced`).
+        arm: String,
+        /// Fragmentation level of the runs taken.
+        fragment: f64,
+    },
     /// Promotion: the CPU time of the daemon's compactions over the run's wall time (of one
     /// core), the largest of the runs' medians with controller `compact`.
     CompactionCpuShare {
@@ -413,6 +437,7 @@ impl Metric {
             Metric::PromoteReach90 { .. }
                 | Metric::CompactionCpuShare { .. }
                 | Metric::SimPagesPerBlock { .. }
+                | Metric::FaultTailVsAlone { .. }
         )
     }
 }
@@ -504,6 +529,8 @@ pub struct Evidence<'a> {
     pub packings: &'a [&'a crate::packing::PackingReport],
     /// `bench-promote` runs, with the machine shape each ran in.
     pub promotes: &'a [(&'a Shape, &'a crate::promote::PromoteBenchReport)],
+    /// `bench-faultlat` runs, with the machine shape each ran in.
+    pub faults: &'a [(&'a Shape, &'a crate::faultlat::FaultBenchReport)],
 }
 
 /// The value of `metric` over the runs, and how many runs it rests on (`None` when no run has
@@ -641,6 +668,14 @@ pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
             };
             (geomean(&xs), xs.len())
         }
+        Metric::FaultTailVsAlone { arm, fragment } => {
+            let xs: Vec<f64> = fault_arms(ev, arm, *fragment)
+                .filter_map(|a| a.p999_vs_alone)
+                .filter(|x| x.is_finite())
+                .collect();
+            let n = xs.len();
+            (xs.iter().copied().reduce(f64::max), n)
+        }
         Metric::CompactionCpuShare { compact } => {
             let xs: Vec<f64> = ev
                 .promotes
@@ -694,6 +729,19 @@ fn hotspot_runs<'a>(
         })
         .flat_map(|(_, r)| &r.workloads)
         .filter(move |w| w.graph.is_none() && w.compact.as_deref() == Some(compact))
+}
+
+/// Arm `arm` of every `bench-faultlat` run at fragmentation `fragment` (0: unshaped).
+fn fault_arms<'a>(
+    ev: Evidence<'a>,
+    arm: &'a str,
+    fragment: f64,
+) -> impl Iterator<Item = &'a crate::faultlat::FaultBenchArm> + 'a {
+    ev.faults
+        .iter()
+        .filter(move |(shape, _)| (shape.fragment.unwrap_or(0.0) - fragment).abs() < 1e-9)
+        .flat_map(|(_, r)| &r.summary)
+        .filter(move |a| a.arm.name() == arm)
 }
 
 /// Per point simulated under both compaction models from the same start (the phys labels
@@ -763,6 +811,9 @@ pub fn interval(metric: &Metric, ev: Evidence<'_>) -> Option<MedianInterval> {
                 .find(|v| v.name.as_deref() == Some(variant))?
                 .speedup_vs_first_ci95
         })),
+        Metric::FaultTailVsAlone { arm, fragment } => {
+            envelope(fault_arms(ev, arm, *fragment).filter_map(|a| a.p999_vs_alone_ci95))
+        }
         Metric::PackingSpeedup { variant } => envelope(ev.packings.iter().filter_map(|r| {
             r.variants
                 .iter()
@@ -793,6 +844,7 @@ pub fn scale(plan: &StudyPlan, metric: &Metric, paper: Option<&PaperScale>) -> O
         Metric::PackingSpeedup { .. } | Metric::PackingHugeShare { .. } => {
             matches!(w, Work::Packing { .. })
         }
+        Metric::FaultTailVsAlone { .. } => matches!(w, Work::FaultBench { .. }),
     };
     let works: Vec<&Work> = plan.runs.iter().map(|r| &r.work).filter(of_kind).collect();
     let graphs: Vec<&str> = works.iter().filter_map(|w| w.graph()).collect();
@@ -804,6 +856,9 @@ pub fn scale(plan: &StudyPlan, metric: &Metric, paper: Option<&PaperScale>) -> O
         let s = match w {
             Work::Bloat { keys, .. } => format!("{keys} keys"),
             Work::Packing { records, .. } => format!("{records} records"),
+            Work::FaultBench { size_bytes, .. } => {
+                format!("a {} MiB region faulted", size_bytes >> 20)
+            }
             _ => continue,
         };
         if !sizes.contains(&s) {
@@ -909,5 +964,82 @@ mod tests {
         let (v, n) = m(Metric::CompactionCpuShare { compact: auto() });
         assert_eq!((v, n), (Some(0.015), 2));
         assert!(Metric::CompactionCpuShare { compact: auto() }.lower_is_better());
+    }
+
+    fn faults(daemon: f64, lo: f64, hi: f64) -> crate::faultlat::FaultBenchReport {
+        use crate::faultlat::{FaultArm, FaultBenchArm, FaultBenchReport};
+        let s = crate::stats::Summary {
+            n: 6,
+            median: 1.0,
+            min: 1.0,
+            max: 1.0,
+            mean: 1.0,
+            mad_rel: 0.0,
+        };
+        let arm = |arm, ratio: Option<f64>| FaultBenchArm {
+            arm,
+            p50_ns: s,
+            p999_ns: s,
+            p999_vs_alone: ratio,
+            p999_vs_alone_ci95: ratio.map(|_| MedianInterval {
+                lo,
+                hi,
+                coverage: 0.969,
+            }),
+            p50_vs_alone: ratio,
+            collapses: None,
+        };
+        FaultBenchReport {
+            bytes: 4 << 30,
+            policy: "mega".into(),
+            budget_share: 1.0,
+            fault_waits: 0.0002,
+            interval_ms: 1000,
+            rounds: 6,
+            stopped: None,
+            samples: Vec::new(),
+            summary: vec![
+                arm(FaultArm::Alone, None),
+                arm(FaultArm::Daemon, Some(daemon)),
+                arm(FaultArm::Unpaced, Some(daemon * 4.0)),
+            ],
+        }
+    }
+
+    #[test]
+    fn the_fault_tail_headline_takes_the_worst_run_at_its_fragmentation_with_its_interval() {
+        let (flat, half) = (
+            shape(None, LINUX_PROACTIVENESS),
+            shape(Some(0.5), LINUX_PROACTIVENESS),
+        );
+        let runs = [
+            faults(0.9, 0.8, 1.1),
+            faults(1.2, 1.0, 1.4),
+            faults(3.0, 2.0, 5.0),
+        ];
+        let by: Vec<(&Shape, &crate::faultlat::FaultBenchReport)> =
+            vec![(&half, &runs[0]), (&half, &runs[1]), (&flat, &runs[2])];
+        let ev = Evidence {
+            faults: &by,
+            ..Evidence::default()
+        };
+        let paced = Metric::FaultTailVsAlone {
+            arm: "daemon".into(),
+            fragment: 0.5,
+        };
+        assert_eq!(measure(&paced, ev), (Some(1.2), 2));
+        let i = interval(&paced, ev).expect("interval");
+        assert_eq!((i.lo, i.hi), (0.8, 1.4));
+        let unpaced = Metric::FaultTailVsAlone {
+            arm: "unpaced".into(),
+            fragment: 0.5,
+        };
+        assert_eq!(measure(&unpaced, ev), (Some(4.8), 2));
+        let flat_paced = Metric::FaultTailVsAlone {
+            arm: "daemon".into(),
+            fragment: 0.0,
+        };
+        assert_eq!(measure(&flat_paced, ev), (Some(3.0), 1));
+        assert!(paced.lower_is_better());
     }
 }

@@ -65,6 +65,11 @@ fn run_and_graph_info() {
 fn bench_pages_and_randread() {
     round_trip("bench-pages.json", "hugewise/bench-pages");
     round_trip("bench-randread.json", "hugewise/bench-randread");
+    let AnyResult::BenchFaultlat(f) = round_trip("bench-faultlat.json", "hugewise/bench-faultlat")
+    else {
+        panic!("kind")
+    };
+    assert_eq!(f.result.samples.len(), 3 * f.result.rounds as usize);
 }
 
 #[test]
@@ -196,6 +201,7 @@ fn study_plan_and_its_headlines() {
         bloats: &[],
         packings: &[],
         promotes: &[],
+        faults: &[],
     };
     let (got, n) = hugewise_results::study::measure(
         &Metric::Speedup {

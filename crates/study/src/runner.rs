@@ -21,7 +21,9 @@ use hugewise_results::{AnyResult, Kind, Meta, Saved};
 use hugewise_sim::curve::{self, CurveSpec};
 use hugewise_sim::TlbConfig;
 
-use hugewise_bench::{bloat, capture, faultlat, packing, pagebench, promote, save, Error, Result};
+use hugewise_bench::{
+    bloat, capture, faultbench, faultlat, packing, pagebench, promote, save, Error, Result,
+};
 
 use crate::swapsweep;
 
@@ -422,6 +424,15 @@ fn one(
             write(&path, m, r)?;
             0
         }
+        Done::FaultBench(r) => {
+            let busy = r
+                .samples
+                .iter()
+                .filter(|s| s.quiet.as_ref().is_some_and(|q| q.busy()))
+                .count();
+            write(&path, m, r)?;
+            busy
+        }
         Done::Swap(r) => {
             write(&path, m, r)?;
             0
@@ -460,6 +471,7 @@ enum Done {
     Pages(hugewise_results::pagebench::PagesReport),
     Curves(Box<hugewise_results::sim::Curves>),
     Faultlat(hugewise_results::faultlat::FaultlatReport),
+    FaultBench(hugewise_results::faultlat::FaultBenchReport),
     Swap(hugewise_results::swapstudy::SwapStudy),
     Bloat(hugewise_results::bloat::BloatReport),
     Packing(Box<hugewise_results::packing::PackingReport>),
@@ -628,6 +640,27 @@ fn work(
                 force: false,
             };
             Ok(Done::Faultlat(faultlat::run(&cfg, &mut |d, t| {
+                obs.progress(d, t)
+            })?))
+        }
+        Work::FaultBench {
+            size_bytes,
+            rounds,
+            policy,
+            fault_waits,
+        } => {
+            obs.phase("faulting beside the daemon");
+            let cfg = faultbench::Config {
+                bytes: Bytes(*size_bytes),
+                rounds: *rounds,
+                until: Default::default(),
+                policy: policy.clone(),
+                budget_share: 1.0,
+                fault_waits: *fault_waits,
+                interval: std::time::Duration::from_secs(1),
+                force: false,
+            };
+            Ok(Done::FaultBench(faultbench::run(&cfg, &mut |d, t| {
                 obs.progress(d, t)
             })?))
         }

@@ -84,6 +84,17 @@ pub fn work_line(w: &Work) -> String {
                 pct(*budget_share)
             ),
         },
+        Work::FaultBench {
+            size_bytes,
+            rounds,
+            policy,
+            fault_waits,
+        } => format!(
+            "4 KiB faults over {}: alone, beside the {policy} daemon paced at {}% of the faults, \
+             and unpaced ({rounds} rounds)",
+            crate::fmt::bytes(*size_bytes),
+            fault_waits * 100.0
+        ),
         Work::Swap {
             graph,
             kernel,
@@ -194,6 +205,7 @@ pub fn metric_value(m: &Metric, v: f64) -> String {
         Metric::PromoteSpeedupVsUnfragmented { .. } | Metric::SimPagesPerBlock { .. } => {
             format!("{v:.2}")
         }
+        Metric::FaultTailVsAlone { .. } => format!("{v:.2}x"),
     }
 }
 
@@ -207,7 +219,8 @@ pub fn gap(h: &Headline) -> Option<(String, bool)> {
         | Metric::SpeedupOver { .. }
         | Metric::OvercommitGain { .. }
         | Metric::Slowdown { .. }
-        | Metric::PackingSpeedup { .. } => format!("{sign}{:.2}×", d.abs()),
+        | Metric::PackingSpeedup { .. }
+        | Metric::FaultTailVsAlone { .. } => format!("{sign}{:.2}×", d.abs()),
         Metric::ThroughputVsAlways { .. }
         | Metric::BloatVsAlways { .. }
         | Metric::PromoteSpeedupVsUnfragmented { .. }

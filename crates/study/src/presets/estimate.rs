@@ -76,6 +76,8 @@ pub(super) fn footprint_bytes(work: &Work) -> Option<u64> {
             Some(csr_bytes(n, arcs, false) + n * 24)
         }
         Work::Faultlat { size_bytes, .. } => Some(*size_bytes),
+        // One arm's region at a time.
+        Work::FaultBench { size_bytes, .. } => Some(*size_bytes),
         // The server's values and their keys, about twice the values' bytes.
         Work::Bloat {
             keys, value_bytes, ..
@@ -150,6 +152,11 @@ pub(super) fn estimate_s(work: &Work, shape: &Shape) -> f64 {
                 load(graph) + accesses * 100e-9 + accesses * 11e-9 * configs
             }
             Work::Faultlat { size_bytes, .. } => *size_bytes as f64 / GIB as f64 * 4.0 + 1.0,
+            // Three arms a round, each faulting its region at 4 s a GiB or less here (a 4 GiB
+            // round measured 14-30 s).
+            Work::FaultBench {
+                size_bytes, rounds, ..
+            } => *size_bytes as f64 / GIB as f64 * 5.0 * 3.0 * *rounds as f64,
             // Measured: 2 M keys take about 32 s a run (four phases at 200-500 k requests per
             // second, 12 s to settle, the server's start and stop).
             Work::Bloat {

@@ -154,8 +154,9 @@ pub const PRESETS: &[Preset] = &[
         question: "Under memory pressure and 25, 50 and 90 % fragmentation, does the daemon's \
                    own compaction (--compact auto) get the hot chunks huge sooner, and keep more \
                    of its gain, than no compaction or Linux's proactive compaction at 20 and \
-                   100, within 2 % of a core; and does MEGA's simulated compaction move fewer \
-                   pages than Ingens's?",
+                   100, within 2 % of a core; does a program's p99.9 fault stay within 1.5x \
+                   of 4 KiB faults alone with the daemon collapsing beside it; and does MEGA's \
+                   simulated compaction move fewer pages than Ingens's?",
         reproduces: "MEGA's and Ingens's compaction (simulated) beside the daemon's (measured)",
         needs: "root (pressure, fragmentation, vm.compaction_proactiveness); the run's \
                 footprint + 4 GiB left free; --quick: a 256 MiB hot spot, 2 minutes; full: a \
@@ -833,6 +834,24 @@ fn compaction(p: &Given) -> Vec<PlannedRun> {
             }
         }
     }
+    // The fault tail beside the daemon (compacting as it must), alone and at 50 %: the p99.9
+    // fault latency with the daemon over that of 4 KiB faults alone, paced and unpaced.
+    for f in [0.0, 0.5] {
+        runs.push(pages_run(
+            format!("faults-daemon-frag{:.0}", f * 100.0),
+            format!(
+                "4 KiB faults alone and beside the daemon, {:.0} % fragmented",
+                f * 100.0
+            ),
+            shape(f, hugewise_results::study::LINUX_PROACTIVENESS),
+            Work::FaultBench {
+                size_bytes: if q { 512 << 20 } else { 4 * GIB },
+                rounds: if q { 1 } else { p.repeat.unwrap_or(6) },
+                policy: "mega".into(),
+                fault_waits: 0.0002,
+            },
+        ));
+    }
     // Large enough that the budgets are many 2 MiB blocks (kron:16 about 40, kron:20 about
     // 600 of footprint).
     let tg = if q { "kron:16" } else { "kron:20" };
@@ -971,7 +990,8 @@ mod tests {
                         | Metric::PromoteReach90 { .. }
                         | Metric::PromoteSpeedupVsUnfragmented { .. }
                         | Metric::CompactionCpuShare { .. }
-                        | Metric::SimPagesPerBlock { .. } => vec![],
+                        | Metric::SimPagesPerBlock { .. }
+                        | Metric::FaultTailVsAlone { .. } => vec![],
                     };
                     for w in wanted {
                         assert!(names.contains(&w), "{}: claim names '{w}'", p.name);
