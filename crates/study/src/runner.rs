@@ -408,11 +408,7 @@ fn one(
     }
     let busy_samples = match work? {
         Done::Pages(r) => {
-            let busy = r
-                .samples
-                .iter()
-                .filter(|s| s.quiet.as_ref().is_some_and(|q| q.busy()))
-                .count();
+            let busy = busy(r.samples.iter().map(|s| &s.quiet));
             write(&path, m, r)?;
             busy
         }
@@ -425,11 +421,7 @@ fn one(
             0
         }
         Done::FaultBench(r) => {
-            let busy = r
-                .samples
-                .iter()
-                .filter(|s| s.quiet.as_ref().is_some_and(|q| q.busy()))
-                .count();
+            let busy = busy(r.samples.iter().map(|s| &s.quiet));
             write(&path, m, r)?;
             busy
         }
@@ -446,12 +438,8 @@ fn one(
             0
         }
         Done::Promote(r) => {
-            let busy = r
-                .workloads
-                .iter()
-                .flat_map(|w| &w.samples)
-                .filter(|s| s.quiet.as_ref().is_some_and(|q| q.busy()))
-                .count();
+            let samples = r.workloads.iter().flat_map(|w| &w.samples);
+            let busy = busy(samples.map(|s| &s.quiet));
             write(&path, m, r)?;
             busy
         }
@@ -461,6 +449,13 @@ fn one(
         wall_s: t0.elapsed().as_secs_f64(),
         busy_samples,
     })
+}
+
+/// Samples taken while other processes kept the machine busy.
+fn busy<'a>(quiet: impl Iterator<Item = &'a Option<hugewise_results::stats::Quiet>>) -> usize {
+    quiet
+        .filter(|q| q.as_ref().is_some_and(|q| q.busy()))
+        .count()
 }
 
 fn write<T: Kind>(path: &Path, meta: Meta, r: T) -> Result<()> {
