@@ -80,6 +80,10 @@ pub fn ninety_percent_of(budget_bytes: u64) -> u64 {
     (pages * huge * 9).div_ceil(10)
 }
 
+/// The head of the reason a compaction is held after one that made no block (see
+/// [`Decision`]): a daemon that reads it may make room another way first.
+pub const BARREN: &str = "the last compaction made no block";
+
 /// The controller's settings.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Settings {
@@ -232,7 +236,7 @@ pub fn decide(
     }
     if account.elapsed_ns < account.held_until_ns && waiting.split_for_room == 0 {
         return Decision::Decline(format!(
-            "the last compaction made no block: free memory is broken up by pages compaction \
+            "{BARREN}: free memory is broken up by pages compaction \
              cannot move; trying again in {:.1} s",
             (account.held_until_ns - account.elapsed_ns) as f64 / 1e9
         ));

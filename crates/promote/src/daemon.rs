@@ -89,8 +89,9 @@ pub struct Config {
     /// 2 MiB blocks (see [`crate::compact`]).
     pub compact: crate::compact::Settings,
     /// Most of a target's page faults its collapses may hold up, as a share of the faults it
-    /// has taken since the daemon first read it (see [`crate::pacing`]): 0.0002 keeps them a fifth of what its 99.9th
-    /// percentile fault looks past; 0 makes no collapse while it faults, 1 never waits.
+    /// has taken since the daemon first read it (see [`crate::pacing`]): 0.0002 keeps them a
+    /// fifth of what its 99.9th percentile fault looks past; 0 makes no collapse while it
+    /// faults, 1 never waits.
     pub fault_waits: f64,
 }
 
@@ -971,7 +972,7 @@ impl Daemon {
             }
         };
         let barren = matches!(&decision, CompactDecision::Decline(why)
-            if why.starts_with("the last compaction made no block"));
+            if why.starts_with(crate::compact::BARREN));
         if barren {
             let split = self.split_for_room(&refused, chunks, kept, iv, on_action)?;
             if split > 0 {
