@@ -635,7 +635,7 @@ mod tests {
         let mut a = Arrays::new(&Layout::default(), g.n()).expect("arrays");
         bfs::run(&h, r.new_id(src), BfsMode::DirectionOptimizing, &mut a);
         let parent: Vec<u32> = r
-            .to_original(&a.parent)
+            .to_original(a.parent())
             .into_iter()
             .map(|p| if p == bfs::NONE { p } else { r.old_id(p) })
             .collect();

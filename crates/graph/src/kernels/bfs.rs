@@ -6,6 +6,11 @@
 //! The parent array is the "property" region; the queue and the two bitmaps are "frontier"
 //! regions. [`verify`] checks a result against a serial BFS written independently.
 //!
+//! A search starts from a parent array of `NONE`s. When the search before it listed every
+//! vertex it reached in the queue (it took no bottom-up step), only those slots are reset, so
+//! a search that reaches a few vertices of a large graph costs what it reaches, not n; else
+//! the whole array is.
+//!
 //! Speed (BENCHMARKS.md compares it with the GAP suite on the same sources): a bottom-up piece
 //! of work owns whole words of the next frontier and writes them with plain stores, where an
 //! atomic OR per vertex found cost more than the search; top-down threads gather the vertices
@@ -40,11 +45,13 @@ pub const BETA: u64 = 18;
 /// The kernel's working arrays, created in the layout's order and reused across trials.
 #[derive(Debug)]
 pub struct Arrays {
-    /// Parent of each vertex ("property").
-    pub parent: Region<u32>,
+    parent: Region<u32>,
     queue: Region<u32>,
     front: Region<u64>,
     next: Region<u64>,
+    /// `Some(k)`: every parent slot is `NONE` but those of the vertices `queue[..k]` (what the
+    /// last search reached, when it listed them all); `None`: unknown.
+    written: Option<usize>,
 }
 
 impl Arrays {
@@ -56,7 +63,13 @@ impl Arrays {
             queue: layout.region("frontier", "frontier", n)?,
             front: layout.region("frontier", "frontier-bits", words)?,
             next: layout.region("frontier", "frontier-next-bits", words)?,
+            written: None,
         })
+    }
+
+    /// Parent of each vertex after the last search (`NONE`: not reached).
+    pub fn parent(&self) -> &[u32] {
+        &self.parent
     }
 
     /// Size and backing of each array.
@@ -119,7 +132,7 @@ impl Kernel for Bfs {
     }
 
     fn verify(&self, g: &Csr, sources: &[u32]) -> std::result::Result<(), String> {
-        verify(g, sources[0], &self.arrays.parent)
+        verify(g, sources[0], self.arrays.parent())
     }
 
     fn regions(&self) -> Result<Vec<RegionReport>> {
@@ -146,8 +159,14 @@ const AHEAD: usize = 8;
 const SERIAL_FRONTIER: usize = 256;
 /// Vertices a thread gathers before it reserves room for them in the shared queue.
 const LOCAL_QUEUE: usize = 4096;
+/// The last search's vertices are reset one by one while they are at most n / this many;
+/// past that, writing the whole array in order is cheaper than the scattered writes.
+const SPARSE_RESET: usize = 32;
+/// Parent slots a thread resets at least: an array this short is reset on the calling thread,
+/// without waking the pool.
+const RESET_GRAIN: usize = 1 << 18;
 
-/// Run BFS from `src`, untraced; `arrays.parent` holds the tree afterwards.
+/// Run BFS from `src`, untraced; `arrays.parent()` holds the tree afterwards.
 pub fn run(g: &Csr, src: u32, mode: Mode, arrays: &mut Arrays) -> Stats {
     search(g, src, mode, arrays, &Off)
 }
@@ -161,14 +180,13 @@ pub fn search<T: Tracer>(g: &Csr, src: u32, mode: Mode, arrays: &mut Arrays, t: 
         queue,
         front,
         next,
+        written,
     } = arrays;
-    parent
-        .par_iter_mut()
-        .for_each_init(|| t.probe(), |p, x| p.write(x, NONE));
     let parent = atomic::u32s(parent);
     let queue = atomic::u32s(queue);
     let mut front = atomic::u64s(front);
     let mut next = atomic::u64s(next);
+    reset_parents(parent, queue, written.take(), t);
     {
         let mut p = t.probe();
         p.store(&parent[src as usize], src);
@@ -217,7 +235,35 @@ pub fn search<T: Tracer>(g: &Csr, src: u32, mode: Mode, arrays: &mut Arrays, t: 
     if head == tail && stats.levels > 0 {
         stats.levels -= 1;
     }
+    // Top-down steps append every vertex they reach to the queue, and the queue is never
+    // rewound, so without a bottom-up step it lists all the search wrote.
+    if stats.bottom_up_steps == 0 {
+        *written = Some(tail);
+    }
     stats
+}
+
+/// Make every parent slot `NONE`: only the slots of `queue[..k]` when `written` is `Some(k)`
+/// and k is small, else all of them.
+fn reset_parents<T: Tracer>(
+    parent: &[AtomicU32],
+    queue: &[AtomicU32],
+    written: Option<usize>,
+    t: &T,
+) {
+    match written {
+        Some(k) if k <= parent.len() / SPARSE_RESET => {
+            let mut p = t.probe();
+            for q in &queue[..k] {
+                let v = p.load(q);
+                p.store(&parent[v as usize], NONE);
+            }
+        }
+        _ => parent
+            .par_iter()
+            .with_min_len(RESET_GRAIN)
+            .for_each_init(|| t.probe(), |p, x| p.store(x, NONE)),
+    }
 }
 
 /// Append vertices to the shared queue in batches: one atomic add per batch, not per vertex.
@@ -454,6 +500,7 @@ mod tests {
     use crate::build::{build_default, Edge, VecSource};
     use crate::gen::{Generator, Spec};
     use crate::kernels::pick_sources;
+    use crate::kernels::testing::from_edges;
 
     fn graph(spec: &str, symmetrize: bool) -> Csr {
         let mut g = Generator::new(spec.parse::<Spec>().expect("spec"), 3, false);
@@ -478,10 +525,10 @@ mod tests {
         for mode in [Mode::TopDown, Mode::DirectionOptimizing] {
             let mut a = Arrays::new(&Layout::default(), g.n()).expect("arrays");
             let s = run(&g, 2, mode, &mut a);
-            assert_eq!(&a.parent[..], [1, 2, 2, 2, 3, 4, NONE, NONE]);
+            assert_eq!(a.parent(), [1, 2, 2, 2, 3, 4, NONE, NONE]);
             assert_eq!(s.reached, 6);
             assert_eq!(s.levels, 3);
-            verify(&g, 2, &a.parent).expect("verifies");
+            verify(&g, 2, a.parent()).expect("verifies");
         }
     }
 
@@ -492,9 +539,9 @@ mod tests {
             let mut a = Arrays::new(&Layout::default(), g.n()).expect("arrays");
             for src in pick_sources(&g, 1, 3).expect("sources") {
                 let td = run(&g, src, Mode::TopDown, &mut a);
-                verify(&g, src, &a.parent).expect("top-down verifies");
+                verify(&g, src, a.parent()).expect("top-down verifies");
                 let dobfs = run(&g, src, Mode::DirectionOptimizing, &mut a);
-                verify(&g, src, &a.parent).expect("direction-optimizing verifies");
+                verify(&g, src, a.parent()).expect("direction-optimizing verifies");
                 assert_eq!(td.reached, dobfs.reached);
                 if sym && spec.starts_with("kron") {
                     assert!(
@@ -507,18 +554,48 @@ mod tests {
     }
 
     #[test]
+    fn searches_in_turn_start_from_no_parents_whatever_the_last_one_reached() {
+        // A star of 1000 leaves (its search goes bottom-up, and lists only the centre in the
+        // queue) and pairs far from it (searches that reset only what they wrote).
+        const LEAVES: u32 = 1000;
+        let centre = 0;
+        let pair = |i: u32| (LEAVES + 1 + 2 * i, LEAVES + 2 + 2 * i);
+        let mut edges: Vec<(u32, u32, u32)> = (1..=LEAVES).map(|v| (centre, v, 1)).collect();
+        edges.extend((0..4).map(|i| (pair(i).0, pair(i).1, 1)));
+        let g = from_edges(LEAVES as usize + 9, &edges, true);
+        let mut a = Arrays::new(&Layout::default(), g.n()).expect("arrays");
+        let searches = [
+            (pair(0).0, Mode::DirectionOptimizing, 2),
+            (pair(1).1, Mode::TopDown, 2),
+            (centre, Mode::DirectionOptimizing, LEAVES as u64 + 1),
+            (pair(2).0, Mode::DirectionOptimizing, 2),
+            (centre, Mode::TopDown, LEAVES as u64 + 1),
+            (pair(3).0, Mode::TopDown, 2),
+            (pair(0).1, Mode::TopDown, 2),
+        ];
+        for (src, mode, reached) in searches {
+            let s = run(&g, src, mode, &mut a);
+            assert_eq!(s.reached, reached, "from {src}");
+            if src == centre && mode == Mode::DirectionOptimizing {
+                assert!(s.bottom_up_steps > 0, "{s:?}");
+            }
+            verify(&g, src, a.parent()).expect("no parent left from the search before");
+        }
+    }
+
+    #[test]
     fn verifier_catches_a_wrong_tree() {
         let g = graph("kron:10", true);
         let src = pick_sources(&g, 2, 1).expect("src")[0];
         let mut a = Arrays::new(&Layout::default(), g.n()).expect("arrays");
         run(&g, src, Mode::TopDown, &mut a);
-        let mut bad = a.parent.to_vec();
+        let mut bad = a.parent().to_vec();
         let v = (0..g.n())
             .find(|&v| bad[v] != NONE && v as u32 != src)
             .expect("a reached vertex");
         bad[v] = NONE;
         assert!(verify(&g, src, &bad).is_err());
-        let mut bad = a.parent.to_vec();
+        let mut bad = a.parent().to_vec();
         bad[v] = v as u32;
         assert!(verify(&g, src, &bad).is_err());
     }
