@@ -25,8 +25,10 @@ reused while newer than it. Both sides get the same threads (GAP through OMP_NUM
 same start vertex each round (GAP's -r; bc's -i iterations all start there, and hugewise's bc
 is given that vertex as many times) and the suite's settings: sssp -d 2, pr -i 1000 -t 1e-4
 (GAP's own default cap is 20 iterations), bc -i 4. Each round runs GAP for --gap-trials trials
-and times its last (GAP allocates its arrays in every trial; the first pays their first touch)
-and hugewise's kernel once after a warm-up; which goes first alternates. Times are each side's
+and times its last (GAP allocates its arrays in every trial; the first pays their first touch),
+and hugewise's kernel as many times in process, also timing the last (a first run seconds after
+the round before finds its pages gone cold on a VM, which GAP's second trial never does);
+which goes first alternates. Times are each side's
 own kernel time, without loading. The ratio is GAP's time over hugewise's in the same round
 (above 1: hugewise is faster), the median with its 95 % interval (6 rounds at least). The
 first round verifies both.";
@@ -59,7 +61,7 @@ pub struct BenchGapArgs {
     /// Threads of both, 1 or more.
     #[arg(long, default_value = "2", value_parser = Threads::count)]
     pub threads: usize,
-    /// Trials GAP runs each round; the last is timed.
+    /// Trials each side runs each round, from the same source; the last is timed.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     pub gap_trials: u32,
     /// Seed of the start vertices (and of a generator).
