@@ -53,10 +53,11 @@ sampling period, the waiting chunks would save more than that. It compacts with 
 own lever, /sys/devices/system/node/nodeN/compact (synchronous, no setting changed), and logs
 each compaction with why, how long, its CPU time and the free 2 MiB blocks and unusable index
 before and after.
-While a target faults its memory in, its collapses wait: a fault that comes during a collapse
-waits for it, so the daemon keeps the faults it may hold up within --fault-waits of those the
-target has taken since it began (0.02 %, so that its 99.9th percentile fault is not one of them), reading its
-fault count before each collapse; a target that is not faulting is never held back.
+While a target faults its memory in (50,000 faults a second or more), its collapses wait: a
+fault that comes during a collapse waits for it, so the daemon keeps the faults it may hold up
+within --fault-waits of those the target has taken since it began (0.02 %, so that its 99.9th
+percentile fault is not one of them), reading its fault count before each collapse; a target
+faulting less is never held back.
 How it works: docs/promotion.md.";
 
 /// The daemon's policies.
