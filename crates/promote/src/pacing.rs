@@ -8,8 +8,9 @@
 //! faults) put 0.13 % of its faults behind a collapse, and its 99.9th percentile fault went
 //! from 64–144 µs to 570–640 µs.
 //!
-//! A target is paced only while it faults fast ([`HEAVY_FAULTS_PER_S`], 50,000 a second):
-//! faulting its memory in, when its faults are what it waits on. Then the pacer keeps the
+//! A target is paced only while it faults fast ([`HEAVY_FAULTS_PER_S`], 50,000 a second, over
+//! the last window or the whole last interval): faulting its memory in, when its faults are
+//! what it waits on. Then the pacer keeps the
 //! faults the daemon may hold up to a share of those the target has taken
 //! since the daemon first read it (0.02 % by default: a fifth of what a 99.9th percentile
 //! looks past, so that the held faults stay above it). Faults from before are not counted: a
@@ -75,6 +76,11 @@ pub struct Pacer {
     held: f64,
     /// The last reading: the next rate is measured from it.
     last: Option<Reading>,
+    /// The reading at the start of the last look, and the faults a nanosecond since the one
+    /// before it: whether the target is faulting its memory in is judged over a whole interval
+    /// as well as over the last window, which a stall of the host can empty.
+    look: Option<Reading>,
+    look_rate_per_ns: f64,
 }
 
 impl Pacer {
@@ -85,6 +91,8 @@ impl Pacer {
             first: None,
             held: 0.0,
             last: None,
+            look: None,
+            look_rate_per_ns: 0.0,
         }
     }
 
@@ -93,6 +101,13 @@ impl Pacer {
     pub fn observe(&mut self, now: Reading) {
         self.first.get_or_insert(now.faults);
         self.last = Some(now);
+        self.look_rate_per_ns = match self.look {
+            Some(l) if now.at_ns > l.at_ns => {
+                now.faults.saturating_sub(l.faults) as f64 / (now.at_ns - l.at_ns) as f64
+            }
+            _ => 0.0,
+        };
+        self.look = Some(now);
     }
 
     /// How long to wait, at `now_ns`, before reading for a collapse of `collapse_ns`, so that
@@ -128,7 +143,7 @@ impl Pacer {
             .saturating_sub(*self.first.get_or_insert(now.faults));
         // Faults below the heavy rate are incidental: a collapse then holds up one now and
         // then, not a stream of them, and it is not counted.
-        if rate_per_ns < HEAVY_FAULTS_PER_S / 1e9 {
+        if rate_per_ns.max(self.look_rate_per_ns) < HEAVY_FAULTS_PER_S / 1e9 {
             return Pace::Go { held: 0.0 };
         }
         let held = (rate_per_ns * collapse_ns as f64).min(f64::from(now.threads.max(1)));
@@ -289,6 +304,25 @@ mod tests {
         assert_eq!(off.wait_ns(1000 * MS, 2 * MS), 0);
         assert_eq!(
             off.before_collapse(at(1001, 1_000_400, 1), 2 * MS),
+            Pace::Go { held: 0.0 }
+        );
+    }
+
+    #[test]
+    fn a_target_heavy_over_the_last_interval_is_paced_through_a_quiet_window() {
+        // 300,000 faults over the last second, then a window of 2 ms with 2 (a stall of the
+        // host): still faulting its memory in, and counted at the window's own rate, 1,000 a
+        // second: 2 faults in a 2 ms collapse, one of them a thread's.
+        let mut p = after(0.0002, 0, 300_000, 1);
+        assert_eq!(
+            p.before_collapse(at(1002, 300_002, 1), 2 * MS),
+            Pace::Go { held: 1.0 }
+        );
+        assert_eq!(p.held(), 1.0, "counted, at most one fault a thread");
+        // A look whose last interval was light: the quiet window is not counted.
+        let mut q = after(0.0002, 0, 300, 1);
+        assert_eq!(
+            q.before_collapse(at(1002, 310, 1), 2 * MS),
             Pace::Go { held: 0.0 }
         );
     }
