@@ -426,6 +426,7 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<GapBenchReport> {
         directed: g.directed(),
         threads: cfg.threads,
         gap_trials: cfg.gap_trials,
+        hugewise_trials: Some(cfg.gap_trials),
         rounds: rounds_run,
         stopped,
         seed: cfg.seed,

@@ -93,6 +93,10 @@ pub struct GapBenchReport {
     pub threads: usize,
     /// Trials GAP runs per round; the last one is timed.
     pub gap_trials: u32,
+    /// Trials hugewise runs per round from the same source, the last one timed (as GAP's);
+    /// absent in results from when it ran one, after an untimed warm-up at the start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hugewise_trials: Option<u32>,
     /// Rounds run: those asked for, or more with `--until`.
     pub rounds: u32,
     /// Why the rounds stopped.

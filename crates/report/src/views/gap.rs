@@ -62,7 +62,7 @@ fn preamble(r: &GapBenchReport) -> String {
     let _ = writeln!(
         o,
         "GAP ({}) against hugewise on {}: {} vertices, {} {} edges; {} threads; {} rounds{}; \
-         GAP runs {} trial(s) a round and its last is timed",
+         {}",
         r.gap_dir,
         r.input,
         r.vertices,
@@ -71,7 +71,20 @@ fn preamble(r: &GapBenchReport) -> String {
         r.threads,
         r.rounds,
         crate::fmt::stopped(r.stopped),
-        r.gap_trials,
+        match r.hugewise_trials {
+            Some(n) if n == r.gap_trials => format!(
+                "each side runs {n} trial(s) a round from the same source and times its last"
+            ),
+            Some(n) => format!(
+                "GAP runs {} trial(s) a round and hugewise {n}, each timing its last",
+                r.gap_trials
+            ),
+            None => format!(
+                "GAP runs {} trial(s) a round and its last is timed; hugewise one, after a \
+                 warm-up at the start",
+                r.gap_trials
+            ),
+        },
     );
     for c in &r.converted {
         let _ = writeln!(
