@@ -47,10 +47,16 @@ pub struct Config {
     pub force: bool,
 }
 
-/// The daemon running beside the faults, and how to stop it.
+/// The name of the daemon's thread.
+const DAEMON_THREAD: &str = "hw-faultbench";
+
+/// The daemon running beside the faults, and how to stop it. Dropped without [`Beside::stop`]
+/// (a run that failed before its last touch), it is stopped all the same: a study runs many
+/// runs in one process, and a daemon left looking at freed memory would spend a core's time
+/// until the process ends.
 struct Beside {
     stop: Arc<AtomicBool>,
-    handle: JoinHandle<hugewise_promote::Result<(u32, u32)>>,
+    handle: Option<JoinHandle<hugewise_promote::Result<(u32, u32)>>>,
 }
 
 impl Beside {
@@ -74,25 +80,43 @@ impl Beside {
         d.add_with(target, None);
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
-        let handle = std::thread::spawn(move || {
-            let (mut promoted, mut paced) = (0u32, 0u32);
-            d.run(&flag, &mut |iv, _| {
-                promoted += iv.promoted;
-                paced += iv.paced.unwrap_or(0);
-            })?;
-            Ok((promoted, paced))
-        });
-        Ok(Beside { stop, handle })
+        let spawned = std::thread::Builder::new()
+            .name(DAEMON_THREAD.into())
+            .spawn(move || {
+                let (mut promoted, mut paced) = (0u32, 0u32);
+                d.run(&flag, &mut |iv, _| {
+                    promoted += iv.promoted;
+                    paced += iv.paced.unwrap_or(0);
+                })?;
+                Ok((promoted, paced))
+            });
+        let handle =
+            spawned.map_err(|e| Error::Config(format!("starting the daemon's thread: {e}")))?;
+        Ok(Beside {
+            stop,
+            handle: Some(handle),
+        })
     }
 
     /// Stop it, and say how many chunks it collapsed and how many candidates waited.
-    fn stop(self) -> Result<(u32, u32)> {
+    fn stop(mut self) -> Result<(u32, u32)> {
         self.stop.store(true, Ordering::Relaxed);
-        let r = self
-            .handle
+        let handle = (self.handle.take()).ok_or_else(|| {
+            Error::Config("the daemon beside the faults was stopped twice".into())
+        })?;
+        let r = handle
             .join()
             .map_err(|_| Error::Config("the daemon's thread panicked".into()))?;
         Ok(r?)
+    }
+}
+
+impl Drop for Beside {
+    fn drop(&mut self) {
+        if let Some(h) = self.handle.take() {
+            self.stop.store(true, Ordering::Relaxed);
+            let _ = h.join();
+        }
     }
 }
 
@@ -243,6 +267,13 @@ mod tests {
             hugewise_sys::testing::skip("the daemon reads frames as root only");
             return;
         }
+        let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+            .unwrap_or_default();
+        if thp.contains("[always]") {
+            hugewise_sys::testing::skip("THP `always` faults the region in 2 MiB pages");
+            return;
+        }
+        let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
         let mut calls = 0;
         let r = run(&cfg(64 << 20, 2), &mut |_, _| calls += 1).expect("run");
         assert_eq!((r.samples.len(), calls, r.rounds), (6, 6, 2));
@@ -296,6 +327,29 @@ mod tests {
         let a = summarize_arm(&v, FaultArm::Daemon).expect("arm");
         assert_eq!(a.p999_vs_alone, Some(4.75));
         assert_eq!(a.p50_vs_alone, Some(1.0));
+    }
+
+    /// The tests that start daemons, one at a time: each counts the others' threads.
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// This process's threads named as the daemon's.
+    fn daemons() -> usize {
+        std::fs::read_dir("/proc/self/task")
+            .expect("tasks")
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .filter(|c| c.trim() == DAEMON_THREAD)
+            .count()
+    }
+
+    #[test]
+    fn a_daemon_dropped_without_being_stopped_stops_its_thread() {
+        let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+        let region = vec![0u8; 8 << 20];
+        let at = region.as_ptr() as usize;
+        let beside = Beside::start(&cfg(8 << 20, 1), 0.0002, at..at + region.len()).expect("start");
+        assert_eq!(daemons(), 1);
+        drop(beside);
+        assert_eq!(daemons(), 0, "the daemon's thread outlived its owner");
     }
 
     #[test]
