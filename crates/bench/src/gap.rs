@@ -10,8 +10,8 @@
 //! timed trial thus follows one of its own from the same source: timing hugewise's first run
 //! of a round, seconds after its last, measured pages gone cold while GAP ran (on this VM a
 //! page untouched for 2 s takes milliseconds to read again, a small BFS on cnr-2000 1.9 ms
-//! instead of 7 µs), which GAP's second trial never meets. GAP's time is the "Trial Time" it prints itself, so
-//! neither side's time includes loading. The ratio is GAP's time over hugewise's within a round.
+//! instead of 7 µs), which GAP's second trial never meets. GAP's time is the "Trial Time" it
+//! prints itself, so neither side's time includes loading. The ratio is GAP's time over hugewise's within a round.
 //! The first round verifies both (GAP's `-v`, hugewise's verifier).
 
 use std::io::Read;
