@@ -399,11 +399,7 @@ impl ProcFs {
 
     /// Minor and major faults of process `pid` (fields 10 and 12 of `stat`).
     pub fn process_faults(&self, pid: Pid) -> Result<Faults> {
-        let f = self.stat_fields(pid)?;
-        Ok(Faults {
-            minor: f.field(7)?,
-            major: f.field(9)?,
-        })
+        Ok(self.process_faults_and_threads(pid)?.0)
     }
 
     /// Minor and major faults of process `pid` with its threads now (fields 10, 12 and 20 of
