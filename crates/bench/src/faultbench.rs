@@ -347,6 +347,11 @@ mod tests {
         let region = vec![0u8; 8 << 20];
         let at = region.as_ptr() as usize;
         let beside = Beside::start(&cfg(8 << 20, 1), 0.0002, at..at + region.len()).expect("start");
+        // The new thread names itself once it runs, so wait a bounded while for the name.
+        let named = Instant::now();
+        while daemons() == 0 && named.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
         assert_eq!(daemons(), 1);
         drop(beside);
         assert_eq!(daemons(), 0, "the daemon's thread outlived its owner");
