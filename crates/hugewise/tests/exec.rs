@@ -17,10 +17,29 @@ fn hw(args: &[&str]) -> Output {
         .expect("run hugewise")
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("hw-exec-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).expect("scratch dir");
-    d
+/// A test's own directory, made new (mode 0700) and removed when the test ends, also when it
+/// skips or fails.
+struct Scratch(tempfile::TempDir);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
+    let d = tempfile::Builder::new()
+        .prefix(&format!("hw-exec-{name}-"))
+        .tempdir()
+        .expect("scratch dir");
+    Scratch(d)
 }
 
 /// Run `cmd` plainly and under `hugewise exec ARGS`; both outputs must match. The result.
