@@ -163,6 +163,10 @@ pub struct PromoteRequest {
     /// The daemon's compaction controller (`off`, `auto`, `always`; absent: `auto`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compact: Option<String>,
+    /// The daemon's pacing, a share of the target's faults its collapses may hold up (absent:
+    /// the daemon's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_waits: Option<f64>,
 }
 
 /// One run of a study's plan in its directory: what a scheduler's task asks. The preset is
@@ -324,6 +328,15 @@ fn simulate(s: &SimulateRequest, meta: &dyn Fn() -> Meta, cancel: &AtomicBool) -
 /// The daemon on a run this worker starts, as `hugewise promote -- CMD` starts its command:
 /// without address-space randomisation, attached at once, waited for once it ends.
 fn promote(p: &PromoteRequest, cancel: &AtomicBool) -> Result<PromotedRun> {
+    let fault_waits = match p.fault_waits {
+        None => daemon::Config::default().fault_waits,
+        Some(w) if w.is_finite() && w >= 0.0 => w,
+        Some(w) => {
+            return Err(Error::Config(format!(
+                "promote request: fault_waits {w} is not a share of 0 or more"
+            )))
+        }
+    };
     let compact = match p.compact.as_deref() {
         None => hugewise_promote::compact::Mode::default(),
         Some(name) => hugewise_promote::compact::Mode::from_name(name).ok_or_else(|| {
@@ -363,6 +376,7 @@ fn promote(p: &PromoteRequest, cancel: &AtomicBool) -> Result<PromotedRun> {
                     mode: compact,
                     ..Default::default()
                 },
+                fault_waits,
                 ..daemon::Config::default()
             },
             budget_label: format!("{}%", p.budget_share * 100.0),
@@ -558,6 +572,7 @@ mod tests {
                 budget_share: 0.04,
                 interval: Duration::from_millis(1500),
                 compact: Some("off".into()),
+                fault_waits: Some(0.0002),
                 target: RunRequest {
                     config: run::Config {
                         input: Input::File("/g/k.hwg".into()),

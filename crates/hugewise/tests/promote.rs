@@ -394,6 +394,8 @@ fn bench_promote_on_a_graph_makes_a_plan_and_measures_four_arms_each_in_its_own_
     let w = &v["workloads"][0];
     assert_eq!(w["workload"], "pr:kron:16");
     assert_eq!(w["unit"], "s");
+    // The daemon's pacing by default, as `hugewise promote`'s, kept with the result.
+    assert_eq!(w["fault_waits"].as_f64(), Some(0.0002), "{w}");
     // The plan was made from a trace (kept; the trace removed) and replayed.
     assert!(work.join("plan.json").is_file());
     assert!(!work.join("plan.hwt").exists());
@@ -576,7 +578,7 @@ fn small_hot_spot(extra: &[&str]) -> std::process::Output {
 
 #[test]
 fn bench_promote_runs_a_chased_hot_spot_and_names_it_in_the_json() {
-    let out = small_hot_spot(&["--chase", "--json"]);
+    let out = small_hot_spot(&["--chase", "--json", "--fault-waits", "100%"]);
     let err = String::from_utf8_lossy(&out.stderr);
     if err.contains("THP `always`") {
         return skip("THP `always`: the base arm cannot be 4 KiB");
@@ -591,6 +593,10 @@ fn bench_promote_runs_a_chased_hot_spot_and_names_it_in_the_json() {
     assert_eq!(w["lines_staggered"], true);
     assert!(w["zipf_s"].is_null());
     assert!(w["ideal_speedup"].as_f64().is_some_and(|s| s > 0.0), "{w}");
+    // The daemon arm's pacing, as asked, is kept with the result; a share past all is refused.
+    assert_eq!(w["fault_waits"].as_f64(), Some(1.0), "{w}");
+    let err = refused_usage(&["bench", "promote", "--fault-waits", "150%"]);
+    assert!(err.contains("150%"), "{err}");
     // A hot spot that leaves no chunk cold is refused by name.
     let err = refused_usage(&["bench", "promote", "--hotspot", "100%:50%"]);
     assert!(err.contains("'100%:50%'"), "{err}");

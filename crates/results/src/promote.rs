@@ -583,6 +583,10 @@ pub struct PromoteBenchWorkload {
     /// from before it was a choice (the daemon's default then, `auto`, or none at all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compact: Option<String>,
+    /// The daemon arm's pacing (`--fault-waits`): most of the target's faults its collapses
+    /// may hold up, as a share of those taken; absent in results from before it was a choice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_waits: Option<f64>,
     /// Median time from the clock's start until the daemon's huge bytes reached 90 % of the
     /// budget (`null` when they did not in a majority of rounds).
     #[serde(default, skip_serializing_if = "Option::is_none")]

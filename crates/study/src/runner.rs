@@ -770,6 +770,7 @@ fn work(
                         cold_first: false,
                         force: false,
                         compact,
+                        fault_waits: hugewise_promote::daemon::Config::default().fault_waits,
                     },
                     &stop,
                     &mut progress,
@@ -798,6 +799,7 @@ fn work(
                         plan: None,
                         work_dir: work_dir.clone(),
                         compact,
+                        fault_waits: hugewise_promote::daemon::Config::default().fault_waits,
                     };
                     std::fs::create_dir_all(&work_dir).map_err(|source| Error::Write {
                         path: work_dir.clone(),

@@ -116,6 +116,9 @@ pub struct Config {
     pub force: bool,
     /// The daemon arm's compaction controller.
     pub compact: hugewise_promote::compact::Mode,
+    /// The daemon arm's pacing: most of the faults its collapses may hold up, as a share of
+    /// those taken (as `hugewise promote --fault-waits`).
+    pub fault_waits: f64,
 }
 
 /// Beside the region: the daemon's sample ring (2^20 slots of 8 bytes) and room for one
@@ -394,6 +397,7 @@ fn run_workload(
         interval_ms: cfg.interval.as_millis() as u64,
         sample_every: cfg.sample_every,
         compact: Some(cfg.compact.name().into()),
+        fault_waits: Some(cfg.fault_waits),
         samples,
         summary,
         // The headline is filled from the samples by the caller.
@@ -455,6 +459,7 @@ fn timed_with_daemon(
             mode: cfg.compact,
             ..Default::default()
         },
+        fault_waits: cfg.fault_waits,
         ..daemon::Config::default()
     };
     let policy = hugewise_promote::policy::by_name("pcc")
@@ -640,6 +645,7 @@ mod tests {
             cold_first: false,
             force: false,
             compact: Default::default(),
+            fault_waits: daemon::Config::default().fault_waits,
         }
     }
 
@@ -705,6 +711,7 @@ mod tests {
             cold_first: false,
             force: false,
             compact: Default::default(),
+            fault_waits: daemon::Config::default().fault_waits,
         };
         let mut calls = Vec::new();
         let r = match run(&cfg, &AtomicBool::new(false), &mut |done, total| {
@@ -839,6 +846,7 @@ mod tests {
             cold_first: false,
             force: false,
             compact: Default::default(),
+            fault_waits: daemon::Config::default().fault_waits,
         };
         let r = match run(&cfg, &AtomicBool::new(false), &mut |_, _| {}) {
             Ok(r) => r,
@@ -894,6 +902,7 @@ mod tests {
             cold_first: false,
             force: false,
             compact: Default::default(),
+            fault_waits: daemon::Config::default().fault_waits,
         };
         let msg = |cfg: &Config| match run(cfg, &AtomicBool::new(false), &mut |_, _| {}) {
             Err(Error::Config(m)) => m,

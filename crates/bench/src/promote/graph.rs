@@ -75,6 +75,8 @@ pub struct Config {
     pub work_dir: PathBuf,
     /// The daemon arm's compaction controller.
     pub compact: hugewise_promote::compact::Mode,
+    /// The daemon arm's pacing (as `hugewise promote --fault-waits`).
+    pub fault_waits: f64,
 }
 
 /// The policy whose plan the plan arm replays, and whose daemon the daemon arm runs.
@@ -172,6 +174,7 @@ pub fn run(
         interval_ms: cfg.interval.as_millis() as u64,
         sample_every: cfg.sample_every,
         compact: Some(cfg.compact.name().into()),
+        fault_waits: Some(cfg.fault_waits),
         samples,
         summary,
         ..PromoteBenchWorkload::default()
@@ -331,6 +334,7 @@ fn run_arm(
                     interval: cfg.interval,
                     target: run,
                     compact: Some(cfg.compact.name().into()),
+                    fault_waits: Some(cfg.fault_waits),
                 }),
                 cancel,
             )?;

@@ -379,12 +379,24 @@ fn unit_head(r: &PromoteBenchWorkload) -> String {
     }
 }
 
+/// How the daemon's collapses were paced by the workload's faults, for the header line.
+fn paced(fault_waits: Option<f64>) -> String {
+    match fault_waits {
+        None => String::new(),
+        Some(w) if w >= 1.0 => ", its collapses not paced by the faults".into(),
+        Some(w) => format!(
+            ", its collapses holding up at most {:.2}% of the faults",
+            w * 100.0
+        ),
+    }
+}
+
 fn bench_workload(r: &PromoteBenchWorkload) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
         "{}: {}; plan and daemon within {} of the {} ({} chunk{}); daemon every {} ms on \
-         one sample in {}\n",
+         one sample in {}{}\n",
         r.workload,
         r.describe(),
         pct(r.budget_share),
@@ -396,7 +408,8 @@ fn bench_workload(r: &PromoteBenchWorkload) -> String {
         r.plan_chunks,
         if r.plan_chunks == 1 { "" } else { "s" },
         r.interval_ms,
-        r.sample_every
+        r.sample_every,
+        paced(r.fault_waits)
     );
     let stopped = crate::fmt::stopped(r.stopped);
     if !stopped.is_empty() {

@@ -9,7 +9,7 @@ use clap::Args;
 use hugewise_bench::promote as bench;
 use hugewise_bench::promote::named::{workloads, Hotspot, Reads};
 use hugewise_console::progress::{Mode, Steps, Unit};
-use hugewise_mem::{Amount, Bytes, Count, Interval, Threads};
+use hugewise_mem::{Amount, Bytes, Count, Interval, Share, ShareRange, Threads};
 use hugewise_report::views::promote as view;
 
 use hugewise_graph::load::LoadOptions;
@@ -141,6 +141,11 @@ pub struct BenchPromoteArgs {
     /// saved with the result.
     #[arg(long, value_enum, default_value = "auto")]
     pub compact: crate::cli::promote::CompactArg,
+    /// The daemon arm's pacing: most of the workload's page faults its collapses may hold up,
+    /// as a share of those taken (as `hugewise promote --fault-waits`); 100% never waits.
+    #[arg(long, default_value = "0.02%", value_name = "SHARE",
+          value_parser = |s: &str| Share::parse_in(s, &ShareRange::UNIT))]
+    pub fault_waits: Share,
     /// A graph kernel instead of Zipf reads: the graph as `hugewise run --graph` takes it
     /// (save a large one as .hwg first). Each arm is then a run in a process of its own.
     #[arg(long, value_name = "GRAPH", conflicts_with_all = ["workload", "zipf", "hotspot", "size", "reads", "seed", "lines_per_page", "chase", "same_frames", "cold_first", "force"])]
@@ -223,6 +228,7 @@ pub fn run(a: BenchPromoteArgs, progress: Mode) -> anyhow::Result<()> {
         cold_first: a.cold_first,
         force: a.force,
         compact: name(a.compact).parse()?,
+        fault_waits: a.fault_waits.fraction(),
     };
     let steps = Steps::new(progress, "runs", Unit::Items);
     let r = bench::driver::run(&cfg, cancel, &mut |done, total| steps.update(done, total))
@@ -261,6 +267,7 @@ fn bench_graph(
         plan: a.plan,
         work_dir: a.work_dir,
         compact: name(a.compact).parse()?,
+        fault_waits: a.fault_waits.fraction(),
     };
     let steps = Steps::new(progress, "runs", Unit::Items);
     let w = hugewise_bench::promote::graph::run(&cfg, cancel, &mut |done, total| {
