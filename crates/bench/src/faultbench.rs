@@ -41,6 +41,9 @@ pub struct Config {
     pub budget_share: f64,
     /// The share of the faults the paced daemon's collapses may hold up.
     pub fault_waits: f64,
+    /// The daemon faults in the page each collapse copies into first (see
+    /// [`hugewise_promote::warm`]).
+    pub warm: bool,
     /// The daemon's interval.
     pub interval: Duration,
     /// Run even when the region is larger than the memory available.
@@ -73,6 +76,7 @@ impl Beside {
                 interval: cfg.interval,
                 limit: Limit::Share(cfg.budget_share),
                 fault_waits,
+                warm: cfg.warm,
                 ..daemon::Config::default()
             },
             t0,
@@ -256,6 +260,7 @@ mod tests {
             policy: "linux".into(),
             budget_share: 1.0,
             fault_waits: 0.0002,
+            warm: true,
             interval: Duration::from_millis(5),
             force: false,
         }

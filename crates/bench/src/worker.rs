@@ -167,6 +167,10 @@ pub struct PromoteRequest {
     /// the daemon's default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault_waits: Option<f64>,
+    /// Whether the daemon faults in the page each collapse copies into first (absent: it
+    /// does, the daemon's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm: Option<bool>,
 }
 
 /// One run of a study's plan in its directory: what a scheduler's task asks. The preset is
@@ -377,6 +381,7 @@ fn promote(p: &PromoteRequest, cancel: &AtomicBool) -> Result<PromotedRun> {
                     ..Default::default()
                 },
                 fault_waits,
+                warm: p.warm.unwrap_or(true),
                 ..daemon::Config::default()
             },
             budget_label: format!("{}%", p.budget_share * 100.0),
@@ -573,6 +578,7 @@ mod tests {
                 interval: Duration::from_millis(1500),
                 compact: Some("off".into()),
                 fault_waits: Some(0.0002),
+                warm: Some(false),
                 target: RunRequest {
                     config: run::Config {
                         input: Input::File("/g/k.hwg".into()),

@@ -849,10 +849,18 @@ fn a_started_program_is_huge_at_first_fault_within_its_budget() {
 
     // Without the library the buffer faults in on 4 KiB pages (THP is `madvise` here, or
     // `always` and then the kernel decides alone). The daemon looks only at the start (20 s
-    // apart), and the session ends with the program, not an interval later.
+    // apart), and the session ends with the program, not an interval later. Its collapses
+    // go onto whatever page the kernel gives (no warm page first).
     let none = promote_randread(
         &exe,
-        &["--no-preload", "--budget", "100%", "--interval", "20s"],
+        &[
+            "--no-preload",
+            "--no-warm",
+            "--budget",
+            "100%",
+            "--interval",
+            "20s",
+        ],
         "256",
         "5",
     );

@@ -93,6 +93,10 @@ pub struct Config {
     /// fifth of what its 99.9th percentile fault looks past; 0 makes no collapse while it
     /// faults, 1 never waits.
     pub fault_waits: f64,
+    /// Fault in and free a 2 MiB page right before each collapse, so that the collapse copies
+    /// into memory the machine already backs and holds the target's memory map for the copy
+    /// alone (see [`crate::warm`]).
+    pub warm: bool,
 }
 
 impl Default for Config {
@@ -115,6 +119,7 @@ impl Default for Config {
             tlb_entries: 1536,
             compact: Default::default(),
             fault_waits: 0.0002,
+            warm: true,
         }
     }
 }
@@ -579,6 +584,9 @@ impl Daemon {
             return Ok(false);
         };
         let range = c.addr..c.addr + HUGE;
+        if kind == ActionKind::Promote && self.cfg.warm {
+            crate::warm::warm_page();
+        }
         let cpu0 = hugewise_sys::rusage::thread_cpu_ns();
         let done = match kind {
             ActionKind::Promote => t.promote(range.clone()),

@@ -19,7 +19,8 @@
 //!   and ask for fewer samples while nothing changes ([`thinning`]); when collapses are refused
 //!   for want of free 2 MiB blocks, [`compact`] weighs asking the kernel to compact, and
 //!   [`room`] picks lower-priority targets' cold huge pages to split first; while a
-//!   target faults its memory in, [`pacing`] holds its collapses back.
+//!   target faults its memory in, [`pacing`] holds its collapses back; [`warm`] faults in the
+//!   page each collapse copies into, so that the target waits on the copy alone.
 #![forbid(unsafe_code)]
 
 pub mod action;
@@ -38,6 +39,7 @@ pub mod room;
 pub mod session;
 pub mod target;
 pub mod thinning;
+pub mod warm;
 
 pub use error::{Error, Result};
 

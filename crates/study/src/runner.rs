@@ -652,6 +652,7 @@ fn work(
                 policy: policy.clone(),
                 budget_share: 1.0,
                 fault_waits: *fault_waits,
+                warm: true,
                 interval: std::time::Duration::from_secs(1),
                 force: false,
             };
@@ -771,6 +772,7 @@ fn work(
                         force: false,
                         compact,
                         fault_waits: hugewise_promote::daemon::Config::default().fault_waits,
+                        warm: true,
                     },
                     &stop,
                     &mut progress,
@@ -800,6 +802,7 @@ fn work(
                         work_dir: work_dir.clone(),
                         compact,
                         fault_waits: hugewise_promote::daemon::Config::default().fault_waits,
+                        warm: true,
                     };
                     std::fs::create_dir_all(&work_dir).map_err(|source| Error::Write {
                         path: work_dir.clone(),

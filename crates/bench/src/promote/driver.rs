@@ -119,6 +119,9 @@ pub struct Config {
     /// The daemon arm's pacing: most of the faults its collapses may hold up, as a share of
     /// those taken (as `hugewise promote --fault-waits`).
     pub fault_waits: f64,
+    /// The daemon arm faults in the page each collapse copies into first (see
+    /// [`hugewise_promote::warm`]).
+    pub warm: bool,
 }
 
 /// Beside the region: the daemon's sample ring (2^20 slots of 8 bytes) and room for one
@@ -460,6 +463,7 @@ fn timed_with_daemon(
             ..Default::default()
         },
         fault_waits: cfg.fault_waits,
+        warm: cfg.warm,
         ..daemon::Config::default()
     };
     let policy = hugewise_promote::policy::by_name("pcc")
@@ -646,6 +650,7 @@ mod tests {
             force: false,
             compact: Default::default(),
             fault_waits: daemon::Config::default().fault_waits,
+            warm: true,
         }
     }
 
@@ -712,6 +717,7 @@ mod tests {
             force: false,
             compact: Default::default(),
             fault_waits: daemon::Config::default().fault_waits,
+            warm: true,
         };
         let mut calls = Vec::new();
         let r = match run(&cfg, &AtomicBool::new(false), &mut |done, total| {
@@ -847,6 +853,7 @@ mod tests {
             force: false,
             compact: Default::default(),
             fault_waits: daemon::Config::default().fault_waits,
+            warm: true,
         };
         let r = match run(&cfg, &AtomicBool::new(false), &mut |_, _| {}) {
             Ok(r) => r,
@@ -903,6 +910,7 @@ mod tests {
             force: false,
             compact: Default::default(),
             fault_waits: daemon::Config::default().fault_waits,
+            warm: true,
         };
         let msg = |cfg: &Config| match run(cfg, &AtomicBool::new(false), &mut |_, _| {}) {
             Err(Error::Config(m)) => m,

@@ -77,6 +77,8 @@ pub struct Config {
     pub compact: hugewise_promote::compact::Mode,
     /// The daemon arm's pacing (as `hugewise promote --fault-waits`).
     pub fault_waits: f64,
+    /// The daemon arm faults in the page each collapse copies into first.
+    pub warm: bool,
 }
 
 /// The policy whose plan the plan arm replays, and whose daemon the daemon arm runs.
@@ -335,6 +337,7 @@ fn run_arm(
                     target: run,
                     compact: Some(cfg.compact.name().into()),
                     fault_waits: Some(cfg.fault_waits),
+                    warm: Some(cfg.warm),
                 }),
                 cancel,
             )?;

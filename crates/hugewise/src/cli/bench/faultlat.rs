@@ -60,6 +60,11 @@ pub struct BenchFaultlatArgs {
     #[arg(long, default_value = "0.02%", value_name = "SHARE",
           value_parser = |s: &str| Share::parse_in(s, &ShareRange::UNIT))]
     pub fault_waits: Share,
+    /// Collapse onto whatever page the kernel gives, without first faulting one in: a
+    /// collapse then pays for backing its new page while the target waits (see
+    /// `hugewise promote --help`).
+    #[arg(long)]
+    pub no_warm: bool,
     /// Time between two looks of the daemon.
     #[arg(long, default_value = "1s", value_parser = Interval::period)]
     pub interval: Duration,
@@ -81,6 +86,7 @@ pub fn run(a: BenchFaultlatArgs, progress: Mode) -> anyhow::Result<()> {
         policy: name(a.policy),
         budget_share: a.budget.fraction(),
         fault_waits: a.fault_waits.fraction(),
+        warm: !a.no_warm,
         interval: a.interval,
         force: a.force,
     };

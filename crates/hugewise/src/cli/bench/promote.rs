@@ -146,6 +146,11 @@ pub struct BenchPromoteArgs {
     #[arg(long, default_value = "0.02%", value_name = "SHARE",
           value_parser = |s: &str| Share::parse_in(s, &ShareRange::UNIT))]
     pub fault_waits: Share,
+    /// Collapse onto whatever page the kernel gives, without first faulting one in: a
+    /// collapse then pays for backing its new page while the target waits (see
+    /// `hugewise promote --help`).
+    #[arg(long)]
+    pub no_warm: bool,
     /// A graph kernel instead of Zipf reads: the graph as `hugewise run --graph` takes it
     /// (save a large one as .hwg first). Each arm is then a run in a process of its own.
     #[arg(long, value_name = "GRAPH", conflicts_with_all = ["workload", "zipf", "hotspot", "size", "reads", "seed", "lines_per_page", "chase", "same_frames", "cold_first", "force"])]
@@ -229,6 +234,7 @@ pub fn run(a: BenchPromoteArgs, progress: Mode) -> anyhow::Result<()> {
         force: a.force,
         compact: name(a.compact).parse()?,
         fault_waits: a.fault_waits.fraction(),
+        warm: !a.no_warm,
     };
     let steps = Steps::new(progress, "runs", Unit::Items);
     let r = bench::driver::run(&cfg, cancel, &mut |done, total| steps.update(done, total))
@@ -268,6 +274,7 @@ fn bench_graph(
         work_dir: a.work_dir,
         compact: name(a.compact).parse()?,
         fault_waits: a.fault_waits.fraction(),
+        warm: !a.no_warm,
     };
     let steps = Steps::new(progress, "runs", Unit::Items);
     let w = hugewise_bench::promote::graph::run(&cfg, cancel, &mut |done, total| {
