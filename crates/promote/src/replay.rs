@@ -39,7 +39,8 @@ pub const AGAIN_RETRIES: u32 = 2;
 const AGAIN_PAUSE: Duration = Duration::from_millis(20);
 
 /// Apply `steps` (sorted by time) to `target` from `t0`, one 2 MiB chunk per call, sleeping
-/// until each step is due in slices short enough to notice `cancel` within 50 ms.
+/// until each step is due in slices short enough to notice `cancel` within 50 ms. Each
+/// collapse is preceded by a warm page (see [`crate::warm`]).
 pub fn replay(
     target: &Target,
     steps: &[Step],
@@ -67,7 +68,11 @@ pub fn replay(
             }
             for attempt in 0..=AGAIN_RETRIES {
                 let done = match step.kind {
-                    ActionKind::Promote => target.promote(chunk..chunk + HUGE),
+                    ActionKind::Promote => {
+                        // As the daemon's: the copy lands on memory already backed.
+                        crate::warm::warm_page();
+                        target.promote(chunk..chunk + HUGE)
+                    }
                     ActionKind::Demote => target.demote(chunk..chunk + HUGE),
                     ActionKind::Release => target.release(chunk..chunk + HUGE),
                 };
