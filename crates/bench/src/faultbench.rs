@@ -15,6 +15,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use hugewise_mem::{Bytes, PagePolicy};
+use hugewise_promote::action::ActionKind;
 use hugewise_promote::budget::Limit;
 use hugewise_promote::daemon::{self, Daemon};
 use hugewise_promote::target::Target;
@@ -50,6 +51,17 @@ pub struct Config {
     pub force: bool,
 }
 
+/// What the daemon beside the faults did.
+#[derive(Debug, Clone, Copy)]
+struct Made {
+    /// Chunks it collapsed.
+    collapses: u32,
+    /// Candidates whose collapse waited for the faults.
+    paced: u32,
+    /// The median latency of its collapses.
+    collapse_p50_ns: Option<u64>,
+}
+
 /// The name of the daemon's thread.
 const DAEMON_THREAD: &str = "hw-faultbench";
 
@@ -59,7 +71,7 @@ const DAEMON_THREAD: &str = "hw-faultbench";
 /// until the process ends.
 struct Beside {
     stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<hugewise_promote::Result<(u32, u32)>>>,
+    handle: Option<JoinHandle<hugewise_promote::Result<Made>>>,
 }
 
 impl Beside {
@@ -88,11 +100,22 @@ impl Beside {
             .name(DAEMON_THREAD.into())
             .spawn(move || {
                 let (mut promoted, mut paced) = (0u32, 0u32);
-                d.run(&flag, &mut |iv, _| {
+                let mut latencies = Vec::new();
+                d.run(&flag, &mut |iv, actions| {
                     promoted += iv.promoted;
                     paced += iv.paced.unwrap_or(0);
+                    latencies.extend(
+                        actions
+                            .iter()
+                            .filter(|a| a.kind == ActionKind::Promote && a.succeeded())
+                            .map(|a| a.latency_ns as f64),
+                    );
                 })?;
-                Ok((promoted, paced))
+                Ok(Made {
+                    collapses: promoted,
+                    paced,
+                    collapse_p50_ns: median(&latencies).map(|m| m as u64),
+                })
             });
         let handle =
             spawned.map_err(|e| Error::Config(format!("starting the daemon's thread: {e}")))?;
@@ -102,8 +125,8 @@ impl Beside {
         })
     }
 
-    /// Stop it, and say how many chunks it collapsed and how many candidates waited.
-    fn stop(mut self) -> Result<(u32, u32)> {
+    /// Stop it, and say what it made.
+    fn stop(mut self) -> Result<Made> {
         self.stop.store(true, Ordering::Relaxed);
         let handle = (self.handle.take()).ok_or_else(|| {
             Error::Config("the daemon beside the faults was stopped twice".into())
@@ -174,8 +197,9 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<FaultBenchReport> {
                     faults: r.faults,
                     fault_latency: r.fault_latency,
                     touch_wall_ns: r.touch_wall_ns,
-                    collapses: counts.map(|c| c.0),
-                    paced: counts.map(|c| c.1),
+                    collapses: counts.map(|c| c.collapses),
+                    paced: counts.map(|c| c.paced),
+                    collapse_p50_ns: counts.and_then(|c| c.collapse_p50_ns),
                     quiet: q,
                 });
                 progress(samples.len() as u64, total);
@@ -192,6 +216,7 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<FaultBenchReport> {
         policy: cfg.policy.clone(),
         budget_share: cfg.budget_share,
         fault_waits: cfg.fault_waits,
+        warm: Some(cfg.warm),
         interval_ms: cfg.interval.as_millis() as u64,
         rounds,
         stopped: Some(stopped),
@@ -237,6 +262,10 @@ fn summarize_arm(samples: &[FaultBenchSample], arm: FaultArm) -> Option<FaultBen
         .iter()
         .filter_map(|s| s.collapses.map(f64::from))
         .collect();
+    let collapse_p50: Vec<f64> = mine
+        .iter()
+        .filter_map(|s| s.collapse_p50_ns.map(|n| n as f64))
+        .collect();
     Some(FaultBenchArm {
         arm,
         p50_ns: summarize(&of(|s| s.fault_latency.p50_ns))?,
@@ -245,6 +274,7 @@ fn summarize_arm(samples: &[FaultBenchSample], arm: FaultArm) -> Option<FaultBen
         p999_vs_alone_ci95: ci95,
         p50_vs_alone,
         collapses: median(&collapses),
+        collapse_p50_ns: median(&collapse_p50),
     })
 }
 
@@ -292,6 +322,9 @@ mod tests {
         for s in &r.samples {
             assert_eq!(s.faults, 64 << 20 >> 12, "{s:?}");
             assert_eq!(s.collapses.is_some(), s.arm != FaultArm::Alone, "{s:?}");
+            // A run that collapsed says how long its collapses held the region.
+            let made = s.collapses.unwrap_or(0) > 0;
+            assert_eq!(s.collapse_p50_ns.is_some_and(|n| n > 0), made, "{s:?}");
         }
         assert_eq!(r.summary.len(), 3);
         assert_eq!(r.summary[0].p999_vs_alone, None);
@@ -319,6 +352,7 @@ mod tests {
             touch_wall_ns: 0,
             collapses: None,
             paced: None,
+            collapse_p50_ns: None,
             quiet: None,
         };
         let v = [

@@ -114,6 +114,10 @@ pub struct FaultBenchSample {
     /// Daemon arms: candidates whose collapse waited because the region was faulting
     /// (`null` alone).
     pub paced: Option<u32>,
+    /// Daemon arms: the median latency of the collapses it made, what a fault that comes
+    /// meanwhile waits (`null` alone, when it made none, and in older results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collapse_p50_ns: Option<u64>,
     /// Others' CPU use just before.
     pub quiet: Option<Quiet>,
 }
@@ -137,6 +141,9 @@ pub struct FaultBenchArm {
     pub p50_vs_alone: Option<f64>,
     /// Median collapses a run made (`null` alone).
     pub collapses: Option<f64>,
+    /// Median over runs of their median collapse latency (`null` alone, and in older results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collapse_p50_ns: Option<f64>,
 }
 
 /// What `hugewise bench faultlat` measured: a fresh region faulted with 4 KiB pages, alone
@@ -151,6 +158,10 @@ pub struct FaultBenchReport {
     pub budget_share: f64,
     /// The share of the faults its collapses may hold up (`--fault-waits`) in the daemon arm.
     pub fault_waits: f64,
+    /// Whether the daemon faulted in the page each collapse copies into first (`null` in
+    /// results from before it could).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm: Option<bool>,
     /// The daemon's interval in milliseconds.
     pub interval_ms: u64,
     /// Rounds run.

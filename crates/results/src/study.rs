@@ -988,12 +988,14 @@ mod tests {
             }),
             p50_vs_alone: ratio,
             collapses: None,
+            collapse_p50_ns: None,
         };
         FaultBenchReport {
             bytes: 4 << 30,
             policy: "mega".into(),
             budget_share: 1.0,
             fault_waits: 0.0002,
+            warm: None,
             interval_ms: 1000,
             rounds: 6,
             stopped: None,

@@ -247,14 +247,19 @@ pub fn fault_bench(r: &FaultBenchReport) -> String {
     let _ = writeln!(
         o,
         "4 KiB faults over {}, {} rounds{} (arms alternated); the daemon: {}, budget {}, a look \
-         every {} ms, collapses paced to hold up at most {}% of the faults (unpaced: no limit)\n",
+         every {} ms, collapses paced to hold up at most {}% of the faults (unpaced: no limit){}\n",
         bytes(r.bytes),
         r.rounds,
         crate::fmt::stopped(r.stopped),
         r.policy,
         pct(r.budget_share),
         r.interval_ms,
-        r.fault_waits * 100.0
+        r.fault_waits * 100.0,
+        match r.warm {
+            Some(true) => ", each onto a page it faulted in first",
+            Some(false) => ", each onto whatever page the kernel gave",
+            None => "",
+        }
     );
     let mut t = Table::new([
         "arm",
@@ -264,6 +269,7 @@ pub fn fault_bench(r: &FaultBenchReport) -> String {
         "p99.9 vs alone [95% CI]",
         "p50 vs alone",
         "collapses",
+        "collapse p50",
     ]);
     let mut busy_total = 0;
     for a in &r.summary {
@@ -288,6 +294,7 @@ pub fn fault_bench(r: &FaultBenchReport) -> String {
             a.collapses
                 .map(|c| format!("{c:.0}"))
                 .unwrap_or_else(|| "-".into()),
+            a.collapse_p50_ns.map(ns).unwrap_or_else(|| "-".into()),
         ]);
     }
     o.push_str(&t.render());
