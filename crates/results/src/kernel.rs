@@ -289,6 +289,37 @@ pub struct BfsStats {
     pub top_down_steps: u32,
     /// Steps done bottom-up.
     pub bottom_up_steps: u32,
+    /// Every step in order with its time (GAP's `bfs -l` prints the same); empty in results
+    /// written before it was recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<BfsStep>,
+}
+
+/// One step of a search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BfsStep {
+    /// What the step did.
+    pub kind: BfsStepKind,
+    /// Vertices it found (a search step) or listed (a conversion); slots written (a reset).
+    pub vertices: u64,
+    /// Wall time.
+    pub ns: u64,
+}
+
+/// What a step of a search did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BfsStepKind {
+    /// Made the parent slots `NONE` (those the search before wrote, or all).
+    Reset,
+    /// Expanded the frontier queue into the next level's queue.
+    TopDown,
+    /// Turned the frontier queue into a bitmap.
+    QueueToBitmap,
+    /// Every unreached vertex looked for a parent in the frontier bitmap.
+    BottomUp,
+    /// Turned the frontier bitmap back into a queue.
+    BitmapToQueue,
 }
 
 #[cfg(test)]

@@ -12,19 +12,25 @@
 //! the whole array is.
 //!
 //! Speed (BENCHMARKS.md compares it with the GAP suite on the same sources): a bottom-up piece
-//! of work owns whole words of the next frontier and writes them with plain stores, where an
-//! atomic OR per vertex found cost more than the search; top-down threads gather the vertices
-//! they find and reserve queue room once per batch; both steps prefetch the adjacency lists
-//! they will read next (top-down: a few queue entries on; bottom-up: the unreached vertices
-//! two bitmap words on).
+//! of work owns a run of vertices, their parent slots and their words of the next frontier,
+//! and writes them with plain stores (an atomic OR per vertex found cost more than the
+//! search); it takes them a word at a time, first picking the unreached vertices that have an
+//! in-neighbour and asking for their lists, then searching those lists, so that a vertex with
+//! no in-neighbour costs a look at its parent slot and offsets only. Top-down threads gather
+//! the vertices they find and reserve queue room once per batch, and prefetch the lists of
+//! the queue entries a few on. Each search records its steps with their times
+//! ([`BfsStats::steps`], what GAP's `bfs -l` prints).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
+use std::time::Instant;
 
 use hugewise_mem::Region;
-pub use hugewise_results::kernel::{BfsMode, BfsStats};
+pub use hugewise_results::kernel::{BfsMode, BfsStats, BfsStep, BfsStepKind};
 // The kernel's own short names for the result model's types.
-use hugewise_results::kernel::{BfsMode as Mode, BfsStats as Stats};
+use hugewise_results::kernel::{
+    BfsMode as Mode, BfsStats as Stats, BfsStep as Step, BfsStepKind as StepKind,
+};
 use hugewise_sys::atomic;
 use rayon::prelude::*;
 
@@ -57,7 +63,9 @@ pub struct Arrays {
 impl Arrays {
     /// Create the arrays for `n` vertices.
     pub fn new(layout: &Layout, n: usize) -> Result<Arrays> {
-        let words = n.div_ceil(64);
+        // A power of two, so that the bottom-up step's index into the bitmap is provably in
+        // bounds (see `adopt`).
+        let words = n.div_ceil(64).next_power_of_two();
         Ok(Arrays {
             parent: layout.region("property", "property", n)?,
             queue: layout.region("frontier", "frontier", n)?,
@@ -128,6 +136,7 @@ impl Kernel for Bfs {
             levels: 0,
             top_down_steps: 0,
             bottom_up_steps: 0,
+            steps: Vec::new(),
         }))
     }
 
@@ -182,14 +191,18 @@ pub fn search<T: Tracer>(g: &Csr, src: u32, mode: Mode, arrays: &mut Arrays, t: 
         next,
         written,
     } = arrays;
-    let parent = atomic::u32s(parent);
+    // Top-down steps share the parent array through atomics; a bottom-up step hands each
+    // piece of work its own slots, and reads the frontier bitmap as plain memory.
+    let parent: &mut [u32] = parent;
     let queue = atomic::u32s(queue);
-    let mut front = atomic::u64s(front);
-    let mut next = atomic::u64s(next);
-    reset_parents(parent, queue, written.take(), t);
+    let (mut front, mut next): (&mut [u64], &mut [u64]) = (front, next);
+    let mut clock = Clock::start();
+    let mut steps = Vec::new();
+    let reset = reset_parents(atomic::u32s(parent), queue, written.take(), t);
+    clock.lap(&mut steps, StepKind::Reset, reset as u64);
     {
         let mut p = t.probe();
-        p.store(&parent[src as usize], src);
+        p.write(&mut parent[src as usize], src);
         p.store(&queue[0], src);
     }
     let (mut head, mut tail) = (0usize, 1usize);
@@ -198,6 +211,7 @@ pub fn search<T: Tracer>(g: &Csr, src: u32, mode: Mode, arrays: &mut Arrays, t: 
         levels: 0,
         top_down_steps: 0,
         bottom_up_steps: 0,
+        steps,
     };
     let mut edges_to_check = g.arcs();
     let mut scout = t.probe().degree(out, src) as u64;
@@ -207,9 +221,11 @@ pub fn search<T: Tracer>(g: &Csr, src: u32, mode: Mode, arrays: &mut Arrays, t: 
         if go_bottom_up {
             queue_to_bitmap(&queue[head..tail], front, t);
             let mut awake = (tail - head) as u64;
+            clock.lap(&mut stats.steps, StepKind::QueueToBitmap, awake);
             loop {
                 let old = awake;
                 awake = bottom_up_step(inc, parent, front, next, t);
+                clock.lap(&mut stats.steps, StepKind::BottomUp, awake);
                 stats.bottom_up_steps += 1;
                 stats.reached += awake;
                 std::mem::swap(&mut front, &mut next);
@@ -221,10 +237,20 @@ pub fn search<T: Tracer>(g: &Csr, src: u32, mode: Mode, arrays: &mut Arrays, t: 
             // Back to a queue of the last level found.
             head = tail;
             tail = bitmap_to_queue(front, queue, tail, n, t);
+            clock.lap(
+                &mut stats.steps,
+                StepKind::BitmapToQueue,
+                (tail - head) as u64,
+            );
             scout = 1;
         } else {
             edges_to_check = edges_to_check.saturating_sub(scout);
-            let (new_tail, s) = top_down_step(out, parent, queue, head, tail, t);
+            let (new_tail, s) = top_down_step(out, atomic::u32s(parent), queue, head, tail, t);
+            clock.lap(
+                &mut stats.steps,
+                StepKind::TopDown,
+                (new_tail - tail) as u64,
+            );
             stats.top_down_steps += 1;
             stats.reached += (new_tail - tail) as u64;
             scout = s;
@@ -243,14 +269,31 @@ pub fn search<T: Tracer>(g: &Csr, src: u32, mode: Mode, arrays: &mut Arrays, t: 
     stats
 }
 
+/// The time of each step of a search, for its stats.
+struct Clock(Instant);
+
+impl Clock {
+    fn start() -> Clock {
+        Clock(Instant::now())
+    }
+
+    /// Record the step that ends now.
+    fn lap(&mut self, steps: &mut Vec<Step>, kind: StepKind, vertices: u64) {
+        let now = Instant::now();
+        let ns = now.duration_since(self.0).as_nanos() as u64;
+        steps.push(Step { kind, vertices, ns });
+        self.0 = now;
+    }
+}
+
 /// Make every parent slot `NONE`: only the slots of `queue[..k]` when `written` is `Some(k)`
-/// and k is small, else all of them.
+/// and k is small, else all of them. Returns how many slots it wrote.
 fn reset_parents<T: Tracer>(
     parent: &[AtomicU32],
     queue: &[AtomicU32],
     written: Option<usize>,
     t: &T,
-) {
+) -> usize {
     match written {
         Some(k) if k <= parent.len() / SPARSE_RESET => {
             let mut p = t.probe();
@@ -258,11 +301,15 @@ fn reset_parents<T: Tracer>(
                 let v = p.load(q);
                 p.store(&parent[v as usize], NONE);
             }
+            k
         }
-        _ => parent
-            .par_iter()
-            .with_min_len(RESET_GRAIN)
-            .for_each_init(|| t.probe(), |p, x| p.store(x, NONE)),
+        _ => {
+            parent
+                .par_iter()
+                .with_min_len(RESET_GRAIN)
+                .for_each_init(|| t.probe(), |p, x| p.store(x, NONE));
+            parent.len()
+        }
     }
 }
 
@@ -354,55 +401,91 @@ fn top_down_step<T: Tracer>(
 }
 
 /// Every unreached vertex looks for a parent among its in-neighbours in `front`; `next`
-/// gets the vertices found. Each piece of work owns whole words of `next`.
+/// gets the vertices found. A piece of work owns `GRAIN` vertices: their parent slots and
+/// their words of `next`.
 fn bottom_up_step<T: Tracer>(
     inc: Side,
-    parent: &[AtomicU32],
-    front: &[AtomicU64],
-    next: &[AtomicU64],
+    parent: &mut [u32],
+    front: &[u64],
+    next: &mut [u64],
     t: &T,
 ) -> u64 {
-    let n = inc.n();
-    next.par_iter()
+    parent
+        .par_chunks_mut(GRAIN)
+        .zip(next.par_chunks_mut(GRAIN / 64))
         .enumerate()
-        .with_min_len(GRAIN / 64)
         .map_init(
             || t.probe(),
-            |p, (w, word)| {
-                let base = w * 64;
-                // The lists of the unreached vertices two words on are read soon (the parent
-                // loads here only choose what to prefetch, and are traced when the vertices'
-                // turn comes).
-                let ahead = (base + 2 * 64).min(n);
-                for (i, pa) in parent[ahead..(ahead + 64).min(n)].iter().enumerate() {
-                    if pa.load(Relaxed) == NONE {
-                        inc.prefetch_neighbors((ahead + i) as u32);
-                    }
-                }
+            |p, (piece, (parent, next))| {
+                let base = piece * GRAIN;
                 let mut found = 0u64;
-                for (i, pa) in parent[base..(base + 64).min(n)].iter().enumerate() {
-                    if p.load(pa) != NONE {
-                        continue;
-                    }
-                    for e in p.neighbors(inc, (base + i) as u32) {
-                        let u = p.read(e);
-                        if get(front, u, p) {
-                            p.store(pa, u);
-                            found |= 1 << i;
-                            break;
-                        }
-                    }
+                for (w, (parent, word)) in parent.chunks_mut(BATCH).zip(next).enumerate() {
+                    let base = (base + w * BATCH) as u32;
+                    let open = unreached_with_arcs(inc, parent, base, p);
+                    let hits = adopt(inc, parent, base, open, front, p);
+                    p.write(word, hits);
+                    found += hits.count_ones() as u64;
                 }
-                p.store(word, found);
-                found.count_ones() as u64
+                found
             },
         )
         .sum()
 }
 
-fn queue_to_bitmap<T: Tracer>(queue: &[AtomicU32], bits: &[AtomicU64], t: &T) {
-    bits.par_iter()
-        .for_each_init(|| t.probe(), |p, w| p.store(w, 0));
+/// Vertices a bottom-up step takes at a time: one word of the next frontier.
+const BATCH: usize = 64;
+
+/// Which of the vertices `base..` (one word's worth) are unreached and have an in-neighbour
+/// to look at, as bits; their lists are asked for now, and searched when the whole word has
+/// been looked at.
+#[inline]
+fn unreached_with_arcs<P: Probe>(inc: Side, parent: &[u32], base: u32, p: &mut P) -> u64 {
+    let mut open = 0u64;
+    for (i, pa) in parent.iter().enumerate() {
+        if p.read(pa) == NONE && p.degree(inc, base + i as u32) > 0 {
+            inc.prefetch_neighbors(base + i as u32);
+            open |= 1 << i;
+        }
+    }
+    open
+}
+
+/// Each vertex of `open` (bits over `base..`) takes the first of its in-neighbours that is in
+/// `front` as its parent; returns the bits of those that found one.
+#[inline]
+fn adopt<P: Probe>(
+    inc: Side,
+    parent: &mut [u32],
+    base: u32,
+    mut open: u64,
+    front: &[u64],
+    p: &mut P,
+) -> u64 {
+    // The bitmap's length is a power of two, so masking a word's index changes no vertex's
+    // word and lets the compiler drop the bounds check from the innermost loop.
+    let mask = front.len().next_power_of_two() - 1;
+    let front = &front[..mask + 1];
+    let mut hits = 0u64;
+    while open != 0 {
+        let i = open.trailing_zeros();
+        open &= open - 1;
+        for e in inc.neighbors(base + i) {
+            let u = p.read(e);
+            if p.read(&front[(u as usize / 64) & mask]) & (1 << (u % 64)) != 0 {
+                p.write(&mut parent[i as usize], u);
+                hits |= 1 << i;
+                break;
+            }
+        }
+    }
+    hits
+}
+
+/// Clear `bits` and set the bit of every vertex in `queue`.
+fn queue_to_bitmap<T: Tracer>(queue: &[AtomicU32], bits: &mut [u64], t: &T) {
+    bits.par_iter_mut()
+        .for_each_init(|| t.probe(), |p, w| p.write(w, 0));
+    let bits = atomic::u64s(bits);
     queue.par_iter().with_min_len(GRAIN).for_each_init(
         || t.probe(),
         |p, q| {
@@ -412,28 +495,24 @@ fn queue_to_bitmap<T: Tracer>(queue: &[AtomicU32], bits: &[AtomicU64], t: &T) {
     );
 }
 
-#[inline]
-fn get<P: Probe>(bits: &[AtomicU64], v: u32, p: &mut P) -> bool {
-    p.load(&bits[v as usize / 64]) & (1 << (v % 64)) != 0
-}
-
 /// Append the vertices set in `bits` to `queue` from `at` on (in no particular order);
 /// returns the new end.
 fn bitmap_to_queue<T: Tracer>(
-    bits: &[AtomicU64],
+    bits: &[u64],
     queue: &[AtomicU32],
     at: usize,
     n: usize,
     t: &T,
 ) -> usize {
     let end = AtomicUsize::new(at);
-    bits.par_iter()
+    bits[..n.div_ceil(64)]
+        .par_iter()
         .enumerate()
         .with_min_len(GRAIN / 64)
         .for_each_init(
             || LocalQueue::new(queue, &end, t.probe()),
             |local, (w, word)| {
-                let mut x = local.p.load(word);
+                let mut x = local.p.read(word);
                 while x != 0 {
                     let v = w * 64 + x.trailing_zeros() as usize;
                     if v < n {
@@ -543,6 +622,9 @@ mod tests {
                 let dobfs = run(&g, src, Mode::DirectionOptimizing, &mut a);
                 verify(&g, src, a.parent()).expect("direction-optimizing verifies");
                 assert_eq!(td.reached, dobfs.reached);
+                for s in [&td, &dobfs] {
+                    steps_add_up(s);
+                }
                 if sym && spec.starts_with("kron") {
                     assert!(
                         dobfs.bottom_up_steps > 0,
@@ -551,6 +633,32 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The steps recorded tell the same search as the counts: one reset first, as many
+    /// search steps of each kind as counted, and together they found every vertex reached
+    /// but the source.
+    fn steps_add_up(s: &Stats) {
+        let of = |k: StepKind| s.steps.iter().filter(move |x| x.kind == k);
+        assert_eq!(s.steps[0].kind, StepKind::Reset, "{s:?}");
+        assert_eq!(of(StepKind::Reset).count(), 1, "{s:?}");
+        assert_eq!(of(StepKind::TopDown).count(), s.top_down_steps as usize);
+        assert_eq!(of(StepKind::BottomUp).count(), s.bottom_up_steps as usize);
+        let found: u64 = s
+            .steps
+            .iter()
+            .filter(|x| matches!(x.kind, StepKind::TopDown | StepKind::BottomUp))
+            .map(|x| x.vertices)
+            .sum();
+        assert_eq!(found + 1, s.reached, "{s:?}");
+        // Each run of bottom-up steps starts from a bitmap and ends in a queue.
+        let runs = s
+            .steps
+            .windows(2)
+            .filter(|w| w[0].kind == StepKind::QueueToBitmap)
+            .inspect(|w| assert_eq!(w[1].kind, StepKind::BottomUp, "{s:?}"))
+            .count();
+        assert_eq!(of(StepKind::BitmapToQueue).count(), runs, "{s:?}");
     }
 
     #[test]
