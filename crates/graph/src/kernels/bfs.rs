@@ -440,11 +440,20 @@ const BATCH: usize = 64;
 /// been looked at.
 #[inline]
 fn unreached_with_arcs<P: Probe>(inc: Side, parent: &[u32], base: u32, p: &mut P) -> u64 {
-    let mut open = 0u64;
+    // Without a branch per vertex: which vertices are unreached is a coin toss in the middle
+    // steps of a search, and a mispredicted branch costs more than looking at all 64.
+    let mut unreached = 0u64;
     for (i, pa) in parent.iter().enumerate() {
-        if p.read(pa) == NONE && p.degree(inc, base + i as u32) > 0 {
-            inc.prefetch_neighbors(base + i as u32);
-            open |= 1 << i;
+        unreached |= ((p.read(pa) == NONE) as u64) << i;
+    }
+    let mut open = unreached;
+    while unreached != 0 {
+        let i = unreached.trailing_zeros();
+        unreached &= unreached - 1;
+        if p.degree(inc, base + i) == 0 {
+            open &= !(1 << i);
+        } else {
+            inc.prefetch_neighbors(base + i);
         }
     }
     open
