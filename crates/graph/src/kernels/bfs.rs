@@ -446,17 +446,25 @@ fn unreached_with_arcs<P: Probe>(inc: Side, parent: &[u32], base: u32, p: &mut P
     for (i, pa) in parent.iter().enumerate() {
         unreached |= ((p.read(pa) == NONE) as u64) << i;
     }
+    let offsets = word_offsets(inc, base, parent.len());
     let mut open = unreached;
     while unreached != 0 {
-        let i = unreached.trailing_zeros();
+        let i = unreached.trailing_zeros() as usize;
         unreached &= unreached - 1;
-        if p.degree(inc, base + i) == 0 {
+        let (start, end) = (p.read(&offsets[i]), p.read(&offsets[i + 1]));
+        if start == end {
             open &= !(1 << i);
-        } else {
-            inc.prefetch_neighbors(base + i);
+        } else if let Some(e) = inc.edges.get(start as usize) {
+            hugewise_sys::hint::prefetch(e);
         }
     }
     open
+}
+
+/// The offsets of the `len` vertices from `base` on, and the end of the last one's list.
+#[inline]
+fn word_offsets(inc: Side<'_>, base: u32, len: usize) -> &[u64] {
+    &inc.offsets[base as usize..base as usize + len + 1]
 }
 
 /// Each vertex of `open` (bits over `base..`) takes the first of its in-neighbours that is in
@@ -474,14 +482,15 @@ fn adopt<P: Probe>(
     // word and lets the compiler drop the bounds check from the innermost loop.
     let mask = front.len().next_power_of_two() - 1;
     let front = &front[..mask + 1];
+    let offsets = word_offsets(inc, base, parent.len());
     let mut hits = 0u64;
     while open != 0 {
-        let i = open.trailing_zeros();
+        let i = open.trailing_zeros() as usize;
         open &= open - 1;
-        for e in inc.neighbors(base + i) {
+        for e in &inc.edges[offsets[i] as usize..offsets[i + 1] as usize] {
             let u = p.read(e);
             if p.read(&front[(u as usize / 64) & mask]) & (1 << (u % 64)) != 0 {
-                p.write(&mut parent[i as usize], u);
+                p.write(&mut parent[i], u);
                 hits |= 1 << i;
                 break;
             }
