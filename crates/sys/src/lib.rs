@@ -10,6 +10,9 @@
 //!   memory cgroup), each rooted at an injectable path so that every parser is tested on
 //!   recorded samples.
 //!
+//! Beside them, for the kernels' hot loops: [`atomic`] views of plain arrays, and [`bounded`]
+//! index lists, checked once and then read without a bounds check per index.
+//!
 //! Audit rule: every `unsafe` block carries a `// SAFETY:` comment; advice that can change memory
 //! contents is only reachable through an `unsafe fn`.
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -18,6 +21,7 @@
 pub mod alloclog;
 pub mod arena;
 pub mod atomic;
+pub mod bounded;
 pub mod caps;
 pub mod debugfs;
 pub mod errno;
