@@ -175,6 +175,7 @@ impl Probe for Off {
 macro_rules! watch {
     ($p:ident, $body:expr $(,)?) => {
         if {
+            #[allow(unused_imports)]
             use $crate::probe::Probe as _;
             $p.idle()
         } {

@@ -35,14 +35,16 @@ pub use hugewise_results::kernel::PrMode;
 // The kernel's own short name for the result model's type.
 use hugewise_results::kernel::PrMode as Mode;
 use hugewise_sys::atomic;
+use hugewise_sys::bounded::{Below, Pairs};
 use rayon::prelude::*;
 use std::sync::atomic::AtomicU32;
+use std::sync::OnceLock;
 
 use crate::csr::{RegionReport, RegionReportExt, Side};
 use crate::kernels::{add_f64, Kernel, Outcome};
 use crate::probe::{Off, Probe, Span, Streams, Tracer};
 use crate::sampler::Sampled;
-use crate::{Csr, Layout, Result};
+use crate::{Csr, Error, Layout, Result};
 
 /// Damping factor.
 pub const DAMPING: f64 = 0.85;
@@ -129,17 +131,27 @@ impl Pr {
         self.extrapolations = 0;
         let mut balance = (self.mode == Mode::PullGsBalanced).then(|| Balance::of(g, base));
         let shift = |b: &Option<Balance>| b.as_ref().map_or(0.0, |b| b.shift);
+        // Each block's in-arcs, checked by the first sweep that reads them (see `in_list`).
+        let lists: Vec<OnceLock<Option<Below>>> = if self.mode == Mode::Push {
+            Vec::new()
+        } else {
+            (0..n.div_ceil(BLOCK)).map(|_| OnceLock::new()).collect()
+        };
         while iterations < self.max_iters {
             iterations += 1;
             let (scores, contrib) = (&mut self.scores[..], &mut self.contrib[..]);
             change = match self.mode {
-                Mode::Pull => pull_sweep(g, scores, contrib, Sweep::jacobi(base, d), t).change,
+                Mode::Pull => {
+                    let sweep = Sweep::jacobi(base, d);
+                    pull_sweep(g, &lists, scores, contrib, sweep, t)?.change
+                }
                 Mode::PullGs => {
-                    pull_sweep(g, scores, contrib, Sweep::gauss_seidel(base, d, 0.0), t).change
+                    let sweep = Sweep::gauss_seidel(base, d, 0.0);
+                    pull_sweep(g, &lists, scores, contrib, sweep, t)?.change
                 }
                 Mode::PullGsBalanced => {
                     let sweep = Sweep::gauss_seidel(base, d, shift(&balance));
-                    let totals = pull_sweep(g, scores, contrib, sweep, t);
+                    let totals = pull_sweep(g, &lists, scores, contrib, sweep, t)?;
                     if let Some(b) = &mut balance {
                         if totals.change >= self.tolerance && iterations < self.max_iters {
                             b.rebalance(totals, g.arcs());
@@ -344,27 +356,17 @@ impl Sweep {
 /// stored less `shift`, which is its stored score over `o`. So the score alone takes a
 /// correction, shift (d i − o), and the contribution is the stored score over the degree as in
 /// a sweep without one. The change is the same in both frames.
-fn pull_sweep<T: Tracer>(
-    g: &Csr,
+fn pull_sweep<'g, T: Tracer>(
+    g: &'g Csr,
+    lists: &[OnceLock<Option<Below<'g>>>],
     scores: &mut [f32],
     contrib: &mut [f32],
     sw: Sweep,
     t: &T,
-) -> Totals {
-    let (inc, out) = (g.in_side(), g.out_side());
-    // An undirected graph's in-list is its out-list: the degree is the list's length, and the
-    // out-offsets need not be read at all.
+) -> Result<Totals> {
     let symmetric = !g.directed();
+    let gauss_seidel = sw.gauss_seidel;
     let contrib = atomic::u32s(bytemuck::cast_slice_mut(contrib));
-    let Sweep {
-        base,
-        d,
-        gauss_seidel,
-        shift,
-    } = sw;
-    let (base, d) = (base as f64, d as f64);
-    // The correction per in-arc, and per arc of an undirected graph (in and out at once).
-    let (per_in, per_arc) = (d * shift, (d - 1.0) * shift);
     // Blocks of vertices, each a plain loop: around a body of a few arcs, rayon's per-item
     // machinery, not always inlined, took 11-24 % of PageRank's time on sparse graphs.
     scores
@@ -373,88 +375,165 @@ fn pull_sweep<T: Tracer>(
         .map_init(
             || t.probe(),
             move |p, (b, block)| {
-                // The block's offsets, sliced once: a list then costs two plain loads.
                 let v0 = b * BLOCK;
-                let ins = &inc.offsets[v0..=v0 + block.len()];
-                let outs = &out.offsets[v0..=v0 + block.len()];
-                let mine = &contrib[v0..v0 + block.len()];
-                // Local sums: the closure's result lives in memory, and adding to it there
-                // stored both totals at every vertex.
-                let (mut change, mut stored, mut sinks) = (0.0f64, 0.0f64, 0.0f64);
-                for (((s, c), w), o) in block
-                    .iter_mut()
-                    .zip(mine)
-                    .zip(ins.windows(2))
-                    .zip(outs.windows(2))
-                {
-                    // A sampler sees one vertex in 32, here and in every loop of an iteration:
-                    // the rest run without probes.
-                    let (dc, ds, dk) = crate::probe::watch!(p, {
-                        let (from, to) = (p.read(&w[0]) as usize, p.read(&w[1]) as usize);
-                        let sum = gather(&inc.edges[from..to], contrib, p);
-                        // Degrees as u32 (no vertex has more arcs than there are vertices):
-                        // it converts to a float in one instruction, usize in five.
-                        let i_deg = (to - from) as u32;
-                        let (o_deg, held, sink) = if symmetric {
-                            (i_deg, per_arc * i_deg as f64, false)
-                        } else {
-                            let o_deg = (p.read(&o[1]) - p.read(&o[0])) as u32;
-                            (
-                                o_deg,
-                                per_in * i_deg as f64 - shift * o_deg as f64,
-                                o_deg == 0,
-                            )
-                        };
-                        let new = (base + d * sum + held) as f32;
-                        let old = p.read(s);
-                        p.write(s, new);
-                        if gauss_seidel {
-                            // Read through out-arcs only: one without passes nothing on.
-                            let x = if o_deg == 0 { 0.0 } else { new / o_deg as f32 };
-                            p.store(c, x.to_bits());
-                        }
-                        let change = (new - old).abs() as f64;
-                        let new = new as f64;
-                        (change, new, if sink { new } else { 0.0 })
-                    });
-                    change += dc;
-                    stored += ds;
-                    sinks += dk;
-                }
-                Totals {
-                    change,
-                    stored,
-                    sinks,
-                }
+                let Some(arcs) = *lists[b].get_or_init(|| in_list(g, v0, block.len())) else {
+                    return Err(Error::Invalid(format!(
+                        "an in-arc of vertices {v0}..{} names a vertex past the last ({})",
+                        v0 + block.len(),
+                        g.n() - 1
+                    )));
+                };
+                let at = Block {
+                    g,
+                    v0,
+                    arcs,
+                    contrib,
+                    sw,
+                };
+                // The graph's direction and the sweep's kind are fixed for the whole sweep:
+                // a loop for each takes their tests and the code they skip out of the
+                // per-vertex body (with the gather's changes, road:1000x1000 under cachegrind
+                // went from 87 to 68 instructions a vertex and iteration; GAP's take 40).
+                Ok(match (symmetric, gauss_seidel) {
+                    (true, true) => at.sweep::<_, true, true>(block, p),
+                    (true, false) => at.sweep::<_, true, false>(block, p),
+                    (false, true) => at.sweep::<_, false, true>(block, p),
+                    (false, false) => at.sweep::<_, false, false>(block, p),
+                })
             },
         )
-        .reduce(Totals::default, Totals::add)
+        .try_reduce(Totals::default, |a, b| Ok(a.add(b)))
+}
+
+/// A block of a pull sweep: the vertices from `v0` on.
+#[derive(Clone, Copy)]
+struct Block<'a> {
+    g: &'a Csr,
+    v0: usize,
+    /// The block's in-arcs, every list after the other.
+    arcs: Below<'a>,
+    contrib: &'a [AtomicU32],
+    sw: Sweep,
+}
+
+impl Block<'_> {
+    /// The new scores of the block's vertices, into `block`. `SYMMETRIC`: the graph is
+    /// undirected, so a vertex's in-list is its out-list, the degree is the list's length and
+    /// no vertex with arcs keeps its rank; the out-offsets are not read at all.
+    #[inline(always)]
+    fn sweep<P: Probe, const SYMMETRIC: bool, const GAUSS_SEIDEL: bool>(
+        self,
+        block: &mut [f32],
+        p: &mut P,
+    ) -> Totals {
+        let Block {
+            g,
+            v0,
+            arcs,
+            contrib,
+            sw,
+        } = self;
+        let (inc, out) = (g.in_side(), g.out_side());
+        let (base, d, shift) = (sw.base as f64, sw.d as f64, sw.shift);
+        // The correction per in-arc, and per arc of an undirected graph (in and out at once).
+        let (per_in, per_arc) = (d * shift, (d - 1.0) * shift);
+        // The block's offsets, sliced once: a list then costs two plain loads.
+        let ins = &inc.offsets[v0..=v0 + block.len()];
+        let outs = if SYMMETRIC {
+            ins
+        } else {
+            &out.offsets[v0..=v0 + block.len()]
+        };
+        let mine = &contrib[v0..v0 + block.len()];
+        // Each list is split off the front of what is left of the block's: one length check
+        // instead of two bounds.
+        let mut arcs = arcs
+            .pairs(contrib)
+            .expect("the contributions cover every vertex");
+        // Local sums: the closure's result lives in memory, and adding to it there stored
+        // both totals at every vertex.
+        let (mut change, mut stored, mut sinks) = (0.0f64, 0.0f64, 0.0f64);
+        for (((s, c), w), o) in block
+            .iter_mut()
+            .zip(mine)
+            .zip(ins.windows(2))
+            .zip(outs.windows(2))
+        {
+            // A sampler sees one vertex in 32, here and in every loop of an iteration: the
+            // rest run without probes.
+            let (dc, ds, dk) = crate::probe::watch!(p, {
+                let i_deg = (p.read(&w[1]) - p.read(&w[0])) as usize;
+                let sum = gather(arcs.split_front(i_deg), p);
+                // Degrees as u32 (no vertex has more arcs than there are vertices): it
+                // converts to a float in one instruction, usize in five.
+                let i_deg = i_deg as u32;
+                let (o_deg, held) = if SYMMETRIC {
+                    (i_deg, per_arc * i_deg as f64)
+                } else {
+                    let o_deg = (p.read(&o[1]) - p.read(&o[0])) as u32;
+                    (o_deg, per_in * i_deg as f64 - shift * o_deg as f64)
+                };
+                let new = (base + d * sum + held) as f32;
+                let old = p.read(s);
+                p.write(s, new);
+                if GAUSS_SEIDEL {
+                    // Read through out-arcs only: one without passes nothing on.
+                    let x = if o_deg == 0 { 0.0 } else { new / o_deg as f32 };
+                    p.store(c, x.to_bits());
+                }
+                let change = (new - old).abs() as f64;
+                let new = new as f64;
+                let sink = !SYMMETRIC && o_deg == 0;
+                (change, new, if sink { new } else { 0.0 })
+            });
+            change += dc;
+            stored += ds;
+            if !SYMMETRIC {
+                sinks += dk;
+            }
+        }
+        Totals {
+            change,
+            stored,
+            sinks,
+        }
+    }
 }
 
 /// The sum of the contributions of the vertices in `list`.
 ///
 /// Summed in f64: a hub's thousands of nearly equal shares, added in f32, round the same way
 /// often enough to move its score by more than the convergence bound (a star of 30 000 leaves
-/// failed verification). But four at a time in f32 first, which rounds each group by a few
-/// units in its last place at most (nothing, when the shares are equal): one conversion and one
-/// f64 add per four arcs instead of per arc, and four loads a step that do not wait on one
-/// another's sums (urand:19 under cachegrind: 11 instructions an arc, the vertex's share
-/// included, became 8).
+/// failed verification). But eight at a time in f32 first, and the last few of a list (all of
+/// a short one) in f32 too, which rounds each group by a few units in its last place at most
+/// (nothing, when the shares are equal): one conversion and one f64 add per eight arcs and
+/// one per list instead of one per arc.
 #[inline(always)]
-fn gather<P: Probe>(list: &[u32], contrib: &[AtomicU32], p: &mut P) -> f64 {
-    let mut at = |u: &u32| {
-        let u = p.read(u);
-        f32::from_bits(p.load(&contrib[u as usize]))
+fn gather<P: Probe>(mut list: Pairs<'_, '_, AtomicU32>, p: &mut P) -> f64 {
+    let mut at = |(u, c): (&u32, &AtomicU32)| {
+        p.read(u);
+        f32::from_bits(p.load(c))
     };
-    let (fours, rest) = list.as_chunks::<4>();
     let mut sum = 0.0f64;
-    for [a, b, c, d] in fours {
-        sum += ((at(a) + at(b)) + (at(c) + at(d))) as f64;
+    while let Some(group) = list.next_group::<8>() {
+        // A chain of adds that each take their load from memory, as the tail's: a group's
+        // chain does not wait on the last group's, and a tree of pairs was vectorized into
+        // shuffles that cost more than the adds (5.4 instructions an arc against 2.6).
+        sum += group.into_iter().fold(0.0f32, |t, x| t + at(x)) as f64;
     }
-    for u in rest {
-        sum += at(u) as f64;
-    }
-    sum
+    let tail = list.fold(0.0f32, |t, x| t + at(x));
+    sum + tail as f64
+}
+
+/// The in-arcs of the `len` vertices from `v0`, checked to name vertices of the graph, so that
+/// a sweep reads each in-neighbour's contribution without a bounds check (one instruction in
+/// three of the gather's on urand:19 under cachegrind). The first sweep checks a block just
+/// before it reads the same arcs, so the check brings them into the cache rather than
+/// reading them once more; a plain read, which no probe sees.
+fn in_list(g: &Csr, v0: usize, len: usize) -> Option<Below<'_>> {
+    let inc = g.in_side();
+    let arcs = &inc.edges[inc.offsets[v0] as usize..inc.offsets[v0 + len] as usize];
+    Below::new(arcs, g.n())
 }
 
 /// The real scores of a balanced run, from the stored ones: `shift` per out-arc added back.
