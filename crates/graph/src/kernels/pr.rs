@@ -435,6 +435,7 @@ impl Block<'_> {
         } = self;
         let (inc, out) = (g.in_side(), g.out_side());
         let (base, d, shift) = (sw.base as f64, sw.d as f64, sw.shift);
+        let d32 = sw.d;
         // The correction per in-arc, and per arc of an undirected graph (in and out at once).
         let (per_in, per_arc) = (d * shift, (d - 1.0) * shift);
         // The block's offsets, sliced once: a list then costs two plain loads.
@@ -473,12 +474,21 @@ impl Block<'_> {
                     let o_deg = (p.read(&o[1]) - p.read(&o[0])) as u32;
                     (o_deg, per_in * i_deg as f64 - shift * o_deg as f64)
                 };
-                let new = (base + d * sum + held) as f32;
+                // In Gauss–Seidel a vertex often reads the contribution its neighbour wrote
+                // just before (a mesh's or a web graph's numbering keeps them close), so the
+                // path from the gather's last load to this vertex's store is a chain across
+                // vertices, which the time follows more than the instructions. What does not
+                // depend on the sum is worked out off that path: the terms added to it, and the
+                // degree's inverse, so that the path is a multiply, an add and a multiply in
+                // f32 where it was four f64 steps, two conversions and a division.
+                let rest = (base + held) as f32;
+                let inv = 1.0 / o_deg as f32;
+                let new = d32 * sum + rest;
                 let old = p.read(s);
                 p.write(s, new);
                 if GAUSS_SEIDEL {
                     // Read through out-arcs only: one without passes nothing on.
-                    let x = if o_deg == 0 { 0.0 } else { new / o_deg as f32 };
+                    let x = if o_deg == 0 { 0.0 } else { new * inv };
                     p.store(c, x.to_bits());
                 }
                 let change = (new - old).abs() as f64;
@@ -507,19 +517,21 @@ impl Block<'_> {
 /// failed verification). But eight at a time in f32 first, and the last few of a list (all of
 /// a short one) in f32 too, which rounds each group by a few units in its last place at most
 /// (nothing, when the shares are equal): one conversion and one f64 add per eight arcs and
-/// one per list instead of one per arc.
+/// one per list instead of one per arc. The total, rounded once, is returned in f32: the
+/// sweep's arithmetic after it is on the chain across vertices that Gauss–Seidel makes.
 #[inline(always)]
-fn gather<P: Probe>(mut list: Pairs<'_, '_, AtomicU32>, p: &mut P) -> f64 {
+fn gather<P: Probe>(mut list: Pairs<'_, '_, AtomicU32>, p: &mut P) -> f32 {
     let mut at = |(u, c): (&u32, &AtomicU32)| {
         p.read(u);
         f32::from_bits(p.load(c))
     };
-    let mut sum = 0.0f64;
+    // None for a list shorter than a group, whose sum stays in f32.
+    let mut sum = None;
     while let Some(group) = list.next_group::<8>() {
         // A chain of adds that each take their load from memory, as the tail's: a group's
         // chain does not wait on the last group's, and a tree of pairs was vectorized into
         // shuffles that cost more than the adds (5.4 instructions an arc against 2.6).
-        sum += group.into_iter().fold(0.0f32, |t, x| t + at(x)) as f64;
+        *sum.get_or_insert(0.0f64) += group.into_iter().fold(0.0f32, |t, x| t + at(x)) as f64;
     }
     // The last seven at most, in steps of four, two and one: straight code where a loop was
     // unrolled into a prologue and a body that a list of a mesh's two to four arcs paid to set
@@ -535,7 +547,10 @@ fn gather<P: Probe>(mut list: Pairs<'_, '_, AtomicU32>, p: &mut P) -> f64 {
     if let Some(x) = list.next() {
         tail += at(x);
     }
-    sum + tail as f64
+    match sum {
+        None => tail,
+        Some(sum) => (sum + tail as f64) as f32,
+    }
 }
 
 /// The in-arcs of the `len` vertices from `v0`, checked to name vertices of the graph, so that
