@@ -90,9 +90,26 @@ fn a_worker_run_gives_what_hugewise_run_gives() {
     ] {
         assert_eq!(w[key], cli[key], "{key}");
     }
+    // What each trial found; a BFS step's time is the run's own.
     let trials = |v: &serde_json::Value, field: &str| -> Vec<serde_json::Value> {
         let t = v["trials"].as_array().expect("trials");
-        t.iter().map(|t| t[field].clone()).collect()
+        t.iter()
+            .map(|t| {
+                let mut x = t[field].clone();
+                let outcomes = match x.as_array_mut() {
+                    Some(all) => all.iter_mut().collect(),
+                    None => vec![&mut x],
+                };
+                for o in outcomes {
+                    if let Some(steps) = o.get_mut("steps").and_then(|s| s.as_array_mut()) {
+                        for step in steps {
+                            step["ns"] = serde_json::Value::from(0);
+                        }
+                    }
+                }
+                x
+            })
+            .collect()
     };
     for field in ["sources", "outcome", "verified"] {
         assert_eq!(trials(&w, field), trials(&cli, field), "{field}");
