@@ -584,7 +584,10 @@ impl Daemon {
             return Ok(false);
         };
         let range = c.addr..c.addr + HUGE;
-        if kind == ActionKind::Promote && self.cfg.warm {
+        // Once a collapse of this look was refused for want of a free 2 MiB block, a warm page
+        // would come on 4 KiB pages (512 faults, then freed) and help nothing: the look's
+        // later collapses go without one.
+        if kind == ActionKind::Promote && self.cfg.warm && self.refused_now.is_empty() {
             crate::warm::warm_page();
         }
         let cpu0 = hugewise_sys::rusage::thread_cpu_ns();

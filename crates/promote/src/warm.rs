@@ -12,7 +12,8 @@
 //! daemon's time, not the target's.
 //!
 //! Nothing depends on it: when no huge page can be had, or the kernel gives the collapse
-//! another one, the collapse goes as it would have.
+//! another one, the collapse goes as it would have. Once a look's collapse was refused for
+//! want of memory, the daemon makes no more warm pages in that look.
 
 use std::time::{Duration, Instant};
 
