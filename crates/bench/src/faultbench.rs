@@ -2,17 +2,25 @@
 //! with the daemon collapsing it as the faults go (paced by them), and with the same daemon
 //! unpaced, alternated round by round (A B C, C B A, ...).
 //!
-//! The daemon runs in a thread of this process, managing the region only, from just before
-//! the first touch until the last is timed: what a program started under `hugewise promote
-//! --no-preload` meets while it faults its memory in. The measure is the p99.9 fault latency
-//! of each arm over the alone arm's in the same round: a collapse holds the memory map, and a
-//! fault that comes meanwhile waits for it (see `hugewise_promote::pacing`).
+//! The daemon manages the region only, from just before the first touch until the last is
+//! timed: what a program started under `hugewise promote --no-preload` meets while it faults
+//! its memory in. It runs in a process of its own by default ([`DaemonIn::Process`]), as under
+//! `hugewise promote`: in a thread of the faulting process, its own mappings (its buffers, the
+//! warm page of each collapse) would take the region's memory-map lock and flush the faulting
+//! thread's TLB, which no real target meets. The measure is the p99.9 fault latency of each
+//! arm over the alone arm's in the same round: a collapse holds the memory map, and a fault
+//! that comes meanwhile waits for it (see `hugewise_promote::pacing`).
 
+use std::io::{BufRead, BufReader, Read, Write};
 use std::ops::Range;
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, ChildStdout};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
 
 use hugewise_mem::{Bytes, PagePolicy};
 use hugewise_promote::action::ActionKind;
@@ -24,7 +32,30 @@ use hugewise_sys::proc::ProcFs;
 
 use crate::quiet;
 use crate::stats::{median, ratio, ratios_in_rounds, summarize, Until};
+use crate::worker::{self, Request};
 use crate::{faultlat, Error, Progress, Result};
+
+/// Where the daemon beside the faults runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DaemonIn {
+    /// A process of its own, `EXE worker` serving a [`DaemonRequest`], as the daemon of
+    /// `hugewise promote` is to its target. Collapsing another process's memory needs
+    /// CAP_SYS_NICE (root).
+    Process(PathBuf),
+    /// A thread of the faulting process: no privilege needed to collapse, but the daemon's
+    /// own mappings then change the faulting thread's memory map too.
+    Thread,
+}
+
+impl DaemonIn {
+    /// Its name in results.
+    pub fn name(&self) -> &'static str {
+        match self {
+            DaemonIn::Process(_) => "process",
+            DaemonIn::Thread => "thread",
+        }
+    }
+}
 
 /// What to measure.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,11 +80,120 @@ pub struct Config {
     pub interval: Duration,
     /// Run even when the region is larger than the memory available.
     pub force: bool,
+    /// Where the daemon runs.
+    pub daemon_in: DaemonIn,
+}
+
+/// The daemon of one arm, as data: what a worker process is asked to run on a range of the
+/// process that starts it, until its stdin closes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DaemonRequest {
+    /// The faulting process.
+    pub pid: i32,
+    /// The region's first byte.
+    pub start: u64,
+    /// One past its last byte.
+    pub end: u64,
+    /// The daemon's policy.
+    pub policy: String,
+    /// Its budget, a share of the region (0–1).
+    pub budget_share: f64,
+    /// Its pacing, a share of the faults its collapses may hold up.
+    pub fault_waits: f64,
+    /// Whether it faults in each collapse's page first.
+    pub warm: bool,
+    /// Time between two looks.
+    pub interval: Duration,
+}
+
+impl DaemonRequest {
+    /// The daemon, attached to its target.
+    fn daemon(&self, t0: Instant) -> Result<Daemon> {
+        let range = self.start as usize..self.end as usize;
+        let target = Target::attach(&ProcFs::default(), self.pid, t0)?.within(range);
+        let policy = hugewise_promote::policy::by_name(&self.policy)
+            .ok_or_else(|| Error::Config(format!("no policy named '{}'", self.policy)))?;
+        let mut d = Daemon::new(
+            policy,
+            daemon::Config {
+                interval: self.interval,
+                limit: Limit::Share(self.budget_share),
+                fault_waits: self.fault_waits,
+                warm: self.warm,
+                ..daemon::Config::default()
+            },
+            t0,
+        );
+        d.add_with(target, None);
+        Ok(d)
+    }
+}
+
+/// The line a daemon's worker writes once attached, before its reply.
+const READY: &str = "attached";
+
+/// Serve `r` in a worker: attach, say so on `output`, run the daemon until `input` closes (or
+/// `cancel` is set), and reply what it made.
+pub fn serve(
+    r: &DaemonRequest,
+    input: &mut dyn BufRead,
+    output: &mut dyn Write,
+    cancel: &AtomicBool,
+) -> Result<()> {
+    let d = r.daemon(Instant::now())?;
+    writeln!(output, "{READY}")
+        .and_then(|()| output.flush())
+        .map_err(|e| Error::Config(format!("telling the faults the daemon is ready: {e}")))?;
+    let stop = AtomicBool::new(false);
+    let made = std::thread::scope(|s| {
+        let daemon = s.spawn(|| {
+            let made = drive(d, &stop);
+            stop.store(true, Ordering::Relaxed);
+            made
+        });
+        s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                if cancel.load(Ordering::Relaxed) {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+        // The faulting process closes the pipe once its last touch is timed, or dies.
+        let mut sink = [0u8; 64];
+        while matches!(input.read(&mut sink), Ok(n) if n > 0) {}
+        stop.store(true, Ordering::Relaxed);
+        daemon.join()
+    })
+    .map_err(|_| Error::Config("the daemon's thread panicked".into()))??;
+    worker::reply(output, &made)
+}
+
+/// Run `d` until `stop` is set, counting what it made.
+fn drive(mut d: Daemon, stop: &AtomicBool) -> hugewise_promote::Result<Made> {
+    let (mut promoted, mut paced) = (0u32, 0u32);
+    let mut latencies = Vec::new();
+    d.run(stop, &mut |iv, actions| {
+        promoted += iv.promoted;
+        paced += iv.paced.unwrap_or(0);
+        latencies.extend(
+            actions
+                .iter()
+                .filter(|a| a.kind == ActionKind::Promote && a.succeeded())
+                .map(|a| a.latency_ns as f64),
+        );
+    })?;
+    Ok(Made {
+        collapses: promoted,
+        paced,
+        collapse_p50_ns: median(&latencies).map(|m| m as u64),
+    })
 }
 
 /// What the daemon beside the faults did.
-#[derive(Debug, Clone, Copy)]
-struct Made {
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Made {
     /// Chunks it collapsed.
     collapses: u32,
     /// Candidates whose collapse waited for the faults.
@@ -69,80 +209,146 @@ const DAEMON_THREAD: &str = "hw-faultbench";
 /// (a run that failed before its last touch), it is stopped all the same: a study runs many
 /// runs in one process, and a daemon left looking at freed memory would spend a core's time
 /// until the process ends.
-struct Beside {
-    stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<hugewise_promote::Result<Made>>>,
+enum Beside {
+    Thread {
+        stop: Arc<AtomicBool>,
+        handle: Option<JoinHandle<hugewise_promote::Result<Made>>>,
+    },
+    Process(Box<Apart>),
+}
+
+/// A daemon in a worker process of its own, and the pipes that stop it and read its reply.
+struct Apart {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    request: Request,
+    exe: PathBuf,
 }
 
 impl Beside {
-    /// Start a daemon on `range` of this process, in a thread of its own.
+    /// Start a daemon on `range` of this process, where `cfg` says.
     fn start(cfg: &Config, fault_waits: f64, range: Range<usize>) -> Result<Beside> {
-        let t0 = Instant::now();
-        let target =
-            Target::attach(&ProcFs::default(), std::process::id() as i32, t0)?.within(range);
-        let policy = hugewise_promote::policy::by_name(&cfg.policy)
-            .ok_or_else(|| Error::Config(format!("no policy named '{}'", cfg.policy)))?;
-        let mut d = Daemon::new(
-            policy,
-            daemon::Config {
-                interval: cfg.interval,
-                limit: Limit::Share(cfg.budget_share),
-                fault_waits,
-                warm: cfg.warm,
-                ..daemon::Config::default()
-            },
-            t0,
-        );
-        d.add_with(target, None);
+        let r = DaemonRequest {
+            pid: std::process::id() as i32,
+            start: range.start as u64,
+            end: range.end as u64,
+            policy: cfg.policy.clone(),
+            budget_share: cfg.budget_share,
+            fault_waits,
+            warm: cfg.warm,
+            interval: cfg.interval,
+        };
+        match &cfg.daemon_in {
+            DaemonIn::Thread => Beside::thread(&r),
+            DaemonIn::Process(exe) => Beside::process(exe, r),
+        }
+    }
+
+    fn thread(r: &DaemonRequest) -> Result<Beside> {
+        let d = r.daemon(Instant::now())?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let spawned = std::thread::Builder::new()
             .name(DAEMON_THREAD.into())
-            .spawn(move || {
-                let (mut promoted, mut paced) = (0u32, 0u32);
-                let mut latencies = Vec::new();
-                d.run(&flag, &mut |iv, actions| {
-                    promoted += iv.promoted;
-                    paced += iv.paced.unwrap_or(0);
-                    latencies.extend(
-                        actions
-                            .iter()
-                            .filter(|a| a.kind == ActionKind::Promote && a.succeeded())
-                            .map(|a| a.latency_ns as f64),
-                    );
-                })?;
-                Ok(Made {
-                    collapses: promoted,
-                    paced,
-                    collapse_p50_ns: median(&latencies).map(|m| m as u64),
-                })
-            });
+            .spawn(move || drive(d, &flag));
         let handle =
             spawned.map_err(|e| Error::Config(format!("starting the daemon's thread: {e}")))?;
-        Ok(Beside {
+        Ok(Beside::Thread {
             stop,
             handle: Some(handle),
         })
     }
 
+    fn process(exe: &std::path::Path, r: DaemonRequest) -> Result<Beside> {
+        let request = Request::Daemon(r);
+        let mut child = worker::start(exe, |_| {})?;
+        let started = (|| {
+            let mut stdin = (child.stdin.take())
+                .ok_or_else(|| Error::Config("the daemon's worker has no stdin".into()))?;
+            worker::send_first(&mut stdin, &request)?;
+            let stdout = (child.stdout.take())
+                .ok_or_else(|| Error::Config("the daemon's worker has no stdout".into()))?;
+            let mut stdout = BufReader::new(stdout);
+            let mut line = String::new();
+            (&mut stdout)
+                .take(READY.len() as u64 + 2)
+                .read_line(&mut line)
+                .map_err(|e| Error::Config(format!("reading the daemon's worker: {e}")))?;
+            if line.trim_end() != READY {
+                return Err(Error::Config(format!(
+                    "the daemon's worker ({} {}) ended before it attached to the region \
+                     (collapsing another process's memory needs root; see above)",
+                    exe.display(),
+                    worker::COMMAND
+                )));
+            }
+            Ok((stdin, stdout))
+        })();
+        match started {
+            Ok((stdin, stdout)) => Ok(Beside::Process(Box::new(Apart {
+                child,
+                stdin: Some(stdin),
+                stdout,
+                request,
+                exe: exe.to_path_buf(),
+            }))),
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(e)
+            }
+        }
+    }
+
     /// Stop it, and say what it made.
     fn stop(mut self) -> Result<Made> {
-        self.stop.store(true, Ordering::Relaxed);
-        let handle = (self.handle.take()).ok_or_else(|| {
-            Error::Config("the daemon beside the faults was stopped twice".into())
-        })?;
-        let r = handle
-            .join()
-            .map_err(|_| Error::Config("the daemon's thread panicked".into()))?;
-        Ok(r?)
+        match &mut self {
+            Beside::Thread { stop, handle } => {
+                stop.store(true, Ordering::Relaxed);
+                let handle = handle.take().ok_or_else(|| {
+                    Error::Config("the daemon beside the faults was stopped twice".into())
+                })?;
+                let r = handle
+                    .join()
+                    .map_err(|_| Error::Config("the daemon's thread panicked".into()))?;
+                Ok(r?)
+            }
+            Beside::Process(apart) => {
+                let Apart {
+                    child,
+                    stdin,
+                    stdout,
+                    request,
+                    exe,
+                } = &mut **apart;
+                drop(stdin.take());
+                let mut text = String::new();
+                let read = stdout
+                    .take(worker::MAX_REQUEST_BYTES)
+                    .read_to_string(&mut text);
+                let status = child.wait();
+                read.map_err(|e| Error::Config(format!("reading the daemon's worker: {e}")))?;
+                worker::finished(exe, request, status, text, String::new())
+            }
+        }
     }
 }
 
 impl Drop for Beside {
     fn drop(&mut self) {
-        if let Some(h) = self.handle.take() {
-            self.stop.store(true, Ordering::Relaxed);
-            let _ = h.join();
+        match self {
+            Beside::Thread { stop, handle } => {
+                if let Some(h) = handle.take() {
+                    stop.store(true, Ordering::Relaxed);
+                    let _ = h.join();
+                }
+            }
+            Beside::Process(apart) => {
+                // Closing its stdin stops it; reaped here, stopped or not.
+                drop(apart.stdin.take());
+                let _ = apart.child.wait();
+            }
         }
     }
 }
@@ -218,6 +424,7 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<FaultBenchReport> {
         fault_waits: cfg.fault_waits,
         warm: Some(cfg.warm),
         interval_ms: cfg.interval.as_millis() as u64,
+        daemon_in: Some(cfg.daemon_in.name().into()),
         rounds,
         stopped: Some(stopped),
         samples,
@@ -281,6 +488,7 @@ fn summarize_arm(samples: &[FaultBenchSample], arm: FaultArm) -> Option<FaultBen
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hugewise_mem::{Region, RegionOptions};
 
     fn cfg(bytes: u64, rounds: u32) -> Config {
         Config {
@@ -293,6 +501,7 @@ mod tests {
             warm: true,
             interval: Duration::from_millis(5),
             force: false,
+            daemon_in: DaemonIn::Thread,
         }
     }
 
@@ -394,6 +603,63 @@ mod tests {
         assert_eq!(daemons(), 1);
         drop(beside);
         assert_eq!(daemons(), 0, "the daemon's thread outlived its owner");
+    }
+
+    /// Input that ends after `after`: the faulting process closing the pipe.
+    struct EndsAfter(Instant, Duration);
+
+    impl Read for EndsAfter {
+        fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+            std::thread::sleep(self.1.saturating_sub(self.0.elapsed()));
+            Ok(0)
+        }
+    }
+
+    #[test]
+    fn a_daemons_worker_says_it_attached_then_collapses_the_range_until_its_input_ends() {
+        if ProcFs::default().kpageflags().is_err() {
+            hugewise_sys::testing::skip("the daemon reads frames as root only");
+            return;
+        }
+        // Four whole chunks, every base page mapped and used: `mega` at a full budget
+        // collapses all four, and nothing outside the range.
+        let mut region: Region<u8> = Region::new(
+            "beside",
+            8 << 20,
+            RegionOptions::new(PagePolicy::System).first_touch(),
+        )
+        .expect("region");
+        for off in (0..8 << 20).step_by(4096) {
+            region[off] = 1;
+        }
+        let r = DaemonRequest {
+            pid: std::process::id() as i32,
+            start: region.addr() as u64,
+            end: (region.addr() + region.mapped_bytes()) as u64,
+            policy: "mega".into(),
+            budget_share: 1.0,
+            fault_waits: 1.0,
+            warm: true,
+            interval: Duration::from_millis(5),
+        };
+        let mut input = std::io::BufReader::new(EndsAfter(Instant::now(), Duration::from_secs(2)));
+        let mut output = Vec::new();
+        serve(&r, &mut input, &mut output, &AtomicBool::new(false)).expect("serve");
+        let text = String::from_utf8(output).expect("utf8");
+        let (first, reply) = text.split_once('\n').expect("two parts");
+        assert_eq!(first, READY);
+        let made: Made = serde_json::from_str(reply).expect("reply");
+        assert_eq!(made.collapses, 4, "{text}");
+        assert!(made.collapse_p50_ns.is_some_and(|n| n > 0), "{text}");
+        // A request that names no daemon fails before it says it attached.
+        let mut output = Vec::new();
+        let bad = DaemonRequest {
+            policy: "nope".into(),
+            ..r
+        };
+        let e = serve(&bad, &mut input, &mut output, &AtomicBool::new(false)).expect_err("bad");
+        assert!(e.to_string().contains("nope"), "{e}");
+        assert!(output.is_empty());
     }
 
     #[test]

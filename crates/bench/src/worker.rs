@@ -50,6 +50,9 @@ pub enum Request {
     Simulate(SimulateRequest),
     /// The online daemon promoting a run started for it; replies a [`PromotedRun`].
     Promote(PromoteRequest),
+    /// The daemon of `bench faultlat` on a range of the process that asks, until its stdin
+    /// closes; replies a [`crate::faultbench::Made`].
+    Daemon(crate::faultbench::DaemonRequest),
     /// One run of a study's plan, as a scheduler's task runs it. Served by `hugewise-study`
     /// (which builds on this crate), not by [`serve`].
     Study(StudyTask),
@@ -63,6 +66,7 @@ impl Request {
             Request::Trace(_) => "trace",
             Request::Simulate(_) => "simulate",
             Request::Promote(_) => "promote",
+            Request::Daemon(_) => "daemon",
             Request::Study(_) => "study",
         }
     }
@@ -72,7 +76,7 @@ impl Request {
     pub fn polls_cancel(&self) -> bool {
         matches!(
             self,
-            Request::Simulate(_) | Request::Promote(_) | Request::Study(_)
+            Request::Simulate(_) | Request::Promote(_) | Request::Daemon(_) | Request::Study(_)
         )
     }
 }
@@ -282,6 +286,7 @@ pub fn serve(
         Request::Trace(c) => reply(output, &capture::capture(&c)?),
         Request::Simulate(s) => reply(output, &simulate(&s, meta, cancel)?),
         Request::Promote(p) => reply(output, &promote(&p, cancel)?),
+        Request::Daemon(d) => crate::faultbench::serve(&d, input, output, cancel),
         Request::Study(_) => Err(Error::Config(
             "a study task is served by the study library, not the bench's worker".into(),
         )),
@@ -477,7 +482,7 @@ pub fn call<T: DeserializeOwned>(exe: &Path, request: &Request, cancel: &AtomicB
 
 /// The reply of a worker that ended with `status` after writing `text` (and `stderr`, when
 /// it was kept).
-fn finished<T: DeserializeOwned>(
+pub(crate) fn finished<T: DeserializeOwned>(
     exe: &Path,
     request: &Request,
     status: std::io::Result<std::process::ExitStatus>,

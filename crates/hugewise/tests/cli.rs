@@ -882,6 +882,9 @@ fn bench_faultlat_runs_every_arm_and_its_result_reads_back() {
         .collect();
     assert_eq!(arms, ["alone", "daemon", "unpaced"]);
     assert_eq!(v["samples"][0]["faults"], 16384);
+    // The daemon ran in a worker process of its own and stopped with the faults.
+    assert_eq!(v["daemon_in"], "process");
+    assert!(v["samples"][1]["collapses"].is_u64(), "{text}");
     let shown = hw(&["report", out.to_str().expect("path")]);
     assert!(shown.status.success(), "{}", stderr(&shown));
     assert!(

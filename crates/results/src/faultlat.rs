@@ -164,6 +164,11 @@ pub struct FaultBenchReport {
     pub warm: Option<bool>,
     /// The daemon's interval in milliseconds.
     pub interval_ms: u64,
+    /// Where the daemon ran: `process` (its own, as under `hugewise promote`) or `thread` (of
+    /// the faulting process); `null` in results from before it could run apart, where it ran
+    /// in a thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon_in: Option<String>,
     /// Rounds run.
     pub rounds: u32,
     /// Why the rounds stopped.

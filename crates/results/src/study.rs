@@ -997,6 +997,7 @@ mod tests {
             fault_waits: 0.0002,
             warm: None,
             interval_ms: 1000,
+            daemon_in: None,
             rounds: 6,
             stopped: None,
             samples: Vec::new(),

@@ -57,8 +57,9 @@ pub struct Options {
     pub only: Vec<String>,
     /// Seed of graphs and sources.
     pub seed: u64,
-    /// This program, whose `worker` command serves the points of `swap` runs (`None`: such
-    /// runs fail with a clear error).
+    /// This program, whose `worker` command serves the points of `swap` runs and the daemon
+    /// of `faultlat` runs (`None`: swap runs fail with a clear error, and the daemon runs in a
+    /// thread of the faulting process).
     pub exe: Option<PathBuf>,
 }
 
@@ -655,6 +656,10 @@ fn work(
                 warm: true,
                 interval: std::time::Duration::from_secs(1),
                 force: false,
+                daemon_in: match &opts.exe {
+                    Some(exe) => faultbench::DaemonIn::Process(exe.clone()),
+                    None => faultbench::DaemonIn::Thread,
+                },
             };
             Ok(Done::FaultBench(faultbench::run(&cfg, &mut |d, t| {
                 obs.progress(d, t)

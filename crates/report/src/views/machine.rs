@@ -246,11 +246,15 @@ pub fn fault_bench(r: &FaultBenchReport) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "4 KiB faults over {}, {} rounds{} (arms alternated); the daemon: {}, budget {}, a look \
+        "4 KiB faults over {}, {} rounds{} (arms alternated); the daemon{}: {}, budget {}, a look \
          every {} ms, collapses paced to hold up at most {}% of the faults (unpaced: no limit){}\n",
         bytes(r.bytes),
         r.rounds,
         crate::fmt::stopped(r.stopped),
+        match r.daemon_in.as_deref() {
+            Some("process") => " (a process of its own)",
+            Some(_) | None => " (a thread of the faulting process)",
+        },
         r.policy,
         pct(r.budget_share),
         r.interval_ms,

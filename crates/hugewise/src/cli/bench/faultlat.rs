@@ -19,7 +19,7 @@ pub const HELP: &str = "Examples:
   hugewise bench faultlat --fault-waits 0.1%       the daemon allowed to hold up more faults
 
 Each round faults a fresh region page by page with 4 KiB pages three times, in alternating
-order: alone; with the online daemon collapsing the region from a thread beside the faults,
+order: alone; with the online daemon collapsing the region from a process of its own,
 paced by them (--fault-waits, as hugewise promote); and with the same daemon unpaced, every
 collapse made whatever the faults. A fault that comes while the region is collapsed waits for
 the collapse, so the measure is each arm's p99.9 fault latency over the alone arm's in the same
@@ -33,6 +33,15 @@ pub enum FaultPolicyArg {
     Mega,
     /// Address order, as khugepaged.
     Linux,
+}
+
+/// Where the daemon runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DaemonInArg {
+    /// A process of its own.
+    Process,
+    /// A thread of the faulting process.
+    Thread,
 }
 
 /// `hugewise bench faultlat`.
@@ -72,6 +81,11 @@ pub struct BenchFaultlatArgs {
     /// to spare.
     #[arg(long)]
     pub force: bool,
+    /// Where the daemon runs: in a process of its own, as under `hugewise promote` (needs
+    /// root), or in a thread of the faulting process, whose memory map the daemon's own
+    /// mappings then change too.
+    #[arg(long, value_enum, default_value = "process")]
+    pub daemon_in: DaemonInArg,
     /// Output options.
     #[command(flatten)]
     pub output: Output,
@@ -89,6 +103,12 @@ pub fn run(a: BenchFaultlatArgs, progress: Mode) -> anyhow::Result<()> {
         warm: !a.no_warm,
         interval: a.interval,
         force: a.force,
+        daemon_in: match a.daemon_in {
+            DaemonInArg::Process => faultbench::DaemonIn::Process(
+                std::env::current_exe().context("finding this program to run the daemon")?,
+            ),
+            DaemonInArg::Thread => faultbench::DaemonIn::Thread,
+        },
     };
     let steps = Steps::new(progress, "runs", Unit::Items);
     let r = faultbench::run(&cfg, &mut |done, total| steps.update(done, total))
