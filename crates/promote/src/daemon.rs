@@ -18,6 +18,7 @@ use crate::compact::{Controller as Compactor, Decision as CompactDecision, Lever
 use crate::pacing::{Pace, Pacer, Reading};
 use crate::policy::{ChunkInfo, Policy};
 use crate::room;
+use crate::settle::Settle;
 use crate::target::Target;
 use crate::thinning::{Look, Thinning};
 use crate::{Error, Result, BASE_PER_HUGE, HUGE};
@@ -61,6 +62,9 @@ pub struct Config {
     /// many are waiting instead of a whole interval later: a first decision on the few samples
     /// of a first scan picks chunks by noise, and each correction costs a collapse.
     pub first_samples: u64,
+    /// Samples a chunk needs to count as well sampled, so that the daemon acts before
+    /// `first_samples` where the heat is plain (0: never before); see [`crate::settle`].
+    pub settled_samples: u64,
     /// The most thinning the daemon asks of a sampling target while its looks find nothing to
     /// do (1: always every sample); see [`crate::thinning`].
     pub max_thinning: u32,
@@ -112,6 +116,7 @@ impl Default for Config {
             max_samples: 1 << 18,
             scan_chunks: 2048,
             first_samples: 1 << 16,
+            settled_samples: 64,
             max_thinning: 64,
             settled_every: 8,
             walk_ns: 30.0,
@@ -388,6 +393,10 @@ pub struct Daemon {
     /// Samples counted so far, over every target, and when the first were.
     counted: u64,
     first_counted: Option<Instant>,
+    /// Samples per chunk until the first decision, and whether the heat was plain before
+    /// `first_samples` were counted.
+    settle: Settle,
+    settled: bool,
     /// Chunks the kernel refused to collapse with `EINVAL` (their mapping says no huge pages,
     /// `MADV_NOHUGEPAGE`): asking again would only be refused again.
     refused: std::collections::HashSet<(i32, usize)>,
@@ -414,6 +423,10 @@ pub struct Daemon {
 /// What a collapse is taken to cost before the daemon has timed one: the middle of the
 /// 0.4–5 ms `MADV_COLLAPSE` takes per 2 MiB in a virtual machine.
 const COLLAPSE_NS_GUESS: u64 = 2_000_000;
+
+/// Samples between two looks while the daemon waits for its first decision and may settle
+/// early: at one sample in 64 reads of 96 ns, a look every 25 ms.
+const SETTLE_STEP: u64 = 4096;
 
 /// Collapses whose latency the estimate of a collapse's cost keeps.
 const COLLAPSES_KEPT: usize = 32;
@@ -451,6 +464,8 @@ impl Daemon {
             ever_sampled: Default::default(),
             counted: 0,
             first_counted: None,
+            settle: Settle::new(cfg.settled_samples),
+            settled: false,
             refused: Default::default(),
             collapses: Default::default(),
             told_not_worth: Default::default(),
@@ -719,6 +734,24 @@ impl Daemon {
         self.counted += iv.samples;
         if self.counted > 0 && self.first_counted.is_none() {
             self.first_counted = Some(now);
+        }
+        if self.warming_up() {
+            self.settle.count(&chunks);
+            let room = iv.budget_bytes.saturating_sub(huge) / HUGE as u64;
+            self.settled = self.settle.plain(room as usize);
+            if self.settled {
+                iv.notes.push(format!(
+                    "the hot set was plain after {} samples (its chunks counted {} times or \
+                     more each fill the budget or hold {:.0} % of them): acting before {}",
+                    self.counted,
+                    self.cfg.settled_samples,
+                    crate::settle::PLAIN_SHARE * 100.0,
+                    self.cfg.first_samples
+                ));
+            }
+        }
+        if !self.warming_up() {
+            self.settle.done();
         }
         let mut d = self.policy.decide(&chunks, dt);
         if self.warming_up() {
@@ -1070,7 +1103,12 @@ impl Daemon {
             let iv = self.step(&mut |a| actions.push(a.clone()))?;
             on_interval(&iv, &actions);
             let early = self.warming_up();
-            let missing = self.cfg.first_samples.saturating_sub(self.counted);
+            // While waiting, looks come every `SETTLE_STEP` samples to see whether the heat is
+            // already plain.
+            let missing = match self.cfg.settled_samples {
+                0 => self.cfg.first_samples.saturating_sub(self.counted),
+                _ => (self.cfg.first_samples.saturating_sub(self.counted)).min(SETTLE_STEP),
+            };
             while !cancel.load(Ordering::Relaxed) && start.elapsed() < self.cfg.interval {
                 if early && self.samples_waiting() >= missing {
                     break;
@@ -1102,6 +1140,7 @@ impl Daemon {
     /// on either way and says so.
     fn warming_up(&self) -> bool {
         self.policy.ranks_by_samples()
+            && !self.settled
             && self.counted < self.cfg.first_samples
             && self
                 .first_counted

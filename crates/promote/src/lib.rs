@@ -37,6 +37,7 @@ pub mod policy;
 pub mod replay;
 pub mod room;
 pub mod session;
+pub mod settle;
 pub mod target;
 pub mod thinning;
 pub mod warm;

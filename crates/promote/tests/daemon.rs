@@ -326,6 +326,7 @@ fn a_sampled_policy_counts_without_acting_until_it_has_enough_samples() {
         "warm",
         Config {
             first_samples: 3000,
+            settled_samples: 0,
             interval: Duration::from_secs(60),
             ..cfg(Limit::Bytes(2 << 20))
         },
@@ -369,6 +370,52 @@ fn a_sampled_policy_counts_without_acting_until_it_has_enough_samples() {
 }
 
 #[test]
+fn a_plain_hot_set_is_acted_on_once_each_of_its_chunks_is_well_sampled() {
+    let Some((_one, m)) = serial_four_k_chunks(4) else {
+        return;
+    };
+    // Room for two chunks; the count alone would wait for a billion samples, a minute.
+    let (publisher, mut d) = pcc_on_me(
+        "settle",
+        Config {
+            first_samples: 1 << 30,
+            settled_samples: 64,
+            interval: Duration::from_secs(60),
+            ..cfg(Limit::Bytes(4 << 20))
+        },
+    );
+    // 40 samples on chunks 1 and 3, 5 on chunk 0: none well sampled yet.
+    heat(&publisher, &m, &[1, 3], 40);
+    heat(&publisher, &m, &[0], 5);
+    let iv = d.step(&mut |_| {}).expect("step");
+    assert_eq!((iv.samples, iv.promoted), (85, 0), "{iv:?}");
+    // 40 more on each: 80 apiece, two well-sampled chunks for the room of two.
+    heat(&publisher, &m, &[1, 3], 40);
+    let mut acted = Vec::new();
+    let iv = d
+        .step(&mut |a| acted.push((a.kind, a.start)))
+        .expect("step");
+    assert_eq!((iv.samples, iv.promoted), (80, 2), "{iv:?}");
+    assert!(
+        iv.notes
+            .iter()
+            .any(|n| n.contains("plain after 165 samples")),
+        "{iv:?}"
+    );
+    let mut promoted: Vec<usize> = acted
+        .iter()
+        .filter(|a| a.0 == ActionKind::Promote)
+        .map(|a| a.1)
+        .collect();
+    promoted.sort_unstable();
+    assert_eq!(
+        promoted,
+        [m.addr() + HUGE, m.addr() + 3 * HUGE],
+        "{acted:?}"
+    );
+}
+
+#[test]
 fn a_slow_publisher_is_acted_on_an_interval_after_its_first_samples() {
     let Some((_one, m)) = serial_four_k_chunks(2) else {
         return;
@@ -378,6 +425,7 @@ fn a_slow_publisher_is_acted_on_an_interval_after_its_first_samples() {
         "slow",
         Config {
             first_samples: 1 << 30,
+            settled_samples: 0,
             interval: Duration::from_millis(200),
             ..cfg(Limit::Bytes(2 << 20))
         },
