@@ -5,8 +5,8 @@
 //! before it acts. Where the heat is plain that wait is long for nothing: a hot spot of 163
 //! chunks that takes 99.9 % of the reads is told apart after a few thousand samples, while
 //! 65,536 take 0.4 s at one sample in 64 reads, all of it on 4 KiB pages. So the daemon also
-//! acts once the chunks that hold [`Settle::per_chunk`] samples each (a count whose noise is
-//! at most an eighth of it at 64) are either as many as the budget has room for, or hold
+//! acts once the chunks that hold [`crate::daemon::Config::settled_samples`] samples each (64
+//! by default, a count whose noise is an eighth of it) are either as many as the budget has room for, or hold
 //! [`PLAIN_SHARE`] of every sample counted: the hot set is then known, and what is left out of
 //! it is too cold to rank. Heat spread thin reaches neither before `first_samples`, and waits
 //! as before.
