@@ -434,10 +434,14 @@ impl Block<'_> {
             sw,
         } = self;
         let (inc, out) = (g.in_side(), g.out_side());
-        let (base, d, shift) = (sw.base as f64, sw.d as f64, sw.shift);
-        let d32 = sw.d;
-        // The correction per in-arc, and per arc of an undirected graph (in and out at once).
-        let (per_in, per_arc) = (d * shift, (d - 1.0) * shift);
+        let (base, d, shift) = (sw.base, sw.d, sw.shift);
+        // The correction per in-arc, per out-arc, and per arc of an undirected graph (in and
+        // out at once), worked out in f64 once and used in f32: each is a few units in the
+        // last place of a term far below the tolerance, and in f32 a vertex's terms take two
+        // instructions where the f64 detour took six.
+        let per_in = (d as f64 * shift) as f32;
+        let per_out = shift as f32;
+        let per_arc = ((d as f64 - 1.0) * shift) as f32;
         // The block's offsets, sliced once: a list then costs two plain loads.
         let ins = &inc.offsets[v0..=v0 + block.len()];
         let outs = if SYMMETRIC {
@@ -468,12 +472,6 @@ impl Block<'_> {
                 // Degrees as u32 (no vertex has more arcs than there are vertices): it
                 // converts to a float in one instruction, usize in five.
                 let i_deg = i_deg as u32;
-                let (o_deg, held) = if SYMMETRIC {
-                    (i_deg, per_arc * i_deg as f64)
-                } else {
-                    let o_deg = (p.read(&o[1]) - p.read(&o[0])) as u32;
-                    (o_deg, per_in * i_deg as f64 - shift * o_deg as f64)
-                };
                 // In Gauss–Seidel a vertex often reads the contribution its neighbour wrote
                 // just before (a mesh's or a web graph's numbering keeps them close), so the
                 // path from the gather's last load to this vertex's store is a chain across
@@ -481,19 +479,26 @@ impl Block<'_> {
                 // depend on the sum is worked out off that path: the terms added to it, and the
                 // degree's inverse, so that the path is a multiply, an add and a multiply in
                 // f32 where it was four f64 steps, two conversions and a division.
-                let rest = (base + held) as f32;
-                let inv = 1.0 / o_deg as f32;
-                let new = d32 * sum + rest;
+                let (o_deg, rest) = if SYMMETRIC {
+                    let deg = i_deg as f32;
+                    (deg, base + per_arc * deg)
+                } else {
+                    let o_deg = (p.read(&o[1]) - p.read(&o[0])) as u32 as f32;
+                    (o_deg, base + per_in * i_deg as f32 - per_out * o_deg)
+                };
+                let inv = 1.0 / o_deg;
+                let new = d * sum + rest;
                 let old = p.read(s);
                 p.write(s, new);
                 if GAUSS_SEIDEL {
-                    // Read through out-arcs only: one without passes nothing on.
-                    let x = if o_deg == 0 { 0.0 } else { new * inv };
-                    p.store(c, x.to_bits());
+                    // Without a test for a vertex without out-arcs: it is in no vertex's
+                    // in-list, so what it stores (its score over 0) is never read, and the
+                    // test and its move between registers were three instructions a vertex.
+                    p.store(c, (new * inv).to_bits());
                 }
                 let change = (new - old).abs() as f64;
                 let new = new as f64;
-                let sink = !SYMMETRIC && o_deg == 0;
+                let sink = !SYMMETRIC && o_deg == 0.0;
                 (change, new, if sink { new } else { 0.0 })
             });
             change += dc;
@@ -525,18 +530,31 @@ fn gather<P: Probe>(mut list: Pairs<'_, '_, AtomicU32>, p: &mut P) -> f32 {
         p.read(u);
         f32::from_bits(p.load(c))
     };
-    // None for a list shorter than a group, whose sum stays in f32.
-    let mut sum = None;
+    // A list shorter than a group (most of a mesh's) is summed in f32 alone: one test of its
+    // length and straight on to its last few, where asking whether a group's f64 sum had
+    // begun took a second test after them.
+    if list.len() < 8 {
+        return tail(list, &mut at);
+    }
+    let mut sum = 0.0f64;
     while let Some(group) = list.next_group::<8>() {
         // A chain of adds that each take their load from memory, as the tail's: a group's
         // chain does not wait on the last group's, and a tree of pairs was vectorized into
         // shuffles that cost more than the adds (5.4 instructions an arc against 2.6).
-        *sum.get_or_insert(0.0f64) += group.into_iter().fold(0.0f32, |t, x| t + at(x)) as f64;
+        sum += group.into_iter().fold(0.0f32, |t, x| t + at(x)) as f64;
     }
-    // The last seven at most, in steps of four, two and one: straight code where a loop was
-    // unrolled into a prologue and a body that a list of a mesh's two to four arcs paid to set
-    // up and leave (cachegrind: road:1000x1000 68 to 56 instructions a vertex, urand:19 a
-    // sixth fewer; its simulated branch mispredictions 2 % and 13 % more).
+    (sum + tail(list, &mut at) as f64) as f32
+}
+
+/// The sum of the last seven contributions of a list at most, in steps of four, two and one:
+/// straight code where a loop was unrolled into a prologue and a body that a list of a mesh's
+/// two to four arcs paid to set up and leave (cachegrind: road:1000x1000 68 to 56 instructions
+/// a vertex, urand:19 a sixth fewer; its simulated branch mispredictions 2 % and 13 % more).
+#[inline(always)]
+fn tail<'a, 'v>(
+    mut list: Pairs<'a, 'v, AtomicU32>,
+    at: &mut impl FnMut((&'a u32, &'v AtomicU32)) -> f32,
+) -> f32 {
     let mut tail = 0.0f32;
     if let Some(group) = list.next_group::<4>() {
         tail = group.into_iter().fold(tail, |t, x| t + at(x));
@@ -547,10 +565,7 @@ fn gather<P: Probe>(mut list: Pairs<'_, '_, AtomicU32>, p: &mut P) -> f32 {
     if let Some(x) = list.next() {
         tail += at(x);
     }
-    match sum {
-        None => tail,
-        Some(sum) => (sum + tail as f64) as f32,
-    }
+    tail
 }
 
 /// The in-arcs of the `len` vertices from `v0`, checked to name vertices of the graph, so that
