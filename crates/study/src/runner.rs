@@ -57,9 +57,9 @@ pub struct Options {
     pub only: Vec<String>,
     /// Seed of graphs and sources.
     pub seed: u64,
-    /// This program, whose `worker` command serves the points of `swap` runs and the daemon
-    /// of `faultlat` runs (`None`: swap runs fail with a clear error, and the daemon runs in a
-    /// thread of the faulting process).
+    /// This program, whose `worker` command serves the points of `swap` runs and, as root, the
+    /// daemon of `faultlat` runs (`None`: swap runs fail with a clear error, and the daemon runs
+    /// in a thread of the faulting process).
     pub exe: Option<PathBuf>,
 }
 
@@ -656,9 +656,13 @@ fn work(
                 warm: true,
                 interval: std::time::Duration::from_secs(1),
                 force: false,
+                // Apart from the faults as `hugewise promote` is, where this process may
+                // collapse another's memory (root).
                 daemon_in: match &opts.exe {
-                    Some(exe) => faultbench::DaemonIn::Process(exe.clone()),
-                    None => faultbench::DaemonIn::Thread,
+                    Some(exe) if hugewise_sys::caps::is_root() => {
+                        faultbench::DaemonIn::Process(exe.clone())
+                    }
+                    _ => faultbench::DaemonIn::Thread,
                 },
             };
             Ok(Done::FaultBench(faultbench::run(&cfg, &mut |d, t| {

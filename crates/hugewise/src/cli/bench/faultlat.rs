@@ -19,8 +19,8 @@ pub const HELP: &str = "Examples:
   hugewise bench faultlat --fault-waits 0.1%       the daemon allowed to hold up more faults
 
 Each round faults a fresh region page by page with 4 KiB pages three times, in alternating
-order: alone; with the online daemon collapsing the region from a process of its own,
-paced by them (--fault-waits, as hugewise promote); and with the same daemon unpaced, every
+order: alone; with the online daemon collapsing the region from a process of its own
+(as root; from a thread of the faulting process otherwise, see --daemon-in), paced by them (--fault-waits, as hugewise promote); and with the same daemon unpaced, every
 collapse made whatever the faults. A fault that comes while the region is collapsed waits for
 the collapse, so the measure is each arm's p99.9 fault latency over the alone arm's in the same
 round, the median of those ratios with its 95 % interval (6 rounds at least). The target:
@@ -38,6 +38,8 @@ pub enum FaultPolicyArg {
 /// Where the daemon runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DaemonInArg {
+    /// A process of its own as root, else a thread.
+    Auto,
     /// A process of its own.
     Process,
     /// A thread of the faulting process.
@@ -82,9 +84,10 @@ pub struct BenchFaultlatArgs {
     #[arg(long)]
     pub force: bool,
     /// Where the daemon runs: in a process of its own, as under `hugewise promote` (needs
-    /// root), or in a thread of the faulting process, whose memory map the daemon's own
-    /// mappings then change too.
-    #[arg(long, value_enum, default_value = "process")]
+    /// root: collapsing another process's memory takes CAP_SYS_NICE), or in a thread of the
+    /// faulting process, whose memory map the daemon's own mappings then change too; `auto`
+    /// takes a process as root and a thread otherwise.
+    #[arg(long, value_enum, default_value = "auto")]
     pub daemon_in: DaemonInArg,
     /// Output options.
     #[command(flatten)]
@@ -104,7 +107,8 @@ pub fn run(a: BenchFaultlatArgs, progress: Mode) -> anyhow::Result<()> {
         interval: a.interval,
         force: a.force,
         daemon_in: match a.daemon_in {
-            DaemonInArg::Process => faultbench::DaemonIn::Process(
+            DaemonInArg::Auto if !hugewise_sys::caps::is_root() => faultbench::DaemonIn::Thread,
+            DaemonInArg::Auto | DaemonInArg::Process => faultbench::DaemonIn::Process(
                 std::env::current_exe().context("finding this program to run the daemon")?,
             ),
             DaemonInArg::Thread => faultbench::DaemonIn::Thread,
