@@ -48,6 +48,15 @@ pub enum DaemonIn {
 }
 
 impl DaemonIn {
+    /// A process of its own running `exe` where this process may collapse another's memory
+    /// (root), else a thread.
+    pub fn auto(exe: Option<PathBuf>) -> DaemonIn {
+        match exe {
+            Some(exe) if hugewise_sys::caps::is_root() => DaemonIn::Process(exe),
+            _ => DaemonIn::Thread,
+        }
+    }
+
     /// Its name in results.
     pub fn name(&self) -> &'static str {
         match self {
@@ -241,6 +250,12 @@ impl Beside {
         };
         match &cfg.daemon_in {
             DaemonIn::Thread => Beside::thread(&r),
+            DaemonIn::Process(_) if !hugewise_sys::caps::is_root() => Err(Error::Config(
+                "a daemon in a process of its own collapses another process's memory, which \
+                 takes root (CAP_SYS_NICE); run as root, or put the daemon in a thread of the \
+                 faulting process"
+                    .into(),
+            )),
             DaemonIn::Process(exe) => Beside::process(exe, r),
         }
     }
@@ -277,8 +292,8 @@ impl Beside {
                 .map_err(|e| Error::Config(format!("reading the daemon's worker: {e}")))?;
             if line.trim_end() != READY {
                 return Err(Error::Config(format!(
-                    "the daemon's worker ({} {}) ended before it attached to the region \
-                     (collapsing another process's memory needs root; see above)",
+                    "the daemon's worker ({} {}) ended before it attached to the region (its \
+                     error is above)",
                     exe.display(),
                     worker::COMMAND
                 )));

@@ -884,10 +884,7 @@ fn bench_faultlat_runs_every_arm_and_its_result_reads_back() {
     assert_eq!(v["samples"][0]["faults"], 16384);
     // As root the daemon ran in a worker process of its own and stopped with the faults;
     // otherwise in a thread, since collapsing another process's memory needs root.
-    let root = std::fs::read_to_string("/proc/self/status")
-        .expect("status")
-        .lines()
-        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"));
+    let root = hugewise_sys::caps::is_root();
     assert_eq!(v["daemon_in"], if root { "process" } else { "thread" });
     assert!(v["samples"][1]["collapses"].is_u64(), "{text}");
     let shown = hw(&["report", out.to_str().expect("path")]);

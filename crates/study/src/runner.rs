@@ -656,14 +656,7 @@ fn work(
                 warm: true,
                 interval: std::time::Duration::from_secs(1),
                 force: false,
-                // Apart from the faults as `hugewise promote` is, where this process may
-                // collapse another's memory (root).
-                daemon_in: match &opts.exe {
-                    Some(exe) if hugewise_sys::caps::is_root() => {
-                        faultbench::DaemonIn::Process(exe.clone())
-                    }
-                    _ => faultbench::DaemonIn::Thread,
-                },
+                daemon_in: faultbench::DaemonIn::auto(opts.exe.clone()),
             };
             Ok(Done::FaultBench(faultbench::run(&cfg, &mut |d, t| {
                 obs.progress(d, t)

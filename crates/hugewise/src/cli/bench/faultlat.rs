@@ -107,11 +107,15 @@ pub fn run(a: BenchFaultlatArgs, progress: Mode) -> anyhow::Result<()> {
         interval: a.interval,
         force: a.force,
         daemon_in: match a.daemon_in {
-            DaemonInArg::Auto if !hugewise_sys::caps::is_root() => faultbench::DaemonIn::Thread,
-            DaemonInArg::Auto | DaemonInArg::Process => faultbench::DaemonIn::Process(
-                std::env::current_exe().context("finding this program to run the daemon")?,
-            ),
             DaemonInArg::Thread => faultbench::DaemonIn::Thread,
+            placement => {
+                let exe =
+                    std::env::current_exe().context("finding this program to run the daemon")?;
+                match placement {
+                    DaemonInArg::Auto => faultbench::DaemonIn::auto(Some(exe)),
+                    _ => faultbench::DaemonIn::Process(exe),
+                }
+            }
         },
     };
     let steps = Steps::new(progress, "runs", Unit::Items);
