@@ -370,7 +370,8 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<GapBenchReport> {
             )));
         }
     }
-    let pool = crate::thread_pool(cfg.threads)?;
+    let crate::pool::KernelPool { pool, bound_to } =
+        crate::pool::kernel_pool(cfg.threads, crate::pool::Binding::from_env())?;
     let mut converted = Vec::new();
     // The unweighted file first (most kernels), the weighted one when SSSP asks.
     let mut order: Vec<&String> = cfg.kernels.iter().filter(|k| *k != "sssp").collect();
@@ -425,6 +426,7 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<GapBenchReport> {
         edges: g.edges(),
         directed: g.directed(),
         threads: cfg.threads,
+        threads_bound_to: bound_to,
         gap_trials: cfg.gap_trials,
         hugewise_trials: Some(cfg.gap_trials),
         rounds: rounds_run,

@@ -25,6 +25,7 @@
 //! - [`stats`]: medians and spreads over raw samples (all samples are kept);
 //! - [`room`]: whether a region fits in the memory available, before it is touched;
 //! - [`meta`]: what every result records about the run and the machine;
+//! - [`pool`]: the worker threads kernels run on, bound one per CPU;
 //! - [`save`]: atomic result files;
 //! - [`worker`]: the typed requests hugewise's own child processes serve.
 #![deny(missing_docs)]
@@ -40,6 +41,7 @@ pub mod gap;
 pub mod meta;
 pub mod packing;
 pub mod pagebench;
+pub mod pool;
 pub mod promote;
 pub mod quiet;
 pub mod randread;
@@ -52,12 +54,10 @@ pub mod worker;
 
 pub use error::{Error, Result};
 
-/// A rayon pool of `threads` workers (at least one) for one experiment.
+/// A rayon pool of `threads` workers (at least one) for one experiment, bound one per CPU as
+/// [`pool`] explains (unless `HUGEWISE_BIND_THREADS=off`).
 pub fn thread_pool(threads: usize) -> Result<rayon::ThreadPool> {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads.max(1))
-        .build()
-        .map_err(|e| Error::Config(format!("thread pool: {e}")))
+    Ok(pool::kernel_pool(threads, pool::Binding::from_env())?.pool)
 }
 
 /// A progress sink for long work: `(done, total)` in the work's own units.

@@ -97,6 +97,17 @@ pub fn pct_ci(
     }
 }
 
+/// A pool's threads and where they ran: `2 threads (bound to CPUs 0, 1)`, or `2 threads` when
+/// the scheduler placed them.
+pub fn threads(n: usize, bound_to: &[usize]) -> String {
+    let mut s = format!("{n} thread{}", if n == 1 { "" } else { "s" });
+    if !bound_to.is_empty() {
+        let cpus: Vec<String> = bound_to.iter().map(|c| c.to_string()).collect();
+        s.push_str(&format!(" (bound to CPUs {})", cpus.join(", ")));
+    }
+    s
+}
+
 /// Why the rounds stopped, as a clause after their count: empty when the rounds asked for ran.
 pub fn stopped(s: Option<hugewise_results::stats::Stopped>) -> &'static str {
     use hugewise_results::stats::Stopped;
@@ -148,5 +159,15 @@ mod tests {
         assert_eq!(ratio_ci(1.31, Some(ci), 6, 2), "1.31x [1.18–1.44]");
         assert_eq!(ratio_ci(1.31, None, 5, 2), "1.31x [n<6]");
         assert_eq!(ratio_ci(1.31, None, 7, 3), "1.310x [-]");
+    }
+}
+
+#[cfg(test)]
+mod threads_tests {
+    #[test]
+    fn a_bound_pool_names_its_cpus_and_a_free_one_only_counts() {
+        assert_eq!(super::threads(2, &[0, 1]), "2 threads (bound to CPUs 0, 1)");
+        assert_eq!(super::threads(2, &[]), "2 threads");
+        assert_eq!(super::threads(1, &[]), "1 thread");
     }
 }

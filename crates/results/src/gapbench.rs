@@ -91,6 +91,11 @@ pub struct GapBenchReport {
     pub directed: bool,
     /// Threads of both (GAP's `OMP_NUM_THREADS`, hugewise's pool).
     pub threads: usize,
+    /// The CPU each of hugewise's worker threads was bound to, by thread index; empty (and
+    /// absent) when they were left to the scheduler, and in results from before threads were
+    /// bound. GAP's threads are never bound by hugewise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads_bound_to: Vec<usize>,
     /// Trials GAP runs per round; the last one is timed.
     pub gap_trials: u32,
     /// Trials hugewise runs per round from the same source, the last one timed (as GAP's);

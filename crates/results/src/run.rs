@@ -42,6 +42,10 @@ pub struct RunReport {
     pub kernel: Spec,
     /// Worker threads.
     pub threads: usize,
+    /// The CPU each worker thread was bound to, by thread index; empty (and absent) when the
+    /// threads were left to the scheduler, and in results from before threads were bound.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads_bound_to: Vec<usize>,
     /// Page policies, in canonical form.
     pub pages: String,
     /// Allocation order.

@@ -5,7 +5,8 @@
 //! - syscalls: [`mmap`] (anonymous mappings, advice, collapse), [`process`] (pidfd and
 //!   `process_madvise`), [`lock`] (mlock, personality), [`rusage`] (fault counters), [`debugfs`]
 //!   (debugfs files, through a private mount detached at once when needed), [`swap`] (swapon,
-//!   swapoff, preallocated files), and [`hint`] (cache prefetch for the kernels' hot loops);
+//!   swapoff, preallocated files), [`affinity`] (the CPUs a thread may run on), and [`hint`]
+//!   (cache prefetch for the kernels' hot loops, of a value or of a slice's i-th slot);
 //! - readers: [`proc`], [`sysfs`] and [`memlimit`] (the room left under `MemAvailable` and the
 //!   memory cgroup), each rooted at an injectable path so that every parser is tested on
 //!   recorded samples.
@@ -18,6 +19,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(missing_docs)]
 
+pub mod affinity;
 pub mod alloclog;
 pub mod arena;
 pub mod atomic;

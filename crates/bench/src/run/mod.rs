@@ -305,7 +305,8 @@ pub fn run_with(cfg: &Config, mut extras: Extras<'_>, progress: Progress<'_>) ->
     if cfg.trials == 0 {
         return Err(Error::Config("trials must be at least 1".into()));
     }
-    let pool = crate::thread_pool(cfg.threads)?;
+    let crate::pool::KernelPool { pool, bound_to } =
+        crate::pool::kernel_pool(cfg.threads, crate::pool::Binding::from_env())?;
     let layout = &cfg.layout;
     let mut load_opts = cfg.load;
     if cfg.kernel.needs_weights() {
@@ -541,6 +542,7 @@ pub fn run_with(cfg: &Config, mut extras: Extras<'_>, progress: Progress<'_>) ->
         graph: g.info(),
         kernel: cfg.kernel,
         threads: cfg.threads,
+        threads_bound_to: bound_to,
         pages: cfg.layout.pages.to_string(),
         alloc_order: cfg.layout.order.to_string(),
         load: load_stats,

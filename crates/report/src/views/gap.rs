@@ -61,14 +61,14 @@ fn preamble(r: &GapBenchReport) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "GAP ({}) against hugewise on {}: {} vertices, {} {} edges; {} threads; {} rounds{}; \
+        "GAP ({}) against hugewise on {}: {} vertices, {} {} edges; {}; {} rounds{}; \
          {}",
         r.gap_dir,
         r.input,
         r.vertices,
         r.edges,
         if r.directed { "directed" } else { "undirected" },
-        r.threads,
+        crate::fmt::threads(r.threads, &r.threads_bound_to),
         r.rounds,
         crate::fmt::stopped(r.stopped),
         match r.hugewise_trials {

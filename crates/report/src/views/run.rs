@@ -94,8 +94,11 @@ pub fn run(r: &RunReport) -> String {
     }
     let _ = writeln!(
         o,
-        "kernel  {} on {} threads; pages {}; alloc order {}\n",
-        r.kernel, r.threads, r.pages, r.alloc_order
+        "kernel  {} on {}; pages {}; alloc order {}\n",
+        r.kernel,
+        crate::fmt::threads(r.threads, &r.threads_bound_to),
+        r.pages,
+        r.alloc_order
     );
     let mut t = Table::new(["trial", "sources", "time", "MTEPS", "found", "verified"]);
     for (i, x) in r.trials.iter().enumerate() {
