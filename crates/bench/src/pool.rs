@@ -1,5 +1,5 @@
 //! The worker threads a kernel runs on: a rayon pool whose threads are bound one per CPU when
-//! there are CPUs enough.
+//! there are CPUs enough, and kept awake while a trial runs.
 //!
 //! Why bind: rayon's idle workers sleep after a few tens of microseconds without work, and a
 //! graph kernel hands its pool work dozens of times a run (every BFS step, every PageRank
@@ -10,13 +10,43 @@
 //! 10 ms. Bound one per CPU, they read as back to back. GAP's OpenMP threads never meet it:
 //! they spin at every barrier instead of sleeping.
 //!
+//! Why keep awake: even bound, a sleeping worker's vCPU halts, and waking it costs a trip
+//! through the host. A kernel that hands its pool work round after round pays it each round:
+//! SSSP's delta-stepping, two broadcasts a bucket, ran on cnr-2000 at 0.80–0.82x GAP's speed
+//! inside `bench gap`, and at 0.93–0.96x with the workers polling between rounds ([`awake`]).
+//!
 //! `HUGEWISE_BIND_THREADS=off` leaves the threads to the scheduler (a machine whose CPUs other
-//! work holds, where a bound thread could not move away from it).
+//! work holds, where a bound thread could not move away from it); `HUGEWISE_AWAKE_THREADS=off`
+//! lets idle workers sleep as rayon's do.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use crate::{Error, Result};
 
+/// How long a worker kept awake by [`awake`] polls without finding work before it goes back
+/// to rayon's own sleep: longer than a kernel's serial stretch between two parallel steps,
+/// short enough that a long serial phase does not hold a CPU for nothing.
+const AWAKE_IDLE: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// Idle polls between two looks at the clock.
+const POLLS_PER_LOOK: u32 = 64;
+
 /// The environment variable that turns binding off (`off`) or leaves it automatic (`auto`).
 pub const BIND_ENV: &str = "HUGEWISE_BIND_THREADS";
+
+/// The environment variable that lets [`awake`]'s workers sleep as rayon's do (`off`).
+pub const AWAKE_ENV: &str = "HUGEWISE_AWAKE_THREADS";
+
+/// Whether `var` says `off` (or `0`, `no`, `false`).
+fn off(var: &str) -> bool {
+    std::env::var(var).is_ok_and(|v| matches!(v.trim(), "off" | "0" | "no" | "false"))
+}
+
+/// Whether [`awake`] keeps the workers polling ([`AWAKE_ENV`] not `off`).
+fn awake_on() -> bool {
+    !off(AWAKE_ENV)
+}
 
 /// Whether a pool's threads are bound to CPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,9 +61,10 @@ impl Binding {
     /// From [`BIND_ENV`]: `off` (or `0`, `no`) turns binding off; anything else, or nothing,
     /// is `Auto`.
     pub fn from_env() -> Binding {
-        match std::env::var(BIND_ENV) {
-            Ok(v) if matches!(v.trim(), "off" | "0" | "no" | "false") => Binding::Off,
-            _ => Binding::Auto,
+        if off(BIND_ENV) {
+            Binding::Off
+        } else {
+            Binding::Auto
         }
     }
 }
@@ -80,6 +111,55 @@ fn bind(pool: &rayon::ThreadPool, threads: usize) -> Vec<usize> {
     Vec::new()
 }
 
+/// Run `f` in `pool` with its other workers kept awake meanwhile: each polls for work instead of
+/// sleeping, until `f` returns or it has found nothing for [`AWAKE_IDLE`].
+///
+/// A kernel that hands its pool work round after round (SSSP's delta-stepping hands it two
+/// broadcasts a bucket, hundreds a run) otherwise wakes a sleeping worker each time, and on a
+/// VM a worker's vCPU halts while it sleeps: the wake-up costs a trip through the host, each
+/// round. GAP's OpenMP threads spin at each barrier and do not pay it. The polling holds the
+/// other CPUs while `f` runs, as that spinning does.
+pub fn awake<R: Send>(pool: &rayon::ThreadPool, f: impl FnOnce() -> R + Send) -> R {
+    pool.install(|| {
+        let stop = Arc::new(AtomicBool::new(false));
+        let owner = rayon::current_thread_index();
+        if rayon::current_num_threads() > 1 && awake_on() {
+            let stop = Arc::clone(&stop);
+            rayon::spawn_broadcast(move |ctx| {
+                if Some(ctx.index()) != owner {
+                    poll_until(&stop);
+                }
+            });
+        }
+        let r = f();
+        stop.store(true, Ordering::Relaxed);
+        r
+    })
+}
+
+/// Run the pool's work as it comes until `stop` is set, or until nothing came for
+/// [`AWAKE_IDLE`].
+fn poll_until(stop: &AtomicBool) {
+    let mut idle = 0u32;
+    let mut idle_since = std::time::Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        match rayon::yield_now() {
+            Some(rayon::Yield::Executed) => idle = 0,
+            Some(rayon::Yield::Idle) => {
+                if idle == 0 {
+                    idle_since = std::time::Instant::now();
+                }
+                idle += 1;
+                if idle.is_multiple_of(POLLS_PER_LOOK) && idle_since.elapsed() >= AWAKE_IDLE {
+                    return;
+                }
+                std::hint::spin_loop();
+            }
+            None => return,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +182,35 @@ mod tests {
         for (i, allowed) in seen {
             assert_eq!(allowed, vec![cpus[i]], "thread {i}");
         }
+    }
+
+    #[test]
+    fn work_handed_round_after_round_to_an_awake_pool_runs_on_every_thread() {
+        let p = kernel_pool(2, Binding::Off).expect("pool");
+        let seen = awake(&p.pool, || {
+            let mut seen = Vec::new();
+            for _ in 0..200 {
+                let round = rayon::broadcast(|ctx| ctx.index());
+                seen.extend(round);
+            }
+            seen
+        });
+        assert_eq!(seen.len(), 400);
+        assert_eq!(
+            seen.iter().filter(|&&i| i == 1).count(),
+            200,
+            "each round ran on both"
+        );
+        // Once f has returned, the pool's workers are free again: a plain install runs.
+        assert_eq!(p.pool.install(|| 7), 7);
+    }
+
+    #[test]
+    fn a_poller_with_nothing_to_run_gives_up_and_one_outside_a_pool_returns_at_once() {
+        let p = kernel_pool(1, Binding::Off).expect("pool");
+        // Nothing else is queued: the poll gives up after its bound instead of spinning on.
+        p.pool.install(|| poll_until(&AtomicBool::new(false)));
+        poll_until(&AtomicBool::new(false));
     }
 
     #[test]

@@ -481,7 +481,7 @@ pub fn run_with(cfg: &Config, mut extras: Extras<'_>, progress: Progress<'_>) ->
                     },
                     _ => &pool,
                 };
-                let kernel_ns = trial_pool.install(|| -> Result<_> {
+                let kernel_ns = crate::pool::awake(trial_pool, || -> Result<_> {
                     let t = Instant::now();
                     match &sampled {
                         Some(s) => kernel.sample(&g, src, s)?,
