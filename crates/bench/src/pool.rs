@@ -112,7 +112,7 @@ fn bind(pool: &rayon::ThreadPool, threads: usize) -> Vec<usize> {
 }
 
 /// Run `f` in `pool` with its other workers kept awake meanwhile: each polls for work instead of
-/// sleeping, until `f` returns or it has found nothing for [`AWAKE_IDLE`].
+/// sleeping, until `f` returns or it has found nothing for a millisecond.
 ///
 /// A kernel that hands its pool work round after round (SSSP's delta-stepping hands it two
 /// broadcasts a bucket, hundreds a run) otherwise wakes a sleeping worker each time, and on a
