@@ -307,7 +307,7 @@ pub fn run_with(
                     5,
                 );
                 let k = &mut kernels[v];
-                let kernel_ns = pool.install(|| -> Result<u64> {
+                let kernel_ns = crate::pool::awake(&pool, || -> Result<u64> {
                     let t = Instant::now();
                     k.run(&c.graph, &mine)?;
                     Ok(t.elapsed().as_nanos() as u64)
