@@ -299,6 +299,10 @@ pub struct Claim {
     /// the claim has none to set against).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paper_scale: Option<PaperScale>,
+    /// The kernel whose runs alone answer it (`pr`), when the claim is about one kernel: a
+    /// mean over kernels that gain and kernels that do not says neither (absent: every run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
 }
 
 /// A headline metric, computed from `pages` runs.
@@ -319,7 +323,8 @@ pub enum Metric {
         over: String,
     },
     /// Share of the ideal's gain that the variant reaches: (speedup − 1) / (ideal − 1),
-    /// geometric means over runs; with `over`, the variant's speedup is taken over that
+    /// geometric means over the runs whose ideal layout's 95 % interval lies above 1 (none
+    /// when it gains less than [`MIN_IDEAL_GAIN`]); with `over`, the variant's speedup is taken over that
     /// variant's (what huge pages add to a reordering, set against what every array huge
     /// gives), so that the reordering's own gain is not counted as the huge pages'.
     ShareOfIdeal {
@@ -502,6 +507,15 @@ fn geomean(xs: &[f64]) -> Option<f64> {
     Some((xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp())
 }
 
+/// The 95 % interval of the ideal layout's speedup in run `r`, when the run has one.
+fn ideal_interval<'r>(r: &'r PagesReport, ideal: &str) -> Option<&'r MedianInterval> {
+    r.summary
+        .iter()
+        .find(|v| v.name.as_deref() == Some(ideal))?
+        .speedup_vs_first_ci95
+        .as_ref()
+}
+
 /// A variant's median speedup over the run's baseline (1 for the baseline itself).
 fn speedup(r: &PagesReport, name: &str) -> Option<f64> {
     let i = r
@@ -561,7 +575,10 @@ pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
             ideal,
             over,
         } => {
-            let (v, i): (Vec<f64>, Vec<f64>) = ev
+            // Each run's (variant's speedup, the ideal's), and whether the ideal's interval
+            // stays above 1: a run whose ideal layout's interval reaches 1 has shown no gain
+            // to share, and counts as a run without a share.
+            let runs: Vec<(f64, f64, bool)> = ev
                 .pages
                 .iter()
                 .filter_map(|r| {
@@ -569,16 +586,22 @@ pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
                         Some(o) => speedup(r, o)?,
                         None => 1.0,
                     };
-                    Some((speedup(r, variant)? / under, speedup(r, ideal)?))
+                    let gained = ideal_interval(r, ideal).is_none_or(|ci| ci.lo > 1.0);
+                    Some((speedup(r, variant)? / under, speedup(r, ideal)?, gained))
                 })
-                .filter(|(v, i)| v.is_finite() && i.is_finite())
+                .filter(|(v, i, _)| v.is_finite() && i.is_finite())
+                .collect();
+            let (v, i): (Vec<f64>, Vec<f64>) = runs
+                .iter()
+                .filter(|(_, _, gained)| *gained)
+                .map(|&(v, i, _)| (v, i))
                 .unzip();
             // A share of a gain within the noise of the measurement says nothing.
             let share = match (geomean(&v), geomean(&i)) {
                 (Some(v), Some(i)) if i >= 1.0 + MIN_IDEAL_GAIN => Some((v - 1.0) / (i - 1.0)),
                 _ => None,
             };
-            (share, v.len())
+            (share, runs.len())
         }
         Metric::HugeShare { variant } => {
             let xs: Vec<f64> = ev
@@ -873,6 +896,22 @@ pub fn headlines(plan: &StudyPlan, ev: Evidence<'_>) -> Vec<Headline> {
     plan.claims
         .iter()
         .map(|c| {
+            let of_kernel: Vec<&PagesReport>;
+            let ev = match &c.kernel {
+                Some(k) => {
+                    of_kernel = ev
+                        .pages
+                        .iter()
+                        .copied()
+                        .filter(|r| r.kernel.name() == k)
+                        .collect();
+                    Evidence {
+                        pages: &of_kernel,
+                        ..ev
+                    }
+                }
+                None => ev,
+            };
             let (measured, n) = measure(&c.metric, ev);
             Headline {
                 claim: c.clone(),

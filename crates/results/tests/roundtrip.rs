@@ -257,6 +257,96 @@ fn study_plan_and_its_headlines() {
 }
 
 #[test]
+fn a_claim_about_one_kernel_reads_only_that_kernels_runs() {
+    use hugewise_results::kernel::Spec;
+    use hugewise_results::study::{headlines, Evidence, Metric};
+    let AnyResult::Study(s) = round_trip("study.json", "hugewise/study") else {
+        panic!("kind")
+    };
+    let AnyResult::Pages(p) = round_trip("bench-pages.json", "hugewise/bench-pages") else {
+        panic!("kind")
+    };
+    let mut bfs = p.result.clone();
+    bfs.summary[0].name = Some("base".into());
+    bfs.summary[1].name = Some("huge".into());
+    bfs.kernel = Spec::default_for("bfs").expect("bfs");
+    bfs.summary[1].speedup_vs_first = Some(1.0);
+    let mut pr = bfs.clone();
+    pr.kernel = Spec::default_for("pr").expect("pr");
+    pr.summary[1].speedup_vs_first = Some(1.44);
+    let mut plan = s.result.clone();
+    let mut of_pr = plan.claims[0].clone();
+    of_pr.metric = Metric::Speedup {
+        variant: "huge".into(),
+    };
+    of_pr.kernel = Some("pr".into());
+    let mut of_all = of_pr.clone();
+    of_all.kernel = None;
+    let mut of_tc = of_pr.clone();
+    of_tc.kernel = Some("tc".into());
+    plan.claims = vec![of_pr, of_all, of_tc];
+    let ev = Evidence {
+        pages: &[&bfs, &pr],
+        ..Evidence::default()
+    };
+    let h = headlines(&plan, ev);
+    // PageRank's own runs: its gain, not the mean with BFS's none.
+    assert_eq!(h[0].runs, 1);
+    assert!((h[0].measured.expect("pr") - 1.44).abs() < 1e-12);
+    // Every run: the geometric mean, 1.2.
+    assert_eq!(h[1].runs, 2);
+    assert!((h[1].measured.expect("mean") - 1.2).abs() < 1e-12);
+    // A kernel no run measured: no value, never 0.
+    assert_eq!((h[2].measured, h[2].runs), (None, 0));
+}
+
+#[test]
+fn a_run_whose_ideal_interval_reaches_one_has_no_share_of_its_gain() {
+    use hugewise_results::stats::MedianInterval;
+    use hugewise_results::study::{measure, Evidence, Metric};
+    let AnyResult::Pages(p) = round_trip("bench-pages.json", "hugewise/bench-pages") else {
+        panic!("kind")
+    };
+    let mut r = p.result.clone();
+    r.summary[0].name = Some("base".into());
+    r.summary[1].name = Some("huge".into());
+    r.summary[1].speedup_vs_first = Some(1.3);
+    let share = Metric::ShareOfIdeal {
+        variant: "huge".into(),
+        ideal: "huge".into(),
+        over: None,
+    };
+    let with = |lo: f64| {
+        let mut r = r.clone();
+        r.summary[1].speedup_vs_first_ci95 = Some(MedianInterval {
+            lo,
+            hi: 1.4,
+            coverage: 0.97,
+        });
+        r
+    };
+    let (shown, unshown) = (with(1.1), with(0.98));
+    let ev = |rs: &[&hugewise_results::pagebench::PagesReport]| {
+        measure(
+            &share,
+            Evidence {
+                pages: rs,
+                ..Evidence::default()
+            },
+        )
+    };
+    let (v, n) = ev(&[&shown]);
+    assert_eq!(n, 1);
+    assert!(v.is_some_and(|v| (v - 1.0).abs() < 1e-12), "{v:?}");
+    // Its median is 1.3x, but its interval reaches 1: a run, with no share.
+    assert_eq!(ev(&[&unshown]), (None, 1));
+    // Beside a run that shows its gain, it is left out of the share and still counted.
+    let (v, n) = ev(&[&shown, &unshown]);
+    assert_eq!(n, 2);
+    assert!(v.is_some_and(|v| (v - 1.0).abs() < 1e-12), "{v:?}");
+}
+
+#[test]
 fn env_reports() {
     for (name, schema) in [
         ("env-show.json", "hugewise/env-show"),

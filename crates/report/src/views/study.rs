@@ -243,7 +243,7 @@ pub fn headline_value(x: &Headline) -> String {
     match (x.measured, &x.claim.metric) {
         (Some(v), m) => metric_value(m, v),
         (None, Metric::ShareOfIdeal { .. }) if x.runs > 0 => format!(
-            "none: the ideal gains < {:.0} %",
+            "none: the ideal gains < {:.0} % or its interval reaches 1",
             hugewise_results::study::MIN_IDEAL_GAIN * 100.0
         ),
         (None, _) => "not measured".into(),

@@ -4,7 +4,7 @@
 use hugewise_results::scale::PaperScale;
 use hugewise_results::study::{Claim, Metric};
 
-use super::{DBG, HOT, IDEAL, PROPERTY};
+use super::{Given, DBG, HOT, IDEAL, PROPERTY};
 
 fn claim(what: &str, metric: Metric, paper: Option<f64>, text: &str, gap: &str) -> Claim {
     Claim {
@@ -15,6 +15,7 @@ fn claim(what: &str, metric: Metric, paper: Option<f64>, text: &str, gap: &str) 
         source: String::new(),
         gap: gap.into(),
         paper_scale: None,
+        kernel: None,
     }
 }
 
@@ -154,7 +155,7 @@ fn pcc_claim(budget: f64) -> Claim {
 }
 
 /// `smoke`: a check of the machinery, not a finding.
-pub(super) fn smoke() -> Vec<Claim> {
+pub(super) fn smoke(_: &Given) -> Vec<Claim> {
     vec![sourced(
         claim(
             "speedup over 4 KiB, property THP (a check, not a finding)",
@@ -170,7 +171,7 @@ pub(super) fn smoke() -> Vec<Claim> {
 }
 
 /// `quick`: the headlines of IISWC'22 in brief and MICRO'23's simulated PCC.
-pub(super) fn quick() -> Vec<Claim> {
+pub(super) fn quick(_: &Given) -> Vec<Claim> {
     let mut claims = vec![ideal_claim()];
     claims.extend(selective_claims());
     claims.push(over_dbg_claim());
@@ -178,13 +179,18 @@ pub(super) fn quick() -> Vec<Claim> {
     claims
 }
 
-/// `page-size`: the gain of every array huge, and the property array's share of it.
-pub(super) fn page_size() -> Vec<Claim> {
-    vec![
-        ideal_claim(),
-        sourced(
+/// `page-size`: the gain of every array huge, and the property array's share of it, kernel by
+/// kernel: PageRank's gain is nearly all the property array's while BFS gains next to nothing,
+/// and a mean over the two says neither.
+pub(super) fn page_size(g: &Given) -> Vec<Claim> {
+    let mut claims = Vec::new();
+    for &k in super::page_size_kernels(g.quick) {
+        let mut ideal = ideal_claim();
+        ideal.what = format!("{} ({k})", ideal.what);
+        ideal.kernel = Some(k.into());
+        let mut share = sourced(
             claim(
-                "share of the all-THP gain from the property array alone",
+                &format!("share of the all-THP gain from the property array alone ({k})"),
                 Metric::ShareOfIdeal {
                     variant: PROPERTY.into(),
                     ideal: IDEAL.into(),
@@ -195,12 +201,16 @@ pub(super) fn page_size() -> Vec<Claim> {
                 VM_GAP,
             ),
             "IISWC'22 Fig. 5",
-        ),
-    ]
+        );
+        share.kernel = Some(k.into());
+        claims.push(ideal);
+        claims.push(share);
+    }
+    claims
 }
 
 /// `pressure`: allocating the property array first keeps the gain.
-pub(super) fn pressure() -> Vec<Claim> {
+pub(super) fn pressure(_: &Given) -> Vec<Claim> {
     vec![sourced(
         claim(
             "speedup over 4 KiB, property allocated first",
@@ -216,7 +226,7 @@ pub(super) fn pressure() -> Vec<Claim> {
 }
 
 /// `fragmentation`: every array huge, and the hot prefix after DBG.
-pub(super) fn fragmentation() -> Vec<Claim> {
+pub(super) fn fragmentation(_: &Given) -> Vec<Claim> {
     let mut claims = vec![ideal_claim()];
     claims.extend(selective_claims());
     claims.push(over_dbg_claim());
@@ -224,19 +234,19 @@ pub(super) fn fragmentation() -> Vec<Claim> {
 }
 
 /// `selectivity`: the hot prefix after DBG.
-pub(super) fn selectivity() -> Vec<Claim> {
+pub(super) fn selectivity(_: &Given) -> Vec<Claim> {
     let mut claims = selective_claims();
     claims.push(over_dbg_claim());
     claims
 }
 
 /// `utility`: MICRO'23's simulated PCC at two budgets.
-pub(super) fn utility() -> Vec<Claim> {
+pub(super) fn utility(_: &Given) -> Vec<Claim> {
     vec![pcc_claim(0.04), pcc_claim(0.16)]
 }
 
 /// `swap`: Haddadi et al.'s slowdown and what overcommit buys.
-pub(super) fn swap() -> Vec<Claim> {
+pub(super) fn swap(_: &Given) -> Vec<Claim> {
     let src = "Haddadi et al., swapping";
     vec![
         sourced(
@@ -281,7 +291,7 @@ pub(super) fn swap() -> Vec<Claim> {
 }
 
 /// `bloat`: MEGA's targets for the daemon against THP always.
-pub(super) fn bloat() -> Vec<Claim> {
+pub(super) fn bloat(_: &Given) -> Vec<Claim> {
     let src = "MEGA (Redis bloat)";
     vec![
         sourced(
@@ -313,7 +323,7 @@ pub(super) fn bloat() -> Vec<Claim> {
 }
 
 /// `packing`: the thesis's packed hot arena against 4 KiB pages and THP for everything.
-pub(super) fn packing() -> Vec<Claim> {
+pub(super) fn packing(_: &Given) -> Vec<Claim> {
     let src = "selective huge pages (thesis)";
     vec![
         sourced(
@@ -357,7 +367,7 @@ pub(super) fn packing() -> Vec<Claim> {
 
 /// `compaction`: the daemon's compaction targets under 50 % fragmentation and pressure, and
 /// MEGA's simulated compaction against Ingens's.
-pub(super) fn compaction() -> Vec<Claim> {
+pub(super) fn compaction(_: &Given) -> Vec<Claim> {
     let target = "hugewise's compaction target";
     let hot = "the region's huge bytes against the budget, read at each look; the hot spot's \
                3.9 % of chunks fit the 4 % budget, so the budget is the hot chunks (each \
@@ -477,6 +487,6 @@ pub(super) fn compaction() -> Vec<Claim> {
 }
 
 /// A preset that reports its measurements without setting them against a paper's number.
-pub(super) fn none() -> Vec<Claim> {
+pub(super) fn none(_: &Given) -> Vec<Claim> {
     Vec::new()
 }

@@ -49,7 +49,7 @@ pub struct Preset {
     /// Its runs, for the options given.
     runs: fn(&Given) -> Vec<PlannedRun>,
     /// The papers' claims its headlines are set against.
-    claims: fn() -> Vec<Claim>,
+    claims: fn(&Given) -> Vec<Claim>,
 }
 
 /// The presets, in the order `--help` lists them: adding one is a row here and the function
@@ -241,7 +241,7 @@ pub fn expand(name: &str, o: &Options) -> Result<StudyPlan> {
         threads: o.threads,
         runs,
         estimate_s,
-        claims: (preset.claims)(),
+        claims: (preset.claims)(&given),
     })
 }
 
@@ -409,18 +409,22 @@ fn quick(p: &Given) -> Vec<PlannedRun> {
     runs
 }
 
+/// The kernels `page-size` runs (and claims a headline for, each).
+fn page_size_kernels(quick: bool) -> &'static [&'static str] {
+    if quick {
+        &["bfs", "pr"]
+    } else {
+        &["bfs", "sssp", "pr", "cc"]
+    }
+}
+
 /// One array huge at a time, then all of them.
 fn page_size(p: &Given) -> Vec<PlannedRun> {
     let q = p.quick;
     let rounds = p.rounds;
     let mut runs = Vec::new();
     let g = if q { "kron:22" } else { "kron:24" };
-    let kernels: &[&str] = if q {
-        &["bfs", "pr"]
-    } else {
-        &["bfs", "sssp", "pr", "cc"]
-    };
-    for k in kernels {
+    for k in page_size_kernels(q) {
         let mut vs = vec![base(), property()];
         vs.push(variant("edges THP", "all=base", "all=base,edges=thp", None));
         vs.push(variant(
