@@ -137,9 +137,21 @@ pub fn awake<R: Send>(pool: &rayon::ThreadPool, f: impl FnOnce() -> R + Send) ->
     })
 }
 
+thread_local! {
+    /// Whether this worker is inside [`poll_until`]: what a test asks of the work it runs.
+    static POLLING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// Run the pool's work as it comes until `stop` is set, or until nothing came for
 /// [`AWAKE_IDLE`].
 fn poll_until(stop: &AtomicBool) {
+    let outer = POLLING.with(|p| p.replace(true));
+    poll(stop);
+    POLLING.with(|p| p.set(outer));
+}
+
+/// [`poll_until`]'s loop.
+fn poll(stop: &AtomicBool) {
     let mut idle = 0u32;
     let mut idle_since = std::time::Instant::now();
     while !stop.load(Ordering::Relaxed) {
@@ -185,22 +197,32 @@ mod tests {
     }
 
     #[test]
-    fn work_handed_round_after_round_to_an_awake_pool_runs_on_every_thread() {
+    fn work_handed_round_after_round_to_an_awake_pool_runs_in_the_other_workers_poll() {
         let p = kernel_pool(2, Binding::Off).expect("pool");
-        let seen = awake(&p.pool, || {
-            let mut seen = Vec::new();
-            for _ in 0..200 {
-                let round = rayon::broadcast(|ctx| ctx.index());
-                seen.extend(round);
+        let round = || rayon::broadcast(|ctx| (ctx.index(), POLLING.with(|x| x.get())));
+        // Rounds until one runs inside the other worker's poll: at once on a quiet machine; a
+        // busy one (other tests' pools) may stall the rounds past the poll's bound, after
+        // which the worker sleeps until the next awake trial. Two seconds without one fail.
+        let start = std::time::Instant::now();
+        let polled = awake(&p.pool, || {
+            // The worker running this closure (either) is the one not kept awake.
+            let owner = rayon::current_thread_index();
+            loop {
+                let r = round();
+                assert_eq!(r.len(), 2, "each round runs on both workers");
+                if r.iter().any(|&(i, inside)| Some(i) != owner && inside) {
+                    return true;
+                }
+                if start.elapsed() > std::time::Duration::from_secs(2) {
+                    return false;
+                }
             }
-            seen
         });
-        assert_eq!(seen.len(), 400);
-        assert_eq!(
-            seen.iter().filter(|&&i| i == 1).count(),
-            200,
-            "each round ran on both"
-        );
+        assert!(polled, "no round ran inside the other worker's poll");
+        // Without `awake`, nothing polls (once the poll has seen its stop).
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let asleep: Vec<(usize, bool)> = p.pool.install(round);
+        assert!(asleep.iter().all(|&(_, x)| !x));
         // Once f has returned, the pool's workers are free again: a plain install runs.
         assert_eq!(p.pool.install(|| 7), 7);
     }
