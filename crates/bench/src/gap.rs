@@ -371,7 +371,7 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<GapBenchReport> {
         }
     }
     let crate::pool::KernelPool { pool, bound_to } =
-        crate::pool::kernel_pool(cfg.threads, crate::pool::Binding::from_env())?;
+        crate::pool::kernel_pool(cfg.threads, crate::pool::Binding::from_env()?)?;
     let mut converted = Vec::new();
     // The unweighted file first (most kernels), the weighted one when SSSP asks.
     let mut order: Vec<&String> = cfg.kernels.iter().filter(|k| *k != "sssp").collect();

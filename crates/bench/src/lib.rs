@@ -57,7 +57,7 @@ pub use error::{Error, Result};
 /// A rayon pool of `threads` workers (at least one) for one experiment, bound one per CPU as
 /// [`pool`] explains (unless `HUGEWISE_BIND_THREADS=off`).
 pub fn thread_pool(threads: usize) -> Result<rayon::ThreadPool> {
-    Ok(pool::kernel_pool(threads, pool::Binding::from_env())?.pool)
+    Ok(pool::kernel_pool(threads, pool::Binding::from_env()?)?.pool)
 }
 
 /// A progress sink for long work: `(done, total)` in the work's own units.

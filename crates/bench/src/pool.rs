@@ -13,7 +13,7 @@
 //! Why keep awake: even bound, a sleeping worker's vCPU halts, and waking it costs a trip
 //! through the host. A kernel that hands its pool work round after round pays it each round:
 //! SSSP's delta-stepping, two broadcasts a bucket, ran on cnr-2000 at 0.80–0.82x GAP's speed
-//! inside `bench gap`, and at 0.93–0.96x with the workers polling between rounds ([`awake`]).
+//! inside `bench gap`, and at 0.93–0.99x with the workers polling between rounds ([`awake`]).
 //!
 //! `HUGEWISE_BIND_THREADS=off` leaves the threads to the scheduler (a machine whose CPUs other
 //! work holds, where a bound thread could not move away from it); `HUGEWISE_AWAKE_THREADS=off`
@@ -38,14 +38,29 @@ pub const BIND_ENV: &str = "HUGEWISE_BIND_THREADS";
 /// The environment variable that lets [`awake`]'s workers sleep as rayon's do (`off`).
 pub const AWAKE_ENV: &str = "HUGEWISE_AWAKE_THREADS";
 
-/// Whether `var` says `off` (or `0`, `no`, `false`).
-fn off(var: &str) -> bool {
-    std::env::var(var).is_ok_and(|v| matches!(v.trim(), "off" | "0" | "no" | "false"))
+/// Whether the switch `var` is on: unset, `auto` or `on` (also `1`, `yes`, `true`) is on;
+/// `off` (also `0`, `no`, `false`) is off; anything else is refused, naming the variable, so
+/// that a misspelt `of` does not leave the switch on without a word.
+fn switch(var: &str) -> Result<bool> {
+    match std::env::var(var) {
+        Err(std::env::VarError::NotPresent) => Ok(true),
+        Ok(v) => match v.trim() {
+            "" | "auto" | "on" | "1" | "yes" | "true" => Ok(true),
+            "off" | "0" | "no" | "false" => Ok(false),
+            other => Err(Error::Config(format!(
+                "{var}={other:?}: expected auto, on or off"
+            ))),
+        },
+        Err(std::env::VarError::NotUnicode(v)) => Err(Error::Config(format!(
+            "{var}={v:?}: expected auto, on or off"
+        ))),
+    }
 }
 
-/// Whether [`awake`] keeps the workers polling ([`AWAKE_ENV`] not `off`).
+/// Whether [`awake`] keeps the workers polling ([`AWAKE_ENV`] not `off`; a bad value was
+/// refused when the pool was made).
 fn awake_on() -> bool {
-    !off(AWAKE_ENV)
+    switch(AWAKE_ENV).unwrap_or(true)
 }
 
 /// Whether a pool's threads are bound to CPUs.
@@ -58,14 +73,14 @@ pub enum Binding {
 }
 
 impl Binding {
-    /// From [`BIND_ENV`]: `off` (or `0`, `no`) turns binding off; anything else, or nothing,
-    /// is `Auto`.
-    pub fn from_env() -> Binding {
-        if off(BIND_ENV) {
-            Binding::Off
-        } else {
+    /// From [`BIND_ENV`]: `off` turns binding off; unset, `auto` or `on` is `Auto`; any other
+    /// value is an error naming the variable.
+    pub fn from_env() -> Result<Binding> {
+        Ok(if switch(BIND_ENV)? {
             Binding::Auto
-        }
+        } else {
+            Binding::Off
+        })
     }
 }
 
@@ -80,6 +95,9 @@ pub struct KernelPool {
 
 /// A rayon pool of `threads` workers (at least one), bound as `binding` says.
 pub fn kernel_pool(threads: usize, binding: Binding) -> Result<KernelPool> {
+    // Checked here, where every kernel's pool is made, so that a bad value stops the run
+    // before it starts rather than being read as `on` at each trial.
+    switch(AWAKE_ENV)?;
     let threads = threads.max(1);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -112,7 +130,8 @@ fn bind(pool: &rayon::ThreadPool, threads: usize) -> Vec<usize> {
 }
 
 /// Run `f` in `pool` with its other workers kept awake meanwhile: each polls for work instead of
-/// sleeping, until `f` returns or it has found nothing for a millisecond.
+/// sleeping, until `f` returns or it has found nothing for a millisecond. A pool with more
+/// workers than CPUs is not kept awake.
 ///
 /// A kernel that hands its pool work round after round (SSSP's delta-stepping hands it two
 /// broadcasts a bucket, hundreds a run) otherwise wakes a sleeping worker each time, and on a
@@ -123,7 +142,11 @@ pub fn awake<R: Send>(pool: &rayon::ThreadPool, f: impl FnOnce() -> R + Send) ->
     pool.install(|| {
         let stop = Arc::new(AtomicBool::new(false));
         let owner = rayon::current_thread_index();
-        if rayon::current_num_threads() > 1 && awake_on() {
+        // More workers than CPUs (an overcommitted run, threads that wait on swap-ins):
+        // pollers would take the CPUs from the workers with work, so they sleep as rayon's do.
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let workers = rayon::current_num_threads();
+        if workers > 1 && workers <= cpus && awake_on() {
             let stop = Arc::clone(&stop);
             rayon::spawn_broadcast(move |ctx| {
                 if Some(ctx.index()) != owner {
@@ -233,6 +256,21 @@ mod tests {
         // Nothing else is queued: the poll gives up after its bound instead of spinning on.
         p.pool.install(|| poll_until(&AtomicBool::new(false)));
         poll_until(&AtomicBool::new(false));
+    }
+
+    #[test]
+    fn a_switch_reads_on_and_off_and_refuses_anything_else_by_name() {
+        let var = "HUGEWISE_TEST_POOL_SWITCH";
+        std::env::remove_var(var);
+        assert!(switch(var).expect("unset"));
+        for (v, want) in [("auto", true), ("on", true), (" off ", false), ("0", false)] {
+            std::env::set_var(var, v);
+            assert_eq!(switch(var).expect(v), want, "{v:?}");
+        }
+        std::env::set_var(var, "of");
+        let e = switch(var).expect_err("misspelt").to_string();
+        assert!(e.contains(var) && e.contains("\"of\""), "{e}");
+        std::env::remove_var(var);
     }
 
     #[test]

@@ -901,3 +901,52 @@ fn until_caps_need_until() {
     let o = hw(&["bench", "randread", "--max-rounds", "3"]);
     fails_with(&o, 2, "--until");
 }
+
+#[test]
+fn run_binds_its_threads_says_where_and_refuses_a_misspelt_switch() {
+    let run = |var: &str, value: Option<&str>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_hugewise"));
+        c.args([
+            "run",
+            "bfs",
+            "--graph",
+            "kron:10",
+            "--threads",
+            "2",
+            "--json",
+            "--no-progress",
+        ]);
+        match value {
+            Some(v) => c.env(var, v),
+            None => c.env_remove(var),
+        };
+        c.output().expect("run hugewise")
+    };
+    let bound = |o: &std::process::Output| -> Vec<u64> {
+        assert!(o.status.success(), "{}", stderr(o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+        v["threads_bound_to"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|x| x.as_u64()).collect())
+            .unwrap_or_default()
+    };
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let default = bound(&run("HUGEWISE_BIND_THREADS", None));
+    if cpus >= 2 {
+        assert_eq!(default.len(), 2, "two threads, one CPU each");
+        assert_ne!(default[0], default[1]);
+    } else {
+        assert!(default.is_empty(), "one CPU: nothing to bind");
+    }
+    assert!(bound(&run("HUGEWISE_BIND_THREADS", Some("off"))).is_empty());
+    for var in ["HUGEWISE_BIND_THREADS", "HUGEWISE_AWAKE_THREADS"] {
+        let o = run(var, Some("of"));
+        assert!(!o.status.success());
+        assert!(stderr(&o).contains(var), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("expected auto, on or off"),
+            "{}",
+            stderr(&o)
+        );
+    }
+}

@@ -306,7 +306,7 @@ pub fn run_with(cfg: &Config, mut extras: Extras<'_>, progress: Progress<'_>) ->
         return Err(Error::Config("trials must be at least 1".into()));
     }
     let crate::pool::KernelPool { pool, bound_to } =
-        crate::pool::kernel_pool(cfg.threads, crate::pool::Binding::from_env())?;
+        crate::pool::kernel_pool(cfg.threads, crate::pool::Binding::from_env()?)?;
     let layout = &cfg.layout;
     let mut load_opts = cfg.load;
     if cfg.kernel.needs_weights() {
