@@ -223,24 +223,28 @@ mod tests {
     fn work_handed_round_after_round_to_an_awake_pool_runs_in_the_other_workers_poll() {
         let p = kernel_pool(2, Binding::Off).expect("pool");
         let round = || rayon::broadcast(|ctx| (ctx.index(), POLLING.with(|x| x.get())));
-        // Rounds until one runs inside the other worker's poll: at once on a quiet machine; a
-        // busy one (other tests' pools) may stall the rounds past the poll's bound, after
-        // which the worker sleeps until the next awake trial. Two seconds without one fail.
+        // Rounds until one runs inside the other worker's poll: at once on a quiet machine. On a
+        // busy one (other tests' pools on two CPUs) this thread may lose its CPU for longer than
+        // the poll's bound, after which the poller has given up and the worker sleeps until the
+        // next awake trial; so each trial gets 50 ms of rounds, and a fresh trial follows, for
+        // ten seconds in all. With `HUGEWISE_AWAKE_THREADS=off` no trial ever polls.
         let start = std::time::Instant::now();
-        let polled = awake(&p.pool, || {
-            // The worker running this closure (either) is the one not kept awake.
-            let owner = rayon::current_thread_index();
-            loop {
-                let r = round();
-                assert_eq!(r.len(), 2, "each round runs on both workers");
-                if r.iter().any(|&(i, inside)| Some(i) != owner && inside) {
-                    return true;
+        let mut polled = false;
+        while !polled && start.elapsed() < std::time::Duration::from_secs(10) {
+            let trial = std::time::Instant::now();
+            polled = awake(&p.pool, || {
+                // The worker running this closure (either) is the one not kept awake.
+                let owner = rayon::current_thread_index();
+                while trial.elapsed() < std::time::Duration::from_millis(50) {
+                    let r = round();
+                    assert_eq!(r.len(), 2, "each round runs on both workers");
+                    if r.iter().any(|&(i, inside)| Some(i) != owner && inside) {
+                        return true;
+                    }
                 }
-                if start.elapsed() > std::time::Duration::from_secs(2) {
-                    return false;
-                }
-            }
-        });
+                false
+            });
+        }
         assert!(polled, "no round ran inside the other worker's poll");
         // Without `awake`, nothing polls (once the poll has seen its stop).
         std::thread::sleep(std::time::Duration::from_millis(20));
