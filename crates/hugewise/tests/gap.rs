@@ -47,6 +47,29 @@ fn hugewise(args: &[&str]) -> std::process::Output {
         .expect("hugewise runs")
 }
 
+/// `hugewise bench gap` on kron:`scale` with the stand-ins in `gap`, converting into `work`,
+/// saving to `out`, with `extra` arguments.
+fn bench_gap(gap: &Path, work: &Path, scale: u32, out: &Path, extra: &[&str]) -> Vec<String> {
+    let mut a: Vec<String> = [
+        "--no-progress",
+        "bench",
+        "gap",
+        "--gap-dir",
+        &gap.display().to_string(),
+        "--graph",
+        &format!("kron:{scale}"),
+        "--convert-dir",
+        &work.display().to_string(),
+        "--out",
+        &out.display().to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a
+}
+
 #[test]
 fn compares_against_gaps_binaries_and_reports_iterations_and_verification() {
     let gap = tempfile::tempdir().expect("gap dir");
@@ -55,24 +78,8 @@ fn compares_against_gaps_binaries_and_reports_iterations_and_verification() {
     let work = tempfile::tempdir().expect("work dir");
     let out = work.path().join("gap.json");
     let args = |out: &Path| {
-        vec![
-            "--no-progress".to_string(),
-            "bench".into(),
-            "gap".into(),
-            "--gap-dir".into(),
-            gap.path().display().to_string(),
-            "--graph".into(),
-            "kron:12".into(),
-            "--convert-dir".into(),
-            work.path().display().to_string(),
-            "--kernels".into(),
-            "pr,bfs".into(),
-            "--rounds".into(),
-            "2".into(),
-            "--json".into(),
-            "--out".into(),
-            out.display().to_string(),
-        ]
+        let extra = ["--kernels", "pr,bfs", "--rounds", "2", "--json"];
+        bench_gap(gap.path(), work.path(), 12, out, &extra)
     };
     let a = args(&out);
     let o = hugewise(&a.iter().map(String::as_str).collect::<Vec<_>>());
@@ -118,6 +125,31 @@ fn compares_against_gaps_binaries_and_reports_iterations_and_verification() {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&again).expect("again")).expect("json");
     assert_eq!(v["converted"][0]["written"], false);
+}
+
+#[test]
+fn skipping_gaps_verification_leaves_it_unknown_and_says_so() {
+    let gap = tempfile::tempdir().expect("gap dir");
+    // Asked to verify, this stand-in would fail: skipped, it is never asked.
+    fake(gap.path(), "bfs", 0, "FAIL");
+    let work = tempfile::tempdir().expect("work dir");
+    let out = work.path().join("gap.json");
+    let extra = ["--kernels", "bfs", "--rounds", "1", "--skip-gap-verify"];
+    let a = bench_gap(gap.path(), work.path(), 10, &out, &extra);
+    let o = hugewise(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("result")).expect("json");
+    let bfs = &v["kernels"][0];
+    assert!(bfs["gap_verified"].is_null(), "{}", bfs["gap_verified"]);
+    assert_eq!(bfs["hugewise_verified"], true);
+    assert!(
+        bfs["notes"].to_string().contains("--skip-gap-verify"),
+        "{}",
+        bfs["notes"]
+    );
+    let shown = String::from_utf8_lossy(&o.stdout);
+    assert!(shown.contains("- / yes"), "{shown}");
 }
 
 #[test]
