@@ -9,6 +9,8 @@ usage: python3 afforest_pass.py GRAPH.sg
 """
 import array
 import collections
+import os
+import stat
 import struct
 import sys
 
@@ -17,6 +19,12 @@ MAX_BYTES = 1 << 30
 
 
 def read_sg(path):
+    # A pipe or a device would block or never end: only a regular file is read.
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            sys.exit(f"{path}: not a regular file")
+    except OSError as e:
+        sys.exit(f"{path}: {e.strerror}")
     with open(path, "rb") as f:
         data = f.read(MAX_BYTES + 1)
     if len(data) > MAX_BYTES:

@@ -1,6 +1,7 @@
 //! Triangle counting: every triangle is found once, from one of its vertices, whose list's
 //! elements (its candidates) are looked up from the lists of those elements: through a bitmap
-//! where they were marked, or, for at most 8 candidates, by a scan of the few.
+//! where they were marked, or, in id order for a vertex whose whole list holds at most 8, by a
+//! scan of the few.
 //!
 //! Which vertex finds it depends on the degrees, as in the GAP suite's hybrid:
 //! - **Skewed degrees** (the sampled mean degree above 1.3 × the median, and id order sampled
