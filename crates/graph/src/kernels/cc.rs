@@ -7,10 +7,12 @@
 //! in-arcs), and compress again. `ShiloachVishkin`: hook the larger root under the smaller over
 //! all arcs and compress, until nothing changes.
 //!
-//! Afforest's loops walk the vertices in order but read labels at random: each loop prefetches
-//! the labels it will read a few vertices (or arcs) ahead, and the linking rounds also the
-//! adjacency lists further ahead, whose stream the hardware prefetcher loses at every 4 KiB
-//! page (kron:22 132 vs 149 ms for the GAP suite, urand:22 140 vs 202 ms; BENCHMARKS.md).
+//! Afforest's loops walk the vertices in order but, on most graphs, read labels at random: each
+//! loop then prefetches the labels it will read a few vertices (or arcs) ahead, and the linking
+//! rounds also the adjacency lists further ahead, whose stream the hardware prefetcher loses at
+//! every 4 KiB page (kron:22 132 vs 149 ms for the GAP suite, urand:22 140 vs 202 ms;
+//! BENCHMARKS.md). Where a sample shows the labels read are near or shared (a mesh, a star, a
+//! web graph in crawl order), the loops do without (`scattered`).
 //!
 //! [`verify`] labels the graph with a serial union-find and checks that the two partitions are
 //! the same.
@@ -138,8 +140,8 @@ fn prefetch_label(comp: &[AtomicU32], v: u32) {
     }
 }
 
-/// Point every vertex straight at its root.
-fn compress<T: Tracer>(comp: &[AtomicU32], t: &T) {
+/// Point every vertex straight at its root, prefetching the labels ahead when `AHEAD_ON`.
+fn compress<const AHEAD_ON: bool, T: Tracer>(comp: &[AtomicU32], t: &T) {
     comp.par_iter()
         .enumerate()
         .with_min_len(4096)
@@ -148,8 +150,10 @@ fn compress<T: Tracer>(comp: &[AtomicU32], t: &T) {
             |p, (v, c)| {
                 // The parent of the vertex AHEAD on is read soon, at a random place (that
                 // load only picks what to prefetch; it is traced at the vertex's turn).
-                if let Some(ahead) = comp.get(v + AHEAD) {
-                    prefetch_label(comp, ahead.load(Relaxed));
+                if AHEAD_ON {
+                    if let Some(ahead) = comp.get(v + AHEAD) {
+                        prefetch_label(comp, ahead.load(Relaxed));
+                    }
                 }
                 let first = p.load(c);
                 let mut x = first;
@@ -170,6 +174,15 @@ fn compress<T: Tracer>(comp: &[AtomicU32], t: &T) {
 }
 
 fn afforest<T: Tracer>(g: &Csr, comp: &[AtomicU32], t: &T) {
+    if scattered(g) {
+        afforest_with::<true, T>(g, comp, t)
+    } else {
+        afforest_with::<false, T>(g, comp, t)
+    }
+}
+
+/// Afforest, prefetching labels and lists ahead when `AHEAD_ON` (see [`scattered`]).
+fn afforest_with<const AHEAD_ON: bool, T: Tracer>(g: &Csr, comp: &[AtomicU32], t: &T) {
     let n = g.n() as u32;
     let (out, inc) = (g.out_side(), g.in_side());
     let directed = g.directed();
@@ -177,12 +190,14 @@ fn afforest<T: Tracer>(g: &Csr, comp: &[AtomicU32], t: &T) {
         (0..n).into_par_iter().with_min_len(1024).for_each_init(
             || t.probe(),
             |p, u| {
-                out.prefetch_neighbors(u.saturating_add(4 * AHEAD as u32).min(n - 1));
-                if let Some(&w) = out
-                    .neighbors(u.saturating_add(AHEAD as u32).min(n - 1))
-                    .get(r)
-                {
-                    prefetch_label(comp, w);
+                if AHEAD_ON {
+                    out.prefetch_neighbors(u.saturating_add(4 * AHEAD as u32).min(n - 1));
+                    if let Some(&w) = out
+                        .neighbors(u.saturating_add(AHEAD as u32).min(n - 1))
+                        .get(r)
+                    {
+                        prefetch_label(comp, w);
+                    }
                 }
                 if let Some(v) = p.neighbors(out, u).get(r) {
                     let v = p.read(v);
@@ -190,7 +205,7 @@ fn afforest<T: Tracer>(g: &Csr, comp: &[AtomicU32], t: &T) {
                 }
             },
         );
-        compress(comp, t);
+        compress::<AHEAD_ON, T>(comp, t);
     }
     let giant = most_frequent_label(comp, &mut t.probe());
     (0..n).into_par_iter().with_min_len(256).for_each_init(
@@ -200,12 +215,16 @@ fn afforest<T: Tracer>(g: &Csr, comp: &[AtomicU32], t: &T) {
                 return;
             }
             let rest = p.neighbors(out, u).get(NEIGHBOR_ROUNDS..).unwrap_or(&[]);
-            for &w in rest.iter().take(AHEAD) {
-                prefetch_label(comp, w);
+            if AHEAD_ON {
+                for &w in rest.iter().take(AHEAD) {
+                    prefetch_label(comp, w);
+                }
             }
             for (k, v) in rest.iter().enumerate() {
-                if let Some(&w) = rest.get(k + AHEAD) {
-                    prefetch_label(comp, w);
+                if AHEAD_ON {
+                    if let Some(&w) = rest.get(k + AHEAD) {
+                        prefetch_label(comp, w);
+                    }
                 }
                 let v = p.read(v);
                 link(u, v, comp, p);
@@ -218,8 +237,39 @@ fn afforest<T: Tracer>(g: &Csr, comp: &[AtomicU32], t: &T) {
             }
         },
     );
-    compress(comp, t);
+    compress::<AHEAD_ON, T>(comp, t);
 }
+
+/// Whether the labels Afforest reads are scattered, so that prefetching them ahead pays: at
+/// least a quarter of a sample of vertices (spread evenly, those with arcs) have a first
+/// neighbour further than [`NEAR`] ids away whose label no other sampled vertex reads. On a
+/// mesh or a road network the neighbours' labels are a few KiB away, and on a star every leaf
+/// reads the hub's: there the prefetching costs instructions and saves no miss (CC on
+/// star:2000000 at 0.81x the GAP suite's speed with it). Sampled shares: a star 0, a mesh 0,
+/// cnr-2000 0.08, kron:22 0.95, urand:22 0.99.
+fn scattered(g: &Csr) -> bool {
+    let n = g.n();
+    let out = g.out_side();
+    let picks = SAMPLES.min(n);
+    let mut far = Vec::with_capacity(picks);
+    let mut with_arcs = 0usize;
+    for i in 0..picks {
+        let u = (i as u64 * n as u64 / picks as u64) as u32;
+        if let Some(&v) = out.neighbors(u).first() {
+            with_arcs += 1;
+            if v.abs_diff(u) > NEAR {
+                far.push(v);
+            }
+        }
+    }
+    far.sort_unstable();
+    far.dedup();
+    with_arcs > 0 && 4 * far.len() >= with_arcs
+}
+
+/// Ids closer than this (16 KiB of labels) are near: their labels are read while the lines
+/// around them are still cached, or soon enough that the hardware's own prefetching finds them.
+const NEAR: u32 = 4096;
 
 /// The most common label among a fixed-seed sample: almost surely the giant component's.
 fn most_frequent_label<P: Probe>(comp: &[AtomicU32], p: &mut P) -> u32 {
@@ -264,7 +314,7 @@ fn shiloach_vishkin<T: Tracer>(g: &Csr, comp: &[AtomicU32], t: &T) {
                 }
             },
         );
-        compress(comp, t);
+        compress::<true, T>(comp, t);
         if !changed.load(Relaxed) {
             break;
         }
@@ -332,7 +382,7 @@ pub fn verify(g: &Csr, labels: &[u32]) -> std::result::Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernels::testing::{from_edges, generated};
+    use crate::kernels::testing::{from_edges, generated, shaped};
 
     fn cc(g: &Csr, algo: Algo) -> (Cc, Outcome) {
         let mut k = Cc::new(&Layout::default(), g.n(), algo).expect("cc");
@@ -371,6 +421,26 @@ mod tests {
                 "{algo:?} {o:?}"
             );
             verify(&g, k.labels()).expect("verifies");
+        }
+    }
+
+    #[test]
+    fn labels_are_prefetched_where_they_are_scattered_only() {
+        for (spec, want) in [
+            ("kron:16", true),
+            ("urand:16", true),
+            ("grid:300x300", false),
+            ("road:300x300", false),
+            ("star:100000", false),
+        ] {
+            let g = if spec.starts_with("kron") || spec.starts_with("urand") {
+                generated(spec, true, false)
+            } else {
+                shaped(spec)
+            };
+            assert_eq!(scattered(&g), want, "{spec}");
+            let (k, _) = cc(&g, Algo::Afforest);
+            verify(&g, k.labels()).unwrap_or_else(|e| panic!("{spec}: {e}"));
         }
     }
 

@@ -182,6 +182,12 @@ pub(crate) mod testing {
         build_default(&mut g, symmetrize).expect("build")
     }
 
+    /// A shaped graph (`grid:`, `road:`, `chain:`, `star:`), weighted, undirected.
+    pub fn shaped(spec: &str) -> Csr {
+        let mut s = crate::shapes::Shaped::new(spec.parse().expect("spec"), 3, true);
+        build_default(&mut s, true).expect("shape")
+    }
+
     /// A graph from `(u, v, w)` triples over `n` vertices.
     pub fn from_edges(n: usize, edges: &[(u32, u32, u32)], symmetrize: bool) -> Csr {
         let mut src = VecSource {

@@ -669,10 +669,8 @@ fn show(d: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::build::build_default;
     use crate::kernels::pick_sources;
-    use crate::kernels::testing::{from_edges, generated};
-    use crate::shapes::Shaped;
+    use crate::kernels::testing::{from_edges, generated, shaped};
 
     fn sssp(g: &Csr, src: u32, delta: Option<u32>) -> Sssp {
         let mut k = Sssp::new(&Layout::default(), g.n(), delta).expect("arrays");
@@ -718,15 +716,10 @@ mod tests {
         assert!(e.contains(&format!("vertex {v}")), "{e}");
     }
 
-    fn mesh(spec: &str) -> Csr {
-        let mut s = Shaped::new(spec.parse().expect("spec"), 3, true);
-        build_default(&mut s, true).expect("mesh")
-    }
-
     #[test]
     fn delta_comes_from_weights_and_degrees() {
         // Weights in metres (mean about 50 000) over 4 arcs a vertex.
-        let d = choose_delta(&mesh("grid:200x200"));
+        let d = choose_delta(&shaped("grid:200x200"));
         assert!((5_500..7_000).contains(&d.delta), "{d:?}");
         assert!(d.rule.contains("mean weight"), "{d:?}");
         // The GAP suite's own width on its graphs, whose weights are in [1, 255].
@@ -738,7 +731,7 @@ mod tests {
 
     #[test]
     fn runs_say_which_delta_and_why() {
-        let g = mesh("chain:5000");
+        let g = shaped("chain:5000");
         let given = sssp(&g, 0, Some(7));
         assert_eq!(
             given.delta(),
@@ -769,7 +762,7 @@ mod tests {
     #[test]
     fn far_buckets_wait_in_a_heap_and_come_back_in_order() {
         // Delta 1 with weights in metres: most pushes land beyond the ring.
-        let g = mesh("road:40x30");
+        let g = shaped("road:40x30");
         for src in pick_sources(&g, 2, 3).expect("sources") {
             let k = sssp(&g, src, Some(1));
             verify(&g, src, k.dist()).expect("delta 1");
