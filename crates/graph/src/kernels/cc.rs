@@ -240,11 +240,12 @@ fn afforest_with<const AHEAD_ON: bool, T: Tracer>(g: &Csr, comp: &[AtomicU32], t
     compress::<AHEAD_ON, T>(comp, t);
 }
 
-/// Whether the labels Afforest reads are scattered, so that prefetching them ahead pays: at
-/// least a quarter of a sample of vertices (spread evenly, those with arcs) have a first
-/// neighbour further than [`NEAR`] ids away whose label no other sampled vertex reads. On a
-/// mesh or a road network the neighbours' labels are a few KiB away, and on a star every leaf
-/// reads the hub's: there the prefetching costs instructions and saves no miss (CC on
+/// Whether the labels Afforest reads are scattered, so that prefetching them ahead pays: in a
+/// sample of vertices spread evenly, the distinct first neighbours further than [`NEAR`] ids
+/// from their vertex must number at least a quarter of the vertices with arcs (a neighbour
+/// many share counts once, as its label stays cached). On a mesh or a road network the
+/// neighbours' labels are a few KiB away, and on a star every leaf reads the hub's: there the
+/// prefetching costs instructions and saves no miss (CC on
 /// star:2000000 at 0.81x the GAP suite's speed with it). Sampled shares: a star 0, a mesh 0,
 /// cnr-2000 0.08, kron:22 0.95, urand:22 0.99.
 fn scattered(g: &Csr) -> bool {
@@ -267,7 +268,7 @@ fn scattered(g: &Csr) -> bool {
     with_arcs > 0 && 4 * far.len() >= with_arcs
 }
 
-/// Ids closer than this (16 KiB of labels) are near: their labels are read while the lines
+/// Ids at most this far apart (16 KiB of labels) are near: their labels are read while the lines
 /// around them are still cached, or soon enough that the hardware's own prefetching finds them.
 const NEAR: u32 = 4096;
 
