@@ -139,12 +139,14 @@ fn bind(pool: &rayon::ThreadPool, threads: usize) -> Vec<usize> {
 /// round. GAP's OpenMP threads spin at each barrier and do not pay it. The polling holds the
 /// other CPUs while `f` runs, as that spinning does.
 pub fn awake<R: Send>(pool: &rayon::ThreadPool, f: impl FnOnce() -> R + Send) -> R {
+    // The CPUs are counted here, on the calling thread: inside the pool a worker bound to one
+    // CPU counts one, and a pool of two bound workers was never kept awake.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     pool.install(|| {
         let stop = Arc::new(AtomicBool::new(false));
         let owner = rayon::current_thread_index();
         // More workers than CPUs (an overcommitted run, threads that wait on swap-ins):
         // pollers would take the CPUs from the workers with work, so they sleep as rayon's do.
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let workers = rayon::current_num_threads();
         if workers > 1 && workers <= cpus && awake_on() {
             let stop = Arc::clone(&stop);
@@ -221,7 +223,16 @@ mod tests {
 
     #[test]
     fn work_handed_round_after_round_to_an_awake_pool_runs_in_the_other_workers_poll() {
-        let p = kernel_pool(2, Binding::Off).expect("pool");
+        for binding in [Binding::Off, Binding::Auto] {
+            rounds_run_in_a_poll(binding);
+        }
+    }
+
+    /// What [`work_handed_round_after_round_to_an_awake_pool_runs_in_the_other_workers_poll`]
+    /// asks, of a pool of two bound as `binding` says (`Auto` binds them one per CPU where the
+    /// machine has two).
+    fn rounds_run_in_a_poll(binding: Binding) {
+        let p = kernel_pool(2, binding).expect("pool");
         let round = || rayon::broadcast(|ctx| (ctx.index(), POLLING.with(|x| x.get())));
         // Rounds until one runs inside the other worker's poll: at once on a quiet machine. On a
         // busy one (other tests' pools on two CPUs) this thread may lose its CPU for longer than
@@ -245,7 +256,11 @@ mod tests {
                 false
             });
         }
-        assert!(polled, "no round ran inside the other worker's poll");
+        assert!(
+            polled,
+            "no round ran inside the other worker's poll ({binding:?}, bound to {:?})",
+            p.bound_to
+        );
         // Without `awake`, nothing polls (once the poll has seen its stop).
         std::thread::sleep(std::time::Duration::from_millis(20));
         let asleep: Vec<(usize, bool)> = p.pool.install(round);
