@@ -12,8 +12,10 @@
 //!
 //! Why keep awake: even bound, a sleeping worker's vCPU halts, and waking it costs a trip
 //! through the host. A kernel that hands its pool work round after round pays it each round:
-//! SSSP's delta-stepping, two broadcasts a bucket, ran on cnr-2000 at 0.80–0.82x GAP's speed
-//! inside `bench gap`, and at 0.93–0.99x with the workers polling between rounds ([`awake`]).
+//! SSSP's delta-stepping, two broadcasts a bucket, ran on cnr-2000 at 0.91–0.92x GAP's speed
+//! inside `bench gap` with the workers polling between rounds ([`awake`]), against 0.88–0.89x
+//! without (alternated, AMD EPYC). An earlier reading, 0.93–0.99x against 0.80–0.82x, was
+//! taken while bound workers were never kept awake (the CPUs were counted on a bound worker).
 //!
 //! `HUGEWISE_BIND_THREADS=off` leaves the threads to the scheduler (a machine whose CPUs other
 //! work holds, where a bound thread could not move away from it); `HUGEWISE_AWAKE_THREADS=off`
