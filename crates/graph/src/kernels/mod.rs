@@ -157,6 +157,12 @@ pub(crate) fn add_f64<P: Probe>(a: &AtomicU64, x: f64, p: &mut P) {
     }
 }
 
+/// `picks` places spread evenly over `0..len`, the same on every call: where a kernel samples
+/// the graph to choose how to run (SSSP's bucket width, CC's prefetching).
+pub(crate) fn spread(len: usize, picks: usize) -> impl Iterator<Item = usize> {
+    (0..picks).map(move |i| (i as u64 * len as u64 / picks as u64) as usize)
+}
+
 #[cfg(test)]
 pub(crate) mod testing {
     //! Graphs shared by the kernels' tests.

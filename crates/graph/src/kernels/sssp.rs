@@ -30,7 +30,7 @@ use hugewise_sys::atomic;
 use rayon::prelude::*;
 
 use crate::csr::{RegionReport, RegionReportExt, Side};
-use crate::kernels::{Kernel, Outcome};
+use crate::kernels::{spread, Kernel, Outcome};
 use crate::probe::{Off, Probe, Span, Streams, Tracer};
 use crate::sampler::Sampled;
 use crate::{Csr, Error, Layout, Result};
@@ -115,11 +115,6 @@ impl Sssp {
         }
         Ok(())
     }
-}
-
-/// `picks` places spread evenly over `0..len`, the same on every call.
-fn spread(len: usize, picks: usize) -> impl Iterator<Item = usize> {
-    (0..picks).map(move |i| (i as u64 * len as u64 / picks as u64) as usize)
 }
 
 /// Choose the bucket width from the graph: the weights of 4096 arcs at evenly spaced places
