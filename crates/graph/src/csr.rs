@@ -1,6 +1,8 @@
 //! Compressed sparse rows in regions: u64 offsets, u32 neighbour ids, optional u32 weights,
 //! and for directed graphs the incoming side too.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use hugewise_mem::Region;
 pub use hugewise_results::graph::{GraphInfo, RegionReport};
 use rayon::prelude::*;
@@ -132,6 +134,14 @@ pub struct Csr {
     directed: bool,
     out: Adjacency,
     inc: Option<Adjacency>,
+    id: u64,
+}
+
+/// The next graph's [`Csr::id`].
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+fn next_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
 }
 
 /// A [`RegionReport`] read from a live region.
@@ -155,7 +165,19 @@ impl RegionReportExt for RegionReport {
 
 impl Csr {
     pub(crate) fn new(directed: bool, out: Adjacency, inc: Option<Adjacency>) -> Csr {
-        Csr { directed, out, inc }
+        Csr {
+            directed,
+            out,
+            inc,
+            id: next_id(),
+        }
+    }
+
+    /// A number no other graph of this process has had: what a kernel keeps made from a graph
+    /// (SSSP's pairs of arcs and weights) is checked against it, where an address could be a
+    /// later graph's mapped at the same place.
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// The graph's size and shape, for results.
@@ -323,11 +345,14 @@ impl Csr {
                 weights: a.weights.map(copy).transpose()?,
             })
         };
-        let Csr { directed, out, inc } = self;
+        let Csr {
+            directed, out, inc, ..
+        } = self;
         Ok(Csr {
             directed,
             out: side(out)?,
             inc: inc.map(side).transpose()?,
+            id: next_id(),
         })
     }
 

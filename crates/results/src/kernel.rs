@@ -201,6 +201,11 @@ pub enum Outcome {
         /// from; `null` in results written before it was recorded.
         #[serde(default)]
         delta_rule: Option<String>,
+        /// Whether arcs were relaxed from one list of (neighbour, weight) pairs, made by the
+        /// first run where it fits, rather than from the graph's two lists; `null` in results
+        /// written before it was recorded.
+        #[serde(default)]
+        arc_pairs: Option<bool>,
     },
     /// PageRank.
     Pr {
@@ -351,7 +356,8 @@ mod tests {
                 max_dist: 9,
                 rounds: 3,
                 delta: None,
-                delta_rule: None
+                delta_rule: None,
+                arc_pairs: None
             }
         );
         assert_eq!(o.summary(), "5 reached, max dist 9");

@@ -12,6 +12,7 @@
 //! or writes at neighbours' ids (the scattered accesses that thrash the TLB); `frontier` is
 //! queues, bitmaps and other working lists.
 
+pub mod arcs;
 pub mod bc;
 pub mod bfs;
 pub mod cc;

@@ -18,7 +18,9 @@
 //!
 //! The distance array is the "property" region; the shared frontier is a "frontier" region
 //! faulted in by first touch, grown if a round ever needs more. The per-thread buckets are
-//! heap vectors kept across runs. [`verify`] compares with a serial Dijkstra.
+//! heap vectors kept across runs. Arcs are relaxed from a list of `[neighbour, weight]` pairs
+//! (the "arcs" region, see [`super::arcs`]) made by the first run where it fits, else from the
+//! graph's two lists. [`verify`] compares with a serial Dijkstra.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -30,6 +32,7 @@ use hugewise_sys::atomic;
 use rayon::prelude::*;
 
 use crate::csr::{RegionReport, RegionReportExt, Side};
+use crate::kernels::arcs::Arcs;
 use crate::kernels::{spread, Kernel, Outcome};
 use crate::probe::{Off, Probe, Span, Streams, Tracer};
 use crate::sampler::Sampled;
@@ -70,6 +73,7 @@ pub struct Sssp {
     frontier: Region<u32>,
     bins: Vec<Mutex<Bins>>,
     rounds: u32,
+    arcs: Arcs,
 }
 
 /// A bucket width and how it was set.
@@ -96,6 +100,7 @@ impl Sssp {
             frontier: layout.lazy_region("frontier", "frontier", (n / 4).max(GRAIN) + 1)?,
             bins: Vec::new(),
             rounds: 0,
+            arcs: Arcs::default(),
         })
     }
 
@@ -180,11 +185,14 @@ struct Round<'a> {
     bucket: u64,
     /// Where it starts: `delta · bucket`.
     start: u64,
+    /// The arcs as pairs, indexed as `out.edges`; empty: read `out.edges` and `out.weights`.
+    pairs: &'a [[u32; 2]],
 }
 
 impl Sssp {
     fn body<T: Tracer>(&mut self, g: &Csr, sources: &[u32], t: &T) -> Result<()> {
         let src = sources[0];
+        self.arcs.prepare_in_room(&self.layout, g)?;
         let chosen = match self.given {
             Some(delta) => Delta {
                 delta,
@@ -227,6 +235,7 @@ impl Sssp {
                 delta: delta as u32,
                 bucket,
                 start: delta * bucket,
+                pairs: self.arcs.pairs(),
             };
             let frontier = &self.frontier[..frontier_len];
             let cursor = AtomicUsize::new(0);
@@ -244,7 +253,7 @@ impl Sssp {
                     }
                     let chunk = &frontier[start..(start + GRAIN).min(frontier.len())];
                     for (k, u) in chunk.iter().enumerate() {
-                        prefetch_ahead(r.out, chunk, k);
+                        prefetch_ahead(r, chunk, k);
                         let u = p.read(u);
                         done += relax(r, u, &mut mine, &mut p);
                     }
@@ -338,7 +347,9 @@ impl Kernel for Sssp {
     }
 
     fn spans(&self) -> Vec<Span> {
-        vec![Span::of(&self.dist), Span::of(&self.frontier)]
+        let mut v = vec![Span::of(&self.dist), Span::of(&self.frontier)];
+        v.extend(self.arcs.region().map(Span::of));
+        v
     }
 
     fn outcome(&self, _: &Csr) -> Outcome {
@@ -354,6 +365,7 @@ impl Kernel for Sssp {
             rounds: self.rounds,
             delta: self.used.as_ref().map(|d| d.delta),
             delta_rule: self.used.as_ref().map(|d| d.rule.clone()),
+            arc_pairs: Some(self.arcs.region().is_some()),
         }
     }
 
@@ -364,6 +376,9 @@ impl Kernel for Sssp {
     fn regions(&self) -> Result<Vec<RegionReport>> {
         let mut v = vec![RegionReport::of(&self.dist)?];
         v.push(RegionReport::of(&self.frontier)?);
+        if let Some(pairs) = self.arcs.region() {
+            v.push(RegionReport::of(pairs)?);
+        }
         Ok(v)
     }
 }
@@ -549,7 +564,7 @@ impl Bins {
                 break;
             };
             for (k, &u) in work.iter().enumerate() {
-                prefetch_ahead(r.out, &work, k);
+                prefetch_ahead(r, &work, k);
                 done += relax(r, u, self, p);
             }
             self.give_back(work);
@@ -587,35 +602,61 @@ fn relax<P: Probe>(r: Round<'_>, u: u32, mine: &mut Bins, p: &mut P) -> u64 {
     }
     let range = p.range(r.out, u);
     let done = range.len() as u64 + 1;
-    // Unweighted graphs are refused before a run; an empty weight list relaxes nothing.
-    let weights = r.out.weights.get(range.clone()).unwrap_or(&[]);
-    for (v, w) in r.out.edges[range].iter().zip(weights) {
-        let (v, w) = (p.read(v), p.read(w));
-        let nd = du.saturating_add(w).min(SATURATED);
-        let d = &r.dist[v as usize];
-        let mut old = p.load(d);
-        while nd < old {
-            match p.cas_weak(d, old, nd) {
-                Ok(_) => {
-                    mine.push(r.bucket, (nd / r.delta) as u64, v, nd);
-                    break;
-                }
-                Err(cur) => old = cur,
-            }
+    if r.pairs.is_empty() {
+        // Unweighted graphs are refused before a run; an empty weight list relaxes nothing.
+        let weights = r.out.weights.get(range.clone()).unwrap_or(&[]);
+        for (v, w) in r.out.edges[range].iter().zip(weights) {
+            let (v, w) = (p.read(v), p.read(w));
+            relax_arc(r, du, v, w, mine, p);
+        }
+    } else {
+        for pair in &r.pairs[range] {
+            let [v, w] = p.read(pair);
+            relax_arc(r, du, v, w, mine, p);
         }
     }
     done
 }
 
+/// Lower `v`'s distance to `du + w` if that is shorter, and file `v` in its new bucket.
+#[inline(always)]
+fn relax_arc<P: Probe>(r: Round<'_>, du: u32, v: u32, w: u32, mine: &mut Bins, p: &mut P) {
+    let nd = du.saturating_add(w).min(SATURATED);
+    let d = &r.dist[v as usize];
+    let mut old = p.load(d);
+    while nd < old {
+        match p.cas_weak(d, old, nd) {
+            Ok(_) => {
+                mine.push(r.bucket, (nd / r.delta) as u64, v, nd);
+                break;
+            }
+            Err(cur) => old = cur,
+        }
+    }
+}
+
 /// How many frontier entries ahead the relaxing loops prefetch adjacency lists.
 const AHEAD: usize = 8;
 
-/// Prefetch the lists (and weights) of the vertices a few places after `k` in `work`.
+/// Prefetch the arcs (pairs, or lists and weights) of the vertices a few places after `k` in
+/// `work`, and the offsets of those twice as far.
 #[inline]
-fn prefetch_ahead(out: Side, work: &[u32], k: usize) {
-    out.prefetch_ahead(k, AHEAD, |i| work.get(i).copied());
+fn prefetch_ahead(r: Round<'_>, work: &[u32], k: usize) {
+    let out = r.out;
+    if r.pairs.is_empty() {
+        out.prefetch_ahead(k, AHEAD, |i| work.get(i).copied());
+        if let Some(&x) = work.get(k + AHEAD) {
+            out.prefetch_weights(x);
+        }
+        return;
+    }
+    if let Some(&x) = work.get(k + 2 * AHEAD) {
+        out.prefetch_offsets(x);
+    }
     if let Some(&x) = work.get(k + AHEAD) {
-        out.prefetch_weights(x);
+        if let Some(pair) = r.pairs.get(out.offsets[x as usize] as usize) {
+            hugewise_sys::hint::prefetch(pair);
+        }
     }
 }
 
@@ -681,6 +722,36 @@ mod tests {
             let k = sssp(&g, 0, Some(delta));
             assert_eq!(k.dist(), [0, 1, 2, INF], "delta {delta}");
             verify(&g, 0, k.dist()).expect("verifies");
+        }
+    }
+
+    #[test]
+    fn pairs_and_two_lists_give_the_same_distances() {
+        for (spec, sym) in [("kron:12", true), ("urand:12", true), ("kron:11", false)] {
+            let g = generated(spec, sym, true);
+            let src = pick_sources(&g, 1, 5).expect("source")[0];
+            let with_pairs = sssp(&g, src, Some(2));
+            let Outcome::Sssp { arc_pairs, .. } = with_pairs.outcome(&g) else {
+                panic!("an sssp outcome");
+            };
+            assert_eq!(
+                arc_pairs,
+                Some(true),
+                "{spec}: pairs fit in any room a test has"
+            );
+            let mut apart = Sssp::new(&Layout::default(), g.n(), Some(2)).expect("arrays");
+            // No room: the run reads the graph's two lists.
+            apart
+                .arcs
+                .prepare(&Layout::default(), &g, Some(0))
+                .expect("decided");
+            apart.run(&g, &[src]).expect("run");
+            let Outcome::Sssp { arc_pairs, .. } = apart.outcome(&g) else {
+                panic!("an sssp outcome");
+            };
+            assert_eq!(arc_pairs, Some(false), "{spec}");
+            verify(&g, src, apart.dist()).unwrap_or_else(|e| panic!("{spec} apart: {e}"));
+            assert_eq!(with_pairs.dist(), apart.dist(), "{spec}");
         }
     }
 
