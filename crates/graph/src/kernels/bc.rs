@@ -10,19 +10,23 @@
 //! [`verify`] runs a serial Brandes with explicit predecessor lists and compares scores.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
+use std::ops::Range;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use hugewise_mem::Region;
 use hugewise_sys::atomic;
 use rayon::prelude::*;
 
 use crate::csr::{RegionReport, RegionReportExt, Side};
-use crate::kernels::{add_f64, Kernel, Outcome};
+use crate::kernels::{add_f64, in_pieces, Kernel, Outcome};
 use crate::probe::{Off, Probe, Span, Streams, Tracer};
 use crate::sampler::Sampled;
 use crate::{Csr, Layout, Result};
 
 const UNSEEN: u32 = u32::MAX;
+
+/// Queue entries a thread takes at a time.
+const GRAIN: usize = 64;
 
 /// Brandes with its arrays.
 #[derive(Debug)]
@@ -88,33 +92,35 @@ impl Bc {
             }
             let d = (levels.len() - 2) as u32;
             let end = AtomicUsize::new(tail);
-            queue[head..tail].par_chunks(64).for_each(|chunk| {
-                let mut p = t.probe();
-                let mut found = Vec::new();
-                for (k, q) in chunk.iter().enumerate() {
-                    prefetch_ahead(out, chunk, k);
-                    let u = p.load(q);
-                    let su = f64::from_bits(p.load(&sigma[u as usize]));
-                    let r = p.range(out, u);
-                    let first = r.start;
-                    for (i, v) in out.edges[r].iter().enumerate() {
-                        let v = p.read(v);
-                        let dv = &depth[v as usize];
-                        if p.load(dv) == UNSEEN && p.cas(dv, UNSEEN, d + 1).is_ok() {
-                            found.push(v);
+            let level = &queue[head..tail];
+            in_pieces(
+                level.len(),
+                GRAIN,
+                || (t.probe(), Vec::new()),
+                |(p, found), piece| {
+                    each_vertex(out, level, piece, sigma, p, |p, _, su, r| {
+                        let first = r.start;
+                        for (i, v) in out.edges[r].iter().enumerate() {
+                            let v = p.read(v);
+                            let dv = &depth[v as usize];
+                            if p.load(dv) == UNSEEN && p.cas(dv, UNSEEN, d + 1).is_ok() {
+                                found.push(v);
+                            }
+                            if p.load(dv) == d + 1 {
+                                let arc = first + i;
+                                p.fetch_or(&on_path[arc / 64], 1 << (arc % 64));
+                                add_f64(&sigma[v as usize], su, p);
+                            }
                         }
-                        if p.load(dv) == d + 1 {
-                            let arc = first + i;
-                            p.fetch_or(&on_path[arc / 64], 1 << (arc % 64));
-                            add_f64(&sigma[v as usize], su, &mut p);
-                        }
+                    });
+                },
+                |(mut p, found)| {
+                    let at = end.fetch_add(found.len(), Relaxed);
+                    for (k, v) in found.into_iter().enumerate() {
+                        p.store(&queue[at + k], v);
                     }
-                }
-                let at = end.fetch_add(found.len(), Relaxed);
-                for (k, v) in found.into_iter().enumerate() {
-                    p.store(&queue[at + k], v);
-                }
-            });
+                },
+            );
             levels.push(end.into_inner());
         }
         let reached = levels[levels.len() - 1] as u64;
@@ -122,31 +128,32 @@ impl Bc {
         let scores = atomic::u32s(bytemuck::cast_slice_mut(&mut self.scores[..]));
         for w in levels.windows(2).rev() {
             let level = &queue[w[0]..w[1]];
-            level.par_iter().enumerate().with_min_len(64).for_each_init(
+            in_pieces(
+                level.len(),
+                GRAIN,
                 || t.probe(),
-                |p, (k, q)| {
-                    prefetch_ahead(out, level, k);
-                    let u = p.load(q);
-                    let su = f64::from_bits(p.load(&sigma[u as usize]));
-                    let r = p.range(out, u);
-                    let first = r.start;
-                    let mut dep = 0.0f64;
-                    for (i, v) in out.edges[r].iter().enumerate() {
-                        let arc = first + i;
-                        if p.load(&on_path[arc / 64]) & (1 << (arc % 64)) != 0 {
-                            let v = p.read(v);
-                            let sv = f64::from_bits(p.load(&sigma[v as usize]));
-                            let dv = f32::from_bits(p.load(&delta[v as usize])) as f64;
-                            dep += su / sv * (1.0 + dv);
+                |p, piece| {
+                    each_vertex(out, level, piece, sigma, p, |p, u, su, r| {
+                        let first = r.start;
+                        let mut dep = 0.0f64;
+                        for (i, v) in out.edges[r].iter().enumerate() {
+                            let arc = first + i;
+                            if p.load(&on_path[arc / 64]) & (1 << (arc % 64)) != 0 {
+                                let v = p.read(v);
+                                let sv = f64::from_bits(p.load(&sigma[v as usize]));
+                                let dv = f32::from_bits(p.load(&delta[v as usize])) as f64;
+                                dep += su / sv * (1.0 + dv);
+                            }
                         }
-                    }
-                    p.store(&delta[u as usize], (dep as f32).to_bits());
-                    if u != src {
-                        let s = &scores[u as usize];
-                        let x = f32::from_bits(p.load(s)) + dep as f32;
-                        p.store(s, x.to_bits());
-                    }
+                        p.store(&delta[u as usize], (dep as f32).to_bits());
+                        if u != src {
+                            let s = &scores[u as usize];
+                            let x = f32::from_bits(p.load(s)) + dep as f32;
+                            p.store(s, x.to_bits());
+                        }
+                    });
                 },
+                drop,
             );
         }
         reached
@@ -188,6 +195,27 @@ impl Bc {
         }
         self.last = (sources.len() as u32, reached);
         Ok(())
+    }
+}
+
+/// Each vertex `u` of `level[piece]` with its path count and where its list is, for `f`; the
+/// lists a few places on are prefetched, looking on through the level past the piece's end
+/// (the next piece's first lists are as likely this thread's as another's).
+#[inline(always)]
+fn each_vertex<P: Probe>(
+    out: Side,
+    level: &[AtomicU32],
+    piece: Range<usize>,
+    sigma: &[AtomicU64],
+    p: &mut P,
+    mut f: impl FnMut(&mut P, u32, f64, Range<usize>),
+) {
+    for k in piece {
+        prefetch_ahead(out, level, k);
+        let u = p.load(&level[k]);
+        let su = f64::from_bits(p.load(&sigma[u as usize]));
+        let r = p.range(out, u);
+        f(p, u, su, r);
     }
 }
 
