@@ -7,25 +7,38 @@
 //! list of pairs is three, and two streams for the prefetcher and the TLB where one list is
 //! one. With the pairs SSSP went from 0.90–0.92x of GAP's speed to 0.98–1.01x there, five runs
 //! alternated with the two lists (AMD EPYC; BENCHMARKS.md). The copy is made by the first run,
-//! which callers do untimed as a warm-up, in the `edges` group's page policy, and kept for
-//! every run on the same graph; it costs 8 bytes an arc, so it is made only when that is at
-//! most the memory the process has left divided by [`ROOM_SHARE`], and the two lists are read
-//! as they are otherwise.
+//! which callers do untimed as a warm-up, in the page policy of the graph's own `edges` region
+//! (so that `--pages edges=thp` covers it), and kept for every run on the same graph. It costs
+//! 8 bytes an arc, so it is made only when that is at most the machine's memory divided by
+//! [`TOTAL_SHARE`] (a rule that does not depend on what else runs, so that every arm of a
+//! comparison on one graph decides alike) and the room left divided by [`ROOM_SHARE`] (so that a
+//! memory limit is never pushed). The two lists are read as they are otherwise, and when the
+//! copy cannot be made (a hugetlb pool sized for the graph, a lock limit): a faster layout is
+//! not worth failing a run for.
 
-use hugewise_mem::Region;
+use hugewise_mem::{Region, RegionOptions};
+use hugewise_sys::proc::ProcFs;
 use rayon::prelude::*;
 
 use crate::fits::Fit;
-use crate::{Csr, Layout, Result};
+use crate::Csr;
 
 /// The copy is made when its bytes are at most the room left divided by this: a graph that
 /// fills memory must not be made to swap for a layout that gains a tenth.
 pub const ROOM_SHARE: u64 = 4;
 
-/// Whether a copy of `arcs` arcs fits in `room` bytes (`None`: the room could not be read).
-pub fn fits(arcs: usize, room: Option<u64>) -> bool {
+/// ... and at most the machine's memory divided by this: kron:22's 1 GiB of pairs on 24 GiB,
+/// not kron:24's 4.3 GB, whose arms in a comparison would each hold a copy.
+pub const TOTAL_SHARE: u64 = 16;
+
+/// Arcs copied at a time by one thread.
+const CHUNK: usize = 1 << 16;
+
+/// Whether a copy of `arcs` arcs fits a machine of `total` bytes with `room` bytes left
+/// (`None`: not read).
+pub fn fits(arcs: usize, total: Option<u64>, room: Option<u64>) -> bool {
     let bytes = (arcs as u64).saturating_mul(8);
-    room.is_some_and(|r| bytes <= r / ROOM_SHARE)
+    total.is_some_and(|t| bytes <= t / TOTAL_SHARE) && room.is_some_and(|r| bytes <= r / ROOM_SHARE)
 }
 
 /// The pairs of one side, or the reason there are none.
@@ -39,25 +52,32 @@ pub struct Arcs {
 
 impl Arcs {
     /// Make the pairs of `g`'s outgoing side unless they were decided for `g` already or do
-    /// not fit in `room` bytes (see [`fits`]); an unweighted graph has none. Decided once per
-    /// graph, so a timed run reads no memory figures.
-    pub fn prepare(&mut self, layout: &Layout, g: &Csr, room: Option<u64>) -> Result<()> {
+    /// not fit (see [`fits`]); an unweighted graph has none, and a copy that cannot be made
+    /// leaves the two lists to be read. Decided once per graph, so a timed run reads no memory
+    /// figures.
+    pub fn prepare(&mut self, g: &Csr, total: Option<u64>, room: Option<u64>) {
         let side = g.out_side();
         let of = (g.id(), side.weights.len());
         if self.of == Some(of) {
-            return Ok(());
+            return;
         }
         self.copy = None;
         self.of = Some(of);
         let arcs = side.edges.len();
-        if side.weights.len() != arcs || arcs == 0 || !fits(arcs, room) {
-            return Ok(());
+        if side.weights.len() != arcs || arcs == 0 || !fits(arcs, total, room) {
+            return;
         }
-        let mut copy: Region<[u32; 2]> = layout.filled_region("edges", "arcs", arcs)?;
-        copy.par_chunks_mut(1 << 16)
+        let edges = &g.out_adjacency().edges;
+        let opts = RegionOptions::new(edges.policy())
+            .first_touch()
+            .locked(edges.locks());
+        let Ok(mut copy) = Region::<[u32; 2]>::new("arcs", arcs, opts) else {
+            return;
+        };
+        copy.par_chunks_mut(CHUNK)
             .enumerate()
             .for_each(|(k, part)| {
-                let at = k << 16;
+                let at = k * CHUNK;
                 let ids = &side.edges[at..at + part.len()];
                 let ws = &side.weights[at..at + part.len()];
                 for ((pair, &v), &w) in part.iter_mut().zip(ids).zip(ws) {
@@ -65,17 +85,17 @@ impl Arcs {
                 }
             });
         self.copy = Some(copy);
-        Ok(())
     }
 
-    /// Make them within the room this process has now (see [`Fit::room_bytes`]), read only
-    /// when `g` has not been decided for.
-    pub fn prepare_in_room(&mut self, layout: &Layout, g: &Csr) -> Result<()> {
+    /// Make them against this machine's memory and the room this process has now (see
+    /// [`Fit::room_bytes`]), read only when `g` has not been decided for.
+    pub fn prepare_in_room(&mut self, g: &Csr) {
         let of = (g.id(), g.out_side().weights.len());
         if self.of == Some(of) {
-            return Ok(());
+            return;
         }
-        self.prepare(layout, g, Fit::default().room_bytes())
+        let total = ProcFs::default().meminfo().ok().map(|m| m.total_bytes);
+        self.prepare(g, total, Fit::default().room_bytes());
     }
 
     /// The pairs, indexed as the side's edges; empty when the lists are read apart.
@@ -93,14 +113,20 @@ impl Arcs {
 mod tests {
     use super::*;
     use crate::kernels::testing::generated;
+    use crate::Layout;
+
+    /// Any machine, any room.
+    const ALL: Option<u64> = Some(u64::MAX);
 
     #[test]
-    fn a_copy_fits_within_a_quarter_of_the_room() {
-        // 1 000 arcs are 8 000 bytes: a room of 32 000 holds them, 31 999 does not.
-        assert!(fits(1000, Some(32_000)));
-        assert!(!fits(1000, Some(31_999)));
-        assert!(!fits(1000, None));
-        assert!(!fits(usize::MAX, Some(u64::MAX)));
+    fn a_copy_fits_within_a_sixteenth_of_the_machine_and_a_quarter_of_the_room() {
+        // 1 000 arcs are 8 000 bytes: a machine of 128 000 and a room of 32 000 hold them.
+        let big = Some(u64::MAX);
+        assert!(fits(1000, Some(128_000), Some(32_000)));
+        assert!(!fits(1000, big, Some(31_999)));
+        assert!(!fits(1000, Some(127_999), big));
+        assert!(!fits(1000, None, big) && !fits(1000, big, None));
+        assert!(!fits(usize::MAX, big, big));
     }
 
     #[test]
@@ -108,18 +134,23 @@ mod tests {
         let mut g = generated("kron:8", true, false);
         g.add_weights(7, &Layout::default()).expect("weights");
         let mut a = Arcs::default();
-        a.prepare(&Layout::default(), &g, Some(u64::MAX))
-            .expect("pairs");
+        a.prepare(&g, ALL, ALL);
         same(&a, &g);
+        let policy = a.region().map(|r| r.policy());
+        assert_eq!(
+            policy,
+            Some(g.out_adjacency().edges.policy()),
+            "the graph's edges' policy"
+        );
         let first = a.pairs().as_ptr();
-        a.prepare(&Layout::default(), &g, Some(u64::MAX))
-            .expect("again");
+        a.prepare(&g, ALL, ALL);
         assert_eq!(a.pairs().as_ptr(), first, "the same graph's pairs are kept");
-        // Another graph of the same shape, wherever it is mapped, gets pairs of its own.
+        // Another graph of the same shape gets pairs of its own, also when it is mapped where
+        // the first one was (dropped first so that it may be).
+        drop(g);
         let mut h = generated("kron:8", true, false);
         h.add_weights(8, &Layout::default()).expect("weights");
-        a.prepare(&Layout::default(), &h, Some(u64::MAX))
-            .expect("another");
+        a.prepare(&h, ALL, ALL);
         same(&a, &h);
     }
 
@@ -135,19 +166,16 @@ mod tests {
     fn no_pairs_without_room_or_weights() {
         let mut g = generated("kron:8", true, false);
         let mut a = Arcs::default();
-        a.prepare(&Layout::default(), &g, Some(u64::MAX))
-            .expect("unweighted");
+        a.prepare(&g, ALL, ALL);
         assert!(a.pairs().is_empty(), "an unweighted side has no pairs");
         g.add_weights(7, &Layout::default()).expect("weights");
         let need = g.out_side().edges.len() as u64 * 8 * ROOM_SHARE;
-        a.prepare(&Layout::default(), &g, Some(need - 1))
-            .expect("tight");
+        a.prepare(&g, ALL, Some(need - 1));
         assert!(a.pairs().is_empty() && a.region().is_none());
-        a.prepare(&Layout::default(), &g, Some(need))
-            .expect("decided");
+        a.prepare(&g, ALL, Some(need));
         assert!(a.pairs().is_empty(), "decided once per graph");
         let mut a = Arcs::default();
-        a.prepare(&Layout::default(), &g, Some(need)).expect("room");
+        a.prepare(&g, ALL, Some(need));
         same(&a, &g);
     }
 }

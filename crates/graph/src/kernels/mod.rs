@@ -169,7 +169,7 @@ pub(crate) fn spread(len: usize, picks: usize) -> impl Iterator<Item = usize> {
 
 /// The length from which [`in_pieces`] broadcasts. A broadcast made Brandes' levels on kron:22
 /// (up to millions of vertices, lists of every length) about a quarter faster than pieces as a
-/// parallel iterator, and on cnr-2000 (levels of 4 000 to 70 000) a quarter slower.
+/// parallel iterator, and on cnr-2000 (levels of up to 70 000) a quarter slower.
 pub(crate) const BROADCAST_FROM: usize = 1 << 17;
 
 /// Work through `0..len` in pieces of `grain`: `init` makes a state for one or more pieces,
@@ -184,6 +184,7 @@ pub(crate) fn in_pieces<S>(
     piece: impl Fn(&mut S, Range<usize>) + Sync,
     finish: impl Fn(S) + Sync,
 ) {
+    assert!(grain > 0, "pieces of no length");
     if len <= grain {
         let mut state = init();
         if len > 0 {
@@ -214,6 +215,63 @@ pub(crate) fn in_pieces<S>(
         }
         finish(state);
     });
+}
+
+#[cfg(test)]
+mod pieces_tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    #[test]
+    fn every_index_once_and_every_state_finished_on_each_path() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .expect("pool");
+        let grain = 64;
+        for len in [
+            0,
+            1,
+            grain,
+            grain + 1,
+            BROADCAST_FROM - 1,
+            BROADCAST_FROM,
+            BROADCAST_FROM + grain + 1,
+        ] {
+            let seen: Vec<AtomicUsize> = (0..len).map(|_| AtomicUsize::new(0)).collect();
+            let made = AtomicUsize::new(0);
+            let finished = Mutex::new(Vec::new());
+            pool.install(|| {
+                in_pieces(
+                    len,
+                    grain,
+                    || {
+                        made.fetch_add(1, Relaxed);
+                        0usize
+                    },
+                    |count, piece| {
+                        assert!(piece.len() <= grain, "{len}: a piece of {}", piece.len());
+                        *count += piece.len();
+                        for i in piece {
+                            seen[i].fetch_add(1, Relaxed);
+                        }
+                    },
+                    |count| finished.lock().expect("lock").push(count),
+                )
+            });
+            assert!(
+                seen.iter().all(|s| s.load(Relaxed) == 1),
+                "{len}: an index missed or twice"
+            );
+            let finished = finished.into_inner().expect("lock");
+            assert_eq!(
+                finished.len(),
+                made.load(Relaxed),
+                "{len}: a state not finished"
+            );
+            assert_eq!(finished.iter().sum::<usize>(), len, "{len}");
+        }
+    }
 }
 
 #[cfg(test)]

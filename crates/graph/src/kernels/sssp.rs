@@ -192,7 +192,7 @@ struct Round<'a> {
 impl Sssp {
     fn body<T: Tracer>(&mut self, g: &Csr, sources: &[u32], t: &T) -> Result<()> {
         let src = sources[0];
-        self.arcs.prepare_in_room(&self.layout, g)?;
+        self.arcs.prepare_in_room(g);
         let chosen = match self.given {
             Some(delta) => Delta {
                 delta,
@@ -741,10 +741,7 @@ mod tests {
             );
             let mut apart = Sssp::new(&Layout::default(), g.n(), Some(2)).expect("arrays");
             // No room: the run reads the graph's two lists.
-            apart
-                .arcs
-                .prepare(&Layout::default(), &g, Some(0))
-                .expect("decided");
+            apart.arcs.prepare(&g, Some(u64::MAX), Some(0));
             apart.run(&g, &[src]).expect("run");
             let Outcome::Sssp { arc_pairs, .. } = apart.outcome(&g) else {
                 panic!("an sssp outcome");
