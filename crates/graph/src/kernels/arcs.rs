@@ -41,7 +41,8 @@ pub fn fits(arcs: usize, total: Option<u64>, room: Option<u64>) -> bool {
     total.is_some_and(|t| bytes <= t / TOTAL_SHARE) && room.is_some_and(|r| bytes <= r / ROOM_SHARE)
 }
 
-/// The pairs of one side, or the reason there are none.
+/// The pairs of a graph's outgoing side, when they were made, and the graph they were decided
+/// for.
 #[derive(Debug, Default)]
 pub struct Arcs {
     copy: Option<Region<[u32; 2]>>,

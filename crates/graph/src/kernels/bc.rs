@@ -334,7 +334,7 @@ pub fn verify(g: &Csr, sources: &[u32], scores: &[f32]) -> std::result::Result<(
 mod tests {
     use super::*;
     use crate::kernels::pick_sources;
-    use crate::kernels::testing::{from_edges, generated};
+    use crate::kernels::testing::{from_edges, generated, shaped};
 
     fn bc(g: &Csr, sources: &[u32]) -> Bc {
         let mut k = Bc::new(&Layout::default(), g.n()).expect("bc");
@@ -373,6 +373,30 @@ mod tests {
                 k.verify(&g, &sources)
                     .unwrap_or_else(|e| panic!("{spec}: {e}"));
             }
+        }
+    }
+
+    #[test]
+    fn levels_long_enough_to_broadcast_verify() {
+        // From the hub, one level holds every leaf; from a leaf, the level after the hub does:
+        // both past the length from which a level runs in one broadcast.
+        let g = shaped("star:200000");
+        assert!(
+            g.n() - 2 >= crate::kernels::BROADCAST_FROM,
+            "a level too short"
+        );
+        let hub = (0..g.n() as u32)
+            .max_by_key(|&v| g.out_side().degree(v))
+            .expect("hub");
+        let leaf = if hub == 0 { 1 } else { 0 };
+        for sources in [vec![hub], vec![leaf], vec![hub, leaf]] {
+            let k = bc(&g, &sources);
+            k.verify(&g, &sources)
+                .unwrap_or_else(|e| panic!("from {sources:?}: {e}"));
+            let Outcome::Bc { reached, .. } = k.outcome(&g) else {
+                panic!("a bc outcome");
+            };
+            assert_eq!(reached, g.n() as u64 * sources.len() as u64, "{sources:?}");
         }
     }
 
