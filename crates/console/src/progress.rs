@@ -1,6 +1,7 @@
 //! Progress of a command's steps on stderr: on a terminal a spinner with the elapsed time
 //! until a step's size is known, then a bar with its rate and ETA; off a terminal one plain
-//! line per finished step with its rate; nothing with `--no-progress`.
+//! line per finished step with its rate, and for a long step a line with its count and what is
+//! left at most every [`LINE_EVERY`] while its count moves; nothing with `--no-progress`.
 
 use std::io::IsTerminal;
 use std::sync::Mutex;
@@ -15,9 +16,15 @@ pub enum Mode {
     Off,
     /// Redrawn bars and spinners (stderr is a terminal).
     Terminal,
-    /// One line per finished step (stderr is a file or a pipe).
+    /// One line per finished step (stderr is a file or a pipe), and a line now and then while
+    /// a long one moves.
     Lines,
 }
+
+/// Off a terminal, the shortest time between two lines of one step: a step that ends sooner
+/// prints only its finishing line, and a benchmark of an hour piped to a log still says how far
+/// it got, a few lines a minute at most.
+pub const LINE_EVERY: Duration = Duration::from_secs(30);
 
 impl Mode {
     /// The mode for this process's stderr.
@@ -48,6 +55,8 @@ struct State {
     done: u64,
     total: u64,
     sized: bool,
+    /// When the step last printed a line off a terminal (its start until then), and its count.
+    said: (Instant, u64),
 }
 
 /// The progress of one command, made of named steps (`loading`, then `trials`, ...).
@@ -77,14 +86,7 @@ impl Steps {
             mode,
             unit,
             bar,
-            state: Mutex::new(State {
-                phase: phase.to_string(),
-                unit,
-                started: Instant::now(),
-                done: 0,
-                total: 0,
-                sized: false,
-            }),
+            state: Mutex::new(State::starting(phase, unit)),
             reads: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -116,6 +118,17 @@ impl Steps {
         if total > 0 {
             s.total = total;
         }
+        if self.mode == Mode::Lines {
+            let now = Instant::now();
+            if done != s.said.1 && now.duration_since(s.said.0) >= LINE_EVERY {
+                s.said = (now, done);
+                eprintln!(
+                    "{}",
+                    moving_line(&s.phase, done, s.total, s.started.elapsed(), s.unit)
+                );
+            }
+            return;
+        }
         if self.mode != Mode::Terminal {
             return;
         }
@@ -137,14 +150,7 @@ impl Steps {
             return;
         }
         self.line(&s);
-        *s = State {
-            phase: phase.to_string(),
-            unit: self.unit,
-            started: Instant::now(),
-            done: 0,
-            total: 0,
-            sized: false,
-        };
+        *s = State::starting(phase, self.unit);
         if self.mode == Mode::Terminal {
             self.bar.set_style(spinner_style());
             self.bar.set_message(phase.to_string());
@@ -211,15 +217,21 @@ fn read_unit() -> Unit {
 }
 
 impl State {
-    fn default_for(unit: Unit) -> State {
+    fn starting(phase: &str, unit: Unit) -> State {
+        let now = Instant::now();
         State {
-            phase: String::new(),
+            phase: phase.to_string(),
             unit,
-            started: Instant::now(),
+            started: now,
             done: 0,
             total: 0,
             sized: false,
+            said: (now, 0),
         }
+    }
+
+    fn default_for(unit: Unit) -> State {
+        State::starting("", unit)
     }
 }
 
@@ -270,6 +282,39 @@ pub fn step_line(phase: &str, done: u64, took: Duration, unit: Unit) -> String {
     }
 }
 
+/// A long step's line off a terminal while it moves: `hugewise: runs: 3 of 24 after 10 min
+/// 12 s, about 1 h 11 min left` (the rate so far carried to the end); without a known total,
+/// the count and the time so far.
+pub fn moving_line(phase: &str, done: u64, total: u64, took: Duration, unit: Unit) -> String {
+    let what = |n: u64| match unit {
+        Unit::Bytes => hugewise_report::fmt::bytes(n),
+        Unit::Items => n.to_string(),
+    };
+    let secs = took.as_secs_f64();
+    if total == 0 || done == 0 || done > total {
+        return format!("hugewise: {phase}: {} after {}", what(done), span(secs));
+    }
+    let left = secs * (total - done) as f64 / done as f64;
+    format!(
+        "hugewise: {phase}: {} of {} after {}, about {} left",
+        what(done),
+        what(total),
+        span(secs),
+        span(left)
+    )
+}
+
+/// A time span to the second, in the largest units that keep it short: 42 s, 10 min 12 s,
+/// 2 h 5 min.
+fn span(secs: f64) -> String {
+    let s = secs.round().max(0.0) as u64;
+    match s {
+        s if s < 60 => format!("{s} s"),
+        s if s < 3600 => format!("{} min {} s", s / 60, s % 60),
+        s => format!("{} h {} min", s / 3600, s % 3600 / 60),
+    }
+}
+
 /// A rate with a decimal suffix: 4.2, 310, 12.5 k, 98.1 M.
 fn count(x: f64) -> String {
     match x {
@@ -311,5 +356,47 @@ mod tests {
         let l = step_line("loading", 0, Duration::from_millis(820), Unit::Items);
         assert_eq!(l, "hugewise: loading: 0.82 s");
         assert_eq!(count(98_100_000.0), "98.1 M");
+    }
+
+    #[test]
+    fn a_moving_step_says_how_far_it_got_and_what_is_left() {
+        let l = moving_line("runs", 3, 24, Duration::from_secs(612), Unit::Items);
+        assert_eq!(
+            l,
+            "hugewise: runs: 3 of 24 after 10 min 12 s, about 1 h 11 min left"
+        );
+        let l = moving_line("loading", 1 << 30, 0, Duration::from_secs(42), Unit::Bytes);
+        assert_eq!(l, "hugewise: loading: 1 GiB after 42 s");
+        let l = moving_line("runs", 5, 4, Duration::from_secs(7300), Unit::Items);
+        assert_eq!(l, "hugewise: runs: 5 after 2 h 1 min");
+    }
+
+    #[test]
+    fn off_a_terminal_a_step_speaks_only_after_its_quiet_time() {
+        // A step just started: its count moves, but too soon for a line, and the time of its
+        // last line stays where it was.
+        let steps = Steps::new(Mode::Lines, "runs", Unit::Items);
+        steps.update(1, 24);
+        let s = steps.state();
+        assert_eq!(s.said.1, 0);
+        drop(s);
+        // Back-date the step's last line past the quiet time: the next move prints and is
+        // remembered; back-dated again, a count that does not move prints nothing.
+        let back = |steps: &Steps| {
+            let mut s = steps.state();
+            if let Some(t) = Instant::now().checked_sub(LINE_EVERY) {
+                s.said.0 = t;
+            }
+            s.said.0
+        };
+        let before = back(&steps);
+        steps.update(2, 24);
+        let s = steps.state();
+        assert_eq!(s.said.1, 2);
+        assert!(s.said.0 > before);
+        drop(s);
+        let before = back(&steps);
+        steps.update(2, 24);
+        assert_eq!(steps.state().said.0, before);
     }
 }
