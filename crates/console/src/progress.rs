@@ -23,7 +23,8 @@ pub enum Mode {
 
 /// Off a terminal, the shortest time between two lines of one step: a step that ends sooner
 /// prints only its finishing line, and a benchmark of an hour piped to a log still says how far
-/// it got, a few lines a minute at most.
+/// it got: at most two lines a minute, when the step reports a count (a benchmark's after each
+/// run).
 pub const LINE_EVERY: Duration = Duration::from_secs(30);
 
 impl Mode {
@@ -382,11 +383,13 @@ mod tests {
         drop(s);
         // Back-date the step's last line past the quiet time: the next move prints and is
         // remembered; back-dated again, a count that does not move prints nothing.
+        let Some(long_ago) = Instant::now().checked_sub(LINE_EVERY) else {
+            // The monotonic clock began less than the quiet time ago: nothing to back-date to.
+            return;
+        };
         let back = |steps: &Steps| {
             let mut s = steps.state();
-            if let Some(t) = Instant::now().checked_sub(LINE_EVERY) {
-                s.said.0 = t;
-            }
+            s.said.0 = long_ago;
             s.said.0
         };
         let before = back(&steps);

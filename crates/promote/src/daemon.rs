@@ -312,8 +312,8 @@ impl Managed {
         self.looks += 1;
         let look = self.looks;
         let settled = &self.settled;
-        // A settled chunk's turn comes `every` looks after its last read; one the partial
-        // sweep did not reach on its turn stays due until it does.
+        // A settled chunk's turn is its run's (`turn_after`), within `every` looks of its last
+        // read; one the partial sweep did not reach on its turn stays due until it does.
         let its_turn = |a: usize| every <= 1 || settled.get(&a).is_none_or(|&due| look >= due);
         let whole = limit == 0 || addrs.len() <= limit;
         let mut due: Vec<bool> = addrs
@@ -375,7 +375,8 @@ impl Managed {
     }
 }
 
-/// Consecutive chunks whose turns to be read again come on the same look: 128 MiB.
+/// Chunks whose turns to be read again come on the same look: those of one 128 MiB-aligned
+/// window of the address space (a target's consecutive chunks may straddle two).
 ///
 /// Settled chunks are read in turn so that each look reads about `1 / every` of them, but the
 /// look reads them in runs of consecutive addresses, one page-table scan a run. Turns that
