@@ -329,6 +329,8 @@ fn one_run(
     };
     let t0 = Instant::now();
     let done = AtomicBool::new(false);
+    // The memory sampler's own switch: it stops before the last reading, the server after.
+    let sampling = AtomicBool::new(true);
     // A plain server is started from this thread: the kernel signals a child whose parent
     // *thread* exits (tie_to_parent), so it must not come from a short-lived one.
     let mut plain: Option<Child> = match variant {
@@ -347,7 +349,7 @@ fn one_run(
         }
         Variant::Exec(..) => None,
     };
-    let result = std::thread::scope(|s| -> Result<Vec<BloatPhase>> {
+    let result = std::thread::scope(|s| -> Result<(Vec<BloatPhase>, Option<MemPoint>)> {
         let server = s.spawn(|| -> Result<()> {
             match variant {
                 Variant::Thp(_) => Ok(()),
@@ -405,9 +407,9 @@ fn one_run(
                     .is_some_and(|r| !r.trim_start().starts_with('Z'))
             })
         };
-        let (mem, series, done) = (&mem, &series, &done);
+        let (mem, series, done, sampling) = (&mem, &series, &done, &sampling);
         let sampler = s.spawn(move || {
-            while !done.load(Ordering::Relaxed) {
+            while sampling.load(Ordering::Relaxed) {
                 if let (Some(p), Ok(mut v)) = (mem.read(server_pid, t0), series.lock()) {
                     v.push(p);
                 }
@@ -457,19 +459,25 @@ fn one_run(
             }
             Ok(out)
         })();
-        if let Some(m) = mem.read(server_pid, t0) {
-            if let Ok(mut v) = series.lock() {
-                v.push(m);
-            }
+        // The sampler stops before the last reading, and the server after it: a sample taken
+        // while the server exits reads its charge already freed beside the resident size read
+        // an instant before, and once came after this reading as the series' last (a charge
+        // of 4 MiB against 1.7 GiB resident).
+        sampling.store(false, Ordering::Relaxed);
+        let _ = sampler.join();
+        let last = mem.read(server_pid, t0);
+        if let (Some(m), Ok(mut v)) = (last, series.lock()) {
+            v.push(m);
         }
         shutdown(port);
         done.store(true, Ordering::Relaxed);
-        let _ = sampler.join();
         let served = server.join();
-        phases.and_then(|p| match served {
-            Ok(Err(e)) => Err(e),
-            _ => Ok(p),
-        })
+        phases
+            .and_then(|p| match served {
+                Ok(Err(e)) => Err(e),
+                _ => Ok(p),
+            })
+            .map(|p| (p, last))
     });
     if let Some(child) = plain.as_mut() {
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -481,9 +489,8 @@ fn one_run(
     }
     drop(scratch);
     drop(session);
-    let phases = result?;
+    let (phases, last) = result?;
     let series = series.into_inner().unwrap_or_default();
-    let last = series.last().copied();
     Ok(BloatRun {
         round,
         variant: variant.label(),
