@@ -293,27 +293,20 @@ pub fn moving_line(phase: &str, done: u64, total: u64, took: Duration, unit: Uni
     };
     let secs = took.as_secs_f64();
     if total == 0 || done == 0 || done > total {
-        return format!("hugewise: {phase}: {} after {}", what(done), span(secs));
+        return format!(
+            "hugewise: {phase}: {} after {}",
+            what(done),
+            hugewise_report::fmt::duration(secs)
+        );
     }
     let left = secs * (total - done) as f64 / done as f64;
     format!(
         "hugewise: {phase}: {} of {} after {}, about {} left",
         what(done),
         what(total),
-        span(secs),
-        span(left)
+        hugewise_report::fmt::duration(secs),
+        hugewise_report::fmt::duration(left)
     )
-}
-
-/// A time span to the second, in the largest units that keep it short: 42 s, 10 min 12 s,
-/// 2 h 5 min.
-fn span(secs: f64) -> String {
-    let s = secs.round().max(0.0) as u64;
-    match s {
-        s if s < 60 => format!("{s} s"),
-        s if s < 3600 => format!("{} min {} s", s / 60, s % 60),
-        s => format!("{} h {} min", s / 3600, s % 3600 / 60),
-    }
 }
 
 /// A rate with a decimal suffix: 4.2, 310, 12.5 k, 98.1 M.
@@ -369,7 +362,7 @@ mod tests {
         let l = moving_line("loading", 1 << 30, 0, Duration::from_secs(42), Unit::Bytes);
         assert_eq!(l, "hugewise: loading: 1 GiB after 42 s");
         let l = moving_line("runs", 5, 4, Duration::from_secs(7300), Unit::Items);
-        assert_eq!(l, "hugewise: runs: 5 after 2 h 1 min");
+        assert_eq!(l, "hugewise: runs: 5 after 2 h 01 min");
     }
 
     #[test]

@@ -19,14 +19,9 @@ use crate::emit::json_stdout;
 use crate::progress::Mode;
 use crate::{Error, Result};
 
-/// `75 s`, or `2 min 05 s` from a minute on.
+/// `59 s`, `2 min 05 s` from a minute on, `1 h 11 min` from an hour.
 pub fn duration(s: f64) -> String {
-    let s = s.max(0.0).round() as u64;
-    if s < 60 {
-        format!("{s} s")
-    } else {
-        format!("{} min {:02} s", s / 60, s % 60)
-    }
+    hugewise_report::fmt::duration(s)
 }
 
 /// Progress across a study's runs; an [`Observer`] of its runner.

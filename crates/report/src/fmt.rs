@@ -39,6 +39,17 @@ pub fn bytes_compact(n: u64) -> String {
     format!("{n}B")
 }
 
+/// A time span to the second in the largest units that keep it short: `59 s`, `2 min 05 s`,
+/// `1 h 11 min`; a negative one reads `0 s`.
+pub fn duration(s: f64) -> String {
+    let s = s.max(0.0).round() as u64;
+    match s {
+        0..=59 => format!("{s} s"),
+        60..=3599 => format!("{} min {:02} s", s / 60, s % 60),
+        _ => format!("{} h {:02} min", s / 3600, (s % 3600) / 60),
+    }
+}
+
 /// Nanoseconds as `850 ns`, `2.9 µs`, `118 µs`, `1.20 ms`, `3.41 s`.
 pub fn ns(n: f64) -> String {
     if n < 1e3 {

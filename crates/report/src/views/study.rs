@@ -8,19 +8,10 @@ use hugewise_results::pagebench::PagesReport;
 use hugewise_results::study::{Headline, Metric, StudyPlan, Work};
 use hugewise_results::swapstudy::SwapStudy;
 
-use crate::fmt::pct;
+use crate::fmt::{duration, pct};
 use crate::table::Table;
 use crate::views::busy_of;
 use crate::views::run::variant_label;
-
-fn duration(s: f64) -> String {
-    let s = s.round() as u64;
-    match s {
-        0..=59 => format!("{s} s"),
-        60..=3599 => format!("{} min {:02} s", s / 60, s % 60),
-        _ => format!("{} h {:02} min", s / 3600, (s % 3600) / 60),
-    }
-}
 
 /// One line saying what a run does.
 pub fn work_line(w: &Work) -> String {
