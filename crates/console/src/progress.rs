@@ -58,6 +58,9 @@ struct State {
     sized: bool,
     /// When the step last printed a line off a terminal (its start until then), and its count.
     said: (Instant, u64),
+    /// The reader's pass over its input: a generator makes its edges twice (once to count
+    /// degrees, once to place them), and each pass counts from 0 again.
+    pass: u32,
 }
 
 /// The progress of one command, made of named steps (`loading`, then `trials`, ...).
@@ -110,6 +113,16 @@ impl Steps {
         if s.phase != phase || total == 0 {
             return;
         }
+        if done < s.done {
+            // A second pass over the input: its clock starts again, or its time left would be
+            // carried from the passes before.
+            let now = Instant::now();
+            s.pass += 1;
+            s.started = now;
+            s.said = (now, 0);
+            self.bar.set_message(s.label());
+            self.bar.reset_eta();
+        }
         s.unit = unit;
         self.set(&mut s, done, total);
     }
@@ -125,7 +138,7 @@ impl Steps {
                 s.said = (now, done);
                 eprintln!(
                     "{}",
-                    moving_line(&s.phase, done, s.total, s.started.elapsed(), s.unit)
+                    moving_line(&s.label(), done, s.total, s.started.elapsed(), s.unit)
                 );
             }
             return;
@@ -188,6 +201,7 @@ impl Steps {
             last = State {
                 phase: s.phase.clone(),
                 started: s.started,
+                pass: s.pass,
                 ..State::default_for(s.unit)
             };
             if total > 0 {
@@ -200,7 +214,7 @@ impl Steps {
         };
         eprintln!(
             "{}",
-            step_line(&s.phase, s.done, s.started.elapsed(), s.unit)
+            step_line(&s.label(), s.done, s.started.elapsed(), s.unit)
         );
     }
 }
@@ -228,6 +242,15 @@ impl State {
             total: 0,
             sized: false,
             said: (now, 0),
+            pass: 1,
+        }
+    }
+
+    /// The step's name, with its pass from the second on: `loading, pass 2`.
+    fn label(&self) -> String {
+        match self.pass {
+            0 | 1 => self.phase.clone(),
+            n => format!("{}, pass {n}", self.phase),
         }
     }
 
@@ -394,5 +417,27 @@ mod tests {
         let before = back(&steps);
         steps.update(2, 24);
         assert_eq!(steps.state().said.0, before);
+    }
+
+    #[test]
+    fn a_reader_whose_count_starts_again_is_on_its_next_pass_with_its_own_clock() {
+        let steps = Steps::new(Mode::Lines, "loading", Unit::Items);
+        steps.count_in("loading", 900, 1000, Unit::Items);
+        assert_eq!(steps.state().label(), "loading");
+        // The first pass took a minute.
+        let Some(long_ago) = Instant::now().checked_sub(Duration::from_secs(60)) else {
+            return;
+        };
+        steps.state().started = long_ago;
+        steps.count_in("loading", 50, 1000, Unit::Items);
+        let s = steps.state();
+        assert_eq!(s.pass, 2);
+        assert_eq!(s.label(), "loading, pass 2");
+        assert!(s.started > long_ago, "the second pass has its own clock");
+        assert_eq!((s.done, s.said.1), (50, 0));
+        drop(s);
+        // Moving forward again is the same pass.
+        steps.count_in("loading", 60, 1000, Unit::Items);
+        assert_eq!(steps.state().pass, 2);
     }
 }
