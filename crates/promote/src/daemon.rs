@@ -140,8 +140,9 @@ struct Managed {
     /// Where the next partial sweep starts.
     cursor: usize,
     /// Chunks whose last two reads agreed and that the daemon has not acted on since, with the
-    /// look from which they are due to be read again.
-    settled: HashMap<usize, u64>,
+    /// look from which they are due to be read again and how many times in a row their turn
+    /// has found them as they were (see [`QUIET_STEPS`]).
+    settled: HashMap<usize, (u64, u32)>,
     /// Sweeps made.
     looks: u64,
     /// What the samples counted at the last look stand for against all those published since
@@ -299,6 +300,7 @@ impl Managed {
         &mut self,
         limit: usize,
         every: u64,
+        quiet_steps: u32,
         read: &mut u64,
         notes: &mut Vec<String>,
     ) -> Result<Vec<(usize, u16, bool)>> {
@@ -314,7 +316,7 @@ impl Managed {
         let settled = &self.settled;
         // A settled chunk's turn is its run's (`turn_after`), within `every` looks of its last
         // read; one the partial sweep did not reach on its turn stays due until it does.
-        let its_turn = |a: usize| every <= 1 || settled.get(&a).is_none_or(|&due| look >= due);
+        let its_turn = |a: usize| every <= 1 || settled.get(&a).is_none_or(|&(due, _)| look >= due);
         let whole = limit == 0 || addrs.len() <= limit;
         let mut due: Vec<bool> = addrs
             .iter()
@@ -354,9 +356,15 @@ impl Managed {
                     self.settled.remove(&c.addr);
                 } else {
                     // Settled, or still settled: due again at its next turn, within `every`
-                    // looks.
+                    // looks, or a few times that for a chunk of 4 KiB pages mapped whole
+                    // that keeps being found so.
+                    let quiet = match self.settled.get(&c.addr) {
+                        Some(&(_, q)) if quiet_may_grow(now) => (q + 1).min(quiet_steps),
+                        _ => 0,
+                    };
+                    let every = every << quiet;
                     self.settled
-                        .insert(c.addr, turn_after(self.looks, c.addr, every));
+                        .insert(c.addr, (turn_after(self.looks, c.addr, every), quiet));
                 }
                 if before.is_some_and(|b| b.1)
                     && !now.1
@@ -386,6 +394,24 @@ impl Managed {
 /// spreads a target of 64 × `every` chunks or more evenly over the looks.
 pub const TURN_RUN: usize = 64;
 
+/// How many times a settled chunk's wait doubles while its turns find it as it was: from
+/// `settled_every` looks to 4 times that. Only a chunk of 4 KiB pages mapped whole waits
+/// longer (see [`quiet_may_grow`]), and only in a target whose samples the policy ranks by.
+/// On PageRank at kron:26, 4,345 of 4,525 chunks are such, and reading them every 8th look
+/// was most of a settled daemon's page-table reads (about 540 of 576 a look); every 32nd look
+/// makes them about 136.
+pub const QUIET_STEPS: u32 = 2;
+
+/// Whether a settled chunk read as (`mapped` pages, `huge`) may wait longer than
+/// `settled_every` for its next read: one of 4 KiB pages with every page mapped. It changes
+/// only when the program frees some of it or the kernel collapses it on its own, and a policy
+/// that ranks by samples finds its heat in them, not in its page table. A huge chunk holds the
+/// budget, and what its program does to it (a split, a free) must be seen soon: the budget's
+/// room and the release of broken pages follow from it. One partly mapped may still grow.
+pub fn quiet_may_grow((mapped, huge): (u16, bool)) -> bool {
+    !huge && usize::from(mapped) == BASE_PER_HUGE
+}
+
 /// The look after `look` on which the settled chunk at `addr` is read again: the next look
 /// whose number modulo `every` is its run's turn. At most `every` looks ahead, and always on
 /// the same residue for one run of [`TURN_RUN`] chunks, so that a chunk settling late (after
@@ -409,6 +435,8 @@ pub struct Daemon {
     targets: Vec<Managed>,
     t0: Instant,
     last: Option<Instant>,
+    /// The thread the last look ran on and its CPU time when that look ended.
+    cpu_mark: Option<(std::thread::ThreadId, u64)>,
     ever_sampled: std::collections::BTreeSet<i32>,
     /// Samples counted so far, over every target, and when the first were.
     counted: u64,
@@ -448,6 +476,16 @@ const COLLAPSE_NS_GUESS: u64 = 2_000_000;
 /// early: at one sample in 64 reads of 96 ns, a look every 25 ms.
 const SETTLE_STEP: u64 = 4096;
 
+/// Between two looks, how often a daemon still counting toward its first decision checks
+/// whether enough samples wait.
+const WARMING_NAP: Duration = Duration::from_millis(10);
+
+/// Between two looks, how often the daemon wakes to see whether it was cancelled. An exit of
+/// a target wakes it at once; each wakeup costs a few microseconds of a core in this VM, and
+/// naps of 20 ms (50 a second, and as many again in the session's watcher) were a fifth of a
+/// settled daemon's time on PageRank at kron:26.
+const CANCEL_NAP: Duration = Duration::from_millis(200);
+
 /// Collapses whose latency the estimate of a collapse's cost keeps.
 const COLLAPSES_KEPT: usize = 32;
 
@@ -481,6 +519,7 @@ impl Daemon {
             targets: Vec::new(),
             t0,
             last: None,
+            cpu_mark: None,
             ever_sampled: Default::default(),
             counted: 0,
             first_counted: None,
@@ -558,9 +597,17 @@ impl Daemon {
             if let Some(r) = m.fault_reading(self.t0) {
                 m.pacer.observe(r);
             }
+            // Chunks of 4 KiB pages mapped whole may wait longer for a target whose heat the
+            // policy reads from its samples; a policy on mapped pages must see them change.
+            let quiet_steps = if sampled && self.policy.ranks_by_samples() {
+                QUIET_STEPS
+            } else {
+                0
+            };
             match m.sweep(
                 self.cfg.scan_chunks,
                 self.cfg.settled_every,
+                quiet_steps,
                 iv.chunks_read.get_or_insert(0),
                 &mut iv.notes,
             ) {
@@ -725,7 +772,13 @@ impl Daemon {
 
     /// One interval's work: scan, decide, demote, promote. `on_action` hears every action.
     pub fn step(&mut self, on_action: &mut dyn FnMut(&Action)) -> Result<Interval> {
-        let cpu0 = hugewise_sys::rusage::thread_cpu_ns();
+        // From where the last look on this thread ended: the wait between looks (its wakeups)
+        // is the daemon's cost too.
+        let me = std::thread::current().id();
+        let cpu0 = match self.cpu_mark {
+            Some((thread, at)) if thread == me => at,
+            _ => hugewise_sys::rusage::thread_cpu_ns(),
+        };
         let now = Instant::now();
         let dt = self
             .last
@@ -943,7 +996,9 @@ impl Daemon {
             asked |= sub.ask_thinning(factor);
         }
         iv.sample_thinning = asked.then_some(factor);
-        iv.cpu_ns = hugewise_sys::rusage::thread_cpu_ns() - cpu0;
+        let cpu1 = hugewise_sys::rusage::thread_cpu_ns();
+        iv.cpu_ns = cpu1.saturating_sub(cpu0);
+        self.cpu_mark = Some((me, cpu1));
         Ok(iv)
     }
 
@@ -1135,19 +1190,22 @@ impl Daemon {
                 }
                 // A program `hugewise promote` started is waited for by the session once the
                 // daemon is done: noticing its end only at the next look would add up to an
-                // interval to its run.
-                if self.targets.iter().all(|m| m.target.exited()) {
+                // interval to its run. So the daemon sleeps on its targets' pidfds, which wake
+                // it when one exits.
+                let live: Vec<&hugewise_sys::process::PidFd> = self
+                    .targets
+                    .iter()
+                    .filter(|m| !m.target.exited())
+                    .map(|m| m.target.pidfd())
+                    .collect();
+                if live.is_empty() {
                     break;
                 }
-                let nap = if early { 10 } else { 20 };
                 // Saturating: on a busy machine the interval can run out between the check
                 // above and this line, and a Duration below zero panics.
-                std::thread::sleep(
-                    self.cfg
-                        .interval
-                        .saturating_sub(start.elapsed())
-                        .min(Duration::from_millis(nap)),
-                );
+                let left = self.cfg.interval.saturating_sub(start.elapsed());
+                let nap = if early { WARMING_NAP } else { CANCEL_NAP };
+                hugewise_sys::process::wait_exit(&live, left.min(nap));
             }
         }
         Ok(())

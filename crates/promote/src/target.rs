@@ -118,6 +118,11 @@ impl Target {
         self.pidfd.exited()
     }
 
+    /// The target's pidfd, to wait for its exit.
+    pub fn pidfd(&self) -> &PidFd {
+        &self.pidfd
+    }
+
     /// The writer the target's shared files (sample ring, allocation log) must come from.
     pub fn writer(&self) -> Writer {
         Writer {

@@ -727,6 +727,18 @@ fn what_is_read_of_a_target_that_exited_is_not_used() {
     assert!(gone(t.maps()));
 }
 
+/// How many chunks each of `looks` looks of `d` read.
+fn chunks_read_per_look(d: &mut Daemon, looks: usize) -> Vec<u64> {
+    (0..looks)
+        .map(|_| {
+            d.step(&mut |_| {})
+                .expect("step")
+                .chunks_read
+                .expect("counted")
+        })
+        .collect()
+}
+
 #[test]
 fn a_chunk_read_the_same_twice_is_read_again_only_at_its_turn() {
     let _one = serial();
@@ -749,14 +761,7 @@ fn a_chunk_read_the_same_twice_is_read_again_only_at_its_turn() {
         t0,
     );
     d.add(target);
-    let reads: Vec<u64> = (0..6)
-        .map(|_| {
-            d.step(&mut |_| {})
-                .expect("step")
-                .chunks_read
-                .expect("counted")
-        })
-        .collect();
+    let reads = chunks_read_per_look(&mut d, 6);
     // Looks 1 and 2 read all 8 (new, then not yet read alike twice); from look 3 on each
     // chunk's turn comes every 4th look, on the look its run of 128 MiB has: the 8 chunks
     // together, or in two parts where they straddle two runs.
@@ -784,6 +789,45 @@ fn a_chunk_read_the_same_twice_is_read_again_only_at_its_turn() {
         }
         assert!(looks < 4, "not seen after {looks} looks");
     }
+}
+
+#[test]
+fn a_sampled_targets_whole_4k_chunks_wait_longer_at_each_turn_that_finds_them_so() {
+    // Eight chunks of 4 KiB pages, every page mapped, settled every 2nd look. Under `mega`
+    // (mapped pages are its signal) each is read at every turn: 20 times in looks 3 to 42.
+    // Under `pcc` with a ring, a turn that finds one as it was doubles its wait, twice:
+    // one read within 2 looks, one within 4, then one every 8 looks, 5 in the 36 or more
+    // left: 7 at most, 5 at least.
+    let Some((_one, m)) = serial_four_k_chunks(8) else {
+        return;
+    };
+    let range = m.addr()..m.addr() + m.len();
+    let reads = |policy: &str| -> u64 {
+        let config = Config {
+            scan_chunks: 0,
+            settled_every: 2,
+            ..cfg(Limit::Bytes(0))
+        };
+        let t0 = Instant::now();
+        let me = std::process::id() as i32;
+        let target = Target::attach(&ProcFs::default(), me, t0)
+            .expect("attach")
+            .within(range.clone());
+        let mut d = Daemon::new(by_name(policy).expect("policy"), config, t0);
+        let ring = std::env::temp_dir().join(format!("hw-daemon-quiet-{}", std::process::id()));
+        let _publisher = Publisher::create_at(&ring, 1 << 16).expect("ring");
+        d.add_with(
+            target,
+            Subscriber::open_at(&ring, Writer::this_process()).ok(),
+        );
+        let per_look = chunks_read_per_look(&mut d, 42);
+        // Looks 1 and 2 read every chunk: new, then not yet read alike twice.
+        assert_eq!(per_look[..2], [8, 8], "{policy}");
+        per_look[2..].iter().sum()
+    };
+    assert_eq!(reads("mega"), 8 * 20);
+    let pcc = reads("pcc");
+    assert!((8 * 5..=8 * 7).contains(&pcc), "pcc read {pcc} chunks");
 }
 
 #[test]

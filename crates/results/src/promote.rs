@@ -100,7 +100,8 @@ pub struct Interval {
     /// the request, and in results from before it was asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample_thinning: Option<u32>,
-    /// CPU time of the daemon's thread over the whole interval's work.
+    /// CPU time of the daemon's thread since its look before ended: this look's work and
+    /// the wait before it (its wakeups). Older results counted the look's work alone.
     pub cpu_ns: u64,
     /// Candidates left on 4 KiB pages because their sampled walks would save less than their
     /// collapse costs (only for targets that say their sampling period); `null` when none

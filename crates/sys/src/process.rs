@@ -151,6 +151,28 @@ impl PidFd {
     }
 }
 
+/// Wait up to `wait` for one of the processes of `fds` to exit, asleep: one wakeup where
+/// naps to check would take one each. Whether one has exited (a wait cut short by a signal
+/// says `false`, as if it had run out).
+pub fn wait_exit(fds: &[&PidFd], wait: std::time::Duration) -> bool {
+    let mut p: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|f| libc::pollfd {
+            fd: f.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let ms = i32::try_from(wait.as_millis()).unwrap_or(i32::MAX);
+    let n = libc::nfds_t::try_from(p.len()).unwrap_or(libc::nfds_t::MAX);
+    // SAFETY: `p` holds `n` valid pollfds and outlives the call; the fds are live pidfds
+    // borrowed for its length.
+    let rc = unsafe { libc::poll(p.as_mut_ptr(), n, ms) };
+    rc > 0
+        && p.iter()
+            .any(|p| p.revents & (libc::POLLIN | libc::POLLHUP) != 0)
+}
+
 /// Make the child that `cmd` spawns join a cgroup before it executes its program, by writing
 /// `0` (the writer itself) to `procs_file` (the cgroup's `cgroup.procs`). Everything the program
 /// allocates is then charged to that cgroup from its first instruction.
@@ -244,6 +266,31 @@ pub fn signal_group(pgid: i32, signal: Signal) -> Result<bool> {
 mod tests {
     use super::*;
     use crate::mmap::{MapOptions, Mapping};
+
+    #[test]
+    fn waiting_for_an_exit_sleeps_until_one_of_the_processes_ends() {
+        use std::time::{Duration, Instant};
+        let mut long = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("spawn sleep");
+        let mut short = std::process::Command::new("sleep")
+            .arg("0.3")
+            .spawn()
+            .expect("spawn sleep");
+        let l = PidFd::open(long.id() as i32).expect("pidfd of the long sleep");
+        let s = PidFd::open(short.id() as i32).expect("pidfd of the short sleep");
+        // Neither ends within 50 ms: the wait runs out.
+        assert!(!wait_exit(&[&l], Duration::from_millis(50)));
+        // The short one ends first: the wait ends with it, well before its 10 s.
+        let t0 = Instant::now();
+        assert!(wait_exit(&[&l, &s], Duration::from_secs(10)));
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+        assert!(s.exited() && !l.exited());
+        let _ = long.kill();
+        let _ = long.wait();
+        let _ = short.wait();
+    }
 
     #[test]
     fn self_cold_advice_through_pidfd() {
