@@ -72,7 +72,9 @@ pub struct Config {
     /// every this many looks, staggered by address in runs of [`TURN_RUN`] chunks, unless the
     /// daemon acts on it (0 or 1: every look). A huge hot chunk, or a cold one, changes
     /// seldom, and once the budget is full reading page tables is most of what the daemon
-    /// costs; a change is seen within this many looks.
+    /// costs; a change is seen within this many looks, or within 4 times as many for a chunk
+    /// of 4 KiB pages mapped whole in a target whose samples the policy ranks by (see
+    /// [`QUIET_STEPS`]).
     pub settled_every: u64,
     /// What one page walk that a huge page removes costs the program, in nanoseconds: between
     /// a walk served from the caches and one that misses them. With the sampling period a

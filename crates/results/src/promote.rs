@@ -316,9 +316,10 @@ pub struct PromoteBenchSample {
     /// look.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled_ms: Option<f64>,
-    /// Daemon arm: CPU time of the intervals that began once the budget was reached, the
+    /// Daemon arm: CPU time of the intervals after the one that reached the budget, the
     /// steady state after the ramp's collapses, or, for a daemon that stayed below its budget,
-    /// after its last promotion (`null` if it did neither).
+    /// after its last promotion (`null` if it did neither). Results of `bench promote --graph`
+    /// saved before 2026-11-29's night counted the interval that reached it too.
     #[serde(default)]
     pub daemon_steady_cpu_ns: Option<u64>,
     /// Daemon arm: wall time from the budget's being reached (or the daemon's settling) to
