@@ -113,9 +113,9 @@ impl Steps {
         if s.phase != phase || total == 0 {
             return;
         }
-        if done < s.done {
-            // A second pass over the input: its clock starts again, or its time left would be
-            // carried from the passes before.
+        if done < s.done && total == s.total {
+            // A second pass over the same input (another file would have another size): its
+            // clock starts again, or its time left would be carried from the passes before.
             let now = Instant::now();
             s.pass += 1;
             s.started = now;
@@ -436,8 +436,11 @@ mod tests {
         assert!(s.started > long_ago, "the second pass has its own clock");
         assert_eq!((s.done, s.said.1), (50, 0));
         drop(s);
-        // Moving forward again is the same pass.
+        // Moving forward again is the same pass; a count of another size is another input,
+        // not a pass.
         steps.count_in("loading", 60, 1000, Unit::Items);
+        assert_eq!(steps.state().pass, 2);
+        steps.count_in("loading", 10, 4000, Unit::Items);
         assert_eq!(steps.state().pass, 2);
     }
 }

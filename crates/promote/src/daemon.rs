@@ -74,7 +74,8 @@ pub struct Config {
     /// seldom, and once the budget is full reading page tables is most of what the daemon
     /// costs; a change is seen within this many looks, or within 4 times as many for a chunk
     /// of 4 KiB pages mapped whole in a target whose samples the policy ranks by (see
-    /// [`QUIET_STEPS`]).
+    /// [`QUIET_STEPS`]). Until it is seen, a chunk the kernel collapsed by itself counts as
+    /// small toward the budget, and one the program freed as mapped.
     pub settled_every: u64,
     /// What one page walk that a huge page removes costs the program, in nanoseconds: between
     /// a walk served from the caches and one that misses them. With the sampling period a
@@ -401,7 +402,8 @@ pub const TURN_RUN: usize = 64;
 /// longer (see [`quiet_may_grow`]), and only in a target whose samples the policy ranks by.
 /// On PageRank at kron:26, 4,345 of 4,525 chunks are such, and reading them every 8th look
 /// was most of a settled daemon's page-table reads (about 540 of 576 a look); every 32nd look
-/// makes them about 136.
+/// makes them about 136 (a settled look read 181–186 chunks in all, with the huge ones and
+/// those that changed).
 pub const QUIET_STEPS: u32 = 2;
 
 /// Whether a settled chunk read as (`mapped` pages, `huge`) may wait longer than
@@ -482,11 +484,12 @@ const SETTLE_STEP: u64 = 4096;
 /// whether enough samples wait.
 const WARMING_NAP: Duration = Duration::from_millis(10);
 
-/// Between two looks, how often the daemon wakes to see whether it was cancelled. An exit of
-/// a target wakes it at once; each wakeup costs a few microseconds of a core in this VM, and
-/// naps of 20 ms (50 a second, and as many again in the session's watcher) were a fifth of a
-/// settled daemon's time on PageRank at kron:26.
-const CANCEL_NAP: Duration = Duration::from_millis(200);
+/// Between two looks, how often the daemon wakes to see whether it was cancelled: a Ctrl-C or
+/// a session's `--duration` ends it within this (and the session watcher's own nap). An exit
+/// of a target wakes it at once. Each wakeup costs a few microseconds of a core in this VM,
+/// and naps of 20 ms (50 a second, and as many again in the session's watcher) were a fifth
+/// of a settled daemon's time on PageRank at kron:26.
+const CANCEL_NAP: Duration = Duration::from_millis(100);
 
 /// Collapses whose latency the estimate of a collapse's cost keeps.
 const COLLAPSES_KEPT: usize = 32;

@@ -795,9 +795,9 @@ fn a_chunk_read_the_same_twice_is_read_again_only_at_its_turn() {
 fn a_sampled_targets_whole_4k_chunks_wait_longer_at_each_turn_that_finds_them_so() {
     // Eight chunks of 4 KiB pages, every page mapped, settled every 2nd look. Under `mega`
     // (mapped pages are its signal) each is read at every turn: 20 times in looks 3 to 42.
-    // Under `pcc` with a ring, a turn that finds one as it was doubles its wait, twice:
-    // one read within 2 looks, one within 4, then one every 8 looks, 5 in the 36 or more
-    // left: 7 at most, 5 at least.
+    // Under `pcc` with a ring, a turn that finds one as it was doubles its wait, twice: one
+    // read in look 3 or 4, one within the 4 looks after (by look 8), then one every 8 looks
+    // from there to 42: 4 or 5 more, 6 or 7 in all (a third doubling would make it 5 or 6).
     let Some((_one, m)) = serial_four_k_chunks(8) else {
         return;
     };
@@ -827,7 +827,7 @@ fn a_sampled_targets_whole_4k_chunks_wait_longer_at_each_turn_that_finds_them_so
     };
     assert_eq!(reads("mega"), 8 * 20);
     let pcc = reads("pcc");
-    assert!((8 * 5..=8 * 7).contains(&pcc), "pcc read {pcc} chunks");
+    assert!((8 * 6..=8 * 7).contains(&pcc), "pcc read {pcc} chunks");
 }
 
 #[test]

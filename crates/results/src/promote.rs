@@ -318,12 +318,14 @@ pub struct PromoteBenchSample {
     pub settled_ms: Option<f64>,
     /// Daemon arm: CPU time of the intervals after the one that reached the budget, the
     /// steady state after the ramp's collapses, or, for a daemon that stayed below its budget,
-    /// after its last promotion (`null` if it did neither). Results of `bench promote --graph`
-    /// saved before 2026-11-29's night counted the interval that reached it too.
+    /// after its last promotion (`null` if it did neither, or reached it at its last look).
+    /// Results of `bench promote --graph` saved before 2026-11-29's night counted the interval
+    /// that reached it too.
     #[serde(default)]
     pub daemon_steady_cpu_ns: Option<u64>,
     /// Daemon arm: wall time from the budget's being reached (or the daemon's settling) to
-    /// the clock's stop.
+    /// the clock's stop; under `bench promote --graph`, from the start of the look after the
+    /// one that reached it (that look's end) to the session's.
     #[serde(default)]
     pub daemon_steady_wall_ns: Option<u64>,
     /// Daemon arm: promotions that succeeded, and that failed. Plan arm: the plan's chunks

@@ -163,11 +163,12 @@ pub fn wait_exit(fds: &[&PidFd], wait: std::time::Duration) -> bool {
             revents: 0,
         })
         .collect();
-    let ms = i32::try_from(wait.as_millis()).unwrap_or(i32::MAX);
-    let n = libc::nfds_t::try_from(p.len()).unwrap_or(libc::nfds_t::MAX);
-    // SAFETY: `p` holds `n` valid pollfds and outlives the call; the fds are live pidfds
-    // borrowed for its length.
-    let rc = unsafe { libc::poll(p.as_mut_ptr(), n, ms) };
+    // Rounded up: rounded down, the last fraction of a millisecond of a wait became a timeout
+    // of 0, and a caller waiting out an interval spun on it.
+    let ms = i32::try_from(wait.as_nanos().div_ceil(1_000_000)).unwrap_or(i32::MAX);
+    // SAFETY: `p` holds `p.len()` valid pollfds (one per borrowed pidfd, far fewer than
+    // `nfds_t` counts) and outlives the call; the fds are live pidfds borrowed for its length.
+    let rc = unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, ms) };
     rc > 0
         && p.iter()
             .any(|p| p.revents & (libc::POLLIN | libc::POLLHUP) != 0)
