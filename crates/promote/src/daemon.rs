@@ -362,7 +362,7 @@ impl Managed {
                     // looks, or a few times that for a chunk of 4 KiB pages mapped whole
                     // that keeps being found so.
                     let quiet = match self.settled.get(&c.addr) {
-                        Some(&(_, q)) if quiet_may_grow(now) => (q + 1).min(quiet_steps),
+                        Some(&(_, q)) if may_wait_longer(now) => (q + 1).min(quiet_steps),
                         _ => 0,
                     };
                     let every = every << quiet;
@@ -399,7 +399,7 @@ pub const TURN_RUN: usize = 64;
 
 /// How many times a settled chunk's wait doubles while its turns find it as it was: from
 /// `settled_every` looks to 4 times that. Only a chunk of 4 KiB pages mapped whole waits
-/// longer (see [`quiet_may_grow`]), and only in a target whose samples the policy ranks by.
+/// longer (see [`may_wait_longer`]), and only in a target whose samples the policy ranks by.
 /// On PageRank at kron:26, 4,345 of 4,525 chunks are such, and reading them every 8th look
 /// was most of a settled daemon's page-table reads (about 540 of 576 a look); every 32nd look
 /// makes them about 136 (a settled look read 181–186 chunks in all, with the huge ones and
@@ -412,7 +412,7 @@ pub const QUIET_STEPS: u32 = 2;
 /// that ranks by samples finds its heat in them, not in its page table. A huge chunk holds the
 /// budget, and what its program does to it (a split, a free) must be seen soon: the budget's
 /// room and the release of broken pages follow from it. One partly mapped may still grow.
-pub fn quiet_may_grow((mapped, huge): (u16, bool)) -> bool {
+pub fn may_wait_longer((mapped, huge): (u16, bool)) -> bool {
     !huge && usize::from(mapped) == BASE_PER_HUGE
 }
 
