@@ -120,9 +120,11 @@ impl Steps {
             s.pass += 1;
             s.started = now;
             s.said = (now, 0);
-            self.bar.set_message(s.label());
             self.bar.reset_eta();
         }
+        // The reader's step is named by what it reads (a generator's edges: `generating`),
+        // known once it counts.
+        self.bar.set_message(s.label());
         s.unit = unit;
         self.set(&mut s, done, total);
     }
@@ -248,9 +250,21 @@ impl State {
 
     /// The step's name, with its pass from the second on: `loading, pass 2`.
     fn label(&self) -> String {
+        self.label_as(hugewise_graph::io::progress::counts_edges())
+    }
+
+    /// [`label`](Self::label), the reading step named `generating` when a generator makes
+    /// the edges (`graph gen --graph kron:26` read "loading" for the six minutes it made
+    /// them).
+    fn label_as(&self, generating: bool) -> String {
+        let name = if generating && self.phase == READ_STEP {
+            "generating"
+        } else {
+            &self.phase
+        };
         match self.pass {
-            0 | 1 => self.phase.clone(),
-            n => format!("{}, pass {n}", self.phase),
+            0 | 1 => name.to_string(),
+            n => format!("{name}, pass {n}"),
         }
     }
 
@@ -423,7 +437,8 @@ mod tests {
     fn a_reader_whose_count_starts_again_is_on_its_next_pass_with_its_own_clock() {
         let steps = Steps::new(Mode::Lines, "loading", Unit::Items);
         steps.count_in("loading", 900, 1000, Unit::Items);
-        assert_eq!(steps.state().label(), "loading");
+        assert_eq!(steps.state().label_as(false), "loading");
+        assert_eq!(steps.state().label_as(true), "generating");
         // The first pass took a minute.
         let Some(long_ago) = Instant::now().checked_sub(Duration::from_secs(60)) else {
             return;
@@ -432,7 +447,8 @@ mod tests {
         steps.count_in("loading", 50, 1000, Unit::Items);
         let s = steps.state();
         assert_eq!(s.pass, 2);
-        assert_eq!(s.label(), "loading, pass 2");
+        assert_eq!(s.label_as(false), "loading, pass 2");
+        assert_eq!(s.label_as(true), "generating, pass 2");
         assert!(s.started > long_ago, "the second pass has its own clock");
         assert_eq!((s.done, s.said.1), (50, 0));
         drop(s);

@@ -34,12 +34,15 @@ pub struct SampleSlot<'a> {
 }
 
 impl SampleSlot<'_> {
-    /// Keep one sample, publishing the batch when it is full. Out of line: it runs once in
-    /// `every` accesses, and inlined it would crowd the kernel's loop.
+    /// Keep one sample, publishing the batch when it is full. `in_pass`: taken at the full
+    /// access rate (in a watched pass, whose thinning skips passes, not accesses), which the
+    /// sample says when thinned ([`DENSE_BIT`](hugewise_sys::shm::DENSE_BIT)). Out of line: it
+    /// runs once in `every` accesses, and inlined it would crowd the kernel's loop.
     #[cold]
     #[inline(never)]
-    fn take(&mut self, addr: usize, write: bool) {
-        self.batch[self.held] = addr as u64 & !1 | u64::from(write);
+    fn take(&mut self, addr: usize, write: bool, in_pass: bool) {
+        let dense = in_pass && self.thin > 1;
+        self.batch[self.held] = hugewise_sys::shm::sample_word(addr, write, dense);
         self.held += 1;
         if self.held == SAMPLE_BATCH {
             self.flush();
@@ -102,7 +105,9 @@ impl Probe for Sample<'_, '_> {
         self.left -= 1;
         if self.left == 0 {
             self.left = self.every;
-            self.slot.take(addr, write);
+            // At the pass's own rate: not thinned access by access.
+            let in_pass = self.every == self.pass_access_every;
+            self.slot.take(addr, write, in_pass);
         }
     }
 
@@ -289,6 +294,41 @@ mod tests {
             crate::probe::watch!(p, p.touch(pass, false));
         }
         assert_eq!(streams.into_inner()[0].count(), 16);
+    }
+
+    #[test]
+    fn thinned_samples_of_a_watched_pass_say_they_are_dense_and_plain_ones_do_not() {
+        use hugewise_sys::shm::{SampleRing, DENSE_BIT};
+        let path = std::env::temp_dir().join(format!("hw-traced-dense-{}", std::process::id()));
+        let ring = SampleRing::create(&path, 1 << 12).expect("ring");
+        let reader = SampleRing::open(&path).expect("reader");
+        let _ = std::fs::remove_file(&path);
+        let every = WATCHED_PASS_EVERY as usize;
+        let s = sampled(&ring, 1, 1);
+        assert!(reader.set_thinning(4));
+        // Plain accesses below 1 MiB: one in 4 is taken, each alone for the four.
+        {
+            let mut p = s.probe();
+            for k in 0..64 {
+                p.touch(0x1000 * (k + 1), false);
+            }
+        }
+        // Watched passes from 1 MiB on: one pass in 32 x 4 is taken whole.
+        for pass in 0..2 * 4 * every {
+            let mut p = s.probe();
+            crate::probe::watch!(p, {
+                for k in 0..4 {
+                    p.touch(0x10_0000 + 0x1000 * (pass * 4 + k), false);
+                }
+            });
+        }
+        drop(s);
+        let mut got = Vec::new();
+        ring.read_since(0, &mut got);
+        let (plain, watched): (Vec<u64>, Vec<u64>) = got.iter().partition(|&&w| w < 0x10_0000);
+        assert_eq!((plain.len(), watched.len()), (16, 8), "{got:x?}");
+        assert!(plain.iter().all(|w| w & DENSE_BIT == 0), "{plain:x?}");
+        assert!(watched.iter().all(|w| w & DENSE_BIT != 0), "{watched:x?}");
     }
 
     #[test]

@@ -684,7 +684,7 @@ fn progress_off_a_terminal_is_a_line_per_step() {
     assert!(
         lines
             .iter()
-            .any(|l| l.starts_with("hugewise: loading: 16384 in ") && l.ends_with("/s)")),
+            .any(|l| l.starts_with("hugewise: generating: 16384 in ") && l.ends_with("/s)")),
         "the edges generated, with their rate: {err}"
     );
     assert!(
@@ -804,7 +804,7 @@ fn generating_a_graph_reports_the_edges_made_and_their_rate() {
     // kron:10 has 16 Ki edges; the builder's last pass counts them all.
     assert!(
         err.lines()
-            .any(|l| l.starts_with("hugewise: loading: 16384 in ") && l.ends_with("/s)")),
+            .any(|l| l.starts_with("hugewise: generating: 16384 in ") && l.ends_with("/s)")),
         "{err}"
     );
 }

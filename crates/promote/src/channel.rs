@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use hugewise_sys::shm::{SampleRing, Writer};
+use hugewise_sys::shm::{self, SampleRing, Writer};
 
 use crate::Result;
 
@@ -100,13 +100,13 @@ impl Publisher {
     #[inline]
     pub fn sample_weighted(&self, addr: usize, write: bool, weight: u32) {
         self.ring
-            .push_weighted(&[addr as u64 & !1 | u64::from(write)], weight);
+            .push_weighted(&[shm::sample_word(addr, write, false)], weight);
     }
 
     /// Record one access.
     #[inline]
     pub fn sample(&self, addr: usize, write: bool) {
-        self.ring.push(addr as u64 & !1 | u64::from(write));
+        self.ring.push(shm::sample_word(addr, write, false));
     }
 
     /// Say how many accesses one sample stands for (one in `accesses` is published, before
@@ -185,7 +185,8 @@ impl Subscriber {
         self.ring.head().saturating_sub(self.cursor)
     }
 
-    /// Append the addresses sampled since the last call to `out` (write bit cleared), at most
+    /// Append the addresses sampled since the last call to `out` (write bit cleared, the
+    /// [`DENSE_BIT`](shm::DENSE_BIT) kept for [`is_dense`] to read), at most
     /// the newest `max` of them: a fast program can publish more samples than are worth
     /// counting, and the newest are the ones that say what is hot now. Returns how many were
     /// passed over (overwritten, or beyond `max`) and what one sample of these stands for on
@@ -202,7 +203,7 @@ impl Subscriber {
         let passed = (skip_to - self.cursor) + lost;
         self.cursor = c;
         self.lost += passed;
-        out.extend(raw.into_iter().map(|s| (s & !1) as usize));
+        out.extend(raw.into_iter().map(|s| (s & !shm::WRITE_BIT) as usize));
         Drained {
             passed,
             weight: if weighed == 0 || published == 0 {
@@ -212,6 +213,13 @@ impl Subscriber {
             },
         }
     }
+}
+
+/// Whether a drained sample was taken densely (see [`shm::DENSE_BIT`]), and its address.
+#[inline]
+pub fn is_dense(sample: usize) -> (bool, usize) {
+    let dense = shm::DENSE_BIT as usize;
+    (sample & dense != 0, sample & !dense)
 }
 
 /// What one [`Subscriber::drain`] read.

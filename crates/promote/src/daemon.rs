@@ -1333,6 +1333,20 @@ fn pages_read(samples: f64, distinct: f64, mapped: f64) -> f64 {
 /// rate, would be weighed against a huge chunk's score of now, at a quarter of it, and a
 /// candidate would take a huge chunk's place on heat it does not have (a PageRank on kron:26
 /// swapped a thousand chunks a run so).
+///
+/// A sample thinned access by access (the C ABI's, `bench promote`'s, a kernel's plain loops)
+/// stands alone for `weight` accesses, and its page change stands for `weight` walks only where
+/// the reads between it and the chunk's sample before went anywhere in the chunk (random
+/// reads): then each access the thinning dropped would have been a walk too. A stream read in
+/// order is not so: thinned by 64, its kept samples land a page or two apart, and the pages in
+/// between are all the walks it made, not 64 each. So such a step forward of at most
+/// [`STREAM_STEP`] pages counts as the pages it crosses (at most `weight`); any other change
+/// counts `weight`. A random read over a whole chunk lands that close ahead about once in 32
+/// and still counts its step, so it loses at most about 3 % (at a thinning of 64; reads over a
+/// few pages, which the TLB holds anyway, lose more); a stream was overcounted up to `weight`
+/// times, which made a chunk read once in order look as hot as one read at random. A dense
+/// sample (taken inside a kernel's watched pass, which thinning skips whole) had its
+/// neighbours in the pass kept: its change counts `weight`, for the passes skipped.
 fn count_samples(chunks: &mut [ChunkInfo], addrs: &[usize], weight: f64) {
     // (first address, one past the last, index of the first chunk) of each contiguous run.
     let mut runs: Vec<(usize, usize, usize)> = Vec::new();
@@ -1344,7 +1358,10 @@ fn count_samples(chunks: &mut [ChunkInfo], addrs: &[usize], weight: f64) {
     }
     let mut bits = vec![[0u64; BASE_PER_HUGE / 64]; chunks.len()];
     let mut last_page = vec![usize::MAX; chunks.len()];
+    let mut walks = vec![0.0f64; chunks.len()];
+    let weight = weight.max(1.0);
     for &a in addrs {
+        let (dense, a) = crate::channel::is_dense(a);
         let k = runs.partition_point(|r| r.1 <= a);
         let Some(&(start, end, first)) = runs.get(k) else {
             continue;
@@ -1356,22 +1373,26 @@ fn count_samples(chunks: &mut [ChunkInfo], addrs: &[usize], weight: f64) {
         chunks[i].samples += 1;
         let page = (a - start) % HUGE / 4096;
         bits[i][page / 64] |= 1 << (page % 64);
-        if last_page[i] != page {
-            chunks[i].walks += 1;
+        let last = last_page[i];
+        if last != page {
+            walks[i] += match page.checked_sub(last) {
+                Some(step) if step <= STREAM_STEP && !dense => (step as f64).min(weight),
+                _ => weight,
+            };
             last_page[i] = page;
         }
     }
-    for (c, b) in chunks.iter_mut().zip(&bits) {
+    for ((c, b), w) in chunks.iter_mut().zip(&bits).zip(walks) {
         if c.samples > 0 {
             c.sampled_pages = b.iter().map(|w| w.count_ones() as u16).sum();
-            if weight > 1.0 {
-                c.walks = (f64::from(c.walks) * weight)
-                    .round()
-                    .min(f64::from(u32::MAX)) as u32;
-            }
+            c.walks = w.round().min(f64::from(u32::MAX)) as u32;
         }
     }
 }
+
+/// The longest step forward, in base pages, between two of a chunk's samples that
+/// [`count_samples`] takes for a stream read in order rather than a jump.
+const STREAM_STEP: usize = 16;
 
 #[cfg(test)]
 mod tests {
@@ -1404,9 +1425,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn samples_land_in_their_chunks_and_pages() {
-        let mk = |addr| ChunkInfo {
+    /// A chunk of 4 KiB pages mapped whole, with no sample counted yet.
+    fn unsampled(addr: usize) -> ChunkInfo {
+        ChunkInfo {
             pid: 1,
             addr,
             mapped_pages: 512,
@@ -1415,7 +1436,12 @@ mod tests {
             sampled_pages: 0,
             walks: 0,
             sampled: true,
-        };
+        }
+    }
+
+    #[test]
+    fn samples_land_in_their_chunks_and_pages() {
+        let mk = unsampled;
         let mut chunks = [mk(0x4000_0000), mk(0x4020_0000), mk(0x4080_0000)];
         // Three samples in page 0 and 1 of the first chunk, one in the last page of the
         // second, one outside every chunk (0x4040_0000 is not managed).
@@ -1434,10 +1460,56 @@ mod tests {
             .collect();
         // The first chunk's samples fall on page 0, 0, then 1: two walks.
         assert_eq!(got, [(3, 2, 2), (1, 1, 1), (0, 0, 0)]);
-        // Published at one in 16 of the usual, each walk stands for 16.
+        // Published at one in 16 of the usual, a jump stands for 16 walks (the first sample of
+        // a chunk is one), a step to the next page for the one page it crosses.
         count_samples(&mut thinned, &addrs, 16.0);
         let walks: Vec<u32> = thinned.iter().map(|c| c.walks).collect();
-        assert_eq!(walks, [32, 16, 0]);
+        assert_eq!(walks, [16 + 1, 16, 0]);
+    }
+
+    #[test]
+    fn a_thinned_stream_counts_the_pages_it_crosses_and_random_reads_their_weight() {
+        let walks = |addrs: &[usize], weight: f64| {
+            let mut c = [unsampled(0x4000_0000)];
+            count_samples(&mut c, addrs, weight);
+            c[0].walks
+        };
+        // A chunk read in order, one sample every 64 bytes at the full rate: a walk a page.
+        let stream: Vec<usize> = (0..HUGE).step_by(64).map(|o| 0x4000_0000 + o).collect();
+        assert_eq!(walks(&stream, 1.0), 512);
+        // Thinned by 64, a sample every 4 KiB: the first stands for 64, then each step to the
+        // next page for that page. Weighing every change by 64 made it 32 768, as hot as 512
+        // random reads a page.
+        let thinned: Vec<usize> = stream.iter().copied().step_by(64).collect();
+        assert_eq!(walks(&thinned, 64.0), 64 + 511);
+        // Thinned by 4, four samples a page: the same 512 walks, give or take the first.
+        let quarter: Vec<usize> = stream.iter().copied().step_by(4).collect();
+        assert_eq!(walks(&quarter, 4.0), 4 + 511);
+        // Random reads over the chunk's 512 pages: every change stands for the weight, but for
+        // the few that land at most 16 pages ahead (about one in 32), counted as their step.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let random: Vec<usize> = (0..4096)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                0x4000_0000 + ((x >> 33) as usize % 512) * 4096
+            })
+            .collect();
+        let changes = f64::from(walks(&random, 1.0));
+        assert!(changes > 4000.0, "{changes} of 4096 samples changed page");
+        let weighed = f64::from(walks(&random, 16.0));
+        assert!(
+            weighed <= 16.0 * changes && weighed >= 0.95 * 16.0 * changes,
+            "{weighed} walks against {changes} changes at 16 each"
+        );
+        // Dense samples (a kernel's watched pass, thinned by skipping whole passes) were not
+        // thinned between each other: every change stands for the 64 passes skipped.
+        let dense: Vec<usize> = thinned
+            .iter()
+            .map(|&a| a | hugewise_sys::shm::DENSE_BIT as usize)
+            .collect();
+        assert_eq!(walks(&dense, 64.0), 64 * 512);
     }
 
     fn read(pid: i32, i: usize, huge: bool, samples: u32, pages: u16) -> ChunkInfo {

@@ -219,9 +219,11 @@ fn a_score_made_of_a_few_heavy_samples_takes_no_huge_chunks_place() {
     let Some((_one, m, publisher, mut d)) = chunk_1_huge("few") else {
         return;
     };
+    // Pages 37 apart: each sample a jump that stands for its whole weight (a step of a few
+    // pages would be counted as a stream's, a walk a page).
     let few = |n: usize| {
         for k in 0..n {
-            publisher.sample_weighted(m.addr() + 3 * HUGE + k * 4096, false, 1000);
+            publisher.sample_weighted(m.addr() + 3 * HUGE + (k * 37 * 4096) % HUGE, false, 1000);
         }
     };
     // Chunk 3 scores far above chunk 1, look after look, but from four samples that each

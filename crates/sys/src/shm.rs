@@ -9,7 +9,10 @@
 //! samples written of the thinning each was published at, so that a reader can weigh what it
 //! reads by what it stands for; 0 from a writer that does not keep it), period (u64: how many
 //! of its accesses one published sample stands for before thinning; 0 when the writer does not
-//! say). A writer
+//! say). A sample is an address whose two low bits say more (see [`sample_word`]): bit 0 that
+//! the access wrote, bit 1 that it was taken at the writer's full rate inside a stretch the
+//! thinning skipped whole (a watched pass of a kernel's loop), not one access in so many.
+//! A writer
 //! claims a slot with one `fetch_add` on head and then stores its word, so several threads may
 //! write at once without a lock; a reader may see a claimed slot before its store lands (it
 //! then reads the slot's previous sample), which a sampler tolerates. A reader that falls more
@@ -46,6 +49,25 @@ const WEIGHT: usize = 5;
 /// The header word in which a writer says how many accesses one published sample stands for
 /// before any thinning (0: it does not say).
 const PERIOD: usize = 6;
+/// The bit of a sample that says the access wrote.
+pub const WRITE_BIT: u64 = 1;
+
+/// The bit of a sample that says it was taken densely: at the writer's full rate, inside a
+/// stretch of work that the thinning took or skipped whole (a kernel's watched pass). Its
+/// neighbours in the stretch were not thinned away, so a step between two of them is all the
+/// reader would have seen at the full rate; a sample without it stands alone for the thinning,
+/// one access in so many.
+pub const DENSE_BIT: u64 = 2;
+
+/// The word of one sample: the address, its two low bits replaced by the flags (the address
+/// is kept to the nearest 4 bytes, far finer than any page a reader counts).
+#[inline]
+pub fn sample_word(addr: usize, write: bool, dense: bool) -> u64 {
+    addr as u64 & !(WRITE_BIT | DENSE_BIT)
+        | if write { WRITE_BIT } else { 0 }
+        | if dense { DENSE_BIT } else { 0 }
+}
+
 /// The most thinning a reader may ask for: even thinned, a writer keeps publishing enough for
 /// the reader to notice that what is hot has changed.
 pub const MAX_THINNING: u32 = 1024;
