@@ -479,10 +479,10 @@ fn pressure(p: &Given) -> Vec<PlannedRun> {
 /// Free memory `study fragmentation` leaves beside a run's footprint (the graph, each copy of
 /// it, the arrays). A program's 4 KiB pages fill the broken blocks' free pages first, so a level
 /// of F leaves about (1 - F) of the free memory whole for the layouts that ask for huge pages:
-/// with no pressure (25 GiB free at kron:24), 75 % still left 6 GiB whole and every layout got
-/// all its huge pages (BENCHMARKS.md). Held to the footprint and half a GiB, the whole blocks
-/// fall short of the THP layout's graph from about 70 % on, as memory ran out in the paper's
-/// runs, whose graphs filled their machine.
+/// with no pressure (23.4 GiB free at kron:24), 75 % still left 5.85 GiB whole and every array
+/// huge stayed 95 % huge (BENCHMARKS.md). Held to the footprint and half a GiB, the whole
+/// blocks fall short of the THP layout's graph from about 70 % on (62.6 % huge at 75 %, 32.6 %
+/// at 90 %).
 const FRAGMENTED_FREE: u64 = GIB / 2;
 
 /// Five layouts at 0, 50, 75 and 90 % fragmentation of a machine whose free memory is the
