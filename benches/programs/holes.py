@@ -27,7 +27,12 @@ def free_and_whole_mib():
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
-    gib = float(sys.argv[1])
+    try:
+        gib = float(sys.argv[1])
+    except ValueError:
+        sys.exit(f"holes.py: GIB must be a number of GiB, not {sys.argv[1]!r}")
+    if not 0 < gib <= 1024:
+        sys.exit(f"holes.py: GIB must be above 0 and at most 1024, not {sys.argv[1]}")
     free0, whole0 = free_and_whole_mib()
     buf = mmap.mmap(-1, int(gib * (1 << 30)))
     buf.madvise(mmap.MADV_NOHUGEPAGE)

@@ -1441,8 +1441,11 @@ mod tests {
 
     #[test]
     fn samples_land_in_their_chunks_and_pages() {
-        let mk = unsampled;
-        let mut chunks = [mk(0x4000_0000), mk(0x4020_0000), mk(0x4080_0000)];
+        let mut chunks = [
+            unsampled(0x4000_0000),
+            unsampled(0x4020_0000),
+            unsampled(0x4080_0000),
+        ];
         // Three samples in page 0 and 1 of the first chunk, one in the last page of the
         // second, one outside every chunk (0x4040_0000 is not managed).
         let addrs = [
