@@ -1,20 +1,27 @@
-//! Fragmentation by unmovable pages: make a chosen share of free memory useless for 2 MiB pages
-//! by keeping one mlocked 4 KiB page in each of enough free 2 MiB physical blocks.
+//! Fragmentation: make a chosen share of free memory useless for 2 MiB pages by keeping one
+//! 4 KiB page in each of enough free 2 MiB physical blocks.
 //!
 //! From user space, without a kernel module: take 4 KiB pages, read their physical frames from
-//! `/proc/self/pagemap`, and once enough whole 2 MiB blocks are owned, keep (mlock) one page of
-//! each and free the other 511. With `vm.compact_unevictable_allowed = 0` (the caller sets it,
-//! journaled) compaction cannot move the kept pages, so each such block stays broken until
-//! hugewise lets go. With `vm.percpu_pagelist_high_fraction` at [`crate::knob::PCP_MINIMAL`]
-//! (also the caller's, journaled) freed pages reach the buddy allocator at once instead of
-//! waiting in per-CPU lists, so the blocks merge and the measurement is exact. The level is measured from `/proc/buddyinfo` after every round and
-//! corrected: too low, more blocks are broken; too high, some are given back whole (or, when
-//! none are held, memory is compacted once).
+//! `/proc/self/pagemap`, and once enough whole 2 MiB blocks are owned, keep one page of each and
+//! free the other 511. What the kept page is decides what compaction can do about it
+//! ([`FragmentPages`]):
+//! - **unmovable** (the seeds' fragmentation): the page is mlocked, and with
+//!   `vm.compact_unevictable_allowed = 0` (the caller sets it, journaled) compaction cannot move
+//!   it, so each such block stays broken until hugewise lets go;
+//! - **movable** (other programs' memory, as a busy server's free memory is broken): an ordinary
+//!   anonymous page, which compaction (the kernel's, or a collapse's own) can move elsewhere to
+//!   make its block whole again. The level then holds only until something compacts.
+//!
+//! With `vm.percpu_pagelist_high_fraction` at [`crate::knob::PCP_MINIMAL`] (also the caller's,
+//! journaled) freed pages reach the buddy allocator at once instead of waiting in per-CPU
+//! lists, so the blocks merge and the measurement is exact. The level is measured from
+//! `/proc/buddyinfo` after every round and corrected: too low, more blocks are broken; too
+//! high, some are given back whole (or, when none are held, memory is compacted once).
 
 use std::collections::HashMap;
 use std::time::Instant;
 
-pub use hugewise_results::env::{FragmentReport, FragmentTarget};
+pub use hugewise_results::env::{FragmentPages, FragmentReport, FragmentTarget};
 use hugewise_sys::lock;
 use hugewise_sys::mmap::{Advice, MapOptions, Mapping};
 use hugewise_sys::proc::Pid;
@@ -36,6 +43,7 @@ struct Pin {
 /// The kept pages, one per broken block; dropping this gives every block back.
 #[derive(Debug, Default)]
 pub struct Fragmenter {
+    pages: FragmentPages,
     chunks: Vec<Option<Mapping>>,
     pins: Vec<Pin>,
 }
@@ -51,7 +59,9 @@ impl Fragmenter {
         for _ in 0..n {
             let Some(p) = self.pins.pop() else { break };
             if let Some(m) = &mut self.chunks[p.chunk] {
-                lock::munlock_range(m, p.offset..p.offset + PAGE)?;
+                if self.pages == FragmentPages::Unmovable {
+                    lock::munlock_range(m, p.offset..p.offset + PAGE)?;
+                }
                 free_range(m, p.offset..p.offset + PAGE)?;
             }
         }
@@ -67,13 +77,15 @@ fn free_range(m: &mut Mapping, range: std::ops::Range<usize>) -> Result<()> {
     Ok(())
 }
 
-/// Reach `target` (within `tolerance`, a share of free memory), never letting MemAvailable
-/// fall below `floor_bytes` while looking for whole blocks. The caller must have set
-/// `vm.compact_unevictable_allowed` to 0, or compaction will undo the work, and should set
-/// `vm.percpu_pagelist_high_fraction` (see the module docs); [`prepare`] does both.
+/// Reach `target` (within `tolerance`, a share of free memory) with blocks kept broken by
+/// `pages`, never letting MemAvailable fall below `floor_bytes` while looking for whole blocks.
+/// For unmovable pages the caller must have set `vm.compact_unevictable_allowed` to 0, or
+/// compaction will undo the work, and should set `vm.percpu_pagelist_high_fraction` (see the
+/// module docs); [`prepare`] does both.
 pub fn fragment(
     host: &Host,
     target: FragmentTarget,
+    pages: FragmentPages,
     tolerance: f64,
     floor_bytes: u64,
     cancel: &dyn Fn() -> bool,
@@ -94,7 +106,10 @@ pub fn fragment(
     }
     let t0 = Instant::now();
     let before = state::settled(host)?;
-    let mut f = Fragmenter::default();
+    let mut f = Fragmenter {
+        pages,
+        ..Fragmenter::default()
+    };
     let mut peak = 0u64;
     let mut note = None;
     let mut rounds = 0;
@@ -162,6 +177,7 @@ pub fn fragment(
     }
     let report = FragmentReport {
         target,
+        pages,
         tolerance,
         reached,
         pinned_blocks: f.pinned_blocks(),
@@ -175,7 +191,9 @@ pub fn fragment(
     Ok((f, report))
 }
 
-/// Set the two knobs fragmentation needs, in `session` (journaled, restored with it).
+/// Set the two knobs fragmentation needs, in `session` (journaled, restored with it). The
+/// first also keeps the pressure holder's mlocked pages where they are, whatever the kind of
+/// fragmentation: only the kept pages of movable fragmentation are for compaction to move.
 pub fn prepare(session: &mut crate::Session) -> Result<Vec<crate::session::KnobSet>> {
     Ok(vec![
         session.set(crate::Knob::CompactUnevictable, "0")?,
@@ -257,14 +275,17 @@ impl Fragmenter {
             let Some(m) = &self.chunks[chunk] else {
                 continue;
             };
-            lock::mlock_range(m, offset..offset + PAGE)?;
+            let locked = self.pages == FragmentPages::Unmovable;
+            if locked {
+                lock::mlock_range(m, offset..offset + PAGE)?;
+            }
             // mlock does not move a page, but compaction may have between the pagemap read and
             // now: keep the pin only if the page is still in its block.
             let now = pagemap.read(m.addr() + offset, 1)?;
             if now.first().and_then(|e| e.pfn()).map(|p| p >> 9) == Some(*b) {
                 self.pins.push(Pin { chunk, offset });
                 pinned += 1;
-            } else {
+            } else if locked {
                 lock::munlock_range(m, offset..offset + PAGE)?;
             }
         }

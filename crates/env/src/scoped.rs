@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use crate::cgroup;
 use crate::flush::StatsFlusher;
-use crate::fragment::{self, Fragmenter};
+use crate::fragment::{self, FragmentPages, Fragmenter};
 use crate::host::Host;
 use crate::journal::Lifetime;
 use crate::knob::{KhugepagedSetting, Knob};
@@ -144,11 +144,34 @@ pub fn shape(
         let sets = fragment::prepare(&mut sh.session)?;
         sh.report.settings.extend(sets);
     }
-    shape_memory(host, plan, &mut sh, cancel, progress)?;
+    let movable = plan.fragment.is_some() && plan.fragment_pages == FragmentPages::Movable;
+    if movable {
+        // A THP fault under `defrag` madvise or always compacts: the squeeze would move the
+        // kept pages away while it takes whole blocks. Shaping takes the blocks it finds.
+        let defrag = Knob::ThpDefrag.read(host)?;
+        sh.report
+            .settings
+            .push(sh.session.set(Knob::ThpDefrag, "never")?);
+        let shaped = shape_memory(host, plan, &mut sh, cancel, progress);
+        sh.report
+            .settings
+            .push(sh.session.set(Knob::ThpDefrag, &defrag)?);
+        shaped?;
+    } else {
+        shape_memory(host, plan, &mut sh, cancel, progress)?;
+    }
     sh.report.shaped = state::settled(host)?;
     let probe_bytes = match plan.probe {
         ProbeSize::Off => 0,
         ProbeSize::Bytes(b) => b,
+        ProbeSize::Auto if movable => {
+            sh.report.warnings.push(
+                "THP probe skipped: its faults would compact the movable pages away and leave \
+                 less fragmentation than shaped (ask --probe SIZE to run it anyway)"
+                    .into(),
+            );
+            0
+        }
         ProbeSize::Auto => sh
             .report
             .shaped
@@ -193,6 +216,7 @@ fn shape_memory(
             let (f, r) = fragment::fragment(
                 host,
                 fragment::FragmentTarget::Level(level),
+                plan.fragment_pages,
                 plan.fragment_tolerance,
                 floor,
                 cancel,
@@ -243,6 +267,7 @@ fn shape_memory(
                 let (f, mut r) = fragment::fragment(
                     host,
                     fragment::FragmentTarget::UnusableBytes(want),
+                    plan.fragment_pages,
                     plan.fragment_tolerance,
                     floor,
                     cancel,

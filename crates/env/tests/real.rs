@@ -4,7 +4,7 @@
 
 use std::sync::Mutex;
 
-use hugewise_env::fragment::{self, FragmentTarget};
+use hugewise_env::fragment::{self, FragmentPages, FragmentTarget};
 use hugewise_env::journal::Lifetime;
 use hugewise_env::{state, Host, Knob, Session};
 
@@ -41,29 +41,39 @@ fn unusable_index_2m() -> f64 {
     weighted / free.max(1) as f64
 }
 
-#[test]
-fn fragmenting_half_a_gib_shows_in_buddyinfo_and_is_given_back() {
+/// Fragment 2 GiB more of free memory with `pages`, check the kernel's index shows it, compact
+/// all memory, and return the index at the start (itself just compacted), before the
+/// compaction and after it (or None when
+/// this machine would not take a measured fragmentation now). The kept pages are then given
+/// back and the index must fall by what they held; the knobs must be as they were.
+fn fragment_then_compact(pages: FragmentPages) -> Option<(f64, f64, f64)> {
     let _g = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
-    let Some((_d, host)) = host() else { return };
+    let (_d, host) = host()?;
     let before_knobs = (
         Knob::CompactUnevictable.read(&host).expect("knob"),
         Knob::PcpHighFraction.read(&host).expect("knob"),
     );
     let mut s = Session::open(&host, Lifetime::Run).expect("session");
     fragment::prepare(&mut s).expect("knobs");
+    // Start from whole blocks, so that the compaction below has only the kept pages to undo.
+    hugewise_env::actions::compact(&host).expect("compact");
     let start = state::settled(&host).expect("measure");
-    // Half a GiB more of free memory made useless for 2 MiB pages, as a share of free memory.
-    let rise = (512u64 << 20) as f64 / start.buddy_free_bytes as f64;
+    // 2 GiB more of free memory made useless for 2 MiB pages, as a share of free memory: well
+    // above what compaction leaves broken on its own (5 % of free memory here).
+    let rise = (2u64 << 30) as f64 / start.buddy_free_bytes as f64;
     let level = (start.unusable_share + rise).min(0.9);
     let (f, r) = fragment::fragment(
         &host,
         FragmentTarget::Level(level),
+        pages,
         0.01,
         4 << 30,
         &never,
         &mut |_, _| {},
     )
     .expect("fragment");
+    assert_eq!(r.pages, pages);
+    let mut seen = None;
     if r.reached {
         state::settle(&host);
         let mid = unusable_index_2m();
@@ -73,17 +83,22 @@ fn fragmenting_half_a_gib_shows_in_buddyinfo_and_is_given_back() {
             level * 100.0,
             mid * 100.0
         );
-        // Given back: each block broken by a kept page is whole again once the page is freed.
-        // Taking and freeing pages to find whole blocks also breaks some on its own, which the
-        // fragmenter counts towards the level but does not hold: only its kept pages are
-        // judged here.
+        hugewise_env::actions::compact(&host).expect("compact");
+        state::settle(&host);
+        let compacted = unusable_index_2m();
+        seen = Some((start.unusable_share, mid, compacted));
+        // Given back: each block broken by a kept page is whole again once the page is freed
+        // (movable ones were mostly moved, and their blocks made whole, by the compaction
+        // already: not judged here). Taking and freeing pages to find whole blocks also
+        // breaks some on its own, which the fragmenter counts towards the level but does not
+        // hold: only its kept pages are judged here.
         let held = f.pinned_blocks() as f64 * state::BLOCK_BYTES as f64;
         let free = state::measure(&host).expect("measure").buddy_free_bytes as f64;
         drop(f);
         state::settle(&host);
         let end = unusable_index_2m();
         assert!(
-            mid - end >= 0.5 * held / free - 0.01,
+            compacted.min(mid) - end >= 0.5 * held / free - 0.01 || pages == FragmentPages::Movable,
             "{} blocks given back, yet the index went from {:.1}% to {:.1}%",
             r.pinned_blocks,
             mid * 100.0,
@@ -107,6 +122,37 @@ fn fragmenting_half_a_gib_shows_in_buddyinfo_and_is_given_back() {
         Knob::PcpHighFraction.read(&host).expect("knob"),
     );
     assert_eq!(after_knobs, before_knobs);
+    seen
+}
+
+#[test]
+fn unmovable_fragmentation_shows_in_buddyinfo_survives_compaction_and_is_given_back() {
+    let Some((_, mid, compacted)) = fragment_then_compact(FragmentPages::Unmovable) else {
+        return;
+    };
+    // The kept pages are mlocked and compaction may not move them: the blocks stay broken.
+    assert!(
+        compacted >= mid - 0.05,
+        "compaction took the index from {:.1}% to {:.1}%: unmovable pages were moved",
+        mid * 100.0,
+        compacted * 100.0
+    );
+}
+
+#[test]
+fn movable_fragmentation_shows_in_buddyinfo_and_compaction_undoes_most_of_it() {
+    let Some((start, mid, compacted)) = fragment_then_compact(FragmentPages::Movable) else {
+        return;
+    };
+    // Ordinary pages: compaction moves them out and most broken blocks are whole again.
+    assert!(
+        compacted - start <= (mid - start) / 2.0,
+        "compaction took the index only from {:.1}% to {:.1}% (from {:.1}% before \
+         fragmenting): the movable pages stayed",
+        mid * 100.0,
+        compacted * 100.0,
+        start * 100.0
+    );
 }
 
 #[test]

@@ -119,6 +119,72 @@ fn with_runs_the_command_in_the_shaped_machine_and_restores() {
     assert!(v["meta"]["tool_version"].is_string());
 }
 
+/// Movable fragmentation: the command runs with the kept pages in place and THP `defrag` as it
+/// was (shaping turns it to `never` only while it squeezes), the automatic probe is skipped
+/// (its faults would compact the pages away), and everything is put back.
+#[test]
+fn movable_fragmentation_leaves_defrag_as_it_was_for_the_command_and_skips_the_probe() {
+    let _g = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if !root() {
+        return;
+    }
+    const DEFRAG: &str = "/sys/kernel/mm/transparent_hugepage/defrag";
+    let state = tempfile::tempdir().expect("tmp");
+    let before = (read(THP), read(DEFRAG));
+    let out = state.path().join("movable.json");
+    let o = run(
+        state.path(),
+        &[
+            "env",
+            "with",
+            "--fragment",
+            "20%",
+            "--fragment-pages",
+            "movable",
+            "--out",
+            out.to_str().expect("utf8"),
+            "--",
+            "cat",
+            DEFRAG,
+        ],
+    );
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(text(&o.stdout).trim(), before.1, "{err}");
+    assert_eq!((read(THP), read(DEFRAG)), before);
+    assert!(err.contains("broken by one movable page each"), "{err}");
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&out).expect("report")).expect("json");
+    let shape = &v["shape"];
+    assert_eq!(shape["plan"]["fragment_pages"], "movable");
+    assert_eq!(shape["fragment"]["pages"], "movable");
+    assert!(shape["probe"].is_null(), "{shape}");
+    assert!(
+        shape["warnings"]
+            .as_array()
+            .expect("warnings")
+            .iter()
+            .any(|w| w.as_str().is_some_and(|w| w.contains("THP probe skipped"))),
+        "{shape}"
+    );
+    assert!(v["finish"]["restore"]["failed"]
+        .as_array()
+        .expect("failed")
+        .is_empty());
+    // Without --fragment there is nothing for --fragment-pages to say: refused before anything
+    // is changed.
+    let o = run(
+        state.path(),
+        &["env", "with", "--fragment-pages", "movable", "--", "true"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("--fragment"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
 #[test]
 fn sigterm_stops_the_command_and_restores() {
     let _g = MACHINE.lock().unwrap_or_else(|e| e.into_inner());

@@ -207,11 +207,37 @@ pub enum FragmentTarget {
     UnusableBytes(u64),
 }
 
+/// What keeps each broken 2 MiB block broken.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FragmentPages {
+    /// One mlocked page per block, which compaction may not move while
+    /// `vm.compact_unevictable_allowed` is 0: the seeds' fragmentation, that no compaction undoes.
+    #[default]
+    Unmovable,
+    /// One ordinary anonymous page per block, as other programs' memory leaves free memory:
+    /// compaction can move it and make the block whole again.
+    Movable,
+}
+
+impl FragmentPages {
+    /// The name the CLI and reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            FragmentPages::Unmovable => "unmovable",
+            FragmentPages::Movable => "movable",
+        }
+    }
+}
+
 /// What fragmenting (`env fragment`) did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FragmentReport {
     /// What was asked.
     pub target: FragmentTarget,
+    /// What kind of page keeps a block broken.
+    #[serde(default)]
+    pub pages: FragmentPages,
     /// Tolerance on the level (share of free memory).
     pub tolerance: f64,
     /// Whether the target was reached within the tolerance.
@@ -315,6 +341,9 @@ pub struct Plan {
     pub pressure: Option<PressureTarget>,
     /// Fragmentation level (0 to 1) of the free memory that remains.
     pub fragment: Option<f64>,
+    /// What keeps the broken blocks broken.
+    #[serde(default)]
+    pub fragment_pages: FragmentPages,
     /// Tolerance on the fragmentation level.
     pub fragment_tolerance: f64,
     /// Safety floor: never leave less available while shaping.

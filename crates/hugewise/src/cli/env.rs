@@ -5,10 +5,11 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 use anyhow::bail;
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use hugewise_console::emit::Stream;
 use hugewise_console::progress::Mode;
 use hugewise_env::actions::measured;
+use hugewise_env::fragment::FragmentPages;
 use hugewise_env::kept::{self, require_root};
 use hugewise_env::scoped::pressure_target;
 use hugewise_env::scoped::{self, compact, drop_caches, hugetlb_pools, khugepaged_settings};
@@ -81,17 +82,21 @@ so pressure alone leaves whole 2 MiB blocks for the workload. Refuses to leave l
 --floor available.")]
     Pressure(EnvPressureArgs),
 
-    /// Make a share of free memory useless for 2 MiB pages (one pinned 4 KiB page in each
+    /// Make a share of free memory useless for 2 MiB pages (one kept 4 KiB page in each
     /// broken 2 MiB block), until Ctrl-C or --for.
     #[command(after_help = "Examples:
   hugewise env fragment --level 50%
   hugewise env fragment --level 90% --for 10m --probe off
+  hugewise env fragment --level 90% --pages movable
 
 The level is measured from /proc/buddyinfo (free memory in blocks under 2 MiB / all free
-memory) and corrected until it is within 2 points. Sets vm.compact_unevictable_allowed=0 (so
-compaction cannot move the pinned pages) and keeps the per-CPU free lists minimal, both put
-back at the end. A THP probe then shows what share of a fresh THP region still gets 2 MiB
-pages.")]
+memory) and corrected until it is within 2 points. The kept pages are mlocked and
+vm.compact_unevictable_allowed is set to 0, so compaction cannot move them (the seeds'
+fragmentation); with --pages movable they are ordinary pages, as other programs' memory
+breaks a busy server's free memory, and compaction (kcompactd's, a THP fault's, a collapse's)
+can move them and make blocks whole again. The per-CPU free lists are kept minimal. Every
+setting is put back at the end. A THP probe then shows what share of a fresh THP region still
+gets 2 MiB pages.")]
     Fragment(EnvFragmentArgs),
 
     /// Run a command in a memory cgroup created for it and removed afterwards.
@@ -111,6 +116,7 @@ kept a locked run near its limit from being OOM-killed with swap to spare (see `
   hugewise env with --pressure-leave 2GiB --fragment 50% -- hugewise run bfs --graph kron:22
   hugewise env with --limit-memory 3GiB --swap 8GiB -- ./my-workload
   hugewise env with --fragment 25% --out shaped.json -- sleep 1
+  hugewise env with --pressure-leave 10GiB --fragment 90% --fragment-pages movable -- ./my-workload
 
 Order: settings and swap; drop caches (always when fragmenting); compaction; pressure and
 fragmentation; measure; THP probe; the command; restore. With both --pressure-leave and
@@ -251,12 +257,34 @@ pub struct EnvFragmentArgs {
     /// Share of free memory to make useless for 2 MiB pages, 0% to 95%.
     #[arg(long, value_parser = |s: &str| Share::parse_in(s, &ShareRange::FRAGMENT))]
     pub level: Share,
+    /// What keeps each broken block broken: an mlocked page compaction may not move
+    /// (unmovable), or an ordinary one it can move away (movable).
+    #[arg(long, value_enum, default_value = "unmovable")]
+    pub pages: Pages,
     /// THP probe afterwards: auto (all above the floor, at most 4 GiB), off, or a size.
     #[arg(long, default_value = "auto", value_parser = |s: &str| s.parse::<AutoSize>().map(ProbeSize::from))]
     pub probe: ProbeSize,
     /// Holding options.
     #[command(flatten)]
     pub hold: HoldArgs,
+}
+
+/// The kind of page that keeps a block broken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Pages {
+    /// mlocked, out of compaction's reach while shaped (the seeds' fragmentation).
+    Unmovable,
+    /// An ordinary anonymous page: compaction can move it.
+    Movable,
+}
+
+impl From<Pages> for FragmentPages {
+    fn from(p: Pages) -> FragmentPages {
+        match p {
+            Pages::Unmovable => FragmentPages::Unmovable,
+            Pages::Movable => FragmentPages::Movable,
+        }
+    }
 }
 
 /// `env limit`.
@@ -328,6 +356,10 @@ pub struct EnvWithArgs {
     /// Make this share of the free memory that remains useless for 2 MiB pages.
     #[arg(long, value_name = "LEVEL", value_parser = |s: &str| Share::parse_in(s, &ShareRange::FRAGMENT))]
     pub fragment: Option<Share>,
+    /// What keeps each broken block broken: an mlocked page compaction may not move
+    /// (unmovable), or an ordinary one it can move away (movable).
+    #[arg(long, value_enum, default_value = "unmovable", requires = "fragment")]
+    pub fragment_pages: Pages,
     /// Run the command in a memory cgroup with this limit (its statistics kept fresh by a read
     /// of memory.stat every 50 ms, as `env limit` does).
     #[arg(long, value_name = "SIZE")]
@@ -417,6 +449,7 @@ pub fn run(cmd: EnvCommand, progress: Mode) -> anyhow::Result<u8> {
             let fragment = Some(a.level.fraction());
             let plan = Plan {
                 fragment,
+                fragment_pages: a.pages.into(),
                 probe: a.probe,
                 ..hold_plan(&a.hold)
             };
@@ -457,6 +490,7 @@ pub fn run(cmd: EnvCommand, progress: Mode) -> anyhow::Result<u8> {
                     a.pressure_take.map(|b| b.0),
                 ),
                 fragment: a.fragment.map(Share::fraction),
+                fragment_pages: a.fragment_pages.into(),
                 limit_bytes: a.limit_memory.map(|b| b.0),
                 probe: a.probe,
                 floor_bytes: a.floor.0,

@@ -147,8 +147,9 @@ pub fn shape(r: &ShapeReport) -> String {
     if let Some(f) = &r.fragment {
         let _ = writeln!(
             o,
-            "fragment  {} blocks of 2 MiB broken by one pinned page each, {} rounds ({:.1} s){}",
+            "fragment  {} blocks of 2 MiB broken by one {} page each, {} rounds ({:.1} s){}",
             f.pinned_blocks,
+            f.pages.name(),
             f.rounds,
             f.seconds,
             f.note
