@@ -153,6 +153,32 @@ fn refused_collapses_on_fragmented_memory_are_compacted_for_and_logged() {
         .iter()
         .filter_map(|i| i.get("compaction"))
         .collect();
+    // A look stops collapsing after four refusals in a row (the rest are held back for the
+    // compaction to weigh): never more in a row within one look.
+    let starts: Vec<f64> = v["intervals"]
+        .as_array()
+        .expect("intervals")
+        .iter()
+        .map(|i| i["t_ms"].as_f64().unwrap_or(0.0))
+        .collect();
+    let mut run = (usize::MAX, 0u32);
+    for act in v["actions"].as_array().expect("actions") {
+        if act["kind"] != "promote" {
+            continue;
+        }
+        let look = starts.partition_point(|&s| s <= act["t_ms"].as_f64().unwrap_or(0.0));
+        let no_room = act["outcome"] == "ENOMEM" || act["outcome"] == "EAGAIN";
+        run = match (no_room, run.0 == look) {
+            (true, true) => (look, run.1 + 1),
+            (true, false) => (look, 1),
+            (false, _) => (look, 0),
+        };
+        assert!(
+            run.1 <= hugewise_promote::refusals::IN_A_ROW,
+            "{} refusals in a row in one look: {text}",
+            run.1
+        );
+    }
     if refused == 0 {
         // The kernel found blocks for every collapse (its own compaction, or the shaping left
         // more than asked): nothing to compact for, and `always` compacts only on a refusal.

@@ -114,7 +114,8 @@ impl Default for Settings {
 /// What waited for a huge page this interval.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Waiting {
-    /// Collapses the kernel refused for want of memory (`ENOMEM`, `EAGAIN`).
+    /// Collapses the kernel refused for want of memory (`ENOMEM`, `EAGAIN`), and those the
+    /// look held back after such refusals (see [`crate::refusals`]): they wait for room alike.
     pub refused: u32,
     /// Collapses that succeeded only after direct compaction (their latency says so).
     pub slow: u32,
@@ -196,8 +197,8 @@ pub fn decide(
             return Decision::Compact {
                 aim_bytes: aim,
                 why: format!(
-                    "{} collapse{} refused ({} free 2 MiB blocks, unusable index {:.2}); \
-                     --compact always",
+                    "{} collapse{} refused or held back ({} free 2 MiB blocks, unusable index \
+                     {:.2}); --compact always",
                     waiting.refused,
                     plural(waiting.refused.into()),
                     free.blocks,
@@ -278,7 +279,7 @@ pub fn decide(
     Decision::Compact {
         aim_bytes: aim,
         why: format!(
-            "{} collapse{} refused and {} slowed by direct compaction, {} MiB of budget \
+            "{} collapse{} refused or held back and {} slowed by direct compaction, {} MiB of budget \
              left; {} free 2 MiB blocks, unusable index {:.2} ({} blocks' worth of free \
              memory broken up){split}: compacting for {} MiB, expected {:.1} ms of CPU",
             waiting.refused,
@@ -643,7 +644,10 @@ mod tests {
         let Decision::Compact { why, .. } = &d else {
             panic!()
         };
-        assert!(why.contains("10 collapses refused and 2 slowed"), "{why}");
+        assert!(
+            why.contains("10 collapses refused or held back and 2 slowed"),
+            "{why}"
+        );
         assert!(why.contains("28.0 ms of CPU"), "{why}");
         // The budget bounds what waits: 3 chunks left, 1 block free, 2 short.
         let d = decide(&s, &waiting(10, 0, 6), &free(1, 300), &GUESS, &at(0, 1));

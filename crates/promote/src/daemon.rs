@@ -17,6 +17,7 @@ use crate::channel::Subscriber;
 use crate::compact::{Controller as Compactor, Decision as CompactDecision, Lever, Waiting};
 use crate::pacing::{Pace, Pacer, Reading};
 use crate::policy::{ChunkInfo, Policy};
+use crate::refusals::Refusals;
 use crate::room;
 use crate::settle::Settle;
 use crate::target::Target;
@@ -464,8 +465,8 @@ pub struct Daemon {
     /// Bytes the targets' allocation logs hold that are not mapped yet, at the last scan
     /// (see `Managed::unfaulted`): part of the budget's basis.
     unfaulted: u64,
-    /// This interval's collapses refused for want of memory (`ENOMEM`, `EAGAIN`), and those
-    /// slowed by direct compaction.
+    /// This interval's collapses refused for want of memory (`ENOMEM`, `EAGAIN`) or held back
+    /// after such refusals (see [`crate::refusals`]), and those slowed by direct compaction.
     refused_now: Vec<ChunkInfo>,
     slow_now: u32,
     /// Weighs and makes compactions.
@@ -908,6 +909,7 @@ impl Daemon {
         // [`crate::pacing`]).
         let mut faulting: Vec<i32> = Vec::new();
         let mut paced = 0u32;
+        let mut refusals = Refusals::default();
         for i in order {
             if iv.promoted - promoted_before >= self.cfg.max_promotions as u32
                 && now.elapsed() >= self.cfg.interval
@@ -931,6 +933,17 @@ impl Daemon {
                     *not_worth.entry(pid).or_default() += 1;
                     continue;
                 }
+            }
+            if refusals.holding() {
+                // The kernel has no block for it either (see [`crate::refusals`]): held back,
+                // waiting for room as the refused ones are, while the budget has room for it.
+                let held = u64::from(refusals.held_back()) + 1;
+                if huge + held * HUGE as u64 > iv.budget_bytes {
+                    break;
+                }
+                refusals.hold_one();
+                self.refused_now.push(chunks[i]);
+                continue;
             }
             // Full: take the place of the least valued huge chunk if this one is worth
             // clearly more; otherwise the look is done.
@@ -967,15 +980,21 @@ impl Daemon {
                     break;
                 }
             }
-            self.act(
+            let refused_before = self.refused_now.len();
+            let made = self.act(
                 &chunks[i],
                 ActionKind::Promote,
                 &mut iv,
                 &mut huge,
                 on_action,
             )?;
+            let refused = self.refused_now.len() > refused_before;
+            if made || refused {
+                refusals.record(refused);
+            }
         }
         iv.huge_bytes_after = huge;
+        iv.held_back = (refusals.held_back() > 0).then_some(refusals.held_back());
         iv.swaps = Some(swaps);
         iv.paced = (paced > 0).then_some(paced);
         if !not_worth.is_empty() {

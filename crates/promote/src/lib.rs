@@ -18,7 +18,8 @@
 //!   ([`channel`]), ask a [`policy`] (one per file in [`policies`]), act within the [`budget`],
 //!   and ask for fewer samples while nothing changes ([`thinning`]); when collapses are refused
 //!   for want of free 2 MiB blocks, [`compact`] weighs asking the kernel to compact, and
-//!   [`room`] picks lower-priority targets' cold huge pages to split first; while a
+//!   [`room`] picks lower-priority targets' cold huge pages to split first, and after a few
+//!   refusals in a row a look holds its other collapses back ([`refusals`]); while a
 //!   target faults its memory in, [`pacing`] holds its collapses back; [`warm`] faults in the
 //!   page each collapse copies into, so that the target waits on the copy alone.
 #![forbid(unsafe_code)]
@@ -34,6 +35,7 @@ pub mod pacing;
 pub mod plan;
 pub mod policies;
 pub mod policy;
+pub mod refusals;
 pub mod replay;
 pub mod room;
 pub mod session;

@@ -387,6 +387,11 @@ impl Log {
                 .iter()
                 .filter_map(|i| i.paced.map(u64::from))
                 .reduce(|a, b| a + b),
+            held_back: self
+                .intervals
+                .iter()
+                .filter_map(|i| i.held_back.map(u64::from))
+                .reduce(|a, b| a + b),
             compactions: (!compactions.is_empty()).then_some(compactions.len() as u64),
             compaction_cpu_ns: compaction_cpu,
             compaction_core_share: compaction_cpu

@@ -113,6 +113,11 @@ pub struct Interval {
     /// `null` when none did, and in results from before collapses were paced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paced: Option<u32>,
+    /// Candidates whose collapse the look held back after the kernel had refused several in a
+    /// row for want of memory (they wait for room, as refused ones do); `null` when none were,
+    /// and in results from before looks held back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_back: Option<u32>,
     /// What the daemon found worth saying this interval, once each: which signal a policy
     /// acts on and why, a target's sample ring or allocation log refused and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -210,6 +215,10 @@ pub struct Totals {
     /// were).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paced: Option<u64>,
+    /// Collapses held back after refusals for want of memory, over every look (absent when
+    /// none were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_back: Option<u64>,
     /// Compactions the daemon made (absent when it made none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compactions: Option<u64>,

@@ -226,6 +226,12 @@ pub fn session(r: &PromoteReport) -> String {
             n.to_string(),
         ]);
     }
+    if let Some(n) = t.held_back {
+        tab.row([
+            "collapses held back after refusals in a row".to_string(),
+            n.to_string(),
+        ]);
+    }
     tab.row([
         "daemon CPU (share of one core)".to_string(),
         match (t.daemon_cpu_ns, t.daemon_core_share) {
@@ -885,6 +891,7 @@ mod tests {
                 daemon_core_share: None,
                 reach_budget_ms: None,
                 paced: None,
+                held_back: Some(12),
                 compactions: Some(1),
                 compaction_cpu_ns: Some(40_000_000),
                 compaction_core_share: Some(0.01),
@@ -907,6 +914,13 @@ mod tests {
         assert!(text.contains("2 MiB blocks free 2 -> 300"), "{text}");
         assert!(text.contains("unusable index 0.500 -> 0.125"), "{text}");
         assert!(text.contains("why: 3 collapses refused"), "{text}");
+        assert!(
+            text.lines().any(
+                |l| l.starts_with("collapses held back after refusals in a row")
+                    && l.trim_end().ends_with(" 12")
+            ),
+            "{text}"
+        );
         assert!(
             text.contains(
                 "not compacted (2 intervals, the first said) over its share of a core: 30 ms"
