@@ -149,7 +149,9 @@ pub fn fragment(
             f.unpin(n.min(f.pins.len()))?;
         } else {
             let k = ((want - have) / ((PAGES_PER_BLOCK - 1) as f64 * PAGE as f64)).ceil() as u64;
-            check_map_count(host, f.pins.len() as u64 + k)?;
+            if pages == FragmentPages::Unmovable {
+                check_map_count(host, f.pins.len() as u64 + k)?;
+            }
             let got = f.grab(host, k, floor_bytes, cancel, progress, &mut peak)?;
             if got < k {
                 note = Some(format!(
@@ -201,7 +203,8 @@ pub fn prepare(session: &mut crate::Session) -> Result<Vec<crate::session::KnobS
     ])
 }
 
-/// Each kept page splits its mapping: make sure the kernel's limit on mappings allows them.
+/// Each mlocked kept page splits its mapping (a movable one does not): make sure the kernel's
+/// limit on mappings allows them.
 fn check_map_count(host: &Host, pins: u64) -> Result<()> {
     let limit: u64 = host
         .proc

@@ -153,10 +153,10 @@ pub fn shape(
             .settings
             .push(sh.session.set(Knob::ThpDefrag, "never")?);
         let shaped = shape_memory(host, plan, &mut sh, cancel, progress);
-        sh.report
-            .settings
-            .push(sh.session.set(Knob::ThpDefrag, &defrag)?);
+        let back = sh.session.set(Knob::ThpDefrag, &defrag);
+        // A shaping error says more than a failed write back (which `sh` retries on drop).
         shaped?;
+        sh.report.settings.push(back?);
     } else {
         shape_memory(host, plan, &mut sh, cancel, progress)?;
     }

@@ -157,6 +157,32 @@ fn movable_fragmentation_leaves_defrag_as_it_was_for_the_command_and_skips_the_p
         serde_json::from_slice(&std::fs::read(&out).expect("report")).expect("json");
     let shape = &v["shape"];
     assert_eq!(shape["plan"]["fragment_pages"], "movable");
+    // Held at `never` while shaping, then set back to what it was, both journaled.
+    let defrag: Vec<(&str, &str)> = shape["settings"]
+        .as_array()
+        .expect("settings")
+        .iter()
+        .filter(|s| s["knob"] == "thp defrag")
+        .map(|s| {
+            (
+                s["asked"].as_str().unwrap_or(""),
+                s["now"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    let was = before.1.as_str();
+    let was = was
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix('[').and_then(|w| w.strip_suffix(']')))
+        .unwrap_or(was);
+    if was == "never" {
+        assert!(
+            defrag.is_empty() || defrag.iter().all(|d| d.1 == "never"),
+            "{shape}"
+        );
+    } else {
+        assert_eq!(defrag, [("never", "never"), (was, was)], "{shape}");
+    }
     assert_eq!(shape["fragment"]["pages"], "movable");
     assert!(shape["probe"].is_null(), "{shape}");
     assert!(

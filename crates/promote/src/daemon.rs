@@ -468,6 +468,9 @@ pub struct Daemon {
     /// This interval's collapses refused for want of memory (`ENOMEM`, `EAGAIN`) or held back
     /// after such refusals (see [`crate::refusals`]), and those slowed by direct compaction.
     refused_now: Vec<ChunkInfo>,
+    /// Whether the last action was a collapse refused for want of memory (`ENOMEM`), for the
+    /// look's [`Refusals`].
+    no_memory_last: bool,
     slow_now: u32,
     /// Weighs and makes compactions.
     compactor: Compactor,
@@ -537,6 +540,7 @@ impl Daemon {
             unfaulted: 0,
             thinning: Thinning::new(thin_max),
             refused_now: Vec::new(),
+            no_memory_last: false,
             slow_now: 0,
             compactor: Compactor::new(cfg.compact, Lever::default()),
             cfg,
@@ -668,6 +672,7 @@ impl Daemon {
         huge: &mut u64,
         on_action: &mut dyn FnMut(&Action),
     ) -> Result<bool> {
+        self.no_memory_last = false;
         let Some(t) = self.target(c.pid) else {
             return Ok(false);
         };
@@ -729,6 +734,7 @@ impl Daemon {
         if kind == ActionKind::Promote && (a.outcome == "ENOMEM" || a.outcome == "EAGAIN") {
             self.refused_now.push(*c);
         }
+        self.no_memory_last = kind == ActionKind::Promote && a.outcome == "ENOMEM";
         match (kind, ok) {
             (ActionKind::Promote, true) => {
                 if self.collapses.len() == COLLAPSES_KEPT {
@@ -937,8 +943,8 @@ impl Daemon {
             if refusals.holding() {
                 // The kernel has no block for it either (see [`crate::refusals`]): held back,
                 // waiting for room as the refused ones are, while the budget has room for it.
-                let held = u64::from(refusals.held_back()) + 1;
-                if huge + held * HUGE as u64 > iv.budget_bytes {
+                let waiting = u64::from(refusals.waiting()) + 1;
+                if huge + waiting * HUGE as u64 > iv.budget_bytes {
                     break;
                 }
                 refusals.hold_one();
@@ -980,7 +986,6 @@ impl Daemon {
                     break;
                 }
             }
-            let refused_before = self.refused_now.len();
             let made = self.act(
                 &chunks[i],
                 ActionKind::Promote,
@@ -988,9 +993,8 @@ impl Daemon {
                 &mut huge,
                 on_action,
             )?;
-            let refused = self.refused_now.len() > refused_before;
-            if made || refused {
-                refusals.record(refused);
+            if made || self.no_memory_last {
+                refusals.record(self.no_memory_last);
             }
         }
         iv.huge_bytes_after = huge;

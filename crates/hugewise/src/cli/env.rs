@@ -96,7 +96,8 @@ fragmentation); with --pages movable they are ordinary pages, as other programs'
 breaks a busy server's free memory, and compaction (kcompactd's, a THP fault's, a collapse's)
 can move them and make blocks whole again. The per-CPU free lists are kept minimal. Every
 setting is put back at the end. A THP probe then shows what share of a fresh THP region still
-gets 2 MiB pages.")]
+gets 2 MiB pages (skipped for movable pages unless --probe gives a size: its faults would
+compact them away).")]
     Fragment(EnvFragmentArgs),
 
     /// Run a command in a memory cgroup created for it and removed afterwards.
@@ -119,7 +120,9 @@ kept a locked run near its limit from being OOM-killed with swap to spare (see `
   hugewise env with --pressure-leave 10GiB --fragment 90% --fragment-pages movable -- ./my-workload
 
 Order: settings and swap; drop caches (always when fragmenting); compaction; pressure and
-fragmentation; measure; THP probe; the command; restore. With both --pressure-leave and
+fragmentation (with --fragment-pages movable, THP defrag held at never meanwhile, so that no
+fault compacts the kept pages away); measure; THP probe (skipped for movable pages unless
+--probe gives a size); the command; restore. With both --pressure-leave and
 --fragment the level is that of the memory left: 'working set + 0.5 GiB free, 50%
 fragmented' is --pressure-leave <working set + 0.5GiB> --fragment 50%.
 The report goes to stderr (the command owns stdout), as JSON at the end with --json; --out
