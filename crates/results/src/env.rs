@@ -221,6 +221,12 @@ pub enum FragmentPages {
 }
 
 impl FragmentPages {
+    /// Whether this is the seeds' kind, which saved results leave unsaid (results from before
+    /// the kind existed have none, and read as it).
+    pub fn is_unmovable(&self) -> bool {
+        *self == FragmentPages::Unmovable
+    }
+
     /// The name the CLI and reports use.
     pub fn name(self) -> &'static str {
         match self {
@@ -235,8 +241,8 @@ impl FragmentPages {
 pub struct FragmentReport {
     /// What was asked.
     pub target: FragmentTarget,
-    /// What kind of page keeps a block broken.
-    #[serde(default)]
+    /// What kind of page keeps a block broken (absent: unmovable).
+    #[serde(default, skip_serializing_if = "FragmentPages::is_unmovable")]
     pub pages: FragmentPages,
     /// Tolerance on the level (share of free memory).
     pub tolerance: f64,
@@ -341,8 +347,8 @@ pub struct Plan {
     pub pressure: Option<PressureTarget>,
     /// Fragmentation level (0 to 1) of the free memory that remains.
     pub fragment: Option<f64>,
-    /// What keeps the broken blocks broken.
-    #[serde(default)]
+    /// What keeps the broken blocks broken (absent: unmovable).
+    #[serde(default, skip_serializing_if = "FragmentPages::is_unmovable")]
     pub fragment_pages: FragmentPages,
     /// Tolerance on the fragmentation level.
     pub fragment_tolerance: f64,
