@@ -498,6 +498,10 @@ const CANCEL_NAP: Duration = Duration::from_millis(100);
 /// Collapses whose latency the estimate of a collapse's cost keeps.
 const COLLAPSES_KEPT: usize = 32;
 
+/// Pause before a collapse refused with `EAGAIN` is tried again within the look (a sleep, no
+/// CPU: at most [`crate::replay::AGAIN_RETRIES`] of them a chunk).
+const AGAIN_PAUSE: Duration = Duration::from_millis(10);
+
 /// A collapse whose CPU time is this many times the fastest of the last ones compacted first
 /// (a collapse that found a free block costs about the same each time, its copy of 2 MiB; one
 /// that had to compact first, in the daemon's thread, several times as much)...
@@ -683,31 +687,46 @@ impl Daemon {
         if kind == ActionKind::Promote && self.cfg.warm && self.refused_now.is_empty() {
             crate::warm::warm_page();
         }
-        let cpu0 = hugewise_sys::rusage::thread_cpu_ns();
-        let done = match kind {
-            ActionKind::Promote => t.promote(range.clone()),
-            ActionKind::Demote => t.demote(range.clone()),
-            ActionKind::Release => t.release(range.clone()),
+        let mut attempt = 0;
+        let (a, cpu_ns) = loop {
+            let cpu0 = hugewise_sys::rusage::thread_cpu_ns();
+            let done = match kind {
+                ActionKind::Promote => t.promote(range.clone()),
+                ActionKind::Demote => t.demote(range.clone()),
+                ActionKind::Release => t.release(range.clone()),
+            };
+            let cpu_ns = hugewise_sys::rusage::thread_cpu_ns().saturating_sub(cpu0);
+            let a = match done {
+                Ok(a) => a,
+                // The target unmapped or remapped the chunk since the scan: a race with the
+                // program, not a fault of the daemon's.
+                Err(Error::BadRange { why, .. }) => Action {
+                    t_ms: self.t0.elapsed().as_secs_f64() * 1e3,
+                    pid: c.pid,
+                    start: range.start,
+                    len_bytes: HUGE as u64,
+                    kind,
+                    outcome: format!("skipped: {why}"),
+                    latency_ns: 0,
+                    huge_bytes_after: None,
+                },
+                Err(e) => return Err(e),
+            };
+            on_action(&a);
+            // `EAGAIN` is a page the kernel could not take this time (locked or referenced
+            // while being migrated or compacted, say), not a want of memory: tried again
+            // shortly, as a plan's step is, each attempt logged. Without it a swap would have
+            // split its old chunk for nothing until the next look.
+            if kind != ActionKind::Promote
+                || a.outcome != "EAGAIN"
+                || attempt == crate::replay::AGAIN_RETRIES
+            {
+                break (a, cpu_ns);
+            }
+            attempt += 1;
+            std::thread::sleep(AGAIN_PAUSE);
         };
-        let cpu_ns = hugewise_sys::rusage::thread_cpu_ns().saturating_sub(cpu0);
         let slow = self.slow(cpu_ns);
-        let a = match done {
-            Ok(a) => a,
-            // The target unmapped or remapped the chunk since the scan: a race with the
-            // program, not a fault of the daemon's.
-            Err(Error::BadRange { why, .. }) => Action {
-                t_ms: self.t0.elapsed().as_secs_f64() * 1e3,
-                pid: c.pid,
-                start: range.start,
-                len_bytes: HUGE as u64,
-                kind,
-                outcome: format!("skipped: {why}"),
-                latency_ns: 0,
-                huge_bytes_after: None,
-            },
-            Err(e) => return Err(e),
-        };
-        on_action(&a);
         if a.outcome == "gone" {
             return Ok(false);
         }

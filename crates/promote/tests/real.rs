@@ -240,6 +240,44 @@ fn replays_steps_in_time_and_stops_when_cancelled() {
 }
 
 #[test]
+fn a_replayed_step_the_kernel_could_not_take_is_tried_twice_more() {
+    use hugewise_promote::replay::{replay, Step, AGAIN_RETRIES};
+    use std::sync::atomic::AtomicBool;
+    use std::time::Duration;
+    if !is_root() {
+        hugewise_sys::testing::skip("frames are visible to root only");
+        return;
+    }
+    let m = base_paged(2 * HUGE);
+    let t0 = Instant::now();
+    let t = Target::attach(&ProcFs::default(), std::process::id() as i32, t0).expect("attach");
+    let step = |c: usize| Step {
+        at: Duration::ZERO,
+        range: m.addr() + c * HUGE..m.addr() + (c + 1) * HUGE,
+        kind: ActionKind::Promote,
+    };
+    // Chunk 0's page is held by a pipe throughout; chunk 1's is let go at its first refusal.
+    let _kept = hugewise_sys::testing::PageHold::new(m.addr() + 4096).expect("vmsplice");
+    let mut let_go =
+        hugewise_sys::testing::PageHold::new(m.addr() + HUGE + 4096).expect("vmsplice");
+    let cancel = AtomicBool::new(false);
+    let r = replay(&t, &[step(0), step(1)], t0, &cancel, &mut |a| {
+        if a.start == m.addr() + HUGE && a.outcome == "EAGAIN" {
+            let_go.release().expect("release");
+        }
+    })
+    .expect("replay");
+    let outcomes: Vec<(usize, &str)> = r
+        .actions
+        .iter()
+        .map(|a| ((a.start - m.addr()) / HUGE, a.outcome.as_str()))
+        .collect();
+    let mut want = vec![(0, "EAGAIN"); AGAIN_RETRIES as usize + 1];
+    want.extend([(1, "EAGAIN"), (1, "ok")]);
+    assert_eq!(outcomes, want, "{:?}", r.actions);
+}
+
+#[test]
 fn launches_a_program_without_aslr_and_reports_one_that_cannot_start() {
     use hugewise_promote::target::launch;
     let mut l = launch(

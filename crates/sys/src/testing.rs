@@ -42,3 +42,63 @@ pub fn mkfifo(path: &std::path::Path) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+/// One 4 KiB page of this process's memory referenced by a pipe (`vmsplice`), as a page being
+/// migrated or under I/O is: `MADV_COLLAPSE` refuses its 2 MiB chunk with `EAGAIN` until the
+/// pipe lets go ([`PageHold::release`], or drop), for tests of what hugewise does with a
+/// collapse the kernel could not take that moment.
+pub struct PageHold {
+    read: std::fs::File,
+    write: Option<std::fs::File>,
+    held: bool,
+}
+
+impl PageHold {
+    /// Hold the page at `addr` (page-aligned, mapped and faulted in this process).
+    pub fn new(addr: usize) -> std::io::Result<PageHold> {
+        use std::os::fd::{AsRawFd, FromRawFd};
+        let mut fds = [0i32; 2];
+        // SAFETY: `fds` is a two-int array the call fills.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: both descriptors were just made by `pipe2` and are owned by nothing else.
+        let (read, write) = unsafe {
+            (
+                std::fs::File::from_raw_fd(fds[0]),
+                std::fs::File::from_raw_fd(fds[1]),
+            )
+        };
+        let iov = libc::iovec {
+            iov_base: addr as *mut libc::c_void,
+            iov_len: 4096,
+        };
+        // SAFETY: one iovec that lives across the call; the kernel only takes a reference to
+        // the page (no gift), and a page not mapped is an error it returns, not a fault.
+        let n = unsafe { libc::vmsplice(write.as_raw_fd(), &iov, 1, 0) };
+        if n != 4096 {
+            return Err(if n < 0 {
+                std::io::Error::last_os_error()
+            } else {
+                std::io::Error::other(format!("vmsplice took {n} bytes of 4096"))
+            });
+        }
+        Ok(PageHold {
+            read,
+            write: Some(write),
+            held: true,
+        })
+    }
+
+    /// Let go of the page: the pipe's reference is dropped once its buffer is read.
+    pub fn release(&mut self) -> std::io::Result<()> {
+        use std::io::Read;
+        if self.held {
+            self.write = None;
+            let mut buf = vec![0u8; 4096];
+            self.read.read_exact(&mut buf)?;
+            self.held = false;
+        }
+        Ok(())
+    }
+}
