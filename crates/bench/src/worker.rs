@@ -175,6 +175,10 @@ pub struct PromoteRequest {
     /// does, the daemon's default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warm: Option<bool>,
+    /// What the daemon takes a page walk a huge page removes to cost, in nanoseconds (absent:
+    /// the daemon's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub walk_ns: Option<f64>,
 }
 
 /// One run of a study's plan in its directory: what a scheduler's task asks. The preset is
@@ -346,6 +350,15 @@ fn promote(p: &PromoteRequest, cancel: &AtomicBool) -> Result<PromotedRun> {
             )))
         }
     };
+    let walk_ns = match p.walk_ns {
+        None => daemon::Config::default().walk_ns,
+        Some(ns) if ns.is_finite() && ns > 0.0 => ns,
+        Some(ns) => {
+            return Err(Error::Config(format!(
+                "promote request: walk_ns {ns} is not a cost above 0"
+            )))
+        }
+    };
     let compact = match p.compact.as_deref() {
         None => hugewise_promote::compact::Mode::default(),
         Some(name) => hugewise_promote::compact::Mode::from_name(name).ok_or_else(|| {
@@ -387,6 +400,7 @@ fn promote(p: &PromoteRequest, cancel: &AtomicBool) -> Result<PromotedRun> {
                 },
                 fault_waits,
                 warm: p.warm.unwrap_or(true),
+                walk_ns,
                 ..daemon::Config::default()
             },
             budget_label: format!("{}%", p.budget_share * 100.0),
@@ -584,6 +598,7 @@ mod tests {
                 compact: Some("off".into()),
                 fault_waits: Some(0.0002),
                 warm: Some(false),
+                walk_ns: Some(45.0),
                 target: RunRequest {
                     config: run::Config {
                         input: Input::File("/g/k.hwg".into()),

@@ -578,7 +578,14 @@ fn small_hot_spot(extra: &[&str]) -> std::process::Output {
 
 #[test]
 fn bench_promote_runs_a_chased_hot_spot_and_names_it_in_the_json() {
-    let out = small_hot_spot(&["--chase", "--json", "--fault-waits", "100%"]);
+    let out = small_hot_spot(&[
+        "--chase",
+        "--json",
+        "--fault-waits",
+        "100%",
+        "--walk-ns",
+        "45",
+    ]);
     let err = String::from_utf8_lossy(&out.stderr);
     if err.contains("THP `always`") {
         return skip("THP `always`: the base arm cannot be 4 KiB");
@@ -597,6 +604,12 @@ fn bench_promote_runs_a_chased_hot_spot_and_names_it_in_the_json() {
     assert_eq!(w["fault_waits"].as_f64(), Some(1.0), "{w}");
     let err = refused_usage(&["bench", "promote", "--fault-waits", "150%"]);
     assert!(err.contains("150%"), "{err}");
+    // So is the walk cost it was given, and one that is no cost is refused by name.
+    assert_eq!(w["walk_ns"].as_f64(), Some(45.0), "{w}");
+    for bad in ["0", "-3", "1e9", "fast"] {
+        let err = refused_usage(&["promote", &format!("--walk-ns={bad}"), "--pid", "1"]);
+        assert!(err.contains("--walk-ns") && err.contains(bad), "{err}");
+    }
     // A hot spot that leaves no chunk cold is refused by name.
     let err = refused_usage(&["bench", "promote", "--hotspot", "100%:50%"]);
     assert!(err.contains("'100%:50%'"), "{err}");

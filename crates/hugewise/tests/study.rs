@@ -69,9 +69,23 @@ fn the_compaction_study_plans_every_arm_at_every_level_and_the_models_beside() {
         "proactiveness 100",
         "pr on kron:22",
         "mega:memory=2x",
+        "hot-auto-frag90-movable",
+        "frag 90% movable",
     ] {
         assert!(out.contains(want), "{want}: {out}");
     }
+    // The quick variant keeps to unmovable pages; the full one says which runs are movable.
+    assert!(!ids.iter().any(|id| id.ends_with("movable")), "{ids:?}");
+    let o = hugewise(&["study", "compaction", "--dry-run", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let movable: Vec<&serde_json::Value> = v["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .filter(|r| r["shape"]["fragment_pages"] == "movable")
+        .collect();
+    assert_eq!(movable.len(), 3, "one a compaction arm: {movable:?}");
+    assert!(movable.iter().all(|r| r["shape"]["fragment"] == 0.9));
     let o = hugewise(&["study", "--help"]);
     assert!(text(&o).0.contains("compaction"), "{}", text(&o).0);
 }

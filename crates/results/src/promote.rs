@@ -600,6 +600,10 @@ pub struct PromoteBenchWorkload {
     /// may hold up, as a share of those taken; absent in results from before it was a choice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault_waits: Option<f64>,
+    /// What the daemon arm took a page walk a huge page removes to cost, in nanoseconds
+    /// (`--walk-ns`); absent in results from before it was a choice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub walk_ns: Option<f64>,
     /// Median time from the clock's start until the daemon's huge bytes reached 90 % of the
     /// budget (`null` when they did not in a majority of rounds).
     #[serde(default, skip_serializing_if = "Option::is_none")]

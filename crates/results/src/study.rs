@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::env::ShapeReport;
+use crate::env::{FragmentPages, ShapeReport};
 use crate::pagebench::PagesReport;
 use crate::scale::{PaperScale, Scale};
 use crate::sim::Curves;
@@ -60,8 +60,12 @@ pub struct PlannedRun {
 /// A machine shape, applied before a run and put back after it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Shape {
-    /// Share of the free memory left fragmented by unmovable pages (0 to 0.95).
+    /// Share of the free memory left fragmented (0 to 0.95).
     pub fragment: Option<f64>,
+    /// What keeps each broken block broken: an unmovable page (the seeds' fragmentation,
+    /// left unsaid in saved plans) or a movable one, which compaction can undo.
+    #[serde(default, skip_serializing_if = "FragmentPages::is_unmovable")]
+    pub fragment_pages: FragmentPages,
     /// Leave this much free beyond the run's own footprint (memory pressure).
     pub free_beyond_footprint_bytes: Option<u64>,
     /// `vm.compaction_proactiveness` for the run (0 to 100; `null`: the machine's), set
@@ -82,7 +86,10 @@ impl Shape {
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
         if let Some(f) = self.fragment {
-            parts.push(format!("frag {:.0}%", f * 100.0));
+            parts.push(match self.fragment_pages {
+                FragmentPages::Unmovable => format!("frag {:.0}%", f * 100.0),
+                FragmentPages::Movable => format!("frag {:.0}% movable", f * 100.0),
+            });
         }
         if let Some(b) = self.free_beyond_footprint_bytes {
             parts.push(format!("free +{:.1} GiB", b as f64 / (1u64 << 30) as f64));
@@ -397,6 +404,9 @@ pub enum Metric {
         compact: String,
         /// Fragmentation level of the runs taken.
         fragment: f64,
+        /// What keeps their blocks broken (unmovable pages when unsaid).
+        #[serde(default, skip_serializing_if = "FragmentPages::is_unmovable")]
+        pages: FragmentPages,
     },
     /// Promotion on the hot-spot stream: the daemon's speedup over 4 KiB pages at
     /// fragmentation `fragment` over the same controller's on an unfragmented machine (same
@@ -671,8 +681,12 @@ pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
             let n = xs.len();
             (median(&xs), n)
         }
-        Metric::PromoteReach90 { compact, fragment } => {
-            let xs: Vec<f64> = hotspot_runs(ev, compact, Some(*fragment))
+        Metric::PromoteReach90 {
+            compact,
+            fragment,
+            pages,
+        } => {
+            let xs: Vec<f64> = hotspot_runs(ev, compact, Some((*fragment, *pages)))
                 .filter_map(|w| w.reach_90_ms.map(|ms| ms / 1e3))
                 .collect();
             let n = xs.len();
@@ -683,7 +697,7 @@ pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
                 .filter_map(|w| w.daemon_speedup)
                 .collect();
             let xs: Vec<f64> = match geomean(&unfragmented) {
-                Some(u) => hotspot_runs(ev, compact, Some(*fragment))
+                Some(u) => hotspot_runs(ev, compact, Some((*fragment, FragmentPages::Unmovable)))
                     .filter_map(|w| Some(w.daemon_speedup? / u))
                     .filter(|x| x.is_finite())
                     .collect(),
@@ -733,11 +747,12 @@ pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
 pub const LINUX_PROACTIVENESS: u32 = 20;
 
 /// The hot-spot stream's workloads of `bench-promote` runs with controller `compact`, at
-/// fragmentation `fragment` (`None`: unfragmented), kcompactd at Linux's default.
+/// fragmentation `fragment` by pages of that kind (`None`: unfragmented), kcompactd at
+/// Linux's default.
 fn hotspot_runs<'a>(
     ev: Evidence<'a>,
     compact: &'a str,
-    fragment: Option<f64>,
+    fragment: Option<(f64, FragmentPages)>,
 ) -> impl Iterator<Item = &'a crate::promote::PromoteBenchWorkload> + 'a {
     ev.promotes
         .iter()
@@ -745,7 +760,9 @@ fn hotspot_runs<'a>(
             let f = shape.fragment.filter(|f| *f > 0.0);
             let same = match (f, fragment) {
                 (None, None) => true,
-                (Some(a), Some(b)) => (a - b).abs() < 1e-9,
+                (Some(a), Some((b, pages))) => {
+                    (a - b).abs() < 1e-9 && shape.fragment_pages == pages
+                }
                 _ => false,
             };
             same && shape.proactiveness.is_none_or(|p| p == LINUX_PROACTIVENESS)
@@ -754,7 +771,8 @@ fn hotspot_runs<'a>(
         .filter(move |w| w.graph.is_none() && w.compact.as_deref() == Some(compact))
 }
 
-/// Arm `arm` of every `bench-faultlat` run at fragmentation `fragment` (0: unshaped).
+/// Arm `arm` of every `bench-faultlat` run at fragmentation `fragment` by unmovable pages
+/// (0: unshaped).
 fn fault_arms<'a>(
     ev: Evidence<'a>,
     arm: &'a str,
@@ -762,7 +780,10 @@ fn fault_arms<'a>(
 ) -> impl Iterator<Item = &'a crate::faultlat::FaultBenchArm> + 'a {
     ev.faults
         .iter()
-        .filter(move |(shape, _)| (shape.fragment.unwrap_or(0.0) - fragment).abs() < 1e-9)
+        .filter(move |(shape, _)| {
+            (shape.fragment.unwrap_or(0.0) - fragment).abs() < 1e-9
+                && shape.fragment_pages.is_unmovable()
+        })
         .flat_map(|(_, r)| &r.summary)
         .filter(move |a| a.arm.name() == arm)
 }
@@ -929,6 +950,30 @@ mod tests {
     use super::*;
     use crate::promote::{PromoteBenchReport, PromoteBenchWorkload};
 
+    #[test]
+    fn a_shape_says_movable_fragmentation_and_leaves_the_seeds_kind_unsaid() {
+        let seeds = Shape {
+            fragment: Some(0.9),
+            ..Shape::default()
+        };
+        let moving = Shape {
+            fragment_pages: FragmentPages::Movable,
+            ..seeds.clone()
+        };
+        assert_eq!(seeds.describe(), "frag 90%");
+        assert_eq!(moving.describe(), "frag 90% movable");
+        let json = serde_json::to_string(&seeds).expect("json");
+        assert!(!json.contains("fragment_pages"), "{json}");
+        // A plan saved before the kind existed reads as the seeds' kind.
+        let old: Shape =
+            serde_json::from_str(r#"{"fragment":0.9,"free_beyond_footprint_bytes":null}"#)
+                .expect("old shape");
+        assert_eq!(old, seeds);
+        let back: Shape =
+            serde_json::from_str(&serde_json::to_string(&moving).expect("json")).expect("read");
+        assert_eq!(back, moving);
+    }
+
     fn hot(compact: &str, speedup: f64, reach_ms: Option<f64>, cpu: f64) -> PromoteBenchReport {
         PromoteBenchReport {
             workloads: vec![PromoteBenchWorkload {
@@ -946,6 +991,7 @@ mod tests {
             fragment,
             free_beyond_footprint_bytes: Some(4 << 30),
             proactiveness: Some(proactiveness),
+            ..Shape::default()
         }
     }
 
@@ -956,6 +1002,10 @@ mod tests {
             shape(Some(0.5), LINUX_PROACTIVENESS),
             shape(Some(0.5), 100),
         );
+        let half_movable = Shape {
+            fragment_pages: FragmentPages::Movable,
+            ..half.clone()
+        };
         let runs = [
             hot("auto", 2.0, Some(3_000.0), 0.001),
             hot("off", 2.0, Some(2_000.0), 0.0),
@@ -963,6 +1013,8 @@ mod tests {
             hot("off", 1.2, None, 0.0),
             // Linux at 100: another question, left out of both controllers' headlines.
             hot("off", 1.9, Some(1_000.0), 0.0),
+            // Movable pages: another question too, but for the compactions' CPU.
+            hot("auto", 1.0, Some(12_000.0), 0.0),
         ];
         let promotes: Vec<(&Shape, &PromoteBenchReport)> = vec![
             (&flat, &runs[0]),
@@ -970,6 +1022,7 @@ mod tests {
             (&half, &runs[2]),
             (&half, &runs[3]),
             (&half100, &runs[4]),
+            (&half_movable, &runs[5]),
         ];
         let ev = Evidence {
             promotes: &promotes,
@@ -992,16 +1045,24 @@ mod tests {
         let (v, n) = m(Metric::PromoteReach90 {
             compact: auto(),
             fragment: 0.5,
+            pages: FragmentPages::Unmovable,
         });
         assert_eq!((v, n), (Some(8.0), 1));
         // Never reached: no time, however many runs.
         let (v, n) = m(Metric::PromoteReach90 {
             compact: off(),
             fragment: 0.5,
+            pages: FragmentPages::Unmovable,
         });
         assert_eq!((v, n), (None, 0));
+        let (v, n) = m(Metric::PromoteReach90 {
+            compact: auto(),
+            fragment: 0.5,
+            pages: FragmentPages::Movable,
+        });
+        assert_eq!((v, n), (Some(12.0), 1));
         let (v, n) = m(Metric::CompactionCpuShare { compact: auto() });
-        assert_eq!((v, n), (Some(0.015), 2));
+        assert_eq!((v, n), (Some(0.015), 3));
         assert!(Metric::CompactionCpuShare { compact: auto() }.lower_is_better());
     }
 

@@ -335,6 +335,7 @@ pub fn execute(
 fn shape_plan(shape: &Shape, footprint: Option<u64>) -> Result<ShapePlan> {
     let mut p = ShapePlan::new();
     p.fragment = shape.fragment;
+    p.fragment_pages = shape.fragment_pages;
     p.compaction_proactiveness = shape.proactiveness;
     if let Some(extra) = shape.free_beyond_footprint_bytes {
         let f = footprint.ok_or_else(|| {
@@ -775,6 +776,7 @@ fn work(
                         compact,
                         fault_waits: hugewise_promote::daemon::Config::default().fault_waits,
                         warm: true,
+                        walk_ns: hugewise_promote::daemon::Config::default().walk_ns,
                     },
                     &stop,
                     &mut progress,
@@ -805,6 +807,7 @@ fn work(
                         compact,
                         fault_waits: hugewise_promote::daemon::Config::default().fault_waits,
                         warm: true,
+                        walk_ns: hugewise_promote::daemon::Config::default().walk_ns,
                     };
                     std::fs::create_dir_all(&work_dir).map_err(|source| Error::Write {
                         path: work_dir.clone(),
@@ -988,6 +991,7 @@ mod tests {
             fragment: Some(0.5),
             free_beyond_footprint_bytes: Some(1 << 30),
             proactiveness: Some(100),
+            ..Shape::default()
         };
         let p = shape_plan(&s, Some(2 << 30)).expect("plan");
         assert_eq!(p.pressure, Some(PressureTarget::Leave(3 << 30)));

@@ -122,6 +122,9 @@ pub struct Config {
     /// The daemon arm faults in the page each collapse copies into first (see
     /// [`hugewise_promote::warm`]).
     pub warm: bool,
+    /// What the daemon arm takes a page walk a huge page removes to cost, in nanoseconds (as
+    /// `hugewise promote --walk-ns`).
+    pub walk_ns: f64,
 }
 
 /// Beside the region: the daemon's sample ring (2^20 slots of 8 bytes) and room for one
@@ -401,6 +404,7 @@ fn run_workload(
         sample_every: cfg.sample_every,
         compact: Some(cfg.compact.name().into()),
         fault_waits: Some(cfg.fault_waits),
+        walk_ns: Some(cfg.walk_ns),
         samples,
         summary,
         // The headline is filled from the samples by the caller.
@@ -464,6 +468,7 @@ fn timed_with_daemon(
         },
         fault_waits: cfg.fault_waits,
         warm: cfg.warm,
+        walk_ns: cfg.walk_ns,
         ..daemon::Config::default()
     };
     let policy = hugewise_promote::policy::by_name("pcc")
@@ -651,6 +656,7 @@ mod tests {
             compact: Default::default(),
             fault_waits: daemon::Config::default().fault_waits,
             warm: true,
+            walk_ns: daemon::Config::default().walk_ns,
         }
     }
 
@@ -721,6 +727,7 @@ mod tests {
             compact: Default::default(),
             fault_waits: daemon::Config::default().fault_waits,
             warm: true,
+            walk_ns: daemon::Config::default().walk_ns,
         };
         let mut calls = Vec::new();
         let r = match run(&cfg, &AtomicBool::new(false), &mut |done, total| {
@@ -857,6 +864,7 @@ mod tests {
             compact: Default::default(),
             fault_waits: daemon::Config::default().fault_waits,
             warm: true,
+            walk_ns: daemon::Config::default().walk_ns,
         };
         let r = match run(&cfg, &AtomicBool::new(false), &mut |_, _| {}) {
             Ok(r) => r,
@@ -914,6 +922,7 @@ mod tests {
             compact: Default::default(),
             fault_waits: daemon::Config::default().fault_waits,
             warm: true,
+            walk_ns: daemon::Config::default().walk_ns,
         };
         let msg = |cfg: &Config| match run(cfg, &AtomicBool::new(false), &mut |_, _| {}) {
             Err(Error::Config(m)) => m,

@@ -79,6 +79,8 @@ pub struct Config {
     pub fault_waits: f64,
     /// The daemon arm faults in the page each collapse copies into first.
     pub warm: bool,
+    /// What the daemon arm takes a page walk a huge page removes to cost, in nanoseconds.
+    pub walk_ns: f64,
 }
 
 /// The policy whose plan the plan arm replays, and whose daemon the daemon arm runs.
@@ -177,6 +179,7 @@ pub fn run(
         sample_every: cfg.sample_every,
         compact: Some(cfg.compact.name().into()),
         fault_waits: Some(cfg.fault_waits),
+        walk_ns: Some(cfg.walk_ns),
         samples,
         summary,
         ..PromoteBenchWorkload::default()
@@ -338,6 +341,7 @@ fn run_arm(
                     compact: Some(cfg.compact.name().into()),
                     fault_waits: Some(cfg.fault_waits),
                     warm: Some(cfg.warm),
+                    walk_ns: Some(cfg.walk_ns),
                 }),
                 cancel,
             )?;

@@ -145,6 +145,14 @@ pub struct PromoteArgs {
     /// measured cost, within 2 % of a core; off never; always after every refusal.
     #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
     pub compact: CompactArg,
+    /// What one page walk that a huge page removes costs the target, in nanoseconds (for
+    /// targets that publish their sampling period): a chunk is collapsed only when its sampled
+    /// walks at this cost, over a 10 s payback, come to more than a collapse's CPU time. The
+    /// default is between a fast host's 17 ns and a slow one's 40; `hugewise bench randread
+    /// --size SIZE` measures it for a footprint like the target's (the 4 KiB arm's time a read
+    /// less the THP arm's).
+    #[arg(long, default_value_t = 30.0, value_name = "NS", value_parser = walk_ns)]
+    pub walk_ns: f64,
     /// Most of a target's page faults the daemon's collapses may hold up, as a share of the
     /// faults it has taken since the daemon began: a fault that comes while its memory is collapsed waits for the
     /// collapse (milliseconds), so while a program faults fast its collapses wait for a later
@@ -207,6 +215,7 @@ pub fn run(a: PromoteArgs) -> anyhow::Result<u8> {
                 },
                 fault_waits: a.fault_waits.fraction(),
                 warm: !a.no_warm,
+                walk_ns: a.walk_ns,
                 ..daemon::Config::default()
             },
             budget_label: budget_label(a.budget),
@@ -248,4 +257,20 @@ pub fn run(a: PromoteArgs) -> anyhow::Result<u8> {
     let code = r.command_exit.unwrap_or(0).clamp(0, 255) as u8;
     a.output.emit_to(stream, r, Some(promoteview::session))?;
     Ok(code)
+}
+
+/// `--walk-ns`: a cost in nanoseconds above 0 and at most 10 µs (a walk that misses every
+/// cache is a few hundred).
+pub fn walk_ns(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of nanoseconds (such as 30)"))?;
+    if v > 0.0 && v <= 10_000.0 {
+        Ok(v)
+    } else {
+        Err(format!(
+            "{s} ns: a walk costs more than 0 and at most 10000 ns"
+        ))
+    }
 }

@@ -402,7 +402,7 @@ fn bench_workload(r: &PromoteBenchWorkload) -> String {
     let _ = writeln!(
         o,
         "{}: {}; plan and daemon within {} of the {} ({} chunk{}); daemon every {} ms on \
-         one sample in {}{}\n",
+         one sample in {}{}{}\n",
         r.workload,
         r.describe(),
         pct(r.budget_share),
@@ -415,7 +415,10 @@ fn bench_workload(r: &PromoteBenchWorkload) -> String {
         if r.plan_chunks == 1 { "" } else { "s" },
         r.interval_ms,
         r.sample_every,
-        paced(r.fault_waits)
+        paced(r.fault_waits),
+        r.walk_ns
+            .map(|ns| format!(", a page walk taken to cost {ns} ns"))
+            .unwrap_or_default()
     );
     let stopped = crate::fmt::stopped(r.stopped);
     if !stopped.is_empty() {

@@ -1,10 +1,11 @@
 //! The seed papers' claims each preset's headlines are set against: one function per preset
 //! (named in [`super::PRESETS`]), built from the claims several presets share.
 
+use hugewise_results::env::FragmentPages;
 use hugewise_results::scale::PaperScale;
 use hugewise_results::study::{Claim, Metric};
 
-use super::{Given, DBG, HOT, IDEAL, PROPERTY};
+use super::{movable_level, Given, DBG, HOT, IDEAL, PROPERTY};
 
 fn claim(what: &str, metric: Metric, paper: Option<f64>, text: &str, gap: &str) -> Claim {
     Claim {
@@ -367,12 +368,12 @@ pub(super) fn packing(_: &Given) -> Vec<Claim> {
 
 /// `compaction`: the daemon's compaction targets under 50 % fragmentation and pressure, and
 /// MEGA's simulated compaction against Ingens's.
-pub(super) fn compaction(_: &Given) -> Vec<Claim> {
+pub(super) fn compaction(p: &Given) -> Vec<Claim> {
     let target = "hugewise's compaction target";
     let hot = "the region's huge bytes against the budget, read at each look; the hot spot's \
                3.9 % of chunks fit the 4 % budget, so the budget is the hot chunks (each \
                run's hot chunks huge at its end are saved beside)";
-    vec![
+    let mut claims = vec![
         sourced(
             claim(
                 "seconds until the daemon's huge pages reach 90 % of its budget, --compact \
@@ -380,6 +381,7 @@ pub(super) fn compaction(_: &Given) -> Vec<Claim> {
                 Metric::PromoteReach90 {
                     compact: "auto".into(),
                     fragment: 0.5,
+                    pages: FragmentPages::Unmovable,
                 },
                 Some(10.0),
                 "within 10 s",
@@ -393,6 +395,7 @@ pub(super) fn compaction(_: &Given) -> Vec<Claim> {
                 Metric::PromoteReach90 {
                     compact: "off".into(),
                     fragment: 0.5,
+                    pages: FragmentPages::Unmovable,
                 },
                 None,
                 "what auto is set against",
@@ -483,7 +486,45 @@ pub(super) fn compaction(_: &Given) -> Vec<Claim> {
             ),
             "MEGA; Ingens",
         ),
-    ]
+    ];
+    if let Some(level) = movable_level(p) {
+        let movable = |compact: &str, text: &str, gap: &str| {
+            sourced(
+                claim(
+                    &format!(
+                        "the same, --compact {compact}, {:.0} % fragmented by movable pages",
+                        level * 100.0
+                    ),
+                    Metric::PromoteReach90 {
+                        compact: compact.into(),
+                        fragment: level,
+                        pages: FragmentPages::Movable,
+                    },
+                    None,
+                    text,
+                    gap,
+                ),
+                target,
+            )
+        };
+        // Beside the two times on unmovable pages.
+        let at = 2;
+        claims.insert(
+            at,
+            movable(
+                "auto",
+                "where compaction can undo the fragmentation",
+                "each collapse that finds no free 2 MiB block compacts for one in the kernel, \
+                 so the controller has little to add; the time includes the collapses paced \
+                 while the program faults its memory in",
+            ),
+        );
+        claims.insert(
+            at + 1,
+            movable("off", "what auto is set against there", hot),
+        );
+    }
+    claims
 }
 
 /// A preset that reports its measurements without setting them against a paper's number.

@@ -16,6 +16,7 @@ mod claims;
 mod estimate;
 
 use hugewise_bench::{Error, Result};
+use hugewise_results::env::FragmentPages;
 use hugewise_results::study::{Claim, PlannedRun, Shape, StudyPlan, Variant, Work};
 
 use estimate::{estimate_s, footprint_bytes};
@@ -154,13 +155,14 @@ pub const PRESETS: &[Preset] = &[
         question: "Under memory pressure and 25, 50 and 90 % fragmentation, does the daemon's \
                    own compaction (--compact auto) get the hot chunks huge sooner, and keep more \
                    of its gain, than no compaction or Linux's proactive compaction at 20 and \
-                   100, within 2 % of a core; does a program's p99.9 fault stay within 1.5x \
-                   of 4 KiB faults alone with the daemon collapsing beside it; and does MEGA's \
+                   100, within 2 % of a core, and does it matter where the pages that break \
+                   free memory can move; does a program's p99.9 fault stay within 1.5x of 4 \
+                   KiB faults alone with the daemon collapsing beside it; and does MEGA's \
                    simulated compaction move fewer pages than Ingens's?",
         reproduces: "MEGA's and Ingens's compaction (simulated) beside the daemon's (measured)",
         needs: "root (pressure, fragmentation, vm.compaction_proactiveness); the run's \
                 footprint + 4 GiB left free; --quick: a 256 MiB hot spot, 2 minutes; full: a \
-                4 GiB hot spot and PageRank on kron:22, 3 hours",
+                4 GiB hot spot and PageRank on kron:22, 3 h 40 min",
         runs: compaction,
         claims: claims::compaction,
     },
@@ -320,6 +322,7 @@ fn fragmented(f: f64) -> Shape {
             fragment: Some(f),
             free_beyond_footprint_bytes: None,
             proactiveness: None,
+            ..Shape::default()
         }
     }
 }
@@ -457,6 +460,7 @@ fn pressure(p: &Given) -> Vec<PlannedRun> {
             fragment: None,
             free_beyond_footprint_bytes: Some(extra),
             proactiveness: None,
+            ..Shape::default()
         };
         let vs = vec![
             base(),
@@ -506,6 +510,7 @@ fn fragmentation(p: &Given) -> Vec<PlannedRun> {
                     fragment: (f > 0.0).then_some(f),
                     free_beyond_footprint_bytes: Some(FRAGMENTED_FREE),
                     proactiveness: None,
+                    ..Shape::default()
                 },
                 pages(
                     g,
@@ -530,6 +535,7 @@ fn selectivity(p: &Given) -> Vec<PlannedRun> {
         fragment: Some(0.5),
         free_beyond_footprint_bytes: Some(3 * GIB),
         proactiveness: None,
+        ..Shape::default()
     };
     for k in kernels {
         let mut vs = vec![base(), dbg()];
@@ -777,12 +783,20 @@ pub const COMPACTION_ARMS: [(&str, &str, u32); 3] = [
     ("linux100", "off", 100),
 ];
 
+/// The fragmentation level of the compaction study's runs on free memory broken by movable
+/// pages (the rest are broken by unmovable ones, as in the seeds); none in the quick variant,
+/// which stays within its two minutes.
+fn movable_level(p: &Given) -> Option<f64> {
+    (!p.quick).then_some(0.9)
+}
+
 /// The simulated compaction models set side by side.
 const PHYS_MODELS: [&str; 4] = ["off", "linux", "ingens", "mega"];
 
 /// The hot spot and PageRank promoted by the daemon under each compaction arm, with memory
-/// pressure at each fragmentation level (unfragmented first, the reference), and the
-/// simulated compaction models over one trace per level.
+/// pressure at each fragmentation level (unfragmented first, the reference), the hot spot
+/// again on free memory broken by movable pages, and the simulated compaction models over
+/// one trace per level.
 fn compaction(p: &Given) -> Vec<PlannedRun> {
     let q = p.quick;
     let rounds = p.repeat.unwrap_or(if q { 1 } else { 5 });
@@ -810,6 +824,17 @@ fn compaction(p: &Given) -> Vec<PlannedRun> {
         fragment: (f > 0.0).then_some(f),
         free_beyond_footprint_bytes: Some(extra),
         proactiveness: Some(proactiveness),
+        ..Shape::default()
+    };
+    let hot = |compact: &str| Work::Promote {
+        graph: None,
+        kernel: None,
+        bytes,
+        reads,
+        rounds,
+        budget_share: 0.04,
+        compact: compact.into(),
+        interval_ms,
     };
     let mut runs = Vec::new();
     let graph = (!q).then_some("kron:22");
@@ -822,16 +847,7 @@ fn compaction(p: &Given) -> Vec<PlannedRun> {
                     f * 100.0
                 ),
                 shape(f, pro),
-                Work::Promote {
-                    graph: None,
-                    kernel: None,
-                    bytes,
-                    reads,
-                    rounds,
-                    budget_share: 0.04,
-                    compact: compact.into(),
-                    interval_ms,
-                },
+                hot(compact),
             ));
             if let Some(g) = graph {
                 runs.push(pages_run(
@@ -855,6 +871,27 @@ fn compaction(p: &Given) -> Vec<PlannedRun> {
                 ));
             }
         }
+    }
+    // Free memory broken by pages compaction can move, as other programs' memory breaks it:
+    // whether the daemon's controller adds anything to the compaction each refused collapse
+    // does in the kernel (the hot spot only).
+    for (mf, &(tag, compact, pro)) in movable_level(p)
+        .iter()
+        .flat_map(|&f| arms.iter().map(move |a| (f, a)))
+    {
+        runs.push(pages_run(
+            format!("hot-{tag}-frag{:.0}-movable", mf * 100.0),
+            format!(
+                "hot spot, daemon --compact {compact}, proactiveness {pro}, {:.0} % fragmented \
+                 by movable pages",
+                mf * 100.0
+            ),
+            Shape {
+                fragment_pages: FragmentPages::Movable,
+                ..shape(mf, pro)
+            },
+            hot(compact),
+        ));
     }
     // The fault tail beside the daemon (compacting as it must), alone and at 50 %: the p99.9
     // fault latency with the daemon over that of 4 KiB faults alone, paced and unpaced.

@@ -146,6 +146,11 @@ pub struct BenchPromoteArgs {
     #[arg(long, default_value = "0.02%", value_name = "SHARE",
           value_parser = |s: &str| Share::parse_in(s, &ShareRange::UNIT))]
     pub fault_waits: Share,
+    /// What the daemon arm takes a page walk that a huge page removes to cost, in nanoseconds
+    /// (as `hugewise promote --walk-ns`): below what it saves a chunk stays on 4 KiB pages.
+    #[arg(long, default_value_t = 30.0, value_name = "NS",
+          value_parser = crate::cli::promote::walk_ns)]
+    pub walk_ns: f64,
     /// Collapse onto whatever page the kernel gives, without first faulting one in: a
     /// collapse then pays for backing its new page while the target waits (see
     /// `hugewise promote --help`).
@@ -235,6 +240,7 @@ pub fn run(a: BenchPromoteArgs, progress: Mode) -> anyhow::Result<()> {
         compact: name(a.compact).parse()?,
         fault_waits: a.fault_waits.fraction(),
         warm: !a.no_warm,
+        walk_ns: a.walk_ns,
     };
     let steps = Steps::new(progress, "runs", Unit::Items);
     let r = bench::driver::run(&cfg, cancel, &mut |done, total| steps.update(done, total))
@@ -275,6 +281,7 @@ fn bench_graph(
         compact: name(a.compact).parse()?,
         fault_waits: a.fault_waits.fraction(),
         warm: !a.no_warm,
+        walk_ns: a.walk_ns,
     };
     let steps = Steps::new(progress, "runs", Unit::Items);
     let w = hugewise_bench::promote::graph::run(&cfg, cancel, &mut |done, total| {
