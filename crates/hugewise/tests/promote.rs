@@ -65,6 +65,8 @@ fn the_daemon_promotes_a_running_process_within_its_budget() {
             "0.2s",
             "--for",
             "1.5s",
+            "--walk-ns",
+            "45",
         ])
         .arg("--json")
         .output()
@@ -75,6 +77,9 @@ fn the_daemon_promotes_a_running_process_within_its_budget() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(v["schema"], "hugewise/promote");
     assert_eq!(v["mode"], "daemon");
+    // The daemon's settings are kept with what it did, the ones not given too.
+    assert_eq!(v["walk_ns"].as_f64(), Some(45.0), "{v}");
+    assert_eq!(v["fault_waits"].as_f64(), Some(0.0002), "{v}");
     // 64 MiB fully mapped: MEGA promotes, and the budget holds two 2 MiB pages.
     assert_eq!(v["totals"]["promoted"], 2, "{v}");
     let huge = v["totals"]["huge_bytes_final"]

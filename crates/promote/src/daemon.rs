@@ -471,6 +471,9 @@ pub struct Daemon {
     /// Whether the last action was a collapse refused for want of memory (`ENOMEM`), for the
     /// look's [`Refusals`].
     no_memory_last: bool,
+    /// A collapse of this look was still refused with `EAGAIN` after its tries: the look's
+    /// later collapses get one try each, so that busy memory costs a look one chunk's pauses.
+    busy_now: bool,
     slow_now: u32,
     /// Weighs and makes compactions.
     compactor: Compactor,
@@ -545,6 +548,7 @@ impl Daemon {
             thinning: Thinning::new(thin_max),
             refused_now: Vec::new(),
             no_memory_last: false,
+            busy_now: false,
             slow_now: 0,
             compactor: Compactor::new(cfg.compact, Lever::default()),
             cfg,
@@ -709,18 +713,23 @@ impl Daemon {
                     outcome: format!("skipped: {why}"),
                     latency_ns: 0,
                     huge_bytes_after: None,
+                    tried_again: false,
                 },
                 Err(e) => return Err(e),
             };
-            on_action(&a);
             // `EAGAIN` is a page the kernel could not take this time (locked or referenced
             // while being migrated or compacted, say), not a want of memory: tried again
             // shortly, as a plan's step is, each attempt logged. Without it a swap would have
             // split its old chunk for nothing until the next look.
-            if kind != ActionKind::Promote
-                || a.outcome != "EAGAIN"
-                || attempt == crate::replay::AGAIN_RETRIES
-            {
+            let busy = kind == ActionKind::Promote && a.outcome == "EAGAIN";
+            let again = busy && !self.busy_now && attempt < crate::replay::AGAIN_RETRIES;
+            let a = Action {
+                tried_again: again,
+                ..a
+            };
+            on_action(&a);
+            if !again {
+                self.busy_now |= busy;
                 break (a, cpu_ns);
             }
             attempt += 1;
@@ -803,6 +812,7 @@ impl Daemon {
 
     /// One interval's work: scan, decide, demote, promote. `on_action` hears every action.
     pub fn step(&mut self, on_action: &mut dyn FnMut(&Action)) -> Result<Interval> {
+        self.busy_now = false;
         // From where the last look on this thread ended: the wait between looks (its wakeups)
         // is the daemon's cost too.
         let me = std::thread::current().id();

@@ -84,15 +84,19 @@ pub fn replay(
                     }
                     Err(e) => return Err(e),
                 };
-                on_action(&a);
                 let gone = a.outcome == "gone";
-                let again = a.outcome == "EAGAIN";
+                let again = a.outcome == "EAGAIN" && attempt < AGAIN_RETRIES;
+                let a = Action {
+                    tried_again: again,
+                    ..a
+                };
+                on_action(&a);
                 out.actions.push(a);
                 if gone {
                     out.target_gone = true;
                     return Ok(out);
                 }
-                if !again || attempt == AGAIN_RETRIES {
+                if !again {
                     break;
                 }
                 // The kernel could not take the pages this time (pages still in a CPU's LRU

@@ -167,6 +167,14 @@ pub fn run(
             Engine::Daemon { config, .. } => Some(config.compact.mode.name().to_string()),
             Engine::Plan { .. } => None,
         },
+        fault_waits: match &cfg.engine {
+            Engine::Daemon { config, .. } => Some(config.fault_waits),
+            Engine::Plan { .. } => None,
+        },
+        walk_ns: match &cfg.engine {
+            Engine::Daemon { config, .. } => Some(config.walk_ns),
+            Engine::Plan { .. } => None,
+        },
         pids,
         sampled_pids: sampled,
         command: match &cfg.targets {
@@ -333,7 +341,7 @@ impl Log {
         let promotes: Vec<&Action> = self
             .actions
             .iter()
-            .filter(|a| a.kind == ActionKind::Promote && a.outcome != "gone")
+            .filter(|a| a.kind == ActionKind::Promote && a.outcome != "gone" && !a.tried_again)
             .collect();
         let mut lat: Vec<u64> = promotes
             .iter()
@@ -479,6 +487,7 @@ mod tests {
             outcome: outcome.into(),
             latency_ns,
             huge_bytes_after: after,
+            tried_again: false,
         }
     }
 

@@ -305,6 +305,7 @@ impl Target {
             outcome: "ok".into(),
             latency_ns: 0,
             huge_bytes_after: None,
+            tried_again: false,
         };
         match self.check(&range) {
             Err(Error::Gone { .. }) => {

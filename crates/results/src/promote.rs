@@ -38,6 +38,11 @@ pub struct Action {
     /// Bytes of the range in 2 MiB pages afterwards, read back from the kernel; `null` when
     /// they could not be read (target gone, frames hidden).
     pub huge_bytes_after: Option<u64>,
+    /// The kernel could not take the pages this time (`EAGAIN`) and the same range was tried
+    /// again: an attempt, not the range's outcome, which the next action of the range gives.
+    /// Totals and failure counts leave such attempts out.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tried_again: bool,
 }
 
 impl Action {
@@ -245,6 +250,14 @@ pub struct PromoteReport {
     /// results from before the daemon compacted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compact: Option<String>,
+    /// The daemon's pacing: most of a target's faults its collapses may hold up, as a share of
+    /// those taken (`--fault-waits`); absent for a plan and in results from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_waits: Option<f64>,
+    /// What the daemon took a page walk a huge page removes to cost, in nanoseconds
+    /// (`--walk-ns`); absent for a plan and in results from before it was a choice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub walk_ns: Option<f64>,
     /// The targets' pids.
     pub pids: Vec<i32>,
     /// Pids that published access samples.

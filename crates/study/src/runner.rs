@@ -116,7 +116,18 @@ pub fn prepare(dir: &Path, plan: &StudyPlan, meta: Meta, resume: bool) -> Result
                 old.preset
             )));
         }
-        if old.preset != plan.preset || old.quick != plan.quick || !same_runs(&old, plan) {
+        if old.preset == plan.preset && old.quick == plan.quick && !same_runs(&old, plan) {
+            return Err(Error::Config(format!(
+                "{} holds a study of {}{} whose plan differs from the one asked for ({}); \
+                 resume it with the options and the hugewise it was planned with, or choose \
+                 another --out",
+                dir.display(),
+                old.preset,
+                if old.quick { " --quick" } else { "" },
+                plan_change(&old, plan)
+            )));
+        }
+        if old.preset != plan.preset || old.quick != plan.quick {
             return Err(Error::Config(format!(
                 "{} holds another study ({}{}, {} runs) than the one asked for; resume it with \
                  the same preset and options, or choose another --out",
@@ -134,6 +145,44 @@ pub fn prepare(dir: &Path, plan: &StudyPlan, meta: Meta, resume: bool) -> Result
     })?;
     save::write_json(&path, &Saved::new(meta, plan.clone()))?;
     Ok(plan.clone())
+}
+
+/// How the runs of `new` differ from those of `old`, in a few words: runs added, gone or
+/// changed, the first three of each named.
+fn plan_change(old: &StudyPlan, new: &StudyPlan) -> String {
+    let ids = |p: &StudyPlan| -> Vec<String> { p.runs.iter().map(|r| r.id.clone()).collect() };
+    let (was, now) = (ids(old), ids(new));
+    let named = |what: &str, xs: Vec<&String>| -> Option<String> {
+        (!xs.is_empty()).then(|| {
+            let first: Vec<&str> = xs.iter().take(3).map(|s| s.as_str()).collect();
+            let more = if xs.len() > 3 { ", ..." } else { "" };
+            format!("{} {what}: {}{more}", xs.len(), first.join(", "))
+        })
+    };
+    let changed: Vec<&String> = old
+        .runs
+        .iter()
+        .filter(|o| {
+            new.runs
+                .iter()
+                .any(|n| n.id == o.id && (n.work != o.work || n.shape != o.shape))
+        })
+        .map(|o| &o.id)
+        .collect();
+    let parts: Vec<String> = [
+        named("new", now.iter().filter(|id| !was.contains(id)).collect()),
+        named("gone", was.iter().filter(|id| !now.contains(id)).collect()),
+        named("changed", changed),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let what = if parts.is_empty() {
+        "the same runs in another order".to_string()
+    } else {
+        parts.join("; ")
+    };
+    format!("{} runs then, {} now; {what}", was.len(), now.len())
 }
 
 fn same_runs(a: &StudyPlan, b: &StudyPlan) -> bool {
@@ -929,6 +978,26 @@ mod tests {
         );
         let cache = reorder_cache_for(&plan, &plan.runs[0], &o).expect("cached");
         assert_eq!(cache.dir(), Path::new("/s/graphs/reordered"));
+    }
+
+    #[test]
+    fn a_changed_plan_is_described_by_the_runs_added_gone_and_changed() {
+        let old = smoke();
+        let mut new = old.clone();
+        let mut added = new.runs[0].clone();
+        added.id = "added".into();
+        new.runs.push(added);
+        assert_eq!(
+            plan_change(&old, &new),
+            format!(
+                "{} runs then, {} now; 1 new: added",
+                old.runs.len(),
+                old.runs.len() + 1
+            )
+        );
+        new.runs[0].shape.fragment = Some(0.5);
+        let change = plan_change(&new, &old);
+        assert!(change.contains("1 gone: added; 1 changed: "), "{change}");
     }
 
     #[test]

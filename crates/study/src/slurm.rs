@@ -622,7 +622,14 @@ mod tests {
         emit(&plan(&["a", "b"]), &job, d.path()).expect("same plan");
         assert_eq!(read(&first.plan), saved);
         let e = emit(&plan(&["a", "b", "c"]), &job, d.path()).expect_err("another plan");
-        assert!(e.to_string().contains("another study"), "{e}");
+        assert!(
+            e.to_string().contains("differs from the one asked for"),
+            "{e}"
+        );
+        assert!(
+            e.to_string().contains("2 runs then, 3 now; 1 new: c"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! How a test that cannot run on this machine says so, in a way the suite's summary counts.
+//! What tests need of the machine beyond hugewise's own calls: how a test that cannot run
+//! here says so, in a way the suite's summary counts; a FIFO; a page the kernel cannot take.
 //!
 //! The test harness captures what `eprintln!` prints and shows it only for failing tests, so a
 //! skipped test would pass unseen. [`skip`] writes straight to the process's stderr instead,
@@ -48,33 +49,29 @@ pub fn mkfifo(path: &std::path::Path) -> std::io::Result<()> {
 /// pipe lets go ([`PageHold::release`], or drop), for tests of what hugewise does with a
 /// collapse the kernel could not take that moment.
 pub struct PageHold {
-    read: std::fs::File,
-    write: Option<std::fs::File>,
-    held: bool,
+    read: std::io::PipeReader,
+    /// The pipe's writing end, until the page is let go.
+    write: Option<std::io::PipeWriter>,
 }
 
 impl PageHold {
     /// Hold the page at `addr` (page-aligned, mapped and faulted in this process).
     pub fn new(addr: usize) -> std::io::Result<PageHold> {
-        use std::os::fd::{AsRawFd, FromRawFd};
-        let mut fds = [0i32; 2];
-        // SAFETY: `fds` is a two-int array the call fills.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(std::io::Error::last_os_error());
+        use std::os::fd::AsRawFd;
+        if !addr.is_multiple_of(4096) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("{addr:#x} is not the start of a 4 KiB page"),
+            ));
         }
-        // SAFETY: both descriptors were just made by `pipe2` and are owned by nothing else.
-        let (read, write) = unsafe {
-            (
-                std::fs::File::from_raw_fd(fds[0]),
-                std::fs::File::from_raw_fd(fds[1]),
-            )
-        };
+        let (read, write) = std::io::pipe()?;
         let iov = libc::iovec {
             iov_base: addr as *mut libc::c_void,
             iov_len: 4096,
         };
-        // SAFETY: one iovec that lives across the call; the kernel only takes a reference to
-        // the page (no gift), and a page not mapped is an error it returns, not a fault.
+        // SAFETY: one iovec that lives across the call, on a pipe this function owns; the
+        // kernel only takes a reference to the page (no gift), and a page not mapped is an
+        // error it returns, not a fault.
         let n = unsafe { libc::vmsplice(write.as_raw_fd(), &iov, 1, 0) };
         if n != 4096 {
             return Err(if n < 0 {
@@ -86,18 +83,15 @@ impl PageHold {
         Ok(PageHold {
             read,
             write: Some(write),
-            held: true,
         })
     }
 
     /// Let go of the page: the pipe's reference is dropped once its buffer is read.
     pub fn release(&mut self) -> std::io::Result<()> {
         use std::io::Read;
-        if self.held {
-            self.write = None;
+        if self.write.take().is_some() {
             let mut buf = vec![0u8; 4096];
             self.read.read_exact(&mut buf)?;
-            self.held = false;
         }
         Ok(())
     }

@@ -309,7 +309,10 @@ fn run_workload(
                         })
                         .collect();
                     let done = replay(&target, &steps, t0, &AtomicBool::new(false), &mut |_| {})?;
-                    collapse_ns = done.actions.iter().map(|a| a.latency_ns).collect();
+                    collapse_ns = (done.actions.iter())
+                        .filter(|a| !a.tried_again)
+                        .map(|a| a.latency_ns)
+                        .collect();
                     let ok = done.actions.iter().filter(|a| a.outcome == "ok").count() as u32;
                     plan_outcomes = Some((ok, plan.len() as u32 - ok.min(plan.len() as u32)));
                 }
@@ -504,7 +507,7 @@ fn timed_with_daemon(
                 l.collapse_ns.extend(
                     actions
                         .iter()
-                        .filter(|a| a.kind == ActionKind::Promote)
+                        .filter(|a| a.kind == ActionKind::Promote && !a.tried_again)
                         .map(|a| a.latency_ns),
                 );
                 l.cpu_ns += iv.cpu_ns;

@@ -120,7 +120,7 @@ fn why(outcome: &str) -> &'static str {
 /// all did): a count of failures alone leaves the reader to open the JSON.
 pub fn failures(actions: &[Action]) -> String {
     let mut by: std::collections::BTreeMap<(&str, &str), usize> = Default::default();
-    for a in actions.iter().filter(|a| !a.succeeded()) {
+    for a in actions.iter().filter(|a| !a.succeeded() && !a.tried_again) {
         let kind = match a.kind {
             ActionKind::Promote => "promotion",
             ActionKind::Demote => "demotion",
@@ -874,6 +874,8 @@ mod tests {
             budget: Some("4%".into()),
             interval_ms: Some(1000),
             compact: Some("auto".into()),
+            fault_waits: None,
+            walk_ns: None,
             pids: vec![7],
             sampled_pids: vec![],
             command: None,
@@ -1072,6 +1074,7 @@ mod tests {
             outcome: outcome.into(),
             latency_ns: 0,
             huge_bytes_after: huge_after,
+            tried_again: false,
         }
     }
 
