@@ -474,6 +474,13 @@ pub struct Daemon {
     /// A collapse of this look was still refused with `EAGAIN` after its tries: the look's
     /// later collapses get one try each, so that busy memory costs a look one chunk's pauses.
     busy_now: bool,
+    /// Chunks still refused with `EAGAIN` after their tries, with the look that found them
+    /// so, for [`BUSY_LOOKS`] looks or until one of their collapses succeeds: pages held for
+    /// long (pinned for I/O, say) rather than for a moment. Each gets one try a look, leaves
+    /// the look's other collapses their tries, and takes no huge chunk's place.
+    busy: HashMap<(i32, usize), u64>,
+    /// Looks made (`step` calls).
+    looks: u64,
     slow_now: u32,
     /// Weighs and makes compactions.
     compactor: Compactor,
@@ -500,6 +507,11 @@ const CANCEL_NAP: Duration = Duration::from_millis(100);
 
 /// Collapses whose latency the estimate of a collapse's cost keeps.
 const COLLAPSES_KEPT: usize = 32;
+
+/// Looks for which a chunk still refused with `EAGAIN` after its tries is taken to be held
+/// for long: at a look a second, 8 s, after which a swap may split a huge chunk for it again
+/// (one split in vain at most every 8 looks, if its pages stay held).
+const BUSY_LOOKS: u64 = 8;
 
 /// Pause before a collapse refused with `EAGAIN` is tried again within the look (a sleep, no
 /// CPU: at most [`crate::replay::AGAIN_RETRIES`] of them a chunk).
@@ -549,6 +561,8 @@ impl Daemon {
             refused_now: Vec::new(),
             no_memory_last: false,
             busy_now: false,
+            busy: Default::default(),
+            looks: 0,
             slow_now: 0,
             compactor: Compactor::new(cfg.compact, Lever::default()),
             cfg,
@@ -722,14 +736,22 @@ impl Daemon {
             // shortly, as a plan's step is, each attempt logged. Without it a swap would have
             // split its old chunk for nothing until the next look.
             let busy = kind == ActionKind::Promote && a.outcome == "EAGAIN";
-            let again = busy && !self.busy_now && attempt < crate::replay::AGAIN_RETRIES;
+            let known = self.busy.contains_key(&(c.pid, c.addr));
+            let again = busy && !known && !self.busy_now && attempt < crate::replay::AGAIN_RETRIES;
             let a = Action {
                 tried_again: again,
                 ..a
             };
             on_action(&a);
             if !again {
-                self.busy_now |= busy;
+                if busy && !known {
+                    self.busy_now = true;
+                    if attempt == crate::replay::AGAIN_RETRIES {
+                        self.busy.insert((c.pid, c.addr), self.looks);
+                    }
+                } else if !busy && kind == ActionKind::Promote {
+                    self.busy.remove(&(c.pid, c.addr));
+                }
                 break (a, cpu_ns);
             }
             attempt += 1;
@@ -813,6 +835,9 @@ impl Daemon {
     /// One interval's work: scan, decide, demote, promote. `on_action` hears every action.
     pub fn step(&mut self, on_action: &mut dyn FnMut(&Action)) -> Result<Interval> {
         self.busy_now = false;
+        self.looks += 1;
+        let looks = self.looks;
+        self.busy.retain(|_, found| looks - *found < BUSY_LOOKS);
         // From where the last look on this thread ended: the wait between looks (its wakeups)
         // is the daemon's cost too.
         let me = std::thread::current().id();
@@ -983,6 +1008,12 @@ impl Daemon {
             // Full: take the place of the least valued huge chunk if this one is worth
             // clearly more; otherwise the look is done.
             let full = huge + HUGE as u64 > iv.budget_bytes;
+            if full && self.busy.contains_key(&(pid, chunks[i].addr)) {
+                // Its pages were still held after its tries at a recent look: a huge chunk
+                // split for it would most likely be split for nothing. Tried again once the
+                // budget has room, or once [`BUSY_LOOKS`] looks have passed.
+                continue;
+            }
             let mut swap_with = None;
             if full {
                 let s = score.get(&i).copied().unwrap_or(0.0);

@@ -79,6 +79,10 @@ pub fn replay(
                 let a = match done {
                     Ok(a) => a,
                     Err(Error::Gone { .. }) => {
+                        // No attempt followed the last one: it is the step's outcome.
+                        if let Some(last) = out.actions.last_mut().filter(|_| attempt > 0) {
+                            last.tried_again = false;
+                        }
                         out.target_gone = true;
                         return Ok(out);
                     }

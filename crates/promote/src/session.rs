@@ -500,6 +500,11 @@ mod tests {
                 // The kernel said yes but the chunk did not read back huge: a failure.
                 action(ActionKind::Promote, "ok", 200, Some(0)),
                 action(ActionKind::Promote, "EAGAIN", 50, Some(0)),
+                // An attempt tried again: neither a failure nor a collapse's latency.
+                Action {
+                    tried_again: true,
+                    ..action(ActionKind::Promote, "EAGAIN", 9_000, Some(0))
+                },
                 action(ActionKind::Promote, "gone", 0, None),
                 action(ActionKind::Demote, "ok", 10, Some(0)),
             ],

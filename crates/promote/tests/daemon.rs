@@ -243,6 +243,44 @@ fn a_score_made_of_a_few_heavy_samples_takes_no_huge_chunks_place() {
 }
 
 #[test]
+fn a_chunk_whose_pages_stay_held_takes_no_huge_chunks_place() {
+    let Some((_one, m, publisher, mut d)) = chunk_1_huge("held") else {
+        return;
+    };
+    let _held = match hugewise_sys::testing::PageHold::new(m.addr() + 3 * HUGE + 5 * 4096) {
+        Ok(h) => h,
+        Err(e) => return hugewise_sys::testing::skip(format!("vmsplice refused: {e}")),
+    };
+    // Chunk 3 far hotter: a swap splits chunk 1 for it, and the kernel cannot take its pages.
+    let mut swapped = false;
+    for _ in 0..6 {
+        heat(&publisher, &m, &[3], 20_000);
+        let iv = d.step(&mut |_| {}).expect("step");
+        if iv.demoted > 0 {
+            assert_eq!((iv.promoted, iv.demoted, iv.failed), (0, 1, 1), "{iv:?}");
+            swapped = true;
+            break;
+        }
+    }
+    assert!(swapped, "the heat on chunk 3 never took chunk 1's place");
+    // With room, chunk 1 comes back (chunk 3 gets its one try).
+    heat(&publisher, &m, &[1], 20_000);
+    let iv = d.step(&mut |_| {}).expect("step");
+    assert_eq!(iv.promoted, 1, "{iv:?}");
+    // The budget full again, chunk 3's heat splits nothing: its pages were held just now.
+    for _ in 0..3 {
+        heat(&publisher, &m, &[3], 20_000);
+        let mut acted = Vec::new();
+        let iv = d.step(&mut |a| acted.push(a.clone())).expect("step");
+        assert_eq!((iv.promoted, iv.demoted), (0, 0), "{acted:?} {iv:?}");
+        assert!(acted.is_empty(), "{acted:?}");
+    }
+    let me = std::process::id() as i32;
+    let check = Target::attach(&ProcFs::default(), me, Instant::now()).expect("attach");
+    assert_eq!(&huge_map(&check, &m), &[false, true, false, false]);
+}
+
+#[test]
 fn the_first_decision_comes_once_samples_are_in_not_a_whole_interval_later() {
     let Some((_one, m)) = serial_four_k_chunks(4) else {
         return;
@@ -561,57 +599,79 @@ fn a_chunk_the_kernel_refuses_is_not_asked_again() {
 
 #[test]
 fn a_collapse_the_kernel_could_not_take_that_moment_is_tried_again_within_the_look() {
+    use hugewise_promote::action::Action;
+    use hugewise_promote::replay::AGAIN_RETRIES;
+    use hugewise_sys::testing::PageHold;
     let Some((_one, m)) = serial_four_k_chunks(4) else {
         return;
     };
-    let (publisher, mut d) = pcc_on_me("again", cfg_each_second(Limit::Bytes(2 << 20)));
-    // A page of chunk 2 referenced by a pipe: the kernel answers `EAGAIN` while it is held.
-    let mut hold = match hugewise_sys::testing::PageHold::new(m.addr() + 2 * HUGE + 5 * 4096) {
-        Ok(h) => h,
-        Err(e) => return hugewise_sys::testing::skip(format!("vmsplice refused: {e}")),
+    // Room for every chunk: no swap, each hot chunk collapsed at its look.
+    let (publisher, mut d) = pcc_on_me("again", cfg_each_second(Limit::Bytes(8 << 20)));
+    let chunk = |a: &Action| (a.start - m.addr()) / HUGE;
+    // A page of a chunk referenced by a pipe: the kernel answers `EAGAIN` while it is held.
+    let hold = |c: usize| PageHold::new(m.addr() + c * HUGE + 5 * 4096);
+    let (h0, mut h2, h3) = match (hold(0), hold(2), hold(3)) {
+        (Ok(a), Ok(b), Ok(c)) => (a, b, c),
+        (Err(e), ..) | (_, Err(e), _) | (.., Err(e)) => {
+            return hugewise_sys::testing::skip(format!("vmsplice refused: {e}"))
+        }
     };
-    let mine = |a: &hugewise_promote::action::Action| a.start == m.addr() + 2 * HUGE;
-    // Held all look long: three attempts, each logged, then the chunk counts as failed.
-    heat(&publisher, &m, &[2], 1000);
-    let mut seen = Vec::new();
-    let iv = d.step(&mut |a| seen.push(a.clone())).expect("step");
-    let outcomes: Vec<&str> = seen
-        .iter()
-        .filter(|a| mine(a))
-        .map(|a| a.outcome.as_str())
-        .collect();
-    let tries = hugewise_promote::replay::AGAIN_RETRIES as usize + 1;
-    assert_eq!(outcomes, vec!["EAGAIN"; tries], "{seen:?}");
-    // All but the last are attempts tried again, not the chunk's outcome.
-    let again: Vec<bool> = seen
-        .iter()
-        .filter(|a| mine(a))
-        .map(|a| a.tried_again)
-        .collect();
-    assert_eq!(again.iter().filter(|t| **t).count(), tries - 1, "{seen:?}");
-    assert!(!again[tries - 1]);
-    assert_eq!((iv.promoted, iv.failed), (0, 1), "{iv:?}");
-    // Let go right after the first refusal of the next look: its second attempt makes it.
-    heat(&publisher, &m, &[2], 1000);
-    let mut seen = Vec::new();
-    let iv = d
-        .step(&mut |a| {
-            if mine(a) && a.outcome == "EAGAIN" {
-                hold.release().expect("release");
-            }
-            seen.push(a.clone());
-        })
-        .expect("step");
-    let outcomes: Vec<&str> = seen
-        .iter()
-        .filter(|a| mine(a))
-        .map(|a| a.outcome.as_str())
-        .collect();
-    assert_eq!(outcomes, ["EAGAIN", "ok"], "{seen:?}");
+    // Each look's attempts per chunk: (chunk, outcome, tried again).
+    let mut look = |hot: &[usize], on: &mut dyn FnMut(&Action)| {
+        heat(&publisher, &m, hot, 1000);
+        let mut seen = Vec::new();
+        let iv = d
+            .step(&mut |a| {
+                if a.kind == ActionKind::Promote && a.start >= m.addr() {
+                    on(a);
+                    seen.push((chunk(a), a.outcome.clone(), a.tried_again));
+                }
+            })
+            .expect("step");
+        (iv, seen)
+    };
+    let tries = AGAIN_RETRIES as usize + 1;
+    let attempt = |c: usize, outcome: &str, again: bool| (c, outcome.to_string(), again);
+    // Chunk 2 let go at its first refusal: its second attempt makes it.
+    let (iv, seen) = look(&[2], &mut |a| {
+        if chunk(a) == 2 {
+            h2.release().expect("release");
+        }
+    });
+    assert_eq!(
+        seen,
+        [attempt(2, "EAGAIN", true), attempt(2, "ok", false)],
+        "{iv:?}"
+    );
     assert_eq!((iv.promoted, iv.failed), (1, 0), "{iv:?}");
+    // Chunks 0 and 3 held all look: the first tried takes every try, then the look gives the
+    // other one try, so that busy memory costs a look one chunk's pauses.
+    let (iv, seen) = look(&[0, 3], &mut |_| {});
+    assert_eq!((iv.promoted, iv.failed), (0, 2), "{iv:?}");
+    let first = seen[0].0;
+    let other = 3 - first;
+    let mut want = vec![attempt(first, "EAGAIN", true); tries - 1];
+    want.extend([
+        attempt(first, "EAGAIN", false),
+        attempt(other, "EAGAIN", false),
+    ]);
+    assert_eq!(seen, want);
+    // The one that took every try is held for long, and gets one try a look from now on;
+    // the other, let go, is collapsed.
+    let (known, mut known_hold, mut other_hold) =
+        if first == 0 { (0, h0, h3) } else { (3, h3, h0) };
+    other_hold.release().expect("release");
+    let (iv, seen) = look(&[0, 3], &mut |_| {});
+    assert!(seen.contains(&attempt(known, "EAGAIN", false)), "{seen:?}");
+    assert!(seen.contains(&attempt(other, "ok", false)), "{seen:?}");
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    // Let go at last, it is collapsed too.
+    known_hold.release().expect("release");
+    let (iv2, seen) = look(&[known], &mut |_| {});
+    assert_eq!(seen, [attempt(known, "ok", false)], "{iv:?} {iv2:?}");
     let me = std::process::id() as i32;
     let check = Target::attach(&ProcFs::default(), me, Instant::now()).expect("attach");
-    assert_eq!(&huge_map(&check, &m), &[false, false, true, false]);
+    assert_eq!(&huge_map(&check, &m), &[true, false, true, true]);
 }
 
 #[test]

@@ -48,7 +48,7 @@ pub fn interval_line(iv: &Interval) -> String {
 /// One line for an action.
 pub fn action_line(a: &Action) -> String {
     format!(
-        "t={:>8.1}ms  pid {}  {} {:#x}+{}  {}  {}{}",
+        "t={:>8.1}ms  pid {}  {} {:#x}+{}  {}  {}{}{}",
         a.t_ms,
         a.pid,
         match a.kind {
@@ -62,7 +62,8 @@ pub fn action_line(a: &Action) -> String {
         ns(a.latency_ns as f64),
         a.huge_bytes_after
             .map(|h| format!("  huge after {}", bytes(h)))
-            .unwrap_or_default()
+            .unwrap_or_default(),
+        if a.tried_again { "  (tried again)" } else { "" }
     )
 }
 
@@ -1094,5 +1095,12 @@ mod tests {
             "{f}"
         );
         assert!(failures(&actions[..1]).is_empty());
+        // An attempt tried again is not a failure, and its line says it was tried again.
+        let retried = Action {
+            tried_again: true,
+            ..action(ActionKind::Promote, "EAGAIN", Some(0))
+        };
+        assert!(failures(std::slice::from_ref(&retried)).is_empty());
+        assert!(action_line(&retried).ends_with("(tried again)"));
     }
 }
