@@ -9,14 +9,13 @@
 //! 25 % budget of an 8 GiB program, the `mega` daemon tried 11,000–13,000 refused collapses in
 //! 30 s (370 a look), the kernel's compaction failed 22,000–27,000 times, and the daemon used
 //! 54 % of a core. So after [`IN_A_ROW`] refusals with no success between, the look's remaining
-//! candidates are held back, within what the budget has room for beside the refused ones: they count as waiting for
-//! room, as refused ones do, so the compaction controller weighs them all (see
-//! [`crate::compact`]), and the next look tries again.
+//! candidates are held back, within what the budget has room for beside the refused ones: they
+//! count as waiting for room, as refused ones do, so the compaction controller weighs them all
+//! (see [`crate::compact`]), and the next look tries again.
 
 /// Refusals for want of memory (`ENOMEM`), with no success between, after which a look holds
-/// back its other collapses. A lone refusal can be a race (a page locked for a moment, a block taken
-/// by another CPU between compaction and allocation); several in a row are the free memory's
-/// state.
+/// back its other collapses. A lone refusal can be a race (a block taken by another CPU between
+/// compaction and allocation); several in a row are the free memory's state.
 pub const IN_A_ROW: u32 = 4;
 
 /// One look's count.

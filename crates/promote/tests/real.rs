@@ -195,18 +195,33 @@ fn promotes_another_process_and_lets_it_go() {
     }
 }
 
+/// `chunks` chunks of this process on 4 KiB pages, the time they were attached at and the
+/// process as a target, for the replay tests; `None` (the test skips) where frames are hidden
+/// or the kernel made huge pages at fault.
+fn replay_setup(chunks: usize) -> Option<(Mapping, Instant, Target)> {
+    if !is_root() {
+        hugewise_sys::testing::skip("frames are visible to root only");
+        return None;
+    }
+    let m = base_paged(chunks * HUGE);
+    let t0 = Instant::now();
+    let t = Target::attach(&ProcFs::default(), std::process::id() as i32, t0).expect("attach");
+    let scanned = t.scan(&(m.addr()..m.addr() + m.len())).expect("scan");
+    if scanned.iter().any(|c| c.huge == Some(true)) {
+        hugewise_sys::testing::skip("THP `always` gave huge pages at fault");
+        return None;
+    }
+    Some((m, t0, t))
+}
+
 #[test]
 fn replays_steps_in_time_and_stops_when_cancelled() {
     use hugewise_promote::replay::{replay, Step};
     use std::sync::atomic::AtomicBool;
     use std::time::Duration;
-    if !is_root() {
-        hugewise_sys::testing::skip("frames are visible to root only");
+    let Some((m, t0, t)) = replay_setup(4) else {
         return;
-    }
-    let m = base_paged(4 * HUGE);
-    let t0 = Instant::now();
-    let t = Target::attach(&ProcFs::default(), std::process::id() as i32, t0).expect("attach");
+    };
     let steps = [
         Step {
             at: Duration::ZERO,
@@ -244,17 +259,9 @@ fn a_replayed_step_the_kernel_could_not_take_is_tried_twice_more() {
     use hugewise_promote::replay::{replay, Step, AGAIN_RETRIES};
     use std::sync::atomic::AtomicBool;
     use std::time::Duration;
-    if !is_root() {
-        hugewise_sys::testing::skip("frames are visible to root only");
+    let Some((m, t0, t)) = replay_setup(2) else {
         return;
-    }
-    let m = base_paged(2 * HUGE);
-    let t0 = Instant::now();
-    let t = Target::attach(&ProcFs::default(), std::process::id() as i32, t0).expect("attach");
-    let chunks = t.scan(&(m.addr()..m.addr() + m.len())).expect("scan");
-    if chunks.iter().any(|c| c.huge == Some(true)) {
-        return hugewise_sys::testing::skip("THP `always` gave huge pages at fault");
-    }
+    };
     let step = |c: usize| Step {
         at: Duration::ZERO,
         range: m.addr() + c * HUGE..m.addr() + (c + 1) * HUGE,

@@ -147,10 +147,11 @@ pub struct PromoteArgs {
     pub compact: CompactArg,
     /// What one page walk that a huge page removes costs the target, in nanoseconds (for
     /// targets that publish their sampling period): a chunk is collapsed only when its sampled
-    /// walks at this cost, over a 10 s payback, come to more than a collapse's CPU time. The
-    /// default is between a fast host's 17 ns and a slow one's 40; `hugewise bench randread
-    /// --size SIZE` measures it for a footprint like the target's (the 4 KiB arm's time a read
-    /// less the THP arm's).
+    /// walks at this cost, over a 10 s payback, come to more than a collapse's CPU time. What a
+    /// huge page saves a read moves with the host (here 17 ns on a fast day, 40 to 220 ns on
+    /// slow ones): too low a figure holds collapses back, too high lets marginal ones through.
+    /// `hugewise bench randread --size SIZE` measures it for a footprint like the target's
+    /// (the 4 KiB arm's time a read less the THP arm's).
     #[arg(long, default_value_t = 30.0, value_name = "NS", value_parser = walk_ns)]
     pub walk_ns: f64,
     /// Most of a target's page faults the daemon's collapses may hold up, as a share of the
