@@ -18,7 +18,7 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::shm::{Shared, Writer};
+use crate::shm::{Backing, Shared, Writer};
 use crate::{Error, Result};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"HWALOG01");
@@ -211,7 +211,7 @@ impl AllocLog {
         let capacity = capacity.clamp(1, u32::MAX as usize);
         let len = (HEADER_WORDS + capacity * ENTRY_WORDS) * 8;
         Ok(AllocLog {
-            shared: Shared::create(path, len, MAGIC, VERSION, capacity)?,
+            shared: Shared::create(path, len, Backing::Sparse, MAGIC, VERSION, capacity)?,
             capacity,
             writable: true,
         })

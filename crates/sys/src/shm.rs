@@ -202,14 +202,29 @@ unsafe impl Send for Shared {}
 // SAFETY: as above.
 unsafe impl Sync for Shared {}
 
+/// Whether a new shared file's pages are faulted in when it is made, or as they are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Backing {
+    /// Every page now, once: for a file written through from end to end at a steady pace (the
+    /// sample ring), whose first-time writes would otherwise fault a page every few hundred
+    /// samples, stalling the program and reading to a promotion daemon, which counts its
+    /// faults, as memory being faulted in.
+    Faulted,
+    /// Only pages written take memory: for a file most of which stays unwritten (the
+    /// allocation log, sized for 262,144 entries where a program makes dozens). Faulted in at
+    /// once, its 32 MiB were charged to every program `hugewise exec` ran.
+    Sparse,
+}
+
 impl Shared {
-    /// Create the file at `path` (see [`create_private`]), `len` bytes long (sparse), map it
-    /// for writing and write the header words: `magic`, `version` with `count` in the high
-    /// half, and this process's pid in the fourth word. The magic goes last: a reader that
-    /// sees it sees a complete header.
+    /// Create the file at `path` (see [`create_private`]), `len` bytes long, backed as `backing`
+    /// says, map it for writing and write the header words: `magic`, `version` with `count` in
+    /// the high half, and this process's pid in the fourth word. The magic goes last: a reader
+    /// that sees it sees a complete header.
     pub(crate) fn create(
         path: &Path,
         len: usize,
+        backing: Backing,
         magic: u64,
         version: u32,
         count: usize,
@@ -217,12 +232,11 @@ impl Shared {
         let file = create_private(path)?;
         file.set_len(len as u64).map_err(|e| Error::io(path, e))?;
         let ptr = map_shared(&file, path, len, true)?;
-        // Every page faulted in now, once: a ring written for the first time as the program
-        // runs would fault a page every few hundred samples, faults that stall the program and
-        // that a promotion daemon, reading its fault count, takes for memory being faulted in.
-        // A kernel without MADV_POPULATE_WRITE (before 5.14) faults them as they come.
-        let at = ptr.as_ptr() as usize;
-        let _ = crate::mmap::advise_own(at..at + len, crate::mmap::Advice::PopulateWrite);
+        if backing == Backing::Faulted {
+            // A kernel without MADV_POPULATE_WRITE (before 5.14) faults them as they come.
+            let at = ptr.as_ptr() as usize;
+            let _ = crate::mmap::advise_own(at..at + len, crate::mmap::Advice::PopulateWrite);
+        }
         let s = Shared {
             ptr: Some(ptr),
             len,
@@ -422,7 +436,14 @@ impl SampleRing {
     pub fn create(path: &Path, slots: usize) -> Result<SampleRing> {
         let slots = slots.max(64).next_power_of_two();
         Ok(SampleRing {
-            shared: Shared::create(path, HEADER + slots * 8, MAGIC, VERSION, slots)?,
+            shared: Shared::create(
+                path,
+                HEADER + slots * 8,
+                Backing::Faulted,
+                MAGIC,
+                VERSION,
+                slots,
+            )?,
             slots,
             writable: true,
             answers: true,
@@ -593,6 +614,33 @@ impl SampleRing {
 mod tests {
 
     use super::*;
+
+    /// Bytes the file system holds for `path` (tmpfs: the pages the file has).
+    fn held(path: &Path) -> u64 {
+        std::fs::metadata(path).expect("stat").blocks() * 512
+    }
+
+    #[test]
+    fn a_ring_is_faulted_in_when_made_and_an_allocation_log_only_where_written() {
+        // tmpfs, where both live in use: it counts a file's pages as they are allocated.
+        let d = tempfile::Builder::new()
+            .prefix("hw-backing.")
+            .tempdir_in("/dev/shm")
+            .expect("a directory in /dev/shm");
+        let ring = d.path().join("ring");
+        let _w = SampleRing::create(&ring, 1 << 16).expect("ring");
+        assert!(held(&ring) >= (1 << 16) * 8, "ring holds {} B", held(&ring));
+        let log = d.path().join("log");
+        let w = crate::alloclog::AllocLog::create(&log, 1 << 18).expect("log");
+        let len = std::fs::metadata(&log).expect("stat").len();
+        assert_eq!(len, 64 + (1 << 18) * 128, "the log's room");
+        assert!(
+            held(&log) <= 64 << 10,
+            "a log with nothing written holds {} of its {len} B",
+            held(&log)
+        );
+        drop(w);
+    }
 
     #[test]
     fn a_reader_sees_what_a_writer_pushed_and_what_it_lost() {
