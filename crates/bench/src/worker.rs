@@ -352,10 +352,11 @@ fn promote(p: &PromoteRequest, cancel: &AtomicBool) -> Result<PromotedRun> {
     };
     let walk_ns = match p.walk_ns {
         None => daemon::Config::default().walk_ns,
-        Some(ns) if ns.is_finite() && ns > 0.0 => ns,
+        Some(ns) if daemon::walk_ns_valid(ns) => ns,
         Some(ns) => {
             return Err(Error::Config(format!(
-                "promote request: walk_ns {ns} is not a cost above 0"
+                "promote request: walk_ns {ns} is not a cost above 0 and at most {} ns",
+                daemon::MAX_WALK_NS
             )))
         }
     };
@@ -690,5 +691,29 @@ mod tests {
         assert_eq!(r.trials.len(), 2);
         assert!(r.trials.iter().all(|t| t.verified == Some(true)));
         assert_eq!(r.graph.vertices, 1024);
+    }
+
+    #[test]
+    fn a_promote_request_with_a_cost_out_of_bounds_is_refused_by_name() {
+        for (waits, walk, field) in [
+            (Some(-0.1), None, "fault_waits -0.1"),
+            (None, Some(0.0), "walk_ns 0"),
+            (None, Some(-3.0), "walk_ns -3"),
+            (None, Some(f64::NAN), "walk_ns NaN"),
+            (None, Some(daemon::MAX_WALK_NS * 2.0), "walk_ns 20000"),
+        ] {
+            let p = PromoteRequest {
+                policy: "pcc".into(),
+                budget_share: 0.04,
+                interval: Duration::from_millis(500),
+                compact: None,
+                fault_waits: waits,
+                warm: None,
+                walk_ns: walk,
+                target: run_request(),
+            };
+            let e = promote(&p, &AtomicBool::new(false)).expect_err(field);
+            assert!(e.to_string().contains(field), "{field}: {e}");
+        }
     }
 }

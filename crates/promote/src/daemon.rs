@@ -407,6 +407,15 @@ pub const TURN_RUN: usize = 64;
 /// those that changed).
 pub const QUIET_STEPS: u32 = 2;
 
+/// The most a page walk may be said to cost ([`Config::walk_ns`]), in nanoseconds: a walk that
+/// misses every cache takes a few hundred, so a figure past this is a unit mistaken.
+pub const MAX_WALK_NS: f64 = 10_000.0;
+
+/// Whether `ns` can be a page walk's cost: a number above 0 and at most [`MAX_WALK_NS`].
+pub fn walk_ns_valid(ns: f64) -> bool {
+    ns > 0.0 && ns <= MAX_WALK_NS
+}
+
 /// Whether a settled chunk read as (`mapped` pages, `huge`) may wait longer than
 /// `settled_every` for its next read: one of 4 KiB pages with every page mapped. It changes
 /// only when the program frees some of it or the kernel collapses it on its own, and a policy

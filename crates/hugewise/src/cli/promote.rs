@@ -260,18 +260,19 @@ pub fn run(a: PromoteArgs) -> anyhow::Result<u8> {
     Ok(code)
 }
 
-/// `--walk-ns`: a cost in nanoseconds above 0 and at most 10 µs (a walk that misses every
-/// cache is a few hundred).
+/// `--walk-ns`: a cost in nanoseconds above 0 and at most the daemon's bound (a walk that
+/// misses every cache is a few hundred).
 pub fn walk_ns(s: &str) -> Result<f64, String> {
     let v: f64 = s
         .trim()
         .parse()
         .map_err(|_| format!("`{s}` is not a number of nanoseconds (such as 30)"))?;
-    if v > 0.0 && v <= 10_000.0 {
+    if hugewise_promote::daemon::walk_ns_valid(v) {
         Ok(v)
     } else {
         Err(format!(
-            "{s} ns: a walk costs more than 0 and at most 10000 ns"
+            "{s} ns: a walk costs more than 0 and at most {} ns",
+            hugewise_promote::daemon::MAX_WALK_NS
         ))
     }
 }

@@ -165,6 +165,18 @@ pub fn session(r: &PromoteReport) -> String {
             .map(|i| format!(", every {i} ms"))
             .unwrap_or_default()
     );
+    // How the daemon was set to weigh its collapses (absent for a plan).
+    let mut how = r
+        .compact
+        .as_ref()
+        .map(|c| format!("compaction {c}"))
+        .unwrap_or_default();
+    how += &paced(r.fault_waits);
+    how += &walk(r.walk_ns);
+    let how = how.trim_start_matches(", ");
+    if !how.is_empty() {
+        let _ = writeln!(o, "{how}");
+    }
     if let Some(cmd) = &r.command {
         let _ = writeln!(
             o,
@@ -398,6 +410,12 @@ fn paced(fault_waits: Option<f64>) -> String {
     }
 }
 
+fn walk(walk_ns: Option<f64>) -> String {
+    walk_ns
+        .map(|ns| format!(", a page walk taken to cost {ns} ns"))
+        .unwrap_or_default()
+}
+
 fn bench_workload(r: &PromoteBenchWorkload) -> String {
     let mut o = String::new();
     let _ = writeln!(
@@ -417,9 +435,7 @@ fn bench_workload(r: &PromoteBenchWorkload) -> String {
         r.interval_ms,
         r.sample_every,
         paced(r.fault_waits),
-        r.walk_ns
-            .map(|ns| format!(", a page walk taken to cost {ns} ns"))
-            .unwrap_or_default()
+        walk(r.walk_ns)
     );
     let stopped = crate::fmt::stopped(r.stopped);
     if !stopped.is_empty() {
@@ -875,8 +891,8 @@ mod tests {
             budget: Some("4%".into()),
             interval_ms: Some(1000),
             compact: Some("auto".into()),
-            fault_waits: None,
-            walk_ns: None,
+            fault_waits: Some(0.0002),
+            walk_ns: Some(45.0),
             pids: vec![7],
             sampled_pids: vec![],
             command: None,
@@ -914,6 +930,14 @@ mod tests {
             ],
         };
         let text = session(&r);
+        assert_eq!(
+            text.lines().nth(1),
+            Some(
+                "compaction auto, its collapses holding up at most 0.02% of the faults, a page \
+                 walk taken to cost 45 ns"
+            ),
+            "{text}"
+        );
         assert!(text.contains("compactions (--compact auto)"), "{text}");
         assert!(text.contains("1, CPU 40.00 ms (1.0% of a core)"), "{text}");
         assert!(text.contains("compact node 0  aim 6 MiB"), "{text}");
