@@ -26,7 +26,7 @@ use hugewise_rules::Rules;
 use hugewise_sys::proc::{Pid, ProcFs};
 use hugewise_sys::sysfs::memcg_counters;
 
-use crate::stats::{median, summarize};
+use crate::stats::{median, ratio, summarize};
 use crate::{Error, Result};
 
 /// One way of running the server.
@@ -570,22 +570,23 @@ fn geomean(phases: &[BloatPhase]) -> f64 {
 
 fn summarize_variants(variants: &[Variant], runs: &[BloatRun]) -> Vec<BloatVariant> {
     let of = |label: &str, round: u32| runs.iter().find(|r| r.variant == label && r.round == round);
-    let per_round = |label: &str, f: &dyn Fn(&BloatRun, &BloatRun) -> Option<f64>, base: &str| {
-        let v: Vec<f64> = runs
-            .iter()
+    // Per round that ran both, `f` of `label`'s run against `base`'s.
+    let in_rounds = |label: &str, f: &dyn Fn(&BloatRun, &BloatRun) -> Option<f64>, base: &str| {
+        runs.iter()
             .filter(|r| r.variant == label)
-            .filter_map(|r| f(r, of(base, r.round)?))
-            .collect();
-        median(&v)
+            .filter_map(|r| Some((r.round, f(r, of(base, r.round)?)?)))
+            .collect::<Vec<(u32, f64)>>()
     };
-    let bloat = |label: &str| {
-        per_round(
+    let bloats = |label: &str| {
+        in_rounds(
             label,
             &|r, b| Some(r.final_charged_bytes? as f64 - b.final_charged_bytes? as f64),
             "never",
         )
     };
-    let always_bloat = bloat("always");
+    let values = |v: &[(u32, f64)]| v.iter().map(|x| x.1).collect::<Vec<f64>>();
+    let always_bloats = bloats("always");
+    let always_bloat = median(&values(&always_bloats));
     variants
         .iter()
         .filter_map(|v| {
@@ -616,22 +617,33 @@ fn summarize_variants(variants: &[Variant], runs: &[BloatRun]) -> Vec<BloatVaria
                 .iter()
                 .filter_map(|r| r.final_charged_bytes.map(|b| b as f64))
                 .collect();
-            let my_bloat = bloat(&label);
+            let my_bloats = bloats(&label);
+            let my_bloat = median(&values(&my_bloats));
+            let (throughput_vs_always, throughput_vs_always_ci95) = ratio(&values(&in_rounds(
+                &label,
+                &|r, a| Some(geomean(&r.phases) / geomean(&a.phases)),
+                "always",
+            )));
+            let shares: Vec<f64> = my_bloats
+                .iter()
+                .filter_map(|&(round, m)| {
+                    let a = always_bloats.iter().find(|x| x.0 == round)?.1;
+                    (a > 0.0).then_some(m / a)
+                })
+                .collect();
             Some(BloatVariant {
                 rps,
                 rps_geomean: summarize(&geo)?,
                 read_p99_ms: summarize(&p99),
                 final_charged_bytes: summarize(&charged),
                 bloat_bytes: my_bloat,
-                throughput_vs_always: per_round(
-                    &label,
-                    &|r, a| Some(geomean(&r.phases) / geomean(&a.phases)),
-                    "always",
-                ),
+                throughput_vs_always,
+                throughput_vs_always_ci95,
                 bloat_vs_always: match (my_bloat, always_bloat) {
                     (Some(m), Some(a)) if a > 0.0 => Some(m / a),
                     _ => None,
                 },
+                bloat_vs_always_ci95: ratio(&shares).1,
                 label,
             })
         })
@@ -689,5 +701,43 @@ mod tests {
             exec.rps,
             vec![("fill".into(), 180.0), ("read".into(), 180.0)]
         );
+    }
+
+    #[test]
+    fn the_shares_intervals_come_from_the_rounds_and_skip_a_round_with_no_bloat_to_share() {
+        let v = Variant::parse_list("never;always;exec:*=thp").expect("parse");
+        let mut runs = Vec::new();
+        for r in 0..7u32 {
+            // Round 6's `never` run was charged more than the others: `always` has no bloat
+            // there to take a share of.
+            let never = if r == 6 { 5000 } else { 1000 };
+            runs.push(run("never", r, [100.0, 100.0], never));
+            runs.push(run("always", r, [200.0, 200.0], 3000));
+            let rps = 180.0 + f64::from(r);
+            runs.push(run(
+                "exec:*=thp",
+                r,
+                [rps, rps],
+                1000 + 200 * u64::from(r + 1),
+            ));
+        }
+        let out = summarize_variants(&v, &runs);
+        let exec = &out[2];
+        // Seven throughput ratios, 0.90 to 0.93: at seven rounds the extremes cover 98.4 %.
+        let t = exec.throughput_vs_always_ci95.expect("seven rounds");
+        assert!(
+            (t.lo - 0.90).abs() < 1e-9 && (t.hi - 0.93).abs() < 1e-9,
+            "{t:?}"
+        );
+        // Six shares, 0.1 to 0.6 (round 6's left out).
+        let b = exec.bloat_vs_always_ci95.expect("six rounds with a share");
+        assert!(
+            (b.lo - 0.1).abs() < 1e-9 && (b.hi - 0.6).abs() < 1e-9,
+            "{b:?}"
+        );
+        // With one round fewer, five shares are too few for 95 %.
+        let out = summarize_variants(&v, &runs[3..]);
+        assert!(out[2].bloat_vs_always_ci95.is_none());
+        assert!(out[2].throughput_vs_always_ci95.is_some(), "six ratios");
     }
 }

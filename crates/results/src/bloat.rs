@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::stats::Summary;
+use crate::stats::{MedianInterval, Summary};
 
 /// The whole benchmark.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -98,6 +98,16 @@ pub struct BloatVariant {
     pub bloat_bytes: Option<f64>,
     /// Median over rounds of rps_geomean over `always`'s in the same round.
     pub throughput_vs_always: Option<f64>,
+    /// 95 % interval of that median, from the per-round ratios' order statistics (`null` with
+    /// fewer than 6 rounds; absent in files from before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throughput_vs_always_ci95: Option<MedianInterval>,
     /// This variant's bloat over `always`'s (medians).
     pub bloat_vs_always: Option<f64>,
+    /// 95 % interval of the median of the per-round shares (this variant's bloat over
+    /// `always`'s in the same round), over the rounds where `always`'s bloat is above 0: a
+    /// round whose `never` run was charged more than `always`'s has no share to give. `null`
+    /// with fewer than 6 such rounds; absent in files from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bloat_vs_always_ci95: Option<MedianInterval>,
 }

@@ -138,10 +138,23 @@ impl Collection {
                 _ => None,
             })
             .collect();
+        // A curve's kernel is its run's, as the plan gives it.
+        let kernel_of = |e: &Entry| -> &str {
+            let id = e.run_id();
+            p.plan
+                .runs
+                .iter()
+                .find(|r| r.id == id)
+                .and_then(|r| match &r.work {
+                    crate::study::Work::Curve { kernel, .. } => Some(kernel.as_str()),
+                    _ => None,
+                })
+                .unwrap_or("")
+        };
         let curves: Vec<_> = runs
             .iter()
             .filter_map(|e| match &e.result {
-                AnyResult::Curves(s) => Some(&s.result),
+                AnyResult::Curves(s) => Some((kernel_of(e), &s.result)),
                 _ => None,
             })
             .collect();

@@ -411,6 +411,31 @@ fn programs_run_under_exec_and_their_benchmarks() {
         "never against itself"
     );
     assert!(r.result.runs.iter().all(|run| run.phases.len() == 4));
+    // A file from before the intervals were kept reads without them; a study's headline
+    // carries a run's interval when it has one.
+    use hugewise_results::stats::MedianInterval;
+    use hugewise_results::study::{interval, Evidence, Metric};
+    let mega = "exec:*=system+mega".to_string();
+    assert!(r.result.variants[2].throughput_vs_always_ci95.is_none());
+    let mut b = r.result.clone();
+    let ci = MedianInterval {
+        lo: 0.85,
+        hi: 1.07,
+        coverage: 0.969,
+    };
+    b.variants[2].throughput_vs_always_ci95 = Some(ci);
+    let ev = Evidence {
+        bloats: &[&b],
+        ..Evidence::default()
+    };
+    let got = interval(
+        &Metric::ThroughputVsAlways {
+            variant: mega.clone(),
+        },
+        ev,
+    );
+    assert_eq!(got, Some(ci));
+    assert_eq!(interval(&Metric::BloatVsAlways { variant: mega }, ev), None);
 }
 
 #[test]
@@ -457,4 +482,53 @@ fn a_run_whose_arrays_got_mthp_folios_reads_back() {
         s.result.regions[0].backing.mthp_bytes.get(&64),
         Some(&131072)
     );
+}
+
+#[test]
+fn a_simulated_share_counts_page_table_reads_and_a_kernels_claim_reads_its_curves() {
+    use hugewise_results::study::{headlines, measure, Evidence, Metric};
+    let AnyResult::Curves(s) = round_trip("sim.json", "hugewise/sim") else {
+        panic!("kind")
+    };
+    let linux = Metric::SimShareOfIdeal {
+        policy: "linux".into(),
+        budget: 0.5,
+    };
+    // The fixture: 32 page-table reads on 4 KiB pages, 12 with every page huge, 22 with
+    // Linux's order within half of the footprint: half of what every page huge removes.
+    let mut pr = s.result.clone();
+    // Estimated speedups, whatever they say, are not what the share is made of.
+    for p in &mut pr.points {
+        p.est_speedup = 9.0;
+    }
+    let mut bfs = s.result.clone();
+    for p in &mut bfs.points {
+        if p.policy == "linux" && p.budget_share == Some(0.5) {
+            p.walk_reads = 27;
+        }
+    }
+    let both = [("pr", &pr), ("bfs", &bfs)];
+    let only_pr = Evidence {
+        curves: &both[..1],
+        ..Evidence::default()
+    };
+    assert_eq!(measure(&linux, only_pr), (Some(0.5), 1));
+    let ev = Evidence {
+        curves: &both,
+        ..Evidence::default()
+    };
+    let (v, n) = measure(&linux, ev);
+    assert_eq!(n, 2);
+    assert!(v.is_some_and(|v| (v - 0.375).abs() < 1e-12), "{v:?}");
+    // A claim about BFS reads BFS's curve alone: a quarter.
+    let AnyResult::Study(st) = round_trip("study.json", "hugewise/study") else {
+        panic!("kind")
+    };
+    let mut plan = st.result.clone();
+    let mut c = plan.claims[0].clone();
+    c.metric = linux;
+    c.kernel = Some("bfs".into());
+    plan.claims = vec![c];
+    let h = headlines(&plan, ev);
+    assert_eq!((h[0].measured, h[0].runs), (Some(0.25), 1));
 }

@@ -94,7 +94,10 @@ pub trait Observer {
 }
 
 /// Write the plan into `dir`, or, when `resume` and `dir` already holds a plan, check that it
-/// is the same study and keep it (the ids of its runs name the files already there).
+/// is the same study and keep it (the ids of its runs name the files already there). Its
+/// headlines' claims are taken from this build's plan: they are a view of the runs, not a
+/// measurement, and a claim mended since (a metric, a kernel it is about) then reads the runs
+/// already made.
 pub fn prepare(dir: &Path, plan: &StudyPlan, meta: Meta, resume: bool) -> Result<StudyPlan> {
     let path = dir.join(PLAN_FILE);
     if path.exists() {
@@ -137,7 +140,15 @@ pub fn prepare(dir: &Path, plan: &StudyPlan, meta: Meta, resume: bool) -> Result
                 old.runs.len()
             )));
         }
-        return Ok(old);
+        if old.claims == plan.claims {
+            return Ok(old);
+        }
+        let kept = StudyPlan {
+            claims: plan.claims.clone(),
+            ..old
+        };
+        save::write_json(&path, &Saved::new(meta, kept.clone()))?;
+        return Ok(kept);
     }
     std::fs::create_dir_all(dir.join(RUNS_DIR)).map_err(|source| Error::Write {
         path: dir.join(RUNS_DIR),
@@ -1025,6 +1036,19 @@ mod tests {
         let out =
             execute(&plan, &opts(d.path(), true), &meta, &mut Quiet, &|| false).expect("resume");
         assert!(matches!(out[0].1, Outcome::Kept(_)), "{out:?}");
+
+        // A claim mended since the plan was written is this build's on resume, saved with it;
+        // the runs stay as they were.
+        let mut mended = smoke();
+        mended.claims[0].what = "a claim said better".into();
+        let kept = prepare(d.path(), &mended, meta(), true).expect("resume with a mended claim");
+        assert_eq!(kept.claims, mended.claims);
+        assert_eq!(kept.runs, plan.runs);
+        let Ok(AnyResult::Study(saved)) = hugewise_sys::read::result(&d.path().join(PLAN_FILE))
+        else {
+            panic!("not a plan");
+        };
+        assert_eq!(saved.result.claims[0].what, "a claim said better");
     }
 
     #[test]

@@ -316,6 +316,18 @@ fn ratio(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |x| format!("{x:.2}"))
 }
 
+/// A ratio with its 95 % interval (`0.88 [0.85–1.07]`); alone where `rounds` is 0.
+fn ratio_in(
+    v: Option<f64>,
+    ci: Option<hugewise_results::stats::MedianInterval>,
+    rounds: usize,
+) -> String {
+    match v {
+        Some(x) if rounds > 0 => format!("{x:.2} {}", crate::fmt::interval(ci, rounds, 2)),
+        _ => ratio(v),
+    }
+}
+
 /// `hugewise bench bloat`.
 pub fn bloat(r: &BloatReport) -> String {
     format!("{}{}", bloat_caption(r), bloat_table(r).render())
@@ -381,8 +393,18 @@ fn bloat_table(r: &BloatReport) -> Table {
                 }
             },
         ));
-        row.push(ratio(v.throughput_vs_always));
-        row.push(ratio(v.bloat_vs_always));
+        // `always` against itself has no interval to give.
+        let rounds = if v.label == "always" {
+            0
+        } else {
+            r.rounds as usize
+        };
+        row.push(ratio_in(
+            v.throughput_vs_always,
+            v.throughput_vs_always_ci95,
+            rounds,
+        ));
+        row.push(ratio_in(v.bloat_vs_always, v.bloat_vs_always_ci95, rounds));
         t.row(row);
     }
     t
