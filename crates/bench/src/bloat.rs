@@ -586,7 +586,6 @@ fn summarize_variants(variants: &[Variant], runs: &[BloatRun]) -> Vec<BloatVaria
     };
     let values = |v: &[(u32, f64)]| v.iter().map(|x| x.1).collect::<Vec<f64>>();
     let always_bloats = bloats("always");
-    let always_bloat = median(&values(&always_bloats));
     variants
         .iter()
         .filter_map(|v| {
@@ -639,11 +638,9 @@ fn summarize_variants(variants: &[Variant], runs: &[BloatRun]) -> Vec<BloatVaria
                 bloat_bytes: my_bloat,
                 throughput_vs_always,
                 throughput_vs_always_ci95,
-                bloat_vs_always: match (my_bloat, always_bloat) {
-                    (Some(m), Some(a)) if a > 0.0 => Some(m / a),
-                    _ => None,
-                },
+                bloat_vs_always: ratio(&shares).0,
                 bloat_vs_always_ci95: ratio(&shares).1,
+                bloat_share_rounds: Some(shares.len() as u32),
                 label,
             })
         })
@@ -735,6 +732,11 @@ mod tests {
             (b.lo - 0.1).abs() < 1e-9 && (b.hi - 0.6).abs() < 1e-9,
             "{b:?}"
         );
+        // The share is their median, as its interval is of: between 0.3 and 0.4.
+        assert!(exec
+            .bloat_vs_always
+            .is_some_and(|x| (x - 0.35).abs() < 1e-9));
+        assert_eq!(exec.bloat_share_rounds, Some(6));
         // With one round fewer, five shares are too few for 95 %.
         let out = summarize_variants(&v, &runs[3..]);
         assert!(out[2].bloat_vs_always_ci95.is_none());

@@ -98,16 +98,20 @@ pub struct BloatVariant {
     pub bloat_bytes: Option<f64>,
     /// Median over rounds of rps_geomean over `always`'s in the same round.
     pub throughput_vs_always: Option<f64>,
-    /// 95 % interval of that median, from the per-round ratios' order statistics (`null` with
-    /// fewer than 6 rounds; absent in files from before it was kept).
+    /// 95 % interval of that median, from the per-round ratios' order statistics; absent with
+    /// fewer than 6 rounds and in files from before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throughput_vs_always_ci95: Option<MedianInterval>,
-    /// This variant's bloat over `always`'s (medians).
+    /// Median over rounds of this variant's bloat over `always`'s in the same round, over the
+    /// rounds where `always`'s bloat is above 0: a round whose `never` run was charged more
+    /// than `always`'s has no share to give. (In files from before 2026-11-30: the median
+    /// bloat over `always`'s median bloat.)
     pub bloat_vs_always: Option<f64>,
-    /// 95 % interval of the median of the per-round shares (this variant's bloat over
-    /// `always`'s in the same round), over the rounds where `always`'s bloat is above 0: a
-    /// round whose `never` run was charged more than `always`'s has no share to give. `null`
-    /// with fewer than 6 such rounds; absent in files from before it was kept.
+    /// 95 % interval of that median; absent with fewer than 6 such rounds and in files from
+    /// before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bloat_vs_always_ci95: Option<MedianInterval>,
+    /// How many rounds gave a share (absent in files from before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bloat_share_rounds: Option<u32>,
 }

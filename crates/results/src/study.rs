@@ -351,10 +351,10 @@ pub enum Metric {
     /// Simulated: share of the page-table reads that every page huge removes which `policy`
     /// removes within `budget`, median over `sim` runs. With any fixed cost a read, it is the
     /// share of the all-huge's saving in time. The simulator's estimated speedups are not
-    /// used: uncalibrated, they assume 10 ns a read, which on a fast host made the walks 90 %
-    /// of PageRank's time at kron:22 (an all-huge estimate of 10.8x), and their ratio then
-    /// read 51 % of the gain for the same 92 % of the reads removed that read 88 % on a
-    /// slower host.
+    /// used: uncalibrated, they assume 10 ns a read, which on a fast host made the walks 98 %
+    /// of PageRank's measured time at kron:22 (the model keeps a tenth for the rest: an
+    /// all-huge estimate of 10.8x), and their ratio then read 51 % of the gain for 92 % of the
+    /// reads removed, where the same kernel and graph read 88 % on a slower host.
     SimShareOfIdeal {
         /// Policy name (`pcc`).
         policy: String,

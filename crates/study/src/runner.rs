@@ -101,8 +101,8 @@ pub trait Observer {
 pub fn prepare(dir: &Path, plan: &StudyPlan, meta: Meta, resume: bool) -> Result<StudyPlan> {
     let path = dir.join(PLAN_FILE);
     if path.exists() {
-        let old = match hugewise_sys::read::result(&path) {
-            Ok(AnyResult::Study(s)) => s.result,
+        let saved = match hugewise_sys::read::result(&path) {
+            Ok(AnyResult::Study(s)) => *s,
             Ok(other) => {
                 return Err(Error::Config(format!(
                     "{}: a {} result, not a study plan; choose another --out",
@@ -112,6 +112,7 @@ pub fn prepare(dir: &Path, plan: &StudyPlan, meta: Meta, resume: bool) -> Result
             }
             Err(e) => return Err(Error::Config(format!("{e}; choose another --out"))),
         };
+        let old = &saved.result;
         if !resume {
             return Err(Error::Config(format!(
                 "{} already holds a study ({}); give --resume to finish it, or another --out",
@@ -119,7 +120,7 @@ pub fn prepare(dir: &Path, plan: &StudyPlan, meta: Meta, resume: bool) -> Result
                 old.preset
             )));
         }
-        if old.preset == plan.preset && old.quick == plan.quick && !same_runs(&old, plan) {
+        if old.preset == plan.preset && old.quick == plan.quick && !same_runs(old, plan) {
             return Err(Error::Config(format!(
                 "{} holds a study of {}{} whose plan differs from the one asked for ({}); \
                  resume it with the options and the hugewise it was planned with, or choose \
@@ -127,7 +128,7 @@ pub fn prepare(dir: &Path, plan: &StudyPlan, meta: Meta, resume: bool) -> Result
                 dir.display(),
                 old.preset,
                 if old.quick { " --quick" } else { "" },
-                plan_change(&old, plan)
+                plan_change(old, plan)
             )));
         }
         if old.preset != plan.preset || old.quick != plan.quick {
@@ -141,14 +142,18 @@ pub fn prepare(dir: &Path, plan: &StudyPlan, meta: Meta, resume: bool) -> Result
             )));
         }
         if old.claims == plan.claims {
-            return Ok(old);
+            return Ok(saved.result);
         }
-        let kept = StudyPlan {
-            claims: plan.claims.clone(),
-            ..old
+        // The plan keeps its meta (the command, time and host it was made with).
+        let kept = Saved {
+            result: StudyPlan {
+                claims: plan.claims.clone(),
+                ..saved.result
+            },
+            ..saved
         };
-        save::write_json(&path, &Saved::new(meta, kept.clone()))?;
-        return Ok(kept);
+        save::write_json(&path, &kept)?;
+        return Ok(kept.result);
     }
     std::fs::create_dir_all(dir.join(RUNS_DIR)).map_err(|source| Error::Write {
         path: dir.join(RUNS_DIR),
@@ -1038,17 +1043,22 @@ mod tests {
         assert!(matches!(out[0].1, Outcome::Kept(_)), "{out:?}");
 
         // A claim mended since the plan was written is this build's on resume, saved with it;
-        // the runs stay as they were.
+        // the runs stay as they were, and so does the plan's meta (its command and time).
+        let read = || match hugewise_sys::read::result(&d.path().join(PLAN_FILE)) {
+            Ok(AnyResult::Study(s)) => s,
+            _ => panic!("not a plan"),
+        };
+        let before = read();
         let mut mended = smoke();
         mended.claims[0].what = "a claim said better".into();
-        let kept = prepare(d.path(), &mended, meta(), true).expect("resume with a mended claim");
+        let mut later = meta();
+        later.command = vec!["hugewise".into(), "study".into(), "--resume".into()];
+        let kept = prepare(d.path(), &mended, later, true).expect("resume with a mended claim");
         assert_eq!(kept.claims, mended.claims);
         assert_eq!(kept.runs, plan.runs);
-        let Ok(AnyResult::Study(saved)) = hugewise_sys::read::result(&d.path().join(PLAN_FILE))
-        else {
-            panic!("not a plan");
-        };
+        let saved = read();
         assert_eq!(saved.result.claims[0].what, "a claim said better");
+        assert_eq!(saved.meta, before.meta, "the plan's own meta");
     }
 
     #[test]

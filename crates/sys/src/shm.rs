@@ -621,21 +621,22 @@ mod tests {
     }
 
     #[test]
-    fn a_ring_is_faulted_in_when_made_and_an_allocation_log_only_where_written() {
-        // tmpfs, where both live in use: it counts a file's pages as they are allocated.
+    fn an_allocation_log_takes_memory_only_where_written() {
+        // tmpfs, where logs live in use (it counts a file's pages as they are allocated); any
+        // file system that keeps sparse files sparse tells the same.
         let d = tempfile::Builder::new()
             .prefix("hw-backing.")
             .tempdir_in("/dev/shm")
-            .expect("a directory in /dev/shm");
-        let ring = d.path().join("ring");
-        let _w = SampleRing::create(&ring, 1 << 16).expect("ring");
-        assert!(held(&ring) >= (1 << 16) * 8, "ring holds {} B", held(&ring));
+            .or_else(|_| tempfile::tempdir())
+            .expect("a directory");
         let log = d.path().join("log");
         let w = crate::alloclog::AllocLog::create(&log, 1 << 18).expect("log");
         let len = std::fs::metadata(&log).expect("stat").len();
         assert_eq!(len, 64 + (1 << 18) * 128, "the log's room");
+        // Its header's page, or one huge page where tmpfs hands those out: not its 32 MiB
+        // (a new ring is faulted in whole: see the test below).
         assert!(
-            held(&log) <= 64 << 10,
+            held(&log) <= (2 << 20) + (64 << 10),
             "a log with nothing written holds {} of its {len} B",
             held(&log)
         );

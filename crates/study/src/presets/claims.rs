@@ -254,7 +254,7 @@ pub(super) fn selectivity(_: &Given) -> Vec<Claim> {
     claims
 }
 
-/// `utility`: MICRO'23's simulated PCC at two budgets.
+/// `utility`: MICRO'23's simulated PCC at two budgets, on PageRank's trace and on BFS's.
 pub(super) fn utility(_: &Given) -> Vec<Claim> {
     ["pr", "bfs"]
         .into_iter()
