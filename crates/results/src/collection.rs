@@ -193,9 +193,12 @@ impl Collection {
                 _ => None,
             })
             .collect();
+        let ids: Vec<String> = runs.iter().map(|e| e.run_id()).collect();
+        let answered: Vec<&str> = ids.iter().map(String::as_str).collect();
         crate::study::headlines(
             &p.plan,
             Evidence {
+                answered: &answered,
                 promotes: &promotes,
                 faults: &faults,
                 pages: &pages,

@@ -560,6 +560,9 @@ pub struct Evidence<'a> {
     pub promotes: &'a [(&'a Shape, &'a crate::promote::PromoteBenchReport)],
     /// `bench-faultlat` runs, with the machine shape each ran in.
     pub faults: &'a [(&'a Shape, &'a crate::faultlat::FaultBenchReport)],
+    /// The ids of the plan's runs that have a result; empty when not known (every planned
+    /// run is then taken to have one). A headline's scale is that of the runs it rests on.
+    pub answered: &'a [&'a str],
 }
 
 /// The value of `metric` over the runs, and how many runs it rests on (`None` when no run has
@@ -933,6 +936,16 @@ pub fn scale(plan: &StudyPlan, metric: &Metric, paper: Option<&PaperScale>) -> O
 
 /// The headlines of `plan` over the runs given.
 pub fn headlines(plan: &StudyPlan, ev: Evidence<'_>) -> Vec<Headline> {
+    // The runs made, for each headline's scale (the plan's own where none of a kind is).
+    let made = StudyPlan {
+        runs: plan
+            .runs
+            .iter()
+            .filter(|r| ev.answered.is_empty() || ev.answered.contains(&r.id.as_str()))
+            .cloned()
+            .collect(),
+        ..plan.clone()
+    };
     plan.claims
         .iter()
         .map(|c| {
@@ -961,7 +974,8 @@ pub fn headlines(plan: &StudyPlan, ev: Evidence<'_>) -> Vec<Headline> {
                 measured,
                 runs: n,
                 interval: interval(&c.metric, ev),
-                scale: scale(plan, &c.metric, c.paper_scale.as_ref()),
+                scale: scale(&made, &c.metric, c.paper_scale.as_ref())
+                    .or_else(|| scale(plan, &c.metric, c.paper_scale.as_ref())),
             }
         })
         .collect()

@@ -202,6 +202,7 @@ fn study_plan_and_its_headlines() {
         packings: &[],
         promotes: &[],
         faults: &[],
+        answered: &[],
     };
     let (got, n) = hugewise_results::study::measure(
         &Metric::Speedup {
@@ -531,4 +532,41 @@ fn a_simulated_share_counts_page_table_reads_and_a_kernels_claim_reads_its_curve
     plan.claims = vec![c];
     let h = headlines(&plan, ev);
     assert_eq!((h[0].measured, h[0].runs), (Some(0.25), 1));
+}
+
+#[test]
+fn a_headlines_scale_is_that_of_the_runs_made() {
+    use hugewise_results::study::{headlines, Evidence, Metric, Work};
+    let AnyResult::Study(st) = round_trip("study.json", "hugewise/study") else {
+        panic!("kind")
+    };
+    let mut plan = st.result.clone();
+    let pages: Vec<usize> = (0..plan.runs.len())
+        .filter(|&i| matches!(plan.runs[i].work, Work::Pages { .. }))
+        .collect();
+    assert!(pages.len() >= 2, "the fixture plans several pages runs");
+    // One pages run planned on a larger graph, and not made.
+    if let Work::Pages { graph, .. } = &mut plan.runs[pages[0]].work {
+        *graph = "kron:26".into();
+    }
+    let mut c = plan.claims[0].clone();
+    c.metric = Metric::Speedup {
+        variant: "base".into(),
+    };
+    c.kernel = None;
+    plan.claims = vec![c];
+    let scale = |answered: &[&str]| {
+        let ev = Evidence {
+            answered,
+            ..Evidence::default()
+        };
+        headlines(&plan, ev)[0].scale.clone().expect("a scale").text
+    };
+    let made: Vec<&str> = pages[1..]
+        .iter()
+        .map(|&i| plan.runs[i].id.as_str())
+        .collect();
+    assert!(!scale(&made).contains("kron:26"), "{}", scale(&made));
+    // Not known which were made: the plan's.
+    assert!(scale(&[]).contains("kron:26"), "{}", scale(&[]));
 }
