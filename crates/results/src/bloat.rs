@@ -104,8 +104,8 @@ pub struct BloatVariant {
     pub throughput_vs_always_ci95: Option<MedianInterval>,
     /// Median over rounds of this variant's bloat over `always`'s in the same round, over the
     /// rounds where `always`'s bloat is above 0: a round whose `never` run was charged more
-    /// than `always`'s has no share to give. (In files from before 2026-11-30: the median
-    /// bloat over `always`'s median bloat.)
+    /// than `always`'s has no share to give. (In a file without `bloat_share_rounds`: the
+    /// median bloat over `always`'s median bloat.)
     pub bloat_vs_always: Option<f64>,
     /// 95 % interval of that median; absent with fewer than 6 such rounds and in files from
     /// before it was kept.
