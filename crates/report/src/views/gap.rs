@@ -16,15 +16,32 @@ fn verdict(v: Option<bool>) -> &'static str {
     }
 }
 
+/// The median counts, and each side's range over the rounds where it moved: a Gauss-Seidel
+/// sweep on two threads stops after 4 iterations in one round and 5 in another, which the
+/// median alone hides.
 fn iterations(k: &GapKernel) -> String {
+    let range = |f: &dyn Fn(&hugewise_results::gapbench::GapSample) -> Option<u32>| {
+        moved(k.samples.iter().filter_map(f))
+    };
     match (k.gap_iterations, k.hugewise_iterations) {
         (None, None) => "-".into(),
         (g, h) => format!(
-            "{} / {}{}",
+            "{}{} / {}{}{}",
             g.map_or("-".into(), |x| x.to_string()),
+            range(&|s| s.gap_iterations),
             h.map_or("-".into(), |x| x.to_string()),
+            range(&|s| s.hugewise_iterations),
             if k.gap_capped() { " (GAP capped)" } else { "" }
         ),
+    }
+}
+
+/// ` (lo–hi)` when the counts differ, nothing when they are all one count or none.
+fn moved(counts: impl Iterator<Item = u32>) -> String {
+    let v: Vec<u32> = counts.collect();
+    match (v.iter().min(), v.iter().max()) {
+        (Some(lo), Some(hi)) if lo != hi => format!(" ({lo}–{hi})"),
+        _ => String::new(),
     }
 }
 
@@ -135,4 +152,17 @@ pub fn markdown(r: &GapBenchReport) -> String {
         t.row(cells(k));
     }
     format!("{}\n{}\n{}", preamble(r), t.markdown(), notes(r))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::moved;
+
+    #[test]
+    fn a_count_that_moved_between_rounds_shows_its_range() {
+        // Two threads' Gauss-Seidel: 4 iterations in five rounds, 5 in one.
+        assert_eq!(moved([4, 4, 4, 4, 5, 4].into_iter()), " (4–5)");
+        assert_eq!(moved([4, 4].into_iter()), "");
+        assert_eq!(moved(std::iter::empty()), "");
+    }
 }
