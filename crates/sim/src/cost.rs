@@ -35,15 +35,17 @@ pub fn fit(
     let n = accesses.max(1) as f64;
     let assumed = |note: String| {
         let w = ASSUMED_READ_S / f64::from(streams.max(1));
-        // What the assumed cost makes of the untraced run's time: past [`ASSUMED_SHARE_MAX`]
-        // the host walks faster than assumed, and the estimates say more than huge pages give.
+        // What the assumed cost makes of a run's time at `accesses_per_s` (measured untraced,
+        // or itself assumed): past [`ASSUMED_SHARE_MAX`] the walks cost less than assumed, and
+        // the estimates say more than huge pages give.
         let walk_share = reads_none as f64 * w / n * accesses_per_s;
         let a = (1.0 / accesses_per_s - reads_none as f64 * w / n).max(0.1 / accesses_per_s);
         let note = if walk_share > ASSUMED_SHARE_MAX {
             format!(
-                "{note}; at that cost the walks would take {:.0} % of the untraced run's time, \
-                 so the estimated speedups overstate what huge pages give on this host",
-                walk_share.min(9.99) * 100.0
+                "{note}; at that cost the walks would take {:.0} % of a run's time at {:.0} M \
+                 accesses a second, so the estimated speedups overstate what huge pages give",
+                walk_share.min(9.99) * 100.0,
+                accesses_per_s / 1e6
             )
         } else {
             note
@@ -130,7 +132,7 @@ mod tests {
         let m = fit(None, 814e6, 1, 1_000_000_000, 120_000_000, 0);
         let note = m.note.unwrap_or_default();
         assert!(
-            note.contains("take 98 % of the untraced run's time"),
+            note.contains("take 98 % of a run's time at 814 M"),
             "{note}"
         );
         assert!(note.contains("overstate"), "{note}");
