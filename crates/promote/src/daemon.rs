@@ -76,7 +76,9 @@ pub struct Config {
     /// costs; a change is seen within this many looks, or within 4 times as many for a chunk
     /// of 4 KiB pages mapped whole in a target whose samples the policy ranks by (see
     /// [`QUIET_STEPS`]). Until it is seen, a chunk the kernel collapsed by itself counts as
-    /// small toward the budget, and one the program freed as mapped.
+    /// small toward the budget, and one the program freed as mapped. A chunk not wholly
+    /// mapped is read at every look that follows page faults of its target's: it may be
+    /// filling.
     pub settled_every: u64,
     /// What one page walk that a huge page removes costs the program, in nanoseconds: between
     /// a walk served from the caches and one that misses them. With the sampling period a
@@ -168,6 +170,8 @@ struct Managed {
     pacer: Pacer,
     /// Whether the daemon said that its collapses wait while it faults.
     pacing_said: bool,
+    /// The target's fault count at the last look that read it.
+    last_faults: Option<u64>,
 }
 
 impl Managed {
@@ -282,6 +286,7 @@ impl Managed {
         Managed {
             pacer: Pacer::new(fault_waits),
             pacing_said: false,
+            last_faults: None,
             target,
             samples,
             channel,
@@ -299,12 +304,14 @@ impl Managed {
 
     /// Read the chunks due this interval (all, or those new to the daemon and the next
     /// `limit` from the cursor) and return every chunk of the target's huge-capable ranges as
-    /// last read, sorted by address.
+    /// last read, sorted by address. `faulted`: the target took page faults since the last
+    /// look, so a settled chunk not yet wholly mapped may have grown, and is due now.
     fn sweep(
         &mut self,
         limit: usize,
         every: u64,
         quiet_steps: u32,
+        faulted: bool,
         read: &mut u64,
         notes: &mut Vec<String>,
     ) -> Result<Vec<(usize, u16, bool)>> {
@@ -317,10 +324,21 @@ impl Managed {
             .collect();
         self.looks += 1;
         let look = self.looks;
-        let settled = &self.settled;
+        let (settled, known) = (&self.settled, &self.known);
+        // While a program faults its memory in, a chunk read empty twice (or partly mapped)
+        // may be filling: left to its turn, it was seen mapped up to `every` looks late, and
+        // a policy on mapped pages acted on it (and the budget counted it) as late.
+        let growing = |a: usize| {
+            faulted
+                && known
+                    .get(&a)
+                    .is_some_and(|&(mapped, huge)| !huge && usize::from(mapped) < BASE_PER_HUGE)
+        };
         // A settled chunk's turn is its run's (`turn_after`), within `every` looks of its last
         // read; one the partial sweep did not reach on its turn stays due until it does.
-        let its_turn = |a: usize| every <= 1 || settled.get(&a).is_none_or(|&(due, _)| look >= due);
+        let its_turn = |a: usize| {
+            every <= 1 || growing(a) || settled.get(&a).is_none_or(|&(due, _)| look >= due)
+        };
         let whole = limit == 0 || addrs.len() <= limit;
         let mut due: Vec<bool> = addrs
             .iter()
@@ -635,8 +653,11 @@ impl Daemon {
                     .push(format!("pid {pid}: {}", self.policy.signal(sampled)));
             }
             let first = chunks.len();
+            let mut faulted = false;
             if let Some(r) = m.fault_reading(self.t0) {
                 m.pacer.observe(r);
+                faulted = m.last_faults.is_some_and(|f| r.faults > f);
+                m.last_faults = Some(r.faults);
             }
             // Chunks of 4 KiB pages mapped whole may wait longer for a target whose heat the
             // policy reads from its samples; a policy on mapped pages must see them change.
@@ -649,6 +670,7 @@ impl Daemon {
                 self.cfg.scan_chunks,
                 self.cfg.settled_every,
                 quiet_steps,
+                faulted,
                 iv.chunks_read.get_or_insert(0),
                 &mut iv.notes,
             ) {

@@ -856,13 +856,13 @@ fn chunks_read_per_look(d: &mut Daemon, looks: usize) -> Vec<u64> {
         .collect()
 }
 
-#[test]
-fn a_chunk_read_the_same_twice_is_read_again_only_at_its_turn() {
-    let _one = serial();
-    let mut m = Mapping::anonymous(8 * HUGE, MapOptions::default()).expect("map");
+/// Eight chunks of this process that fault in on 4 KiB pages (none faulted yet), watched by
+/// `mega` with no budget, every chunk read each look until settled, then every
+/// `settled_every` looks.
+fn mega_on_eight_4k_chunks(settled_every: u64) -> (Mapping, Daemon) {
+    let m = Mapping::anonymous(8 * HUGE, MapOptions::default()).expect("map");
     m.advise(0..m.len(), Advice::NoHugePage)
         .expect("no THP at fault");
-    m.touch_pages(4096);
     let t0 = Instant::now();
     let me = std::process::id() as i32;
     let target = Target::attach(&ProcFs::default(), me, t0)
@@ -872,12 +872,20 @@ fn a_chunk_read_the_same_twice_is_read_again_only_at_its_turn() {
         by_name("mega").expect("mega"),
         Config {
             scan_chunks: 0,
-            settled_every: 4,
+            settled_every,
             ..cfg(Limit::Bytes(0))
         },
         t0,
     );
     d.add(target);
+    (m, d)
+}
+
+#[test]
+fn a_chunk_read_the_same_twice_is_read_again_only_at_its_turn() {
+    let _one = serial();
+    let (mut m, mut d) = mega_on_eight_4k_chunks(4);
+    m.touch_pages(4096);
     let reads = chunks_read_per_look(&mut d, 6);
     // Looks 1 and 2 read all 8 (new, then not yet read alike twice); from look 3 on each
     // chunk's turn comes every 4th look, on the look its run of 128 MiB has: the 8 chunks
@@ -906,6 +914,31 @@ fn a_chunk_read_the_same_twice_is_read_again_only_at_its_turn() {
         }
         assert!(looks < 4, "not seen after {looks} looks");
     }
+}
+
+#[test]
+fn a_chunk_settled_empty_is_read_again_at_the_first_look_after_its_target_faults() {
+    let _one = serial();
+    let (mut m, mut d) = mega_on_eight_4k_chunks(64);
+    // Looks 1 and 2 read every chunk, nothing mapped: settled, each due again on its run's
+    // turn, up to 64 looks away.
+    assert_eq!(chunks_read_per_look(&mut d, 2), [8, 8]);
+    let mut look = 2;
+    let turn_next =
+        |look: u64| (0..8).any(|i| turn_after(look, m.addr() + i * HUGE, 64) == look + 1);
+    while turn_next(look) {
+        d.step(&mut |_| {}).expect("step");
+        look += 1;
+    }
+    // The program faults one chunk in (512 faults, on a thread of its own: the daemon leaves
+    // out its own thread's faults); the next look is no chunk's turn, and still reads it,
+    // mapped.
+    let chunk = &mut m.as_mut_slice()[HUGE..2 * HUGE];
+    std::thread::scope(|s| {
+        s.spawn(|| chunk.iter_mut().step_by(4096).for_each(|b| *b = 1));
+    });
+    let iv = d.step(&mut |_| {}).expect("step");
+    assert_eq!(iv.mapped_bytes, HUGE as u64, "{iv:?}");
 }
 
 #[test]
