@@ -103,9 +103,11 @@ pub const PRESETS: &[Preset] = &[
     Preset {
         name: "utility",
         question: "What does each share of memory promoted buy, simulated (PCC, HawkEye, \
-                   Linux) and real (DBG hot prefix), at 0, 50 and 90 % fragmentation?",
+                   Linux) and real (DBG hot prefix), at 0, 50 and 90 % fragmentation with free \
+                   memory held to the footprint + 0.5 GiB?",
         reproduces: "MICRO'23 Fig. 5 and 7",
-        needs: "root for the fragmented runs; 4 GiB; 75 minutes (--quick: 12)",
+        needs: "root for the real curves (pressure and fragmentation); 11 GiB (--quick: 3); \
+                85 minutes (--quick: 12)",
         runs: utility,
         claims: claims::utility,
     },
@@ -480,7 +482,7 @@ fn pressure(p: &Given) -> Vec<PlannedRun> {
     runs
 }
 
-/// Free memory `study fragmentation` leaves beside a run's footprint (the graph, each copy of
+/// Free memory `study fragmentation` and `study utility`'s real curves leave beside a run's footprint (the graph, each copy of
 /// it, the arrays). A program's 4 KiB pages fill the broken blocks' free pages first, so a level
 /// of F leaves about (1 - F) of the free memory whole for the layouts that ask for huge pages:
 /// with no pressure (23.4 GiB free at kron:24), 75 % still left 5.85 GiB whole and every array
@@ -488,6 +490,18 @@ fn pressure(p: &Given) -> Vec<PlannedRun> {
 /// blocks fall short of the THP layout's graph from about 70 % on (62.6 % huge at 75 %, 32.6 %
 /// at 90 %).
 const FRAGMENTED_FREE: u64 = GIB / 2;
+
+/// Fragmented by `f` (0: not at all) on a machine whose free memory is held to the run's
+/// footprint and [`FRAGMENTED_FREE`], so that the level decides how many whole 2 MiB blocks
+/// the layouts asking for huge pages find.
+fn scarce(f: f64) -> Shape {
+    Shape {
+        fragment: (f > 0.0).then_some(f),
+        free_beyond_footprint_bytes: Some(FRAGMENTED_FREE),
+        proactiveness: None,
+        ..Shape::default()
+    }
+}
 
 /// Five layouts at 0, 50, 75 and 90 % fragmentation of a machine whose free memory is the
 /// run's footprint and [`FRAGMENTED_FREE`] (the unfragmented reference held to it too).
@@ -506,12 +520,7 @@ fn fragmentation(p: &Given) -> Vec<PlannedRun> {
                     f * 100.0,
                     FRAGMENTED_FREE >> 20
                 ),
-                Shape {
-                    fragment: (f > 0.0).then_some(f),
-                    free_beyond_footprint_bytes: Some(FRAGMENTED_FREE),
-                    proactiveness: None,
-                    ..Shape::default()
-                },
+                scarce(f),
                 pages(
                     g,
                     k,
@@ -571,7 +580,11 @@ fn selectivity(p: &Given) -> Vec<PlannedRun> {
     runs
 }
 
-/// Simulated utility curves, and real ones from DBG hot prefixes at three fragmentations.
+/// Simulated utility curves, and real ones from DBG hot prefixes at three fragmentations of a
+/// machine held to the footprint and [`FRAGMENTED_FREE`] (the unfragmented one too, the
+/// reference). Unheld, F % of this machine's 23 GiB free would leave about (1 - F) of it whole
+/// (see [`FRAGMENTED_FREE`]), 11 GiB at 50 %: more than the largest layout asks for, so the
+/// levels would not differ.
 fn utility(p: &Given) -> Vec<PlannedRun> {
     let q = p.quick;
     let rounds = p.rounds;
@@ -607,10 +620,11 @@ fn utility(p: &Given) -> Vec<PlannedRun> {
         runs.push(pages_run(
             format!("real-pr-{}-frag{:.0}", slug(g), f * 100.0),
             format!(
-                "pr on {g} (DBG), real utility curve, {:.0} % fragmented",
-                f * 100.0
+                "pr on {g} (DBG), real utility curve, {:.0} % fragmented, footprint + {} MiB free",
+                f * 100.0,
+                FRAGMENTED_FREE >> 20
             ),
-            fragmented(f),
+            scarce(f),
             pages(g, "pr", vs, rounds),
         ));
     }
@@ -1086,6 +1100,37 @@ mod tests {
         }
         // BFS twice (readahead on and off), CC and PR; no THP or hot-prefix runs.
         assert_eq!(road_runs, 4);
+    }
+
+    #[test]
+    fn utilitys_real_curves_hold_free_memory_to_the_footprint_at_every_level() {
+        for quick in [false, true] {
+            let plan = expand(
+                "utility",
+                &Options {
+                    quick,
+                    repeat: None,
+                    threads: 2,
+                },
+            )
+            .expect("utility");
+            let levels: Vec<Option<f64>> = plan
+                .runs
+                .iter()
+                .filter(|r| r.id.starts_with("real-"))
+                .map(|r| {
+                    // Unheld, half of 23 GiB free stays whole at 50 %: more than any layout asks.
+                    assert_eq!(
+                        r.shape.free_beyond_footprint_bytes,
+                        Some(FRAGMENTED_FREE),
+                        "{}",
+                        r.id
+                    );
+                    r.shape.fragment
+                })
+                .collect();
+            assert_eq!(levels, [None, Some(0.5), Some(0.9)], "quick {quick}");
+        }
     }
 
     /// Preset `name` in full (not `--quick`), on two threads.
