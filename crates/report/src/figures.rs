@@ -200,7 +200,8 @@ impl Axis {
 
     fn of(self, s: &Shape) -> Option<f64> {
         match self {
-            Axis::Fragment => s.fragment.map(|f| f * 100.0),
+            // Presets leave an unfragmented run's level unset: 0 %, the reference.
+            Axis::Fragment => Some(s.fragment.unwrap_or(0.0) * 100.0),
             Axis::FreeBeyond => s
                 .free_beyond_footprint_bytes
                 .map(|b| b as f64 / (1u64 << 30) as f64),
@@ -341,6 +342,10 @@ pub struct Utility {
     pub speedup: Vec<Series>,
     /// Walks per 1 000 accesses, per policy.
     pub walks: Vec<Series>,
+    /// Of the page-table reads every page huge removes, the share each budget removes (%), per
+    /// policy: what `study`'s utility headlines read (empty without `none` and `all`, or where
+    /// `all` removes no read).
+    pub removed: Vec<Series>,
     /// `all`'s estimated speedup and walks, when simulated.
     pub ideal: Option<(f64, f64)>,
     /// `none`'s walks, when simulated.
@@ -374,13 +379,37 @@ pub fn utility(c: &Curves) -> Utility {
             }
         }
     }
-    for s in speedup.iter_mut().chain(walks.iter_mut()) {
+    let mut removed: Vec<Series> = Vec::new();
+    for p in &c.points {
+        let (Some(b), Some(share)) = (p.budget_share, c.share_of_reads_removed(p)) else {
+            continue;
+        };
+        let point = (b * 100.0, share * 100.0);
+        match removed.iter_mut().find(|s| s.name == p.policy) {
+            Some(s) => s.points.push(point),
+            None => removed.push(Series {
+                name: p.policy.clone(),
+                points: vec![point],
+                // The colour the policy has in the other two charts.
+                colour: speedup
+                    .iter()
+                    .find(|s| s.name == p.policy)
+                    .map_or(removed.len(), |s| s.colour),
+            }),
+        }
+    }
+    for s in speedup
+        .iter_mut()
+        .chain(walks.iter_mut())
+        .chain(removed.iter_mut())
+    {
         s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
     let find = |name: &str| c.points.iter().find(|p| p.policy == name);
     Utility {
         speedup,
         walks,
+        removed,
         ideal: find("all").map(|p| (p.est_speedup, p.walks_per_kacc)),
         none_walks: find("none").map(|p| p.walks_per_kacc),
     }
@@ -435,6 +464,30 @@ pub fn contiguity(r: &PromoteReport) -> Vec<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_reads_removed_run_from_none_to_all_in_the_policys_colour() {
+        let text = include_str!("../../results/tests/fixtures/sim.json");
+        let mut c = hugewise_results::Saved::<Curves>::from_json(text)
+            .expect("the saved curves")
+            .result;
+        // 32 reads on 4 KiB pages, 12 all huge: linux's 22 at half the footprint removes half
+        // of the 20, pcc's 35 less than none (-15 %), pcc at 0 nothing.
+        let u = utility(&c);
+        let linux = u.removed.iter().find(|s| s.name == "linux").expect("linux");
+        assert_eq!(linux.points, [(0.0, 0.0), (50.0, 50.0)]);
+        let pcc = u.removed.iter().find(|s| s.name == "pcc").expect("pcc");
+        assert_eq!(pcc.points, [(0.0, 0.0), (50.0, -15.0)]);
+        for s in &u.removed {
+            let speed = u.speedup.iter().find(|x| x.name == s.name).expect("same");
+            assert_eq!(s.colour, speed.colour, "{}", s.name);
+        }
+        // Where every page huge removes no read, there is no share to give.
+        for p in &mut c.points {
+            p.walk_reads = 32;
+        }
+        assert!(utility(&c).removed.is_empty());
+    }
 
     #[test]
     fn per_round_ratios_pair_each_variant_with_the_baseline_of_its_round() {

@@ -461,6 +461,32 @@ fn curves_cards(page: &mut Page, e: &Entry, c: &Curves) {
         );
     }
     page.card(&format!("Utility curves: {name}"), &sub, &svg, &side);
+    if !u.removed.is_empty() {
+        let removed = if log {
+            positive(&u.removed)
+        } else {
+            u.removed.clone()
+        };
+        let svg = charts::lines(&Lines {
+            references: vec![("all huge = 100 %".to_string(), 100.0)],
+            x_log: log,
+            y_from_zero: true,
+            ..Lines::linear(
+                x_title,
+                "page-table reads removed (% of all huge's)",
+                removed,
+            )
+        });
+        let side = ratio_table("budget %", &u.removed, |v| format!("{v:.1}%"));
+        page.card(
+            &format!("Page-table reads removed against the budget: {name}"),
+            "Of the page-table reads that every page huge removes, the share each budget \
+             removes: read off the simulated walks, not the cost model's estimate, and what \
+             the utility headlines of a study quote.",
+            &svg,
+            &side,
+        );
+    }
     let mut refs = Vec::new();
     if let Some(w) = u.none_walks {
         refs.push(("4 KiB only".to_string(), w));

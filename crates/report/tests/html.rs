@@ -45,6 +45,7 @@ fn every_chart_slot_holds_one_drawn_svg() {
         "Huge pages obtained against the machine&#39;s shape",
         "Utility curves: bfs utility curve",
         "Page walks against the budget",
+        "Page-table reads removed against the budget: bfs utility curve",
         "Page-fault latency on alpha",
         "Contiguity over time: promote.json",
         "Promotion benchmark, zipf:1: bench-promote.json",
@@ -156,4 +157,19 @@ fn markdown_and_csv_are_views_of_the_same_collection() {
     );
     let text = hugewise_report::views::collection::text(&c);
     assert!(text.contains("why here may differ from the paper"));
+}
+
+#[test]
+fn the_unfragmented_run_is_the_first_point_of_the_fragmentation_lines() {
+    let (_root, c, _html) = rendered();
+    let runs = c.runs_of(0);
+    let s = hugewise_report::figures::sensitivity(&runs);
+    let bfs = s
+        .iter()
+        .find(|s| s.axis == hugewise_report::figures::Axis::Fragment)
+        .expect("a fragmentation chart");
+    for line in &bfs.speedup {
+        let xs: Vec<f64> = line.points.iter().map(|p| p.0).collect();
+        assert_eq!(xs, [0.0, 25.0, 50.0, 75.0], "{}", line.name);
+    }
 }

@@ -40,6 +40,19 @@ pub struct Curves {
     pub reuse: Option<[Granularity; 2]>,
 }
 
+impl Curves {
+    /// Of the page-table reads that making every page huge removes (`none`'s less `all`'s),
+    /// the share `at` removes: what the budget bought of what huge pages can buy, read off the
+    /// walks themselves rather than the cost model's estimate. `None` without both references,
+    /// or where huge pages remove no read.
+    pub fn share_of_reads_removed(&self, at: &Point) -> Option<f64> {
+        let point = |name: &str| self.points.iter().find(|p| p.policy == name);
+        let (none, all) = (point("none")?, point("all")?);
+        let removable = none.walk_reads.saturating_sub(all.walk_reads);
+        (removable > 0).then(|| (none.walk_reads as f64 - at.walk_reads as f64) / removable as f64)
+    }
+}
+
 /// One point of a curve.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Point {

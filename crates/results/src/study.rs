@@ -270,6 +270,20 @@ impl Work {
             | Work::Packing { .. } => None,
         }
     }
+
+    /// The graph kernel the work runs, when it runs one.
+    pub fn kernel(&self) -> Option<&str> {
+        match self {
+            Work::Pages { kernel, .. } | Work::Curve { kernel, .. } | Work::Swap { kernel, .. } => {
+                Some(kernel)
+            }
+            Work::Promote { kernel, .. } => kernel.as_deref(),
+            Work::Faultlat { .. }
+            | Work::FaultBench { .. }
+            | Work::Bloat { .. }
+            | Work::Packing { .. } => None,
+        }
+    }
 }
 
 /// What a run file's `meta.study` says.
@@ -506,7 +520,8 @@ pub struct Headline {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interval: Option<MedianInterval>,
     /// The inputs its runs were measured on, against the paper's (`null` in headlines saved
-    /// before this field, or when the plan has no run of the metric's kind).
+    /// before this field, or when the plan has no run of the metric's kind, or, for a claim
+    /// about one kernel, none of that kernel).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scale: Option<Scale>,
 }
@@ -645,11 +660,7 @@ pub fn measure(metric: &Metric, ev: Evidence<'_>) -> (Option<f64>, usize) {
                         p.policy == *policy
                             && p.budget_share.is_some_and(|b| (b - budget).abs() < 1e-9)
                     })?;
-                    let point = |name: &str| c.points.iter().find(|p| p.policy == name);
-                    let (none, all) = (point("none")?, point("all")?);
-                    let removable = none.walk_reads.saturating_sub(all.walk_reads);
-                    (removable > 0)
-                        .then(|| (none.walk_reads as f64 - at.walk_reads as f64) / removable as f64)
+                    c.share_of_reads_removed(at)
                 })
                 .filter(|x| x.is_finite())
                 .collect();
@@ -969,13 +980,24 @@ pub fn headlines(plan: &StudyPlan, ev: Evidence<'_>) -> Vec<Headline> {
                 None => ev,
             };
             let (measured, n) = measure(&c.metric, ev);
+            // A claim about one kernel stands on that kernel's runs alone, its scale too.
+            let mine = |p: &StudyPlan| StudyPlan {
+                runs: p
+                    .runs
+                    .iter()
+                    .filter(|r| c.kernel.is_none() || r.work.kernel() == c.kernel.as_deref())
+                    .cloned()
+                    .collect(),
+                ..p.clone()
+            };
+            let paper = c.paper_scale.as_ref();
             Headline {
                 claim: c.clone(),
                 measured,
                 runs: n,
                 interval: interval(&c.metric, ev),
-                scale: scale(&made, &c.metric, c.paper_scale.as_ref())
-                    .or_else(|| scale(plan, &c.metric, c.paper_scale.as_ref())),
+                scale: scale(&mine(&made), &c.metric, paper)
+                    .or_else(|| scale(&mine(plan), &c.metric, paper)),
             }
         })
         .collect()

@@ -534,17 +534,24 @@ fn a_simulated_share_counts_page_table_reads_and_a_kernels_claim_reads_its_curve
     assert_eq!((h[0].measured, h[0].runs), (Some(0.25), 1));
 }
 
-#[test]
-fn a_headlines_scale_is_that_of_the_runs_made() {
-    use hugewise_results::study::{headlines, Evidence, Metric, Work};
+/// The fixture study's plan, and the indices of its pages runs (two or more).
+fn study_with_pages_runs() -> (hugewise_results::study::StudyPlan, Vec<usize>) {
+    use hugewise_results::study::Work;
     let AnyResult::Study(st) = round_trip("study.json", "hugewise/study") else {
         panic!("kind")
     };
-    let mut plan = st.result.clone();
+    let plan = st.result.clone();
     let pages: Vec<usize> = (0..plan.runs.len())
         .filter(|&i| matches!(plan.runs[i].work, Work::Pages { .. }))
         .collect();
     assert!(pages.len() >= 2, "the fixture plans several pages runs");
+    (plan, pages)
+}
+
+#[test]
+fn a_headlines_scale_is_that_of_the_runs_made() {
+    use hugewise_results::study::{headlines, Evidence, Metric, Work};
+    let (mut plan, pages) = study_with_pages_runs();
     // One pages run planned on a larger graph, and not made.
     if let Work::Pages { graph, .. } = &mut plan.runs[pages[0]].work {
         *graph = "kron:26".into();
@@ -569,4 +576,50 @@ fn a_headlines_scale_is_that_of_the_runs_made() {
     assert!(!scale(&made).contains("kron:26"), "{}", scale(&made));
     // Not known which were made: the plan's.
     assert!(scale(&[]).contains("kron:26"), "{}", scale(&[]));
+}
+
+#[test]
+fn a_kernels_headline_takes_its_scale_from_that_kernels_runs() {
+    use hugewise_results::study::{headlines, Evidence, Metric, Work};
+    let (mut plan, pages) = study_with_pages_runs();
+    // BFS on a larger graph than PageRank's.
+    for (n, &i) in pages.iter().enumerate() {
+        if let Work::Pages { graph, kernel, .. } = &mut plan.runs[i].work {
+            (*graph, *kernel) = if n == 0 {
+                ("kron:26".into(), "bfs".into())
+            } else {
+                ("kron:21".into(), "pr".into())
+            };
+        }
+    }
+    let mut c = plan.claims[0].clone();
+    c.metric = Metric::Speedup {
+        variant: "base".into(),
+    };
+    let bfs_run = plan.runs[pages[0]].id.clone();
+    let scale_of = |kernel: Option<&str>, answered: &[&str]| {
+        let mut p = plan.clone();
+        let mut c = c.clone();
+        c.kernel = kernel.map(String::from);
+        p.claims = vec![c];
+        let ev = Evidence {
+            answered,
+            ..Evidence::default()
+        };
+        headlines(&p, ev)[0].scale.clone().map(|s| s.text)
+    };
+    let scale = |kernel: Option<&str>| scale_of(kernel, &[]).expect("a scale");
+    let pr = scale(Some("pr"));
+    assert!(pr.contains("kron:21") && !pr.contains("kron:26"), "{pr}");
+    assert!(scale(Some("bfs")).contains("kron:26"));
+    let all = scale(None);
+    assert!(all.contains("kron:21") && all.contains("kron:26"), "{all}");
+    // Only BFS made: PageRank's claim takes the scale its own runs were planned at.
+    let planned = scale_of(Some("pr"), &[bfs_run.as_str()]).expect("the plan's");
+    assert!(
+        planned.contains("kron:21") && !planned.contains("kron:26"),
+        "{planned}"
+    );
+    // A kernel no run has: no scale, rather than another kernel's.
+    assert_eq!(scale_of(Some("tc"), &[]), None);
 }

@@ -339,18 +339,32 @@ pub fn bloat_markdown(r: &BloatReport) -> String {
 }
 
 fn bloat_caption(r: &BloatReport) -> String {
+    // A file saved before the rounds' own bloat shares were kept gives the median bloat over
+    // always's median bloat, which one round's odd `never` run moves far more.
+    let old_bloat = r
+        .variants
+        .iter()
+        .any(|v| v.bloat_vs_always.is_some() && v.bloat_share_rounds.is_none());
     format!(
         "{}: {} keys of {} B, {}% deleted and filled again, {} clients, pipeline {}, {} rounds\n\
          (throughput: geometric mean over the phases; bloat: memory charged at the end minus \
-         THP never's, same round; the ratios to always: medians of the rounds' own, with their \
-         95 % interval, [n<6] where fewer than 6 rounds gave one)\n\n",
+         THP never's, same round; {})\n\n",
         r.server_version,
         r.keys,
         r.value_bytes,
         (r.delete_share * 100.0).round(),
         r.clients,
         r.pipeline,
-        r.rounds
+        r.rounds,
+        if old_bloat {
+            "the ratios to always: medians of the rounds' own, with their 95 % interval, [n<6] \
+             where fewer than 6 rounds gave one; a bloat / always without either: the median \
+             bloat over always's median bloat, as this file was saved before the rounds' own \
+             shares were kept"
+        } else {
+            "the ratios to always: medians of the rounds' own, with their 95 % interval, [n<6] \
+             where fewer than 6 rounds gave one"
+        }
     )
 }
 
@@ -399,7 +413,8 @@ fn bloat_table(r: &BloatReport) -> Table {
             (0, 0)
         } else {
             let n = r.rounds as usize;
-            (n, v.bloat_share_rounds.map_or(n, |k| k as usize))
+            // A file from before the shares were kept: a ratio of medians, no interval.
+            (n, v.bloat_share_rounds.map_or(0, |k| k as usize))
         };
         row.push(ratio_in(
             v.throughput_vs_always,
@@ -569,6 +584,32 @@ pub fn packing_markdown(r: &PackingReport) -> String {
 mod tests {
     use super::*;
     use hugewise_results::Saved;
+
+    #[test]
+    fn a_bloat_file_from_before_the_rounds_shares_says_its_ratio_is_of_medians() {
+        let text = include_str!("../../../results/tests/fixtures/bench-bloat.json");
+        let mut r = Saved::<BloatReport>::from_json(text)
+            .expect("the saved bloat bench")
+            .result;
+        assert!(r.variants.iter().all(|v| v.bloat_share_rounds.is_none()));
+        let old = bloat(&r);
+        assert!(
+            old.contains("median bloat over always's median bloat"),
+            "{old}"
+        );
+        // The old ratio is printed bare: it has no interval at any number of rounds.
+        let mega = old.lines().find(|l| l.starts_with("exec:")).expect("a row");
+        assert!(mega.trim_end().ends_with("-0.01"), "{mega}");
+        // One variant from a newer file is enough for the caption to explain both.
+        r.variants[2].bloat_share_rounds = Some(1);
+        assert!(bloat(&r).contains("median bloat over always's median bloat"));
+        for v in &mut r.variants {
+            v.bloat_share_rounds = Some(1);
+        }
+        let new = bloat(&r);
+        assert!(!new.contains("median bloat over always's"), "{new}");
+        assert!(new.contains("medians of the rounds' own"), "{new}");
+    }
 
     #[test]
     fn a_profile_beside_a_kdamond_warns_that_its_shares_read_low() {

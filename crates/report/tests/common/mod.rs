@@ -62,7 +62,8 @@ fn pages_run(host: &str, id: &str, fragment: f64, slow: f64) -> Value {
     v["meta"]["study"] = tag(
         id,
         &format!("bfs, {:.0}% fragmented", fragment * 100.0),
-        Some(fragment),
+        // As the presets tag it: no level for the unfragmented run.
+        (fragment > 0.0).then_some(fragment),
         Some(fragment + 0.01),
     );
     v["graph_spec"] = "kron:20".into();
@@ -141,6 +142,8 @@ fn curve_run(host: &str) -> Value {
         p["budget_share"] = budget.map_or(Value::Null, Value::from);
         p["est_speedup"] = speedup.into();
         p["walks_per_kacc"] = walks.into();
+        // Page-table reads follow the walks, so that the share of reads removed has a curve.
+        p["walk_reads"] = ((walks * 1000.0) as u64).into();
         p["huge_share"] = huge.into();
         p
     };
