@@ -42,4 +42,5 @@ def main():
     print(f"huge_kib={huge_kib()}", flush=True)
 
 
-main()
+if __name__ == "__main__":
+    main()
