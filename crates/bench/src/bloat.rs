@@ -541,11 +541,10 @@ pub fn run(
     let total = u64::from(cfg.rounds) * cfg.variants.len() as u64;
     let mut runs = Vec::new();
     for round in 0..cfg.rounds {
-        // Each round starts one variant later, so no variant always runs right after the
-        // same other one (in this VM, what the previous run freed changes the next one's
-        // first touch).
-        let n = cfg.variants.len();
-        for v in (0..n).map(|k| &cfg.variants[(k + round as usize) % n]) {
+        // Each variant runs after every other equally often (see `order`): in this VM what
+        // the previous run freed changes the next one's first touch.
+        let order = crate::order::balanced(cfg.variants.len(), round);
+        for v in order.iter().map(|&k| &cfg.variants[k]) {
             runs.push(one_run(cfg, host, v, round, stop)?);
             progress(runs.len() as u64, total);
         }

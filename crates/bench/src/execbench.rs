@@ -160,11 +160,10 @@ fn all_rounds(
     let (rounds, stopped) =
         cfg.until
             .rounds(cfg.rounds, &mut samples, watched, |round, samples| {
-                // Each round starts one variant later, so no variant always runs right after the
-                // same other one (in this VM, what the previous run freed changes the next one's
-                // first touch).
-                let n = cfg.variants.len();
-                for v in (0..n).map(|k| &cfg.variants[(k + round as usize) % n]) {
+                // Each variant runs after every other equally often (see `order`): in this VM
+                // what the previous run freed changes the next one's first touch.
+                let order = crate::order::balanced(cfg.variants.len(), round);
+                for v in order.iter().map(|&k| &cfg.variants[k]) {
                     if stop.load(std::sync::atomic::Ordering::Relaxed) {
                         return Err(Error::Interrupted);
                     }

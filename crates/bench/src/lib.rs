@@ -39,6 +39,7 @@ pub mod faultbench;
 pub mod faultlat;
 pub mod gap;
 pub mod meta;
+pub mod order;
 pub mod packing;
 pub mod pagebench;
 pub mod pool;

@@ -152,9 +152,9 @@ pub fn run(
     let (rounds, stopped) =
         cfg.until
             .rounds(cfg.rounds, &mut samples, watched, |round, samples| {
-                // Each round starts one variant later (see execbench).
-                let n = VARIANTS.len();
-                for &(label, thp, packed) in (0..n).map(|k| &VARIANTS[(k + round as usize) % n]) {
+                // Each variant runs after every other equally often (see `order`).
+                let order = crate::order::balanced(VARIANTS.len(), round);
+                for &(label, thp, packed) in order.iter().map(|&k| &VARIANTS[k]) {
                     if stop.load(Ordering::Relaxed) {
                         return Err(Error::Interrupted);
                     }

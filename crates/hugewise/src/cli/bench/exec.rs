@@ -21,8 +21,9 @@ Variants are separated by `;` (rules hold commas): `plain` runs the program with
 under the preload library), anything else is a set of rules as `hugewise exec --pages` takes
 them. The first variant is the
 baseline: each speedup is the median over rounds of its time over the variant's in the same
-round. Each round runs every variant once, starting one variant later than the round before
-(A B C, B C A, ...), each after checking the machine is quiet; the
+round. Each round runs every variant once, in an order that puts every variant right after
+every other equally often over the rounds (A B D C, B C A D, C D B A, D A C B for four: what
+one run frees changes the next one's first touch), each after checking the machine is quiet; the
 program's output is discarded (a failing run stops the benchmark and says which variant). With
 --metric KEY the program's own line `KEY=SECONDS` is compared too, for a program that times
 the phase that matters apart from its setup.
