@@ -522,7 +522,8 @@ fn version(server: &Path) -> Result<String> {
         .join(" "))
 }
 
-/// Run every variant once per round, in order; `progress` gets runs done and the total.
+/// Run every variant once per round (in [`crate::order`]'s order); `progress` gets runs done
+/// and the total.
 pub fn run(
     cfg: &Config,
     host: &Host,

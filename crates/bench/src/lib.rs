@@ -26,6 +26,7 @@
 //! - [`room`]: whether a region fits in the memory available, before it is touched;
 //! - [`meta`]: what every result records about the run and the machine;
 //! - [`pool`]: the worker threads kernels run on, bound one per CPU;
+//! - [`order`]: the order a round runs its variants in;
 //! - [`save`]: atomic result files;
 //! - [`worker`]: the typed requests hugewise's own child processes serve.
 #![deny(missing_docs)]

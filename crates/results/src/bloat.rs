@@ -21,7 +21,8 @@ pub struct BloatReport {
     pub clients: u32,
     /// `redis-benchmark` pipeline depth.
     pub pipeline: u32,
-    /// Rounds; each runs every variant once, starting one variant later than the last.
+    /// Rounds; each runs every variant once, in an order that puts each variant right after
+    /// every other equally often within a round over every n rounds (2n for an odd number).
     pub rounds: u32,
     /// Every run.
     pub runs: Vec<BloatRun>,

@@ -162,8 +162,9 @@ impl ExecReport {
 pub struct ExecBenchReport {
     /// The command, program first.
     pub command: Vec<String>,
-    /// Rounds run (those asked for, or more with `--until`); each runs every variant once,
-    /// starting one variant later than the last.
+    /// Rounds run (those asked for, or more with `--until`); each runs every variant once, in
+    /// an order that puts each variant right after every other equally often within a round
+    /// over every n rounds (2n for an odd number of variants).
     pub rounds: u32,
     /// Why the rounds stopped: the rounds asked for ran, the interval grew narrow enough
     /// (`--until`), or a cap was hit. Absent in files from before it was kept.

@@ -22,8 +22,9 @@ under the preload library), anything else is a set of rules as `hugewise exec --
 them. The first variant is the
 baseline: each speedup is the median over rounds of its time over the variant's in the same
 round. Each round runs every variant once, in an order that puts every variant right after
-every other equally often over the rounds (A B D C, B C A D, C D B A, D A C B for four: what
-one run frees changes the next one's first touch), each after checking the machine is quiet; the
+every other equally often within a round over every n rounds, 2n for an odd number of variants
+(A B D C, B C A D, C D B A, D A C B for four: what one run frees changes the next one's first
+touch), each after checking the machine is quiet; the
 program's output is discarded (a failing run stops the benchmark and says which variant). With
 --metric KEY the program's own line `KEY=SECONDS` is compared too, for a program that times
 the phase that matters apart from its setup.

@@ -18,7 +18,8 @@ use crate::signals::cancel_flag;
 
 pub const HELP: &str = "\
 The program is profiled once (as `hugewise profile`), then each round runs it five ways, in an
-order that puts each right after every other equally often over ten rounds: 4k (THP never: 4 KiB pages only), thp-always
+order that puts each right after every other within a round twice over ten rounds (at least
+once over six): 4k (THP never: 4 KiB pages only), thp-always
 (THP always, as the machine gives it: glibc's heap grows 128 KiB at a time, so most of it
 faults before a whole huge page fits and stays 4 KiB), thp-all (THP always with glibc's heap
 grown 64 MiB at a time, GLIBC_TUNABLES=glibc.malloc.top_pad: huge pages for everything),
