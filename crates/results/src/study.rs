@@ -259,29 +259,24 @@ pub enum Work {
 impl Work {
     /// The graph a run loads, if any.
     pub fn graph(&self) -> Option<&str> {
-        match self {
-            Work::Pages { graph, .. } | Work::Curve { graph, .. } | Work::Swap { graph, .. } => {
-                Some(graph)
-            }
-            Work::Promote { graph, .. } => graph.as_deref(),
-            Work::Faultlat { .. }
-            | Work::FaultBench { .. }
-            | Work::Bloat { .. }
-            | Work::Packing { .. } => None,
-        }
+        self.graph_and_kernel().0
     }
 
     /// The graph kernel the work runs, when it runs one.
     pub fn kernel(&self) -> Option<&str> {
+        self.graph_and_kernel().1
+    }
+
+    fn graph_and_kernel(&self) -> (Option<&str>, Option<&str>) {
         match self {
-            Work::Pages { kernel, .. } | Work::Curve { kernel, .. } | Work::Swap { kernel, .. } => {
-                Some(kernel)
-            }
-            Work::Promote { kernel, .. } => kernel.as_deref(),
+            Work::Pages { graph, kernel, .. }
+            | Work::Curve { graph, kernel, .. }
+            | Work::Swap { graph, kernel, .. } => (Some(graph), Some(kernel)),
+            Work::Promote { graph, kernel, .. } => (graph.as_deref(), kernel.as_deref()),
             Work::Faultlat { .. }
             | Work::FaultBench { .. }
             | Work::Bloat { .. }
-            | Work::Packing { .. } => None,
+            | Work::Packing { .. } => (None, None),
         }
     }
 }
