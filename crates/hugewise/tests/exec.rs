@@ -796,7 +796,15 @@ fn huge_pages_the_program_partly_frees_are_released_by_the_daemon() {
         &["python3", "-c", script],
     );
     let p = r.promote.as_ref().expect("the daemon's session");
-    assert!(p.totals.promoted > 0, "{:?}", p.totals);
+    // The looks' notes say why a session ended early (a target dropped names what said so).
+    let notes: Vec<&String> = p.intervals.iter().flat_map(|i| &i.notes).collect();
+    assert!(
+        p.totals.promoted > 0,
+        "{:?} after {} ms, gone {:?}: {notes:?}",
+        p.totals,
+        p.wall_ns / 1_000_000,
+        p.gone
+    );
     assert!(
         p.totals.released > 0,
         "partly freed huge pages were split: {:?}",

@@ -684,8 +684,9 @@ impl Daemon {
                     walks: 0,
                     sampled: m.samples.is_some(),
                 })),
-                Err(Error::Gone { .. }) => {
+                Err(Error::Gone { seen, .. }) => {
                     iv.gone.push(pid);
+                    iv.notes.push(format!("pid {pid}: gone ({seen})"));
                     continue;
                 }
                 Err(e) => return Err(e),

@@ -4,10 +4,12 @@
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The process is gone (it exited, or never existed).
-    #[error("process {pid} does not exist (it may have exited)")]
+    #[error("process {pid} does not exist (it may have exited; {seen})")]
     Gone {
         /// Its pid.
         pid: i32,
+        /// What said so: a session that drops a target names it.
+        seen: &'static str,
     },
     /// The process is a kernel thread: it has no user address space.
     #[error("process {pid} ({name}) is a kernel thread: it has no user memory to promote")]

@@ -33,9 +33,15 @@ pub struct Target {
     lift_no_huge: bool,
 }
 
+/// What a dropped target's [`Error::Gone`] says when its pidfd polled exited.
+const EXITED: &str = "its pidfd polls exited";
+
 fn gone_or(pid: i32, e: hugewise_sys::Error) -> Error {
     match e.errno() {
-        Some(ESRCH | ENOENT) => Error::Gone { pid },
+        Some(ESRCH | ENOENT) => Error::Gone {
+            pid,
+            seen: "/proc/PID is gone",
+        },
         _ => Error::Sys(e),
     }
 }
@@ -67,7 +73,7 @@ impl Target {
         let uid = proc.uid(pid).map_err(|e| gone_or(pid, e))?;
         // Read after the pidfd was opened: if the process is still there, the uid was its own.
         if pidfd.exited() {
-            return Err(Error::Gone { pid });
+            return Err(Error::Gone { pid, seen: EXITED });
         }
         Ok(Target {
             pid,
@@ -137,7 +143,10 @@ impl Target {
     fn still_there<T>(&self, read: Result<T>) -> Result<T> {
         let v = read?;
         if self.pidfd.exited() {
-            return Err(Error::Gone { pid: self.pid });
+            return Err(Error::Gone {
+                pid: self.pid,
+                seen: EXITED,
+            });
         }
         Ok(v)
     }
@@ -165,12 +174,10 @@ impl Target {
     /// The target's private anonymous mappings, trimmed to whole 2 MiB chunks (and to the
     /// range it is managed within, if any): the ranges a promotion can apply to.
     pub fn huge_capable(&self) -> Result<Vec<Range<usize>>> {
+        // Empty maps do not mean gone: a process whose main thread has ended while others
+        // run reads none (and so does one releasing its memory on its way out). `maps` asked
+        // the pidfd, the only word on whether it has exited, and an empty list offers nothing.
         let maps = self.maps()?;
-        // A live process always has mappings (its stack at least); none means it has exited
-        // and waits, a zombie, for its parent.
-        if maps.is_empty() {
-            return Err(Error::Gone { pid: self.pid });
-        }
         Ok(maps
             .iter()
             .filter(|m| m.is_private_anon() && m.read)

@@ -190,7 +190,7 @@ fn promotes_another_process_and_lets_it_go() {
     let g = t.promote(range).expect("a gone target is not an error");
     assert_eq!(g.outcome, "gone");
     match Target::attach(&ProcFs::default(), pid, Instant::now()) {
-        Err(Error::Gone { pid: p }) => assert_eq!(p, pid),
+        Err(Error::Gone { pid: p, .. }) => assert_eq!(p, pid),
         other => panic!("expected Gone, got {other:?}"),
     }
 }
@@ -371,4 +371,57 @@ fn a_target_managed_within_a_range_offers_only_its_chunks() {
             .all(|r| r.start >= window.start && r.end <= window.end),
         "{got:x?}"
     );
+}
+
+#[test]
+fn a_process_whose_main_thread_ended_is_not_taken_for_gone() {
+    // Its other thread runs on, but `/proc/PID/maps` reads empty: the main thread's memory
+    // was released when it ended. Its pidfd alone says whether the process has exited.
+    let script = "import ctypes, sys, threading\n\
+                  threading.Thread(target=sys.stdin.readline).start()\n\
+                  print('ready', flush=True)\n\
+                  ctypes.CDLL(None).pthread_exit(None)\n";
+    let mut child = Command::new("python3")
+        .args(["-c", script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let pid = child.id() as i32;
+    let t = Target::attach(&ProcFs::default(), pid, Instant::now()).expect("attach");
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().expect("stdout"))
+        .read_line(&mut line)
+        .expect("the child's word");
+    assert_eq!(line.trim(), "ready");
+    let status = format!("/proc/{pid}/status");
+    let t_wait = Instant::now();
+    while !std::fs::read_to_string(&status)
+        .expect("status")
+        .contains("State:\tZ")
+    {
+        assert!(
+            t_wait.elapsed().as_secs() < 10,
+            "the main thread never ended"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(ProcFs::default()
+        .maps(hugewise_sys::proc::Pid::Id(pid))
+        .expect("maps")
+        .is_empty());
+    assert!(!t.exited());
+    assert_eq!(t.huge_capable().expect("alive, nothing to manage"), []);
+    // The last thread ends: now it is gone, before its parent has waited for it.
+    writeln!(child.stdin.as_mut().expect("stdin")).expect("wake the thread");
+    let t_wait = Instant::now();
+    while !t.exited() {
+        assert!(t_wait.elapsed().as_secs() < 10, "the process never exited");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    match t.huge_capable() {
+        Err(Error::Gone { pid: p, .. }) => assert_eq!(p, pid),
+        other => panic!("expected Gone, got {other:?}"),
+    }
+    assert!(child.wait().expect("wait").success());
 }
