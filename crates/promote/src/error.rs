@@ -4,7 +4,7 @@
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The process is gone (it exited, or never existed).
-    #[error("process {pid} does not exist (it may have exited; {seen})")]
+    #[error("process {pid} does not exist (it may have exited: {seen})")]
     Gone {
         /// Its pid.
         pid: i32,

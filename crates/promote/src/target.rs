@@ -40,7 +40,7 @@ fn gone_or(pid: i32, e: hugewise_sys::Error) -> Error {
     match e.errno() {
         Some(ESRCH | ENOENT) => Error::Gone {
             pid,
-            seen: "/proc/PID is gone",
+            seen: "its /proc entry is gone",
         },
         _ => Error::Sys(e),
     }
@@ -65,6 +65,15 @@ impl Target {
                         "{}: reading another process's page map needs ptrace read access to it \
                          (the same user, and kernel.yama.ptrace_scope allowing it), or root",
                         errno.name()
+                    ),
+                },
+                Some(ESRCH | ENOENT) if !pidfd.exited() => Error::Denied {
+                    pid,
+                    call: "open /proc/PID/pagemap",
+                    reason: format!(
+                        "{}: its main thread has ended while its other threads run on, and the \
+                         kernel reads a process's memory through its main thread",
+                        e.errno().map_or_else(|| "ESRCH".into(), |n| n.name())
                     ),
                 },
                 _ => gone_or(pid, e),
@@ -151,6 +160,21 @@ impl Target {
         Ok(v)
     }
 
+    /// What a failed read of the target's `/proc` files means: `Ok` when there is nothing to
+    /// read now though it lives (`ESRCH` or `ENOENT` while its pidfd says it runs: its main
+    /// thread has ended while others run on, or it is on its way out, and the kernel reads a
+    /// process's memory through that thread), else the error, `Gone` only on the pidfd's word.
+    fn unreadable(&self, e: hugewise_sys::Error) -> Result<()> {
+        match e.errno() {
+            Some(ESRCH | ENOENT) if self.pidfd.exited() => Err(Error::Gone {
+                pid: self.pid,
+                seen: EXITED,
+            }),
+            Some(ESRCH | ENOENT) => Ok(()),
+            _ => Err(Error::Sys(e)),
+        }
+    }
+
     /// Page faults the target has taken since it started (minor and major), and its threads
     /// now.
     pub fn faults(&self) -> Result<(u64, u32)> {
@@ -162,13 +186,13 @@ impl Target {
         Ok((f.minor + f.major, threads))
     }
 
-    /// The target's mappings now.
+    /// The target's mappings now (none while they cannot be read, see `unreadable`).
     pub fn maps(&self) -> Result<Vec<MapEntry>> {
-        self.still_there(
-            self.proc
-                .maps(Pid::Id(self.pid))
-                .map_err(|e| gone_or(self.pid, e)),
-        )
+        let read = match self.proc.maps(Pid::Id(self.pid)) {
+            Ok(maps) => Ok(maps),
+            Err(e) => self.unreadable(e).map(|()| Vec::new()),
+        };
+        self.still_there(read)
     }
 
     /// The target's private anonymous mappings, trimmed to whole 2 MiB chunks (and to the
@@ -240,21 +264,19 @@ impl Target {
         Ok(())
     }
 
-    /// The chunks of a range now.
+    /// The chunks of a range now (none while they cannot be read, see `unreadable`).
     pub fn scan(&self, range: &Range<usize>) -> Result<Vec<Chunk>> {
-        self.still_there(
-            chunk::scan(
-                &self.proc,
-                Pid::Id(self.pid),
-                range.start,
-                range.end - range.start,
-                self.kpf.as_ref(),
-            )
-            .map_err(|e| match e {
-                Error::Sys(s) => gone_or(self.pid, s),
-                other => other,
-            }),
-        )
+        let read = match chunk::scan(
+            &self.proc,
+            Pid::Id(self.pid),
+            range.start,
+            range.end - range.start,
+            self.kpf.as_ref(),
+        ) {
+            Err(Error::Sys(e)) => self.unreadable(e).map(|()| Vec::new()),
+            other => other,
+        };
+        self.still_there(read)
     }
 
     /// Collapse `range` (whole 2 MiB chunks of one private anonymous mapping) into huge pages
@@ -352,7 +374,7 @@ impl Target {
         }
         // PAGEMAP_SCAN tells huge mappings apart without root; older kernels need kpageflags.
         match self.scan(&range) {
-            Ok(chunks) if chunks.iter().all(|c| c.huge.is_some()) => {
+            Ok(chunks) if !chunks.is_empty() && chunks.iter().all(|c| c.huge.is_some()) => {
                 action.huge_bytes_after = Some(chunk::huge_bytes(&chunks))
             }
             Ok(_) => {}

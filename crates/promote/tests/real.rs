@@ -406,12 +406,21 @@ fn a_process_whose_main_thread_ended_is_not_taken_for_gone() {
         );
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    assert!(ProcFs::default()
-        .maps(hugewise_sys::proc::Pid::Id(pid))
-        .expect("maps")
-        .is_empty());
+    // The kernel reads its memory through the ended thread: its maps read empty (or, on
+    // some kernels, refuse with ESRCH), and it is not gone.
     assert!(!t.exited());
+    assert!(t.maps().expect("alive, no maps to read").is_empty());
     assert_eq!(t.huge_capable().expect("alive, nothing to manage"), []);
+    match t.scan(&(0..HUGE)) {
+        Ok(c) => assert!(c.iter().all(|c| c.mapped_pages == 0), "{c:?}"),
+        Err(e) => panic!("{e}"),
+    }
+    // Attached now, it is refused with the reason, not taken for gone.
+    match Target::attach(&ProcFs::default(), pid, Instant::now()) {
+        Ok(_) => {}
+        Err(Error::Denied { reason, .. }) => assert!(reason.contains("main thread"), "{reason}"),
+        Err(e) => panic!("{e}"),
+    }
     // The last thread ends: now it is gone, before its parent has waited for it.
     writeln!(child.stdin.as_mut().expect("stdin")).expect("wake the thread");
     let t_wait = Instant::now();

@@ -54,6 +54,9 @@ pub struct ProcStat {
     pub pgrp: i32,
     /// The kernel's `PF_*` flags (field 9).
     pub flags: u64,
+    /// Its threads (field 20); a main thread that ended while others run on is counted until
+    /// the process is reaped.
+    pub threads: u32,
     /// When it started, in clock ticks since boot (field 22).
     pub start_time: u64,
 }
@@ -83,6 +86,9 @@ impl ProcStat {
             flags: field(6, "flags in field 9")?
                 .parse()
                 .map_err(|_| Error::parse(p, 1, "bad flags in field 9"))?,
+            threads: field(17, "thread count in field 20")?
+                .parse()
+                .map_err(|_| Error::parse(p, 1, "bad thread count in field 20"))?,
             start_time: field(19, "start time in field 22")?
                 .parse()
                 .map_err(|_| Error::parse(p, 1, "bad start time in field 22"))?,
@@ -97,6 +103,12 @@ impl ProcStat {
     /// A kernel thread (`kthreadd`, `kworker/...`): it has no user memory to act on.
     pub fn kernel_thread(&self) -> bool {
         self.flags & PF_KTHREAD != 0
+    }
+
+    /// Whether the process has ended: a zombie that only waits to be reaped. A process whose
+    /// main thread has ended reads as a zombie too while its other threads run on.
+    pub fn ended(&self) -> bool {
+        self.state == 'X' || (self.state == 'Z' && self.threads <= 1)
     }
 }
 
@@ -327,13 +339,13 @@ impl ProcFs {
         Ok(n)
     }
 
-    /// The live processes (zombies left out: they have ended and only wait to be reaped) whose
-    /// process group is `pgid`.
+    /// The live processes (those [`ProcStat::ended`] left out) whose process group is
+    /// `pgid`.
     pub fn group_members(&self, pgid: i32) -> Result<Vec<ProcStat>> {
         let mut out = Vec::new();
         for pid in self.pids()? {
             if let Some(s) = self.stat(pid)? {
-                if s.pgrp == pgid && s.state != 'Z' && s.state != 'X' {
+                if s.pgrp == pgid && !s.ended() {
                     out.push(s);
                 }
             }
@@ -576,20 +588,23 @@ mod tests {
 
     #[test]
     fn group_members_leave_zombies_and_other_groups_out() {
-        let stat = |pid: i32, state: &str, pgrp: i32| {
-            format!("{pid} (sl eep) {state} 1 {pgrp} {pgrp} 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 {pid}00 0\n")
+        let stat = |pid: i32, state: &str, pgrp: i32, threads: u32| {
+            format!("{pid} (sl eep) {state} 1 {pgrp} {pgrp} 0 -1 0 0 0 0 0 0 0 0 0 20 0 {threads} 0 {pid}00 0\n")
         };
-        let (a, b, c, d) = (
-            stat(10, "S", 10),
-            stat(11, "R", 10),
-            stat(12, "Z", 10),
-            stat(13, "S", 99),
+        // 14: its main thread ended, another runs on.
+        let (a, b, c, d, e) = (
+            stat(10, "S", 10, 1),
+            stat(11, "R", 10, 1),
+            stat(12, "Z", 10, 1),
+            stat(13, "S", 99, 1),
+            stat(14, "Z", 10, 2),
         );
         let (_d, proc) = tree(&[
             ("10/stat", &a),
             ("11/stat", &b),
             ("12/stat", &c),
             ("13/stat", &d),
+            ("14/stat", &e),
         ]);
         let s = proc.stat(11).expect("stat").expect("present");
         assert_eq!(
@@ -602,7 +617,7 @@ mod tests {
             .iter()
             .map(|s| s.pid)
             .collect();
-        assert_eq!(members, [10, 11]);
+        assert_eq!(members, [10, 11, 14]);
         let me = std::process::id() as i32;
         let real = ProcFs::default()
             .stat(me)
