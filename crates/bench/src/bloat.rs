@@ -349,15 +349,16 @@ fn one_run(
         }
         Variant::Exec(..) => None,
     };
-    let result = std::thread::scope(|s| -> Result<(Vec<BloatPhase>, Option<MemPoint>)> {
-        let server = s.spawn(|| -> Result<()> {
+    let result = std::thread::scope(|s| -> Result<(Vec<BloatPhase>, Option<MemPoint>, Daemon)> {
+        // The daemon's CPU and wall time under an `exec:` variant with a policy.
+        let server = s.spawn(|| -> Result<Daemon> {
             match variant {
-                Variant::Thp(_) => Ok(()),
+                Variant::Thp(_) => Ok(None),
                 Variant::Exec(rules, policy) => {
                     let preload = cfg.preload.clone().ok_or_else(|| {
                         Error::Config("an exec: variant needs the preload library".into())
                     })?;
-                    exec::run_with(
+                    let report = exec::run_with(
                         &ExecConfig {
                             argv: argv.clone(),
                             rules: rules.clone(),
@@ -381,7 +382,9 @@ fn one_run(
                         &mut |p| pid.store(p, Ordering::Release),
                         |_| {},
                     )?;
-                    Ok(())
+                    Ok(report
+                        .promote
+                        .and_then(|p| Some((p.totals.daemon_cpu_ns?, p.wall_ns))))
                 }
             }
         });
@@ -472,12 +475,11 @@ fn one_run(
         shutdown(port);
         done.store(true, Ordering::Relaxed);
         let served = server.join();
-        phases
-            .and_then(|p| match served {
-                Ok(Err(e)) => Err(e),
-                _ => Ok(p),
-            })
-            .map(|p| (p, last))
+        phases.and_then(|p| match served {
+            Ok(Err(e)) => Err(e),
+            Ok(Ok(daemon)) => Ok((p, last, daemon)),
+            Err(_) => Ok((p, last, None)),
+        })
     });
     if let Some(child) = plain.as_mut() {
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -489,7 +491,7 @@ fn one_run(
     }
     drop(scratch);
     drop(session);
-    let (phases, last) = result?;
+    let (phases, last, daemon) = result?;
     let series = series.into_inner().unwrap_or_default();
     Ok(BloatRun {
         round,
@@ -498,9 +500,14 @@ fn one_run(
         final_charged_bytes: last.and_then(|m| m.charged_bytes),
         final_rss_bytes: last.map(|m| m.rss_bytes),
         final_anon_huge_bytes: last.map(|m| m.anon_huge_bytes),
+        daemon_cpu_ns: daemon.map(|d| d.0),
+        daemon_wall_ns: daemon.map(|d| d.1),
         series,
     })
 }
+
+/// A promotion daemon's CPU time and its session's wall time, in nanoseconds.
+type Daemon = Option<(u64, u64)>;
 
 /// `redis-server --version`'s first words.
 fn version(server: &Path) -> Result<String> {
@@ -641,6 +648,15 @@ fn summarize_variants(variants: &[Variant], runs: &[BloatRun]) -> Vec<BloatVaria
                 bloat_vs_always: ratio(&shares).0,
                 bloat_vs_always_ci95: ratio(&shares).1,
                 bloat_share_rounds: Some(shares.len() as u32),
+                daemon_core_share: median(
+                    &mine
+                        .iter()
+                        .filter_map(|r| match (r.daemon_cpu_ns, r.daemon_wall_ns) {
+                            (Some(c), Some(w)) if w > 0 => Some(c as f64 / w as f64),
+                            _ => None,
+                        })
+                        .collect::<Vec<f64>>(),
+                ),
                 label,
             })
         })
@@ -672,6 +688,8 @@ mod tests {
             final_charged_bytes: Some(charged),
             final_rss_bytes: None,
             final_anon_huge_bytes: None,
+            daemon_cpu_ns: None,
+            daemon_wall_ns: None,
         }
     }
 
@@ -683,13 +701,19 @@ mod tests {
         let m = Variant::parse_list("exec:*=system+mega").expect("with a policy");
         assert_eq!(m[0].label(), "exec:*=system+mega");
         assert!(Variant::parse_list("exec:*=system+magic").is_err());
+        let mut exec_run = run("exec:*=thp", 0, [180.0, 180.0], 1200);
+        // A daemon beside it: 30 ms of CPU over a 2 s session.
+        exec_run.daemon_cpu_ns = Some(30_000_000);
+        exec_run.daemon_wall_ns = Some(2_000_000_000);
         let runs = [
             run("never", 0, [100.0, 100.0], 1000),
             run("always", 0, [200.0, 200.0], 3000),
-            run("exec:*=thp", 0, [180.0, 180.0], 1200),
+            exec_run,
         ];
         let out = summarize_variants(&v, &runs);
         let exec = &out[2];
+        assert_eq!(exec.daemon_core_share, Some(0.015));
+        assert_eq!(out[1].daemon_core_share, None);
         assert_eq!(exec.bloat_bytes, Some(200.0));
         assert_eq!(exec.bloat_vs_always, Some(0.1));
         assert!((exec.throughput_vs_always.expect("ratio") - 0.9).abs() < 1e-9);

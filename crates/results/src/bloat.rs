@@ -47,6 +47,13 @@ pub struct BloatRun {
     pub final_rss_bytes: Option<u64>,
     /// Its anonymous memory in huge pages at the end.
     pub final_anon_huge_bytes: Option<u64>,
+    /// CPU time of the promotion daemon beside it, under an `exec:` variant with a policy
+    /// (`null` otherwise, and in files from before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon_cpu_ns: Option<u64>,
+    /// Wall time of that daemon's session, to set its CPU time against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon_wall_ns: Option<u64>,
 }
 
 /// One `redis-benchmark` phase.
@@ -115,4 +122,8 @@ pub struct BloatVariant {
     /// How many rounds gave a share (absent in files from before it was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bloat_share_rounds: Option<u32>,
+    /// Median over rounds of the promotion daemon's CPU time over its session's wall time,
+    /// as a share of one core (absent without a daemon, and in files from before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon_core_share: Option<f64>,
 }

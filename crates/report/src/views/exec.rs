@@ -387,6 +387,11 @@ fn bloat_table(r: &BloatReport) -> Table {
         ]
         .map(String::from),
     );
+    // The daemon's share of a core, where a variant ran one and the file kept it.
+    let daemons = r.variants.iter().any(|v| v.daemon_core_share.is_some());
+    if daemons {
+        header.push("daemon CPU".into());
+    }
     let mut t = Table::new(header);
     for v in &r.variants {
         let mut row = vec![v.label.clone()];
@@ -422,6 +427,9 @@ fn bloat_table(r: &BloatReport) -> Table {
             rounds,
         ));
         row.push(ratio_in(v.bloat_vs_always, v.bloat_vs_always_ci95, shares));
+        if daemons {
+            row.push(v.daemon_core_share.map_or_else(|| "-".into(), pct));
+        }
         t.row(row);
     }
     t
@@ -609,6 +617,17 @@ mod tests {
         let new = bloat(&r);
         assert!(!new.contains("median bloat over always's"), "{new}");
         assert!(new.contains("medians of the rounds' own"), "{new}");
+        // The daemon's share of a core gets a column where a variant kept one.
+        assert!(!new.contains("daemon CPU"), "{new}");
+        r.variants[2].daemon_core_share = Some(0.015);
+        let with = bloat(&r);
+        assert!(with.contains("daemon CPU"), "{with}");
+        let last = |prefix: &str| {
+            let l = with.lines().find(|l| l.starts_with(prefix)).expect("a row");
+            l.split_whitespace().last().map(String::from)
+        };
+        assert_eq!(last("never").as_deref(), Some("-"), "{with}");
+        assert_eq!(last("exec:").as_deref(), Some("1.5%"), "{with}");
     }
 
     #[test]
