@@ -134,6 +134,12 @@ pub struct Config {
     pub threads: usize,
     /// Keep a reordered file's copy here and read it back on later runs.
     pub reorder_cache: Option<Cache>,
+    /// Once every copy of the graph is built, and before the kernels' arrays are made, drop
+    /// the page cache of the files the graph came from (the input, and reordered copies read
+    /// from the cache): on a machine shaped with few whole 2 MiB blocks, the cache's large
+    /// folios hold blocks the property arrays could have had as huge pages. A later load
+    /// reads the disk again.
+    pub drop_file_cache: bool,
 }
 
 /// A copy of the graph that some variants run on, with the ids of its vertices.
@@ -149,6 +155,28 @@ impl Copy {
         self.relabeling
             .as_ref()
             .map_or(original, |r| r.new_id(original))
+    }
+}
+
+/// Drop the page cache of the files `cfg`'s graph and its reordered copies (`keys`) were read
+/// from. Best effort: a file that cannot be opened keeps its cache, which costs huge pages,
+/// never the result.
+fn drop_file_cache(cfg: &Config, load: &LoadOptions, keys: &[(String, Option<Method>)]) {
+    let mut files = Vec::new();
+    if let Input::File(p) = &cfg.input {
+        files.push(p.clone());
+    }
+    for m in keys.iter().filter_map(|k| k.1) {
+        if let Some(e) = cfg
+            .reorder_cache
+            .as_ref()
+            .and_then(|c| c.entry(&cfg.input, load, m, cfg.load.seed))
+        {
+            files.extend(e.files());
+        }
+    }
+    for f in files {
+        let _ = hugewise_sys::pagecache::drop_cached(&f);
     }
 }
 
@@ -241,6 +269,9 @@ pub fn run_with(
             })
         })?;
         copies.push(copy);
+    }
+    if cfg.drop_file_cache {
+        drop_file_cache(cfg, &load_opts, &keys);
     }
     let shared = Copy {
         graph: g,
@@ -401,6 +432,7 @@ mod tests {
             until: Until::default(),
             threads: 2,
             reorder_cache: None,
+            drop_file_cache: false,
         }
     }
 
@@ -512,5 +544,34 @@ mod tests {
         assert_eq!(outcome(&first), Some(CacheOutcome::Stored));
         assert_eq!(outcome(&second), Some(CacheOutcome::Hit));
         assert!(first.summary[0].reorder_cache.is_none());
+        // Asked to, a run leaves neither the input's pages nor the entry's in the page cache.
+        // (Written back first: the kernel drops clean pages only.)
+        let Input::File(input) = c.input.clone() else {
+            unreachable!("a file")
+        };
+        let files: Vec<std::path::PathBuf> = std::iter::once(input).chain(entry.files()).collect();
+        let cached = || -> Vec<usize> {
+            files
+                .iter()
+                .map(|f| hugewise_sys::pagecache::cached(f).expect("mincore"))
+                .collect()
+        };
+        for f in &files {
+            std::fs::File::open(f)
+                .expect("open")
+                .sync_all()
+                .expect("sync");
+        }
+        c.drop_file_cache = false;
+        run(&c, &mut |_, _| {}).expect("third");
+        let kept = cached();
+        assert!(kept.iter().all(|&n| n > 0), "{kept:?} pages cached");
+        c.drop_file_cache = true;
+        run(&c, &mut |_, _| {}).expect("fourth");
+        let left = cached();
+        assert!(
+            left.iter().zip(&kept).all(|(l, k)| l * 4 < *k),
+            "{left:?} of {kept:?} pages still cached"
+        );
     }
 }

@@ -242,6 +242,11 @@ impl Entry {
         &self.dir
     }
 
+    /// The files a hit reads: the order and the reordered graph.
+    pub fn files(&self) -> [PathBuf; 2] {
+        [self.dir.join(ORDER), self.dir.join(GRAPH)]
+    }
+
     /// Read the entry into regions laid out by `layout`, if it is there and its key matches.
     /// A damaged entry is a miss with a note (the run relabels and replaces it); so is a graph
     /// that would not fit (`fit`), whose input the load then refuses by its own name.

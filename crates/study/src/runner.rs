@@ -603,6 +603,9 @@ fn work(
                 until: Default::default(),
                 threads: plan.threads,
                 reorder_cache: reorder_cache_for(plan, run, opts),
+                // A fragmented machine's few whole blocks are for the arrays the run
+                // measures, not for the cache of the graph file it read before them.
+                drop_file_cache: run.shape.fragment.is_some_and(|f| f > 0.0),
             };
             obs.phase("loading");
             let mut r = pagebench::run_with(

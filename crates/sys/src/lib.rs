@@ -36,6 +36,7 @@ pub mod machine;
 pub mod memlimit;
 pub mod mmap;
 pub mod page_size;
+pub mod pagecache;
 pub mod proc;
 pub mod process;
 pub mod read;

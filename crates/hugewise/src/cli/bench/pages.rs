@@ -43,6 +43,12 @@ pub struct PagesArgs {
     pub threads: Option<usize>,
     #[command(flatten)]
     pub cache: ReorderCacheArg,
+    /// Once the graph and its copies are in memory, drop the page cache of the files they
+    /// were read from, before the kernels' arrays are made: on a fragmented machine
+    /// (`env with --fragment`) that cache's large folios hold the whole 2 MiB blocks the
+    /// property arrays would otherwise get as huge pages. The next load reads the disk again
+    #[arg(long)]
+    pub drop_file_cache: bool,
     /// Print a Markdown table instead of the terminal table.
     #[arg(long, conflicts_with = "json")]
     pub markdown: bool,
@@ -76,6 +82,7 @@ pub fn run(a: PagesArgs, progress: Mode) -> anyhow::Result<()> {
         until: a.until.until(),
         threads: a.threads.unwrap_or_else(cpus),
         reorder_cache: a.cache.cache(),
+        drop_file_cache: a.drop_file_cache,
     };
     let steps = Steps::new(progress, "loading", Unit::Items);
     let r = progress::with_reads(&steps, || {
