@@ -134,10 +134,10 @@ pub struct Config {
     pub threads: usize,
     /// Keep a reordered file's copy here and read it back on later runs.
     pub reorder_cache: Option<Cache>,
-    /// Once every copy of the graph is built, and before the kernels' arrays are made, drop
-    /// the page cache of the files the graph came from (the input, and reordered copies read
-    /// from the cache): on a machine shaped with few whole 2 MiB blocks, the cache's large
-    /// folios hold blocks the property arrays could have had as huge pages. A later load
+    /// Drop the page cache of the files the graph came from as soon as each is read: the
+    /// input once loaded, a reordered copy's cache entry once read back or written. On a
+    /// machine shaped with few whole 2 MiB blocks, the cache's large folios hold blocks the
+    /// graph's copies and the kernels' arrays could have had as huge pages. A later load
     /// reads the disk again.
     pub drop_file_cache: bool,
 }
@@ -158,25 +158,14 @@ impl Copy {
     }
 }
 
-/// Drop the page cache of the files `cfg`'s graph and its reordered copies (`keys`) were read
-/// from. Best effort: a file that cannot be opened keeps its cache, which costs huge pages,
-/// never the result.
-fn drop_file_cache(cfg: &Config, load: &LoadOptions, keys: &[(String, Option<Method>)]) {
-    let mut files = Vec::new();
-    if let Input::File(p) = &cfg.input {
-        files.push(p.clone());
-    }
-    for m in keys.iter().filter_map(|k| k.1) {
-        if let Some(e) = cfg
-            .reorder_cache
-            .as_ref()
-            .and_then(|c| c.entry(&cfg.input, load, m, cfg.load.seed))
-        {
-            files.extend(e.files());
-        }
-    }
+/// Drop the page cache of `files` (best effort: a file that cannot be opened keeps its cache,
+/// which costs huge pages, never the result). A path the user gave is resolved first: the
+/// drop follows no link.
+fn drop_file_cache(files: &[std::path::PathBuf]) {
     for f in files {
-        let _ = hugewise_sys::pagecache::drop_cached(&f);
+        if let Ok(p) = std::fs::canonicalize(f) {
+            let _ = hugewise_sys::pagecache::drop_cached(&p);
+        }
     }
 }
 
@@ -212,6 +201,9 @@ pub fn run_with(
         )
     })?;
     cfg.kernel.check(&g)?;
+    if let (true, Input::File(p)) = (cfg.drop_file_cache, &cfg.input) {
+        drop_file_cache(std::slice::from_ref(p));
+    }
     // Each distinct copy of the graph is built once, from the loaded one.
     let mut keys: Vec<(String, Option<Method>)> = Vec::new();
     let mut copy_of = Vec::new();
@@ -246,12 +238,16 @@ pub fn run_with(
                         .reorder_cache
                         .as_ref()
                         .and_then(|c| c.entry(&cfg.input, &load_opts, *m, cfg.load.seed));
-                    let (h, r, stats) = match entry {
+                    let (h, r, stats) = match &entry {
                         Some(e) => {
                             e.reorder(&g, *m, cfg.load.seed, &layout(&pages), cfg.load.fit)?
                         }
                         None => reorder::reorder(&g, *m, cfg.load.seed, &layout(&pages))?,
                     };
+                    // Read back or just written: either way in the page cache.
+                    if let (true, Some(e)) = (cfg.drop_file_cache, &entry) {
+                        drop_file_cache(&e.files());
+                    }
                     Copy {
                         graph: h,
                         relabeling: Some(r),
@@ -269,9 +265,6 @@ pub fn run_with(
             })
         })?;
         copies.push(copy);
-    }
-    if cfg.drop_file_cache {
-        drop_file_cache(cfg, &load_opts, &keys);
     }
     let shared = Copy {
         graph: g,
@@ -404,6 +397,7 @@ pub fn run_with(
         rounds: round,
         stopped: Some(stopped),
         load: load_stats,
+        file_cache_dropped: cfg.drop_file_cache,
         samples,
         summary,
     })

@@ -78,6 +78,11 @@ pub struct PagesReport {
     pub stopped: Option<Stopped>,
     /// Load time.
     pub load: LoadStats,
+    /// The page cache of the files the graph came from was dropped once they were read
+    /// (`--drop-file-cache`, and a study run on a shaped machine). False in files from before
+    /// it was kept (and left out of a file when false, as it was then).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub file_cache_dropped: bool,
     /// Every sample, in the order run.
     pub samples: Vec<PagesSample>,
     /// Per variant, baseline first.

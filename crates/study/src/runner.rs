@@ -603,9 +603,10 @@ fn work(
                 until: Default::default(),
                 threads: plan.threads,
                 reorder_cache: reorder_cache_for(plan, run, opts),
-                // A fragmented machine's few whole blocks are for the arrays the run
-                // measures, not for the cache of the graph file it read before them.
-                drop_file_cache: run.shape.fragment.is_some_and(|f| f > 0.0),
+                // A shaped machine's free memory, and its few whole blocks when fragmented,
+                // are for the arrays the run measures, not for the cache of the graph file it
+                // read before them; its unfragmented reference drops it too.
+                drop_file_cache: !run.shape.is_none(),
             };
             obs.phase("loading");
             let mut r = pagebench::run_with(

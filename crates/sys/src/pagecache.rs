@@ -3,22 +3,18 @@
 //! readahead) take the blocks that memory allocated next could have had as huge pages.
 
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 /// Ask the kernel to drop the cached pages of the regular file at `path`
 /// (`POSIX_FADV_DONTNEED`): clean pages go at once, and a later read reads the disk again.
-/// Anything but a regular file (a FIFO, a device) is left alone, and opening never waits on
-/// one.
+/// Only a regular file is opened, not through a link (resolve a path the user gave first):
+/// a FIFO, a device or a link another user put in its place is left alone. On tmpfs the
+/// pages are the file and stay.
 pub fn drop_cached(path: &Path) -> std::io::Result<()> {
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)?;
-    let t = f.metadata()?.file_type();
-    if !t.is_file() || t.is_fifo() {
+    let Some(f) = open_regular(path)? else {
         return Ok(());
-    }
+    };
     // SAFETY: a plain call on a descriptor this function owns for its duration; it reads and
     // writes no memory of ours.
     let rc = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
@@ -28,16 +24,38 @@ pub fn drop_cached(path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Pages of the regular file at `path` in the page cache now (`mincore` over a read-only
-/// mapping of it, made and unmapped here).
+/// `path` opened for reading if it is a regular file (looked at first without following a
+/// link, and again once open), else `None`; opening never waits on a FIFO nor takes a
+/// terminal.
+fn open_regular(path: &Path) -> std::io::Result<Option<std::fs::File>> {
+    if !std::fs::symlink_metadata(path)?.file_type().is_file() {
+        return Ok(None);
+    }
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY)
+        .open(path)?;
+    Ok(f.metadata()?.file_type().is_file().then_some(f))
+}
+
+/// Pages of the regular file at `path` in the page cache now, in pages of the machine's size
+/// (`mincore` over a read-only mapping of it, made and unmapped here); 0 for anything but a
+/// regular file.
 pub fn cached(path: &Path) -> std::io::Result<usize> {
-    let f = std::fs::File::open(path)?;
+    let Some(f) = open_regular(path)? else {
+        return Ok(0);
+    };
     let len = f.metadata()?.len() as usize;
     if len == 0 {
         return Ok(0);
     }
+    // SAFETY: sysconf takes and returns plain integers.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+        .ok()
+        .filter(|&p| p > 0)
+        .unwrap_or(4096);
     // SAFETY: a fresh shared read-only mapping of an open file, unmapped below; nothing reads
-    // through it.
+    // through it, so a file shrunk meanwhile cannot fault.
     let addr = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
@@ -51,8 +69,8 @@ pub fn cached(path: &Path) -> std::io::Result<usize> {
     if addr == libc::MAP_FAILED {
         return Err(std::io::Error::last_os_error());
     }
-    let mut v = vec![0u8; len.div_ceil(4096)];
-    // SAFETY: `v` has one byte per 4 KiB page of the mapping, as mincore writes.
+    let mut v = vec![0u8; len.div_ceil(page)];
+    // SAFETY: `v` has one byte per page of the mapping, as mincore writes.
     let rc = unsafe { libc::mincore(addr, len, v.as_mut_ptr()) };
     let err = std::io::Error::last_os_error();
     // SAFETY: the mapping made above, of `len` bytes, not used after this.
@@ -79,10 +97,25 @@ mod tests {
             .expect("sync");
         let _ = std::fs::read(&p).expect("read");
         let before = cached(&p).expect("mincore");
-        assert!(before > 512, "{before} pages cached after a read");
+        assert!(before > 0, "{before} pages cached after a read");
         drop_cached(&p).expect("drop");
         let after = cached(&p).expect("mincore");
+        if crate::testing::on_tmpfs(d.path()) {
+            crate::testing::skip("the temporary directory is on tmpfs, whose pages are the file");
+            return;
+        }
         assert!(after < before / 4, "{after} of {before} pages still cached");
+        // A link is not followed.
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&p, &link).expect("link");
+        let _ = std::fs::read(&p).expect("read");
+        let again = cached(&p).expect("mincore");
+        drop_cached(&link).expect("a link is left alone");
+        assert_eq!(cached(&link).expect("not a file"), 0);
+        assert!(
+            cached(&p).expect("mincore") * 4 > again * 3,
+            "dropped through a link"
+        );
         let fifo = d.path().join("fifo");
         let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("path");
         // SAFETY: a NUL-terminated path that lives across the call.

@@ -96,3 +96,16 @@ impl PageHold {
         Ok(())
     }
 }
+
+/// Whether `dir` is on tmpfs, whose files live in the page cache and cannot leave it.
+pub fn on_tmpfs(dir: &std::path::Path) -> bool {
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    // SAFETY: an all-zero statfs is a valid value to be overwritten.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a statfs of ours, both live across the call.
+    let rc = unsafe { libc::statfs(c.as_ptr(), &mut st) };
+    rc == 0 && st.f_type as i64 == TMPFS_MAGIC
+}

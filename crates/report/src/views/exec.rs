@@ -345,10 +345,16 @@ fn bloat_caption(r: &BloatReport) -> String {
         .variants
         .iter()
         .any(|v| v.bloat_vs_always.is_some() && v.bloat_share_rounds.is_none());
+    let daemon = if r.variants.iter().any(|v| v.daemon_core_share.is_some()) {
+        "; daemon CPU: the promotion daemon's CPU time over its session, a share of one core, \
+         median over the rounds"
+    } else {
+        ""
+    };
     format!(
         "{}: {} keys of {} B, {}% deleted and filled again, {} clients, pipeline {}, {} rounds\n\
          (throughput: geometric mean over the phases; bloat: memory charged at the end minus \
-         THP never's, same round; {})\n\n",
+         THP never's, same round; {}{daemon})\n\n",
         r.server_version,
         r.keys,
         r.value_bytes,
@@ -621,7 +627,10 @@ mod tests {
         assert!(!new.contains("daemon CPU"), "{new}");
         r.variants[2].daemon_core_share = Some(0.015);
         let with = bloat(&r);
-        assert!(with.contains("daemon CPU"), "{with}");
+        assert!(
+            with.contains("daemon CPU: the promotion daemon's"),
+            "{with}"
+        );
         let last = |prefix: &str| {
             let l = with.lines().find(|l| l.starts_with(prefix)).expect("a row");
             l.split_whitespace().last().map(String::from)

@@ -486,7 +486,8 @@ fn pressure(p: &Given) -> Vec<PlannedRun> {
 /// footprint (the graph, each copy of it, the arrays). A program's 4 KiB pages fill the broken
 /// blocks' free pages first, so a level of F leaves about (1 - F) of the free memory whole for
 /// the layouts that ask for huge pages (but a file read through the page cache takes whole
-/// blocks for its readahead: at 90 % the graph file a run reads left its property array none):
+/// blocks for its readahead: at 90 % the graph file a run read left its property array none,
+/// until a shaped run dropped the file's cache once read):
 /// with no pressure (23.4 GiB free at kron:24), 75 % still left 5.85 GiB whole and every array
 /// huge stayed 95 % huge (BENCHMARKS.md). Held to the footprint and half a GiB, the whole
 /// blocks fall short of the THP layout's graph from about 70 % on (62.6 % huge at 75 %, 32.6 %

@@ -43,10 +43,11 @@ pub struct PagesArgs {
     pub threads: Option<usize>,
     #[command(flatten)]
     pub cache: ReorderCacheArg,
-    /// Once the graph and its copies are in memory, drop the page cache of the files they
-    /// were read from, before the kernels' arrays are made: on a fragmented machine
-    /// (`env with --fragment`) that cache's large folios hold the whole 2 MiB blocks the
-    /// property arrays would otherwise get as huge pages. The next load reads the disk again
+    /// Drop the page cache of the files the graph is read from as soon as each is read (the
+    /// input, a reordered copy from the cache): on a fragmented machine (`env with
+    /// --fragment`) that cache's large folios hold the whole 2 MiB blocks the graph's copies
+    /// and the kernel's arrays would otherwise get as huge pages. The next load reads the
+    /// disk again.
     #[arg(long)]
     pub drop_file_cache: bool,
     /// Print a Markdown table instead of the terminal table.
