@@ -612,12 +612,18 @@ fn utility(p: &Given) -> Vec<PlannedRun> {
     for f in [0.0, 0.5, 0.9] {
         let mut vs = vec![base(), dbg()];
         for s in shares {
-            vs.push(variant(
-                &format!("DBG + property {s}%"),
-                &format!("all=base,property=thp-prefix:{s}%"),
-                "all=base",
-                Some("dbg"),
-            ));
+            // The property arrays are made before any copy of the graph: at 90 % the whole
+            // blocks left are fewer than the ideal's huge copy of the graph asks for, and built
+            // first it took them all (no prefix got a huge page).
+            vs.push(Variant {
+                kernel_first: true,
+                ..variant(
+                    &format!("DBG + property {s}%"),
+                    &format!("all=base,property=thp-prefix:{s}%"),
+                    "all=base",
+                    Some("dbg"),
+                )
+            });
         }
         vs.push(ideal());
         runs.push(pages_run(
@@ -1129,6 +1135,13 @@ mod tests {
                         "{}",
                         r.id
                     );
+                    // The prefixes' property arrays come before the graph's copies.
+                    let Work::Pages { variants, .. } = &r.work else {
+                        panic!("{}: not a page-layout run", r.id)
+                    };
+                    assert!(variants
+                        .iter()
+                        .all(|v| v.kernel_first == v.name.starts_with("DBG + property")));
                     r.shape.fragment
                 })
                 .collect();
