@@ -199,8 +199,11 @@ impl Target {
     /// range it is managed within, if any): the ranges a promotion can apply to.
     pub fn huge_capable(&self) -> Result<Vec<Range<usize>>> {
         // Empty maps do not mean gone: a process whose main thread has ended while others
-        // run reads none (and so does one releasing its memory on its way out). `maps` asked
-        // the pidfd, the only word on whether it has exited, and an empty list offers nothing.
+        // run reads none, so does one releasing its memory on its way out, and so does a
+        // read that straddles an exec (the file was opened on the address space the exec
+        // replaced: a program started through a shell script or pyenv's shims execs once or
+        // more just as the first look reads it). `maps` asked the pidfd, the only word on
+        // whether it has exited, and an empty list offers nothing this look.
         let maps = self.maps()?;
         Ok(maps
             .iter()
