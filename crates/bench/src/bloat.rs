@@ -478,7 +478,8 @@ fn one_run(
         phases.and_then(|p| match served {
             Ok(Err(e)) => Err(e),
             Ok(Ok(daemon)) => Ok((p, last, daemon)),
-            Err(_) => Ok((p, last, None)),
+            // A run whose server thread panicked measured what it says only by chance.
+            Err(_) => Err(Error::Config("the thread serving the run panicked".into())),
         })
     });
     if let Some(child) = plain.as_mut() {

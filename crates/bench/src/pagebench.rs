@@ -159,13 +159,11 @@ impl Copy {
 }
 
 /// Drop the page cache of `files` (best effort: a file that cannot be opened keeps its cache,
-/// which costs huge pages, never the result). A path the user gave is resolved first: the
-/// drop follows no link.
+/// which costs huge pages, never the result). The drop follows no link: resolve a path the
+/// user gave first.
 fn drop_file_cache(files: &[std::path::PathBuf]) {
     for f in files {
-        if let Ok(p) = std::fs::canonicalize(f) {
-            let _ = hugewise_sys::pagecache::drop_cached(&p);
-        }
+        let _ = hugewise_sys::pagecache::drop_cached(f);
     }
 }
 
@@ -202,7 +200,10 @@ pub fn run_with(
     })?;
     cfg.kernel.check(&g)?;
     if let (true, Input::File(p)) = (cfg.drop_file_cache, &cfg.input) {
-        drop_file_cache(std::slice::from_ref(p));
+        // The input may be a link the user gave; a cache entry's files are taken as they are.
+        if let Ok(p) = std::fs::canonicalize(p) {
+            drop_file_cache(&[p]);
+        }
     }
     // Each distinct copy of the graph is built once, from the loaded one.
     let mut keys: Vec<(String, Option<Method>)> = Vec::new();

@@ -67,13 +67,13 @@ impl Target {
                         errno.name()
                     ),
                 },
-                Some(ESRCH | ENOENT) if !pidfd.exited() => Error::Denied {
+                Some(errno @ (ESRCH | ENOENT)) if !pidfd.exited() => Error::Denied {
                     pid,
                     call: "open /proc/PID/pagemap",
                     reason: format!(
                         "{}: its main thread has ended while its other threads run on, and the \
                          kernel reads a process's memory through its main thread",
-                        e.errno().map_or_else(|| "ESRCH".into(), |n| n.name())
+                        errno.name()
                     ),
                 },
                 _ => gone_or(pid, e),

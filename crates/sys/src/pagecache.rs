@@ -117,9 +117,7 @@ mod tests {
             "dropped through a link"
         );
         let fifo = d.path().join("fifo");
-        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("path");
-        // SAFETY: a NUL-terminated path that lives across the call.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        crate::testing::mkfifo(&fifo).expect("mkfifo");
         drop_cached(&fifo).expect("a FIFO is not waited on");
         assert!(drop_cached(&d.path().join("none")).is_err());
     }
