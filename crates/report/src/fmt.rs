@@ -102,8 +102,14 @@ pub fn pct_ci(
     ci: Option<hugewise_results::stats::MedianInterval>,
     rounds: usize,
 ) -> String {
-    match ci {
-        Some(i) => format!("{} [{:.1}–{}]", pct(share), i.lo * 100.0, pct(i.hi)),
+    pct_bounds(share, ci.map(|i| (i.lo, i.hi)), rounds)
+}
+
+/// A share as [`pct`] with the bounds of any 95 % interval (a bootstrap's too): brackets as
+/// in [`pct_ci`].
+pub fn pct_bounds(share: f64, bounds: Option<(f64, f64)>, rounds: usize) -> String {
+    match bounds {
+        Some((lo, hi)) => format!("{} [{:.1}–{}]", pct(share), lo * 100.0, pct(hi)),
         None => format!("{} {}", pct(share), interval(None, rounds, 0)),
     }
 }

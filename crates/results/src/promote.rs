@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::stats::{MedianInterval, Quiet, Stopped, Summary};
+use crate::stats::{BootstrapInterval, MedianInterval, Quiet, Stopped, Summary};
 
 /// What was asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -461,6 +461,11 @@ pub struct PromoteBenchArm {
     /// the base was not slower than the ideal at the median).
     #[serde(default)]
     pub share_of_ideal_saving: Option<f64>,
+    /// 95 % interval of that share: a percentile bootstrap over the rounds that ran this arm,
+    /// the base and the ideal (a function of two medians has no order statistic of its own;
+    /// `null` with fewer than 6 such rounds or where a resample shows no saving).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share_of_ideal_saving_ci95: Option<BootstrapInterval>,
     /// `time_vs_ideal` over the second half of the reads alone
     /// ([`PromoteBenchSample::tail_time`]): the daemon once its ramp is over (`null` for the
     /// ideal and where the samples have no tail times).
@@ -488,6 +493,7 @@ impl PromoteBenchArm {
             time_vs_ideal: None,
             time_vs_ideal_ci95: None,
             share_of_ideal_saving: None,
+            share_of_ideal_saving_ci95: None,
             tail_time_vs_ideal: None,
             tail_time_vs_ideal_ci95: None,
             tail_share_of_ideal_saving: None,
@@ -579,9 +585,15 @@ pub struct PromoteBenchWorkload {
     /// rounds differ in how much the ideal gains.
     #[serde(default)]
     pub plan_share_of_ideal_saving: Option<f64>,
+    /// Its 95 % interval (see [`PromoteBenchArm::share_of_ideal_saving_ci95`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_share_of_ideal_saving_ci95: Option<BootstrapInterval>,
     /// The same for the daemon.
     #[serde(default)]
     pub daemon_share_of_ideal_saving: Option<f64>,
+    /// Its 95 % interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon_share_of_ideal_saving_ci95: Option<BootstrapInterval>,
     /// Share (0..=1) of the region the plan made huge, read back from the kernel (median).
     #[serde(default)]
     pub huge_footprint_share: Option<f64>,
@@ -872,6 +884,9 @@ impl PromoteBenchWorkload {
                     s.tail_share_of_ideal_saving = saving(tail_base, s.tail_time_vs_ideal);
                 }
             }
+            if s.arm != Arm::Base && s.share_of_ideal_saving_ci95.is_none() {
+                s.share_of_ideal_saving_ci95 = saving_interval(&self.samples, s.arm);
+            }
             if s.time_vs_ideal.is_some() {
                 continue;
             }
@@ -885,6 +900,10 @@ impl PromoteBenchWorkload {
         let arm = |a: Arm| self.summary.iter().find(|s| s.arm == a);
         self.plan_share_of_ideal_saving = arm(Arm::Plan).and_then(|s| s.share_of_ideal_saving);
         self.daemon_share_of_ideal_saving = arm(Arm::Daemon).and_then(|s| s.share_of_ideal_saving);
+        self.plan_share_of_ideal_saving_ci95 =
+            arm(Arm::Plan).and_then(|s| s.share_of_ideal_saving_ci95);
+        self.daemon_share_of_ideal_saving_ci95 =
+            arm(Arm::Daemon).and_then(|s| s.share_of_ideal_saving_ci95);
     }
 
     /// Per summarized arm, its times over the ideal's in each round that ran both, timed by
@@ -987,4 +1006,35 @@ impl PromoteBenchWorkload {
                 .collect(),
         );
     }
+}
+/// The share of the ideal's saving an arm reaches, (b - a) / (b - 1) with a and b the
+/// medians over rounds of the arm's and the base's times over the ideal's, from the rounds
+/// that ran all three: `None` when the base was not slower than the ideal.
+fn saving_share(base_over_ideal: &[f64], arm_over_ideal: &[f64]) -> Option<f64> {
+    let b = crate::stats::median(base_over_ideal)?;
+    let a = crate::stats::median(arm_over_ideal)?;
+    (b > 1.0).then(|| (b - a) / (b - 1.0))
+}
+
+/// The 95 % bootstrap interval of `arm`'s share of the ideal's saving over the rounds that
+/// ran it, the base and the ideal (see [`PromoteBenchArm::share_of_ideal_saving_ci95`]).
+fn saving_interval(samples: &[PromoteBenchSample], arm: Arm) -> Option<BootstrapInterval> {
+    let time = |a: Arm, round: u32| {
+        samples
+            .iter()
+            .find(|s| s.arm == a && s.round == round)
+            .map(|s| s.time)
+    };
+    let (b, a): (Vec<f64>, Vec<f64>) = samples
+        .iter()
+        .filter(|s| s.arm == arm)
+        .filter_map(|s| {
+            let ideal = time(Arm::Ideal, s.round)?;
+            Some((time(Arm::Base, s.round)? / ideal, s.time / ideal))
+        })
+        .unzip();
+    crate::stats::bootstrap_interval(a.len(), 0.95, |idx| {
+        let pick = |v: &[f64]| idx.iter().map(|&i| v[i]).collect::<Vec<_>>();
+        saving_share(&pick(&b), &pick(&a))
+    })
 }

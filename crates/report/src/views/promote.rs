@@ -6,6 +6,7 @@ use hugewise_results::promote::{
     Action, ActionKind, Compaction, Interval, PromoteBenchReport, PromoteBenchWorkload,
     PromoteReport,
 };
+use hugewise_results::stats::BootstrapInterval;
 
 use crate::fmt::{bytes, ns, pct, pct_ci, ratio_ci};
 use crate::table::Table;
@@ -338,6 +339,10 @@ pub fn bench(r: &PromoteBenchReport) -> String {
             "plan huge",
         ]);
         let p = |v: Option<f64>| v.map(pct).unwrap_or_else(|| "-".into());
+        let saving = |v: Option<f64>, ci: Option<BootstrapInterval>, n| {
+            v.map(|x| crate::fmt::pct_bounds(x, ci.map(|i| (i.lo, i.hi)), n))
+                .unwrap_or_else(|| "-".into())
+        };
         for w in &r.workloads {
             let n = rounds_run(w);
             let x = |v: Option<f64>, ci| {
@@ -349,10 +354,18 @@ pub fn bench(r: &PromoteBenchReport) -> String {
                 x(w.ideal_speedup, w.ideal_speedup_ci95),
                 x(w.plan_speedup, w.plan_speedup_ci95),
                 p(w.plan_share_of_ideal),
-                p(w.plan_share_of_ideal_saving),
+                saving(
+                    w.plan_share_of_ideal_saving,
+                    w.plan_share_of_ideal_saving_ci95,
+                    n,
+                ),
                 x(w.daemon_speedup, w.daemon_speedup_ci95),
                 p(w.daemon_share_of_ideal),
-                p(w.daemon_share_of_ideal_saving),
+                saving(
+                    w.daemon_share_of_ideal_saving,
+                    w.daemon_share_of_ideal_saving_ci95,
+                    n,
+                ),
                 p(w.huge_footprint_share),
             ]);
         }
@@ -377,7 +390,15 @@ fn against_ideal(s: &hugewise_results::promote::PromoteBenchArm) -> [String; 3] 
                 )
             })
             .unwrap_or_else(dash),
-        s.share_of_ideal_saving.map(pct).unwrap_or_else(dash),
+        s.share_of_ideal_saving
+            .map(|x| {
+                crate::fmt::pct_bounds(
+                    x,
+                    s.share_of_ideal_saving_ci95.map(|i| (i.lo, i.hi)),
+                    s.time.n,
+                )
+            })
+            .unwrap_or_else(dash),
     ]
 }
 
@@ -482,7 +503,8 @@ fn bench_workload(r: &PromoteBenchWorkload) -> String {
         "spread (MAD): median absolute deviation from the median, relative to it; share of \
          ideal: (speedup - 1) / (ideal speedup - 1), median over rounds; time / ideal: median \
          over rounds; saving share: (base - arm) / (base - ideal) from the medians of times \
-         over the ideal's, which no round where the ideal gained little can swing\n",
+         over the ideal's, which no round where the ideal gained little can swing, its 95 % \
+         interval a bootstrap over whole rounds\n",
     );
     if busy > 0 {
         let _ = writeln!(
@@ -1057,6 +1079,45 @@ mod tests {
         }
         w.fill_vs_ideal();
         assert!(!bench_workload(&w).contains("second half"));
+    }
+
+    #[test]
+    fn the_share_of_the_ideals_saving_has_a_bootstrap_interval_over_whole_rounds() {
+        // Six rounds: the base twice the ideal's time in each, the plan 1.0, 1.1 or 1.2 times
+        // it, two rounds each. The share is (2 - 1.1) / (2 - 1) = 90 %. A resample's median
+        // of the plan's times is 1.2 when four or more of its six draws are the 1.2 rounds
+        // (each a third): P = (15 * 4 + 6 * 2 + 1) / 729 = 10 %, past the 2.5 % tail, so the
+        // interval's low end is (2 - 1.2) / 1 = 80 % and by symmetry its high end 100 %.
+        let plan = [1.0, 1.0, 1.1, 1.1, 1.2, 1.2];
+        let mut samples = Vec::new();
+        for (round, p) in (0..).zip(plan) {
+            samples.push(sample(round, Arm::Base, 200.0));
+            samples.push(sample(round, Arm::Ideal, 100.0));
+            samples.push(sample(round, Arm::Plan, 100.0 * p));
+        }
+        let mut w = PromoteBenchWorkload {
+            samples,
+            summary: [Arm::Base, Arm::Ideal, Arm::Plan]
+                .into_iter()
+                .map(|a| summary_of(a, 6))
+                .collect(),
+            ..Default::default()
+        };
+        w.fill_headline();
+        let ci = w.plan_share_of_ideal_saving_ci95.expect("six rounds");
+        assert!((w.plan_share_of_ideal_saving.expect("share") - 0.9).abs() < 1e-9);
+        assert!((ci.lo - 0.8).abs() < 1e-9 && (ci.hi - 1.0).abs() < 1e-9, "{ci:?}");
+        let text = bench_workload(&w);
+        assert!(text.contains("90.0% [80.0–100.0%]"), "{text}");
+        // Five rounds are too few for it.
+        w.samples.retain(|s| s.round < 5);
+        for a in &mut w.summary {
+            a.share_of_ideal_saving_ci95 = None;
+            a.time_vs_ideal = None;
+        }
+        w.plan_share_of_ideal_saving_ci95 = None;
+        w.fill_headline();
+        assert_eq!(w.plan_share_of_ideal_saving_ci95, None);
     }
 
     #[test]

@@ -51,13 +51,15 @@ past what the TLB holds, would not pay for its collapse stays on 4 KiB pages). T
 daemon get the same budget.
 Share of ideal is (speedup - 1) / (ideal speedup - 1) in the same round, its median over rounds;
 saving share is (base - arm) / (base - ideal) from the medians of times over the ideal's,
-steadier when the ideal gains little in some rounds. With --same-frames the order is fixed
+steadier when the ideal gains little in some rounds; its 95 % interval is a bootstrap over
+whole rounds (10,000 resamples, a fixed seed), the others' the order statistics of per-round
+ratios. With --same-frames the order is fixed
 (ideal, plan, base, daemon): the ideal runs right after the whole region was collapsed, the
 plan keeps its chunks of that collapse, and the daemon starts from 4 KiB pages. Needs THP
 `madvise` so that the base arm faults 4 KiB pages. --json gives one object per workload under
 `workloads`, its headline first: workload, ideal_speedup, plan_speedup, daemon_speedup, their
 shares of the ideal (per round, and of its saving: plan_share_of_ideal_saving,
-daemon_share_of_ideal_saving), huge_footprint_share (the plan's, read back from the
+daemon_share_of_ideal_saving, each with its _ci95), huge_footprint_share (the plan's, read back from the
 kernel), the daemon's, reach_budget_ms and daemon_cpu_share; each daemon sample has not_worth.
 
 With --graph each arm is a run in a process of its own (a fresh load, so the ideal has the
