@@ -72,7 +72,8 @@ pub fn pct(share: f64) -> String {
 
 /// A median of per-round ratios with its 95 % interval, each to `digits` decimals and `x`:
 /// `1.31x [1.18–1.44]`; `1.31x [n<6]` when `rounds` were too few for an interval, `1.31x [-]`
-/// when the result kept none (saved before intervals were).
+/// when the result kept none (saved before intervals were, or a bootstrap some resample of
+/// which had no figure).
 pub fn ratio_ci(
     ratio: f64,
     ci: Option<hugewise_results::stats::MedianInterval>,
