@@ -35,7 +35,9 @@ pub enum Variant {
     /// Plainly, with THP `enabled` set to this mode (`never`, `madvise`, `always`).
     Thp(String),
     /// Under `hugewise exec` with these rules, THP `enabled` at `madvise`, and the promotion
-    /// daemon with this policy (budget: all of it) when one is named.
+    /// daemon with this policy (budget: all of it) when one is named: `POLICY`, or
+    /// `POLICY@N` for a daemon whose thread gives way at nice value N (0 unless told, as
+    /// `hugewise promote --nice`).
     Exec(Rules, Option<String>),
 }
 
@@ -63,6 +65,8 @@ impl Variant {
                             None => (spec, None),
                         };
                         if let Some(p) = policy {
+                            let (p, _) = daemon_of(p)
+                                .map_err(|e| Error::Config(format!("variant '{other}': {e}")))?;
                             if !hugewise_promote::policy::NAMES.contains(&p) {
                                 return Err(Error::Config(format!(
                                     "variant '{other}': unknown policy '{p}' (known: {})",
@@ -81,6 +85,20 @@ impl Variant {
                 },
             })
             .collect()
+    }
+}
+
+/// The policy and the nice value of a variant's daemon, `POLICY[@N]`.
+fn daemon_of(spec: &str) -> std::result::Result<(&str, i32), String> {
+    let lowest = hugewise_sys::priority::LOWEST;
+    match spec.split_once('@') {
+        None => Ok((spec, hugewise_promote::daemon::Config::default().nice)),
+        Some((p, n)) => match n.trim().parse::<i32>() {
+            Ok(n) if (0..=lowest).contains(&n) => Ok((p.trim(), n)),
+            _ => Err(format!(
+                "'@{n}' is not a nice value of 0 to {lowest} for the daemon's thread"
+            )),
+        },
     }
 }
 
@@ -369,14 +387,19 @@ fn one_run(
                             cgroup_procs: Some(cgroup.procs_file()),
                             profile: false,
                             hot_arena: hugewise_rules::protocol::DEFAULT_HOT_ARENA,
-                            promote: policy.as_ref().map(|p| Engine::Daemon {
-                                policy: p.clone(),
-                                config: DaemonConfig {
-                                    limit: Limit::Share(1.0),
-                                    ..DaemonConfig::default()
-                                },
-                                budget_label: "100%".into(),
-                            }),
+                            promote: match policy.as_deref().map(daemon_of) {
+                                None => None,
+                                Some(Err(e)) => return Err(Error::Config(e)),
+                                Some(Ok((p, nice))) => Some(Engine::Daemon {
+                                    policy: p.to_string(),
+                                    config: DaemonConfig {
+                                        limit: Limit::Share(1.0),
+                                        nice,
+                                        ..DaemonConfig::default()
+                                    },
+                                    budget_label: "100%".into(),
+                                }),
+                            },
                         },
                         &done,
                         &mut |p| pid.store(p, Ordering::Release),
@@ -701,6 +724,17 @@ mod tests {
         assert!(Variant::parse_list("sometimes").is_err());
         let m = Variant::parse_list("exec:*=system+mega").expect("with a policy");
         assert_eq!(m[0].label(), "exec:*=system+mega");
+        let m = Variant::parse_list("exec:*=system+mega@0").expect("at nice 0");
+        assert_eq!(m[0].label(), "exec:*=system+mega@0");
+        assert_eq!(daemon_of("mega@0"), Ok(("mega", 0)));
+        assert_eq!(daemon_of("mega"), Ok(("mega", 0)));
+        for bad in [
+            "exec:*=system+mega@20",
+            "exec:*=system+mega@x",
+            "exec:*=system+nope@3",
+        ] {
+            assert!(Variant::parse_list(bad).is_err(), "{bad}");
+        }
         assert!(Variant::parse_list("exec:*=system+magic").is_err());
         let mut exec_run = run("exec:*=thp", 0, [180.0, 180.0], 1200);
         // A daemon beside it: 30 ms of CPU over a 2 s session.

@@ -85,6 +85,8 @@ pub struct Config {
     /// The daemon faults in the page each collapse copies into first (see
     /// [`hugewise_promote::warm`]).
     pub warm: bool,
+    /// The nice value the daemon's thread gives way with (as `hugewise promote --nice`).
+    pub nice: i32,
     /// The daemon's interval.
     pub interval: Duration,
     /// Run even when the region is larger than the memory available.
@@ -112,6 +114,8 @@ pub struct DaemonRequest {
     pub fault_waits: f64,
     /// Whether it faults in each collapse's page first.
     pub warm: bool,
+    /// The nice value its thread gives way with.
+    pub nice: i32,
     /// Time between two looks.
     pub interval: Duration,
 }
@@ -130,6 +134,7 @@ impl DaemonRequest {
                 limit: Limit::Share(self.budget_share),
                 fault_waits: self.fault_waits,
                 warm: self.warm,
+                nice: self.nice,
                 ..daemon::Config::default()
             },
             t0,
@@ -246,6 +251,7 @@ impl Beside {
             budget_share: cfg.budget_share,
             fault_waits,
             warm: cfg.warm,
+            nice: cfg.nice,
             interval: cfg.interval,
         };
         match &cfg.daemon_in {
@@ -438,6 +444,7 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<FaultBenchReport> {
         budget_share: cfg.budget_share,
         fault_waits: cfg.fault_waits,
         warm: Some(cfg.warm),
+        nice: Some(cfg.nice),
         interval_ms: cfg.interval.as_millis() as u64,
         daemon_in: Some(cfg.daemon_in.name().into()),
         rounds,
@@ -514,6 +521,7 @@ mod tests {
             budget_share: 1.0,
             fault_waits: 0.0002,
             warm: true,
+            nice: 0,
             interval: Duration::from_millis(5),
             force: false,
             daemon_in: DaemonIn::Thread,
@@ -655,6 +663,7 @@ mod tests {
             budget_share: 1.0,
             fault_waits: 1.0,
             warm: true,
+            nice: 0,
             interval: Duration::from_millis(5),
         };
         let mut input = std::io::BufReader::new(EndsAfter(Instant::now(), Duration::from_secs(2)));

@@ -179,6 +179,10 @@ pub struct PromoteRequest {
     /// the daemon's default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub walk_ns: Option<f64>,
+    /// The nice value the daemon's thread gives way with, 0 to 19 (absent: the daemon's
+    /// default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nice: Option<i32>,
 }
 
 /// One run of a study's plan in its directory: what a scheduler's task asks. The preset is
@@ -360,6 +364,16 @@ fn promote(p: &PromoteRequest, cancel: &AtomicBool) -> Result<PromotedRun> {
             )))
         }
     };
+    let nice = match p.nice {
+        None => daemon::Config::default().nice,
+        Some(n) if (0..=hugewise_sys::priority::LOWEST).contains(&n) => n,
+        Some(n) => {
+            return Err(Error::Config(format!(
+                "promote request: nice {n} is not a value of 0 to {}",
+                hugewise_sys::priority::LOWEST
+            )))
+        }
+    };
     let compact = match p.compact.as_deref() {
         None => hugewise_promote::compact::Mode::default(),
         Some(name) => hugewise_promote::compact::Mode::from_name(name).ok_or_else(|| {
@@ -402,6 +416,7 @@ fn promote(p: &PromoteRequest, cancel: &AtomicBool) -> Result<PromotedRun> {
                 fault_waits,
                 warm: p.warm.unwrap_or(true),
                 walk_ns,
+                nice,
                 ..daemon::Config::default()
             },
             budget_label: format!("{}%", p.budget_share * 100.0),
@@ -600,6 +615,7 @@ mod tests {
                 fault_waits: Some(0.0002),
                 warm: Some(false),
                 walk_ns: Some(45.0),
+                nice: Some(0),
                 target: RunRequest {
                     config: run::Config {
                         input: Input::File("/g/k.hwg".into()),
@@ -695,12 +711,14 @@ mod tests {
 
     #[test]
     fn a_promote_request_with_a_cost_out_of_bounds_is_refused_by_name() {
-        for (waits, walk, field) in [
-            (Some(-0.1), None, "fault_waits -0.1"),
-            (None, Some(0.0), "walk_ns 0"),
-            (None, Some(-3.0), "walk_ns -3"),
-            (None, Some(f64::NAN), "walk_ns NaN"),
-            (None, Some(daemon::MAX_WALK_NS * 2.0), "walk_ns 20000"),
+        for (waits, walk, nice, field) in [
+            (Some(-0.1), None, None, "fault_waits -0.1"),
+            (None, Some(0.0), None, "walk_ns 0"),
+            (None, Some(-3.0), None, "walk_ns -3"),
+            (None, Some(f64::NAN), None, "walk_ns NaN"),
+            (None, Some(daemon::MAX_WALK_NS * 2.0), None, "walk_ns 20000"),
+            (None, None, Some(-1), "nice -1"),
+            (None, None, Some(20), "nice 20"),
         ] {
             let p = PromoteRequest {
                 policy: "pcc".into(),
@@ -710,6 +728,7 @@ mod tests {
                 fault_waits: waits,
                 warm: None,
                 walk_ns: walk,
+                nice,
                 target: run_request(),
             };
             let e = promote(&p, &AtomicBool::new(false)).expect_err(field);

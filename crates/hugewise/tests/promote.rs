@@ -590,6 +590,8 @@ fn bench_promote_runs_a_chased_hot_spot_and_names_it_in_the_json() {
         "100%",
         "--walk-ns",
         "45",
+        "--nice",
+        "7",
     ]);
     let err = String::from_utf8_lossy(&out.stderr);
     if err.contains("THP `always`") {
@@ -614,6 +616,12 @@ fn bench_promote_runs_a_chased_hot_spot_and_names_it_in_the_json() {
     for bad in ["0", "-3", "1e9", "fast"] {
         let err = refused_usage(&["promote", &format!("--walk-ns={bad}"), "--pid", "1"]);
         assert!(err.contains("--walk-ns") && err.contains(bad), "{err}");
+    }
+    // And the nice value its thread gave way with; one past 0 to 19 is refused by name.
+    assert_eq!(w["nice"].as_i64(), Some(7), "{w}");
+    for bad in ["20", "-1", "low"] {
+        let err = refused_usage(&["promote", &format!("--nice={bad}"), "--pid", "1"]);
+        assert!(err.contains("--nice") && err.contains(bad), "{err}");
     }
     // A hot spot that leaves no chunk cold is refused by name.
     let err = refused_usage(&["bench", "promote", "--hotspot", "100%:50%"]);

@@ -107,6 +107,14 @@ pub struct Config {
     /// into memory the machine already backs and holds the target's memory map for the copy
     /// alone (see [`crate::warm`]).
     pub warm: bool,
+    /// The nice value the daemon's thread gives way with while it runs, 0 to 19: 0 (the
+    /// default) competes as an ordinary thread; at 19, as khugepaged runs, a CPU the programs
+    /// beside it keep busy is theirs and the daemon's looks and collapses take what they
+    /// leave, so that where every core is busy promotion slows down, not those programs (nor
+    /// its own target, whose huge pages then come later). The thread's value is only raised
+    /// to it, never lowered, and put back when the daemon returns (see
+    /// [`hugewise_sys::priority::give_way`]).
+    pub nice: i32,
 }
 
 impl Default for Config {
@@ -131,6 +139,7 @@ impl Default for Config {
             compact: Default::default(),
             fault_waits: 0.0002,
             warm: true,
+            nice: 0,
         }
     }
 }
@@ -511,6 +520,9 @@ pub struct Daemon {
     slow_now: u32,
     /// Weighs and makes compactions.
     compactor: Compactor,
+    /// The nice value its thread ran at in `run` (`None` before, or where it could not be
+    /// read or set).
+    nice: Option<i32>,
 }
 
 /// What a collapse is taken to cost before the daemon has timed one: the middle of the
@@ -592,8 +604,16 @@ impl Daemon {
             looks: 0,
             slow_now: 0,
             compactor: Compactor::new(cfg.compact, Lever::default()),
+            nice: None,
             cfg,
         }
+    }
+
+    /// The nice value the daemon's thread ran at in [`Daemon::run`]: what it gave way with,
+    /// or higher where the thread already had less priority (`None` before it ran, or where
+    /// the value could not be read or set).
+    pub fn nice(&self) -> Option<i32> {
+        self.nice
     }
 
     /// Manage `target`; its access samples are read when it publishes them.
@@ -1292,6 +1312,11 @@ impl Daemon {
         cancel: &AtomicBool,
         on_interval: &mut dyn FnMut(&Interval, &[Action]),
     ) -> Result<()> {
+        // Held until the daemon returns: the calling thread then gets its own value back, so
+        // that what it starts next (a bench's next program) does not start at the daemon's.
+        // A refusal leaves the thread as it was: its priority is a courtesy, not the work.
+        let giving = hugewise_sys::priority::give_way(self.cfg.nice).ok();
+        self.nice = giving.as_ref().map(|g| g.nice());
         while !cancel.load(Ordering::Relaxed) && !self.targets.is_empty() {
             let start = Instant::now();
             let mut actions = Vec::new();

@@ -33,6 +33,9 @@ pub enum Targets {
 }
 
 /// What a session does to them.
+// One is made per session: the daemon's settings inline cost nothing, and boxing them would
+// only burden every place that names one.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Engine {
     /// Replay one configuration's plan from a `hugewise sim --plan` file.
@@ -138,7 +141,14 @@ pub fn run(
         let _done = Finished(&finished, watcher.thread().clone());
         engine(cfg, plan, targets, t0, &stop, on_action, on_interval)
     });
-    let (log, policy_name, budget, interval_ms, sampled) = match result {
+    let EngineDone {
+        log,
+        policy: policy_name,
+        budget,
+        interval_ms,
+        sampled,
+        nice,
+    } = match result {
         Ok(v) => v,
         Err(e) => {
             if let Some(c) = child.as_mut() {
@@ -175,6 +185,7 @@ pub fn run(
             Engine::Daemon { config, .. } => Some(config.walk_ns),
             Engine::Plan { .. } => None,
         },
+        nice,
         pids,
         sampled_pids: sampled,
         command: match &cfg.targets {
@@ -228,7 +239,18 @@ fn remove_logs(cfg: &Config) {
     }
 }
 
-type EngineDone = (Log, String, Option<String>, Option<u64>, Vec<i32>);
+/// What an engine's run leaves for the report.
+struct EngineDone {
+    log: Log,
+    /// The policy's name (a plan's label).
+    policy: String,
+    budget: Option<String>,
+    interval_ms: Option<u64>,
+    /// Pids that published samples.
+    sampled: Vec<i32>,
+    /// The nice value the daemon's thread ran at (`None` for a plan).
+    nice: Option<i32>,
+}
 
 /// The steps of the plan `cfg` replays, and its label: read before a program is started or a
 /// process attached, so that a plan that cannot be replayed is refused before anything runs.
@@ -275,7 +297,14 @@ fn engine(
             })?;
             let target = targets.remove(0);
             let log = run_plan(&target, &steps, t0, stop, on_action)?;
-            Ok((log, label, None, None, Vec::new()))
+            Ok(EngineDone {
+                log,
+                policy: label,
+                budget: None,
+                interval_ms: None,
+                sampled: Vec::new(),
+                nice: None,
+            })
         }
         Engine::Daemon {
             policy: name,
@@ -299,14 +328,14 @@ fn engine(
                 on_interval(iv);
             })?;
             // Targets may have opened their channel after the daemon attached.
-            let sampled = d.sampled();
-            Ok((
+            Ok(EngineDone {
                 log,
-                name.clone(),
-                Some(budget_label.clone()),
-                Some(config.interval.as_millis() as u64),
-                sampled,
-            ))
+                policy: name.clone(),
+                budget: Some(budget_label.clone()),
+                interval_ms: Some(config.interval.as_millis() as u64),
+                sampled: d.sampled(),
+                nice: d.nice(),
+            })
         }
     }
 }

@@ -562,6 +562,73 @@ fn a_target_that_exits_is_dropped_and_its_share_returns() {
 }
 
 #[test]
+fn the_daemons_thread_gives_way_and_its_target_and_creator_keep_their_priority() {
+    use hugewise_sys::priority::{current_thread_nice, LOWEST};
+    // The nice value of a process's main thread, field 19 of /proc/PID/stat (after the
+    // command's closing parenthesis, the 17th).
+    let nice_of = |pid: u32| -> i32 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+        let rest = &stat[stat.rfind(')').expect("comm") + 2..];
+        rest.split(' ')
+            .nth(16)
+            .expect("nice")
+            .parse()
+            .expect("a number")
+    };
+    /// Ended however the test ends.
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mine = current_thread_nice().expect("this thread's");
+    let child = Killed(
+        std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep"),
+    );
+    let child = &child.0;
+    let child_nice = nice_of(child.id());
+    for (asked, expected) in [(LOWEST, LOWEST), (0, mine.max(0))] {
+        let t0 = Instant::now();
+        let config = Config {
+            nice: asked,
+            ..cfg(Limit::Share(0.5))
+        };
+        let mut d = Daemon::new(by_name("mega").expect("mega"), config, t0);
+        d.add(Target::attach(&ProcFs::default(), child.id() as i32, t0).expect("attach"));
+        let seen = std::thread::spawn(move || {
+            let cancel = std::sync::atomic::AtomicBool::new(false);
+            let mut seen = None;
+            d.run(&cancel, &mut |_, _| {
+                seen = Some(current_thread_nice().expect("the daemon thread's"));
+                cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+            })
+            .expect("run");
+            (seen, d.nice(), current_thread_nice().expect("after"))
+        })
+        .join()
+        .expect("the daemon's thread");
+        assert_eq!(
+            (seen.0, seen.1),
+            (Some(expected), Some(expected)),
+            "asked {asked}"
+        );
+        // Its thread gets its value back once the daemon returns (putting a priority back
+        // needs root, which every test here that promotes another process has).
+        if hugewise_sys::caps::is_root() {
+            assert_eq!(seen.2, mine, "asked {asked}");
+        }
+    }
+    // Per thread: the process it runs in and the program it promotes keep theirs.
+    assert_eq!(current_thread_nice().expect("this thread's"), mine);
+    assert_eq!(nice_of(child.id()), child_nice);
+}
+
+#[test]
 fn a_chunk_the_kernel_refuses_is_not_asked_again() {
     let _one = serial();
     let mut m = Mapping::anonymous(4 * HUGE, MapOptions::default()).expect("map");

@@ -162,6 +162,10 @@ pub struct FaultBenchReport {
     /// results from before it could).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warm: Option<bool>,
+    /// The nice value the daemon's thread was asked to give way with (`--nice`; `null` in
+    /// results from before it could, which ran at their creator's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nice: Option<i32>,
     /// The daemon's interval in milliseconds.
     pub interval_ms: u64,
     /// Where the daemon ran: `process` (its own, as under `hugewise promote`) or `thread` (of

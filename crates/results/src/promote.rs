@@ -258,6 +258,11 @@ pub struct PromoteReport {
     /// (`--walk-ns`); absent for a plan and in results from before it was a choice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub walk_ns: Option<f64>,
+    /// The nice value the daemon's thread ran at (`--nice`, or higher where hugewise already
+    /// had less priority); absent for a plan, where it could not be set, and in results from
+    /// before it could give way (they ran at their creator's, 0 unless started under `nice`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nice: Option<i32>,
     /// The targets' pids.
     pub pids: Vec<i32>,
     /// Pids that published access samples.
@@ -629,6 +634,11 @@ pub struct PromoteBenchWorkload {
     /// (`--walk-ns`); absent in results from before it was a choice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub walk_ns: Option<f64>,
+    /// The nice value the daemon arm's thread was asked to give way with (`--nice`); absent
+    /// in results from before it could (they ran at their creator's, 0 unless started under
+    /// `nice`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nice: Option<i32>,
     /// Median time from the clock's start until the daemon's huge bytes reached 90 % of the
     /// budget (`null` when they did not in a majority of rounds).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1149,6 +1149,7 @@ mod tests {
             budget_share: 1.0,
             fault_waits: 0.0002,
             warm: None,
+            nice: None,
             interval_ms: 1000,
             daemon_in: None,
             rounds: 6,

@@ -724,6 +724,7 @@ fn work(
                 budget_share: 1.0,
                 fault_waits: *fault_waits,
                 warm: true,
+                nice: hugewise_promote::daemon::Config::default().nice,
                 interval: std::time::Duration::from_secs(1),
                 force: false,
                 daemon_in: faultbench::DaemonIn::auto(opts.exe.clone()),
@@ -846,6 +847,7 @@ fn work(
                         fault_waits: hugewise_promote::daemon::Config::default().fault_waits,
                         warm: true,
                         walk_ns: hugewise_promote::daemon::Config::default().walk_ns,
+                        nice: hugewise_promote::daemon::Config::default().nice,
                     },
                     &stop,
                     &mut progress,
@@ -877,6 +879,7 @@ fn work(
                         fault_waits: hugewise_promote::daemon::Config::default().fault_waits,
                         warm: true,
                         walk_ns: hugewise_promote::daemon::Config::default().walk_ns,
+                        nice: hugewise_promote::daemon::Config::default().nice,
                     };
                     std::fs::create_dir_all(&work_dir).map_err(|source| Error::Write {
                         path: work_dir.clone(),

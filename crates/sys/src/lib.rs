@@ -5,7 +5,8 @@
 //! - syscalls: [`mmap`] (anonymous mappings, advice, collapse), [`process`] (pidfd and
 //!   `process_madvise`), [`lock`] (mlock, personality), [`rusage`] (fault counters), [`debugfs`]
 //!   (debugfs files, through a private mount detached at once when needed), [`swap`] (swapon,
-//!   swapoff, preallocated files), [`affinity`] (the CPUs a thread may run on), and [`hint`]
+//!   swapoff, preallocated files), [`affinity`] (the CPUs a thread may run on), [`priority`]
+//!   (a thread's nice value), and [`hint`]
 //!   (cache prefetch for the kernels' hot loops, of a value or of a slice's i-th slot);
 //! - readers: [`proc`], [`sysfs`] and [`memlimit`] (the room left under `MemAvailable` and the
 //!   memory cgroup), each rooted at an injectable path so that every parser is tested on
@@ -37,6 +38,7 @@ pub mod memlimit;
 pub mod mmap;
 pub mod page_size;
 pub mod pagecache;
+pub mod priority;
 pub mod proc;
 pub mod process;
 pub mod read;

@@ -125,6 +125,8 @@ pub struct Config {
     /// What the daemon arm takes a page walk a huge page removes to cost, in nanoseconds (as
     /// `hugewise promote --walk-ns`).
     pub walk_ns: f64,
+    /// The nice value the daemon arm's thread gives way with (as `hugewise promote --nice`).
+    pub nice: i32,
 }
 
 /// Beside the region: the daemon's sample ring (2^20 slots of 8 bytes) and room for one
@@ -408,6 +410,7 @@ fn run_workload(
         compact: Some(cfg.compact.name().into()),
         fault_waits: Some(cfg.fault_waits),
         walk_ns: Some(cfg.walk_ns),
+        nice: Some(cfg.nice),
         samples,
         summary,
         // The headline is filled from the samples by the caller.
@@ -472,6 +475,7 @@ fn timed_with_daemon(
         fault_waits: cfg.fault_waits,
         warm: cfg.warm,
         walk_ns: cfg.walk_ns,
+        nice: cfg.nice,
         ..daemon::Config::default()
     };
     let policy = hugewise_promote::policy::by_name("pcc")
@@ -660,6 +664,7 @@ mod tests {
             fault_waits: daemon::Config::default().fault_waits,
             warm: true,
             walk_ns: daemon::Config::default().walk_ns,
+            nice: daemon::Config::default().nice,
         }
     }
 
@@ -731,6 +736,7 @@ mod tests {
             fault_waits: daemon::Config::default().fault_waits,
             warm: true,
             walk_ns: daemon::Config::default().walk_ns,
+            nice: daemon::Config::default().nice,
         };
         let mut calls = Vec::new();
         let r = match run(&cfg, &AtomicBool::new(false), &mut |done, total| {
@@ -868,6 +874,7 @@ mod tests {
             fault_waits: daemon::Config::default().fault_waits,
             warm: true,
             walk_ns: daemon::Config::default().walk_ns,
+            nice: daemon::Config::default().nice,
         };
         let r = match run(&cfg, &AtomicBool::new(false), &mut |_, _| {}) {
             Ok(r) => r,
@@ -926,6 +933,7 @@ mod tests {
             fault_waits: daemon::Config::default().fault_waits,
             warm: true,
             walk_ns: daemon::Config::default().walk_ns,
+            nice: daemon::Config::default().nice,
         };
         let msg = |cfg: &Config| match run(cfg, &AtomicBool::new(false), &mut |_, _| {}) {
             Err(Error::Config(m)) => m,

@@ -81,6 +81,8 @@ pub struct Config {
     pub warm: bool,
     /// What the daemon arm takes a page walk a huge page removes to cost, in nanoseconds.
     pub walk_ns: f64,
+    /// The nice value the daemon arm's thread gives way with.
+    pub nice: i32,
 }
 
 /// The policy whose plan the plan arm replays, and whose daemon the daemon arm runs.
@@ -180,6 +182,7 @@ pub fn run(
         compact: Some(cfg.compact.name().into()),
         fault_waits: Some(cfg.fault_waits),
         walk_ns: Some(cfg.walk_ns),
+        nice: Some(cfg.nice),
         samples,
         summary,
         ..PromoteBenchWorkload::default()
@@ -342,6 +345,7 @@ fn run_arm(
                     fault_waits: Some(cfg.fault_waits),
                     warm: Some(cfg.warm),
                     walk_ns: Some(cfg.walk_ns),
+                    nice: Some(cfg.nice),
                 }),
                 cancel,
             )?;

@@ -87,6 +87,11 @@ pub struct ExecArgs {
     /// The daemon's interval.
     #[arg(long, default_value = "1s", requires = "promote", value_parser = Interval::period)]
     pub promote_interval: Duration,
+    /// The nice value the daemon's thread gives way with, 0 to 19 (as `hugewise promote
+    /// --nice`).
+    #[arg(long, default_value_t = 0, value_name = "N",
+          requires = "promote", value_parser = crate::cli::promote::nice)]
+    pub promote_nice: i32,
     /// List every allocation taken over, not only the 10 largest.
     #[arg(long)]
     pub all: bool,
@@ -127,6 +132,7 @@ pub fn run(a: ExecArgs, progress: Mode) -> anyhow::Result<u8> {
             policy: name(p),
             config: daemon::Config {
                 interval: a.promote_interval,
+                nice: a.promote_nice,
                 limit: a.budget.into(),
                 ..daemon::Config::default()
             },

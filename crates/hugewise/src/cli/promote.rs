@@ -168,6 +168,16 @@ pub struct PromoteArgs {
     /// of 5-10 ms here), and the target's faults wait that much less.
     #[arg(long)]
     pub no_warm: bool,
+    /// The nice value the daemon's thread gives way with, 0 to 19. 0 competes as an ordinary
+    /// thread. At 19 (as khugepaged runs) a CPU that programs keep busy is theirs and the
+    /// daemon's looks and collapses take what they leave: where every core is busy,
+    /// promotion slows down instead of the programs beside it, and the target's own huge
+    /// pages come later. It ranks the daemon against the threads of its scheduling group
+    /// (with autogroup, its session: a program it starts, not a server started elsewhere).
+    /// Never raises the thread's priority above what hugewise was started with.
+    #[arg(long, default_value_t = 0, value_name = "N",
+          value_parser = nice)]
+    pub nice: i32,
     /// Stop after this long (the targets keep running).
     #[arg(long = "for", value_name = "DURATION", value_parser = Interval::span)]
     pub duration: Option<Duration>,
@@ -217,6 +227,7 @@ pub fn run(a: PromoteArgs) -> anyhow::Result<u8> {
                 fault_waits: a.fault_waits.fraction(),
                 warm: !a.no_warm,
                 walk_ns: a.walk_ns,
+                nice: a.nice,
                 ..daemon::Config::default()
             },
             budget_label: budget_label(a.budget),
@@ -258,6 +269,18 @@ pub fn run(a: PromoteArgs) -> anyhow::Result<u8> {
     let code = r.command_exit.unwrap_or(0).clamp(0, 255) as u8;
     a.output.emit_to(stream, r, Some(promoteview::session))?;
     Ok(code)
+}
+
+/// A nice value for the daemon's thread (`--nice`): 0 to 19.
+pub fn nice(s: &str) -> Result<i32, String> {
+    let lowest = hugewise_sys::priority::LOWEST;
+    match s.trim().parse::<i32>() {
+        Ok(n) if (0..=lowest).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "`{s}`: a nice value to give way with is a whole number of 0 to {lowest} (19: give \
+             way most, 0: compete as an ordinary thread)"
+        )),
+    }
 }
 
 /// `--walk-ns`: a cost in nanoseconds above 0 and at most the daemon's bound (a walk that

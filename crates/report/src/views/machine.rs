@@ -247,7 +247,7 @@ pub fn fault_bench(r: &FaultBenchReport) -> String {
     let _ = writeln!(
         o,
         "4 KiB faults over {}, {} rounds{} (arms alternated); the daemon{}: {}, budget {}, a look \
-         every {} ms, collapses paced to hold up at most {}% of the faults (unpaced: no limit){}\n",
+         every {} ms, collapses paced to hold up at most {}% of the faults (unpaced: no limit){}{}\n",
         bytes(r.bytes),
         r.rounds,
         crate::fmt::stopped(r.stopped),
@@ -263,7 +263,10 @@ pub fn fault_bench(r: &FaultBenchReport) -> String {
             Some(true) => ", each onto a page it faulted in first",
             Some(false) => ", each onto whatever page the kernel gave",
             None => "",
-        }
+        },
+        r.nice
+            .map(|n| format!("; its thread at nice {n}"))
+            .unwrap_or_default()
     );
     let mut t = Table::new([
         "arm",

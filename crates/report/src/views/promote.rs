@@ -174,6 +174,7 @@ pub fn session(r: &PromoteReport) -> String {
         .unwrap_or_default();
     how += &paced(r.fault_waits);
     how += &walk(r.walk_ns);
+    how += &niced(r.nice);
     let how = how.trim_start_matches(", ");
     if !how.is_empty() {
         let _ = writeln!(o, "{how}");
@@ -431,6 +432,11 @@ fn paced(fault_waits: Option<f64>) -> String {
     }
 }
 
+fn niced(nice: Option<i32>) -> String {
+    nice.map(|n| format!(", its thread at nice {n}"))
+        .unwrap_or_default()
+}
+
 fn walk(walk_ns: Option<f64>) -> String {
     walk_ns
         .map(|ns| format!(", a page walk taken to cost {ns} ns"))
@@ -442,7 +448,7 @@ fn bench_workload(r: &PromoteBenchWorkload) -> String {
     let _ = writeln!(
         o,
         "{}: {}; plan and daemon within {} of the {} ({} chunk{}); daemon every {} ms on \
-         one sample in {}{}{}\n",
+         one sample in {}{}{}{}\n",
         r.workload,
         r.describe(),
         pct(r.budget_share),
@@ -456,7 +462,8 @@ fn bench_workload(r: &PromoteBenchWorkload) -> String {
         r.interval_ms,
         r.sample_every,
         paced(r.fault_waits),
-        walk(r.walk_ns)
+        walk(r.walk_ns),
+        niced(r.nice)
     );
     let stopped = crate::fmt::stopped(r.stopped);
     if !stopped.is_empty() {
@@ -915,6 +922,7 @@ mod tests {
             compact: Some("auto".into()),
             fault_waits: Some(0.0002),
             walk_ns: Some(45.0),
+            nice: Some(19),
             pids: vec![7],
             sampled_pids: vec![],
             command: None,
@@ -956,7 +964,7 @@ mod tests {
             text.lines().nth(1),
             Some(
                 "compaction auto, its collapses holding up at most 0.02% of the faults, a page \
-                 walk taken to cost 45 ns"
+                 walk taken to cost 45 ns, its thread at nice 19"
             ),
             "{text}"
         );
@@ -1106,7 +1114,10 @@ mod tests {
         w.fill_headline();
         let ci = w.plan_share_of_ideal_saving_ci95.expect("six rounds");
         assert!((w.plan_share_of_ideal_saving.expect("share") - 0.9).abs() < 1e-9);
-        assert!((ci.lo - 0.8).abs() < 1e-9 && (ci.hi - 1.0).abs() < 1e-9, "{ci:?}");
+        assert!(
+            (ci.lo - 0.8).abs() < 1e-9 && (ci.hi - 1.0).abs() < 1e-9,
+            "{ci:?}"
+        );
         let text = bench_workload(&w);
         assert!(text.contains("90.0% [80.0–100.0%]"), "{text}");
         // Five rounds are too few for it.

@@ -43,7 +43,8 @@ pub struct BenchBloatArgs {
     #[arg(long, default_value = "50%", value_parser = |s: &str| Share::parse_in(s, &ShareRange::POSITIVE))]
     pub delete: Share,
     /// Variants separated by `;`: never, madvise, always, exec:RULES, exec:RULES+POLICY (with
-    /// the promotion daemon).
+    /// the promotion daemon), exec:RULES+POLICY@N (its thread at nice value N, 0 to 19; 0
+    /// unless told, as `hugewise promote --nice`).
     #[arg(
         long,
         default_value = "never;madvise;always;exec:*=thp;exec:*=system+mega"

@@ -76,6 +76,11 @@ pub struct BenchFaultlatArgs {
     /// `hugewise promote --help`).
     #[arg(long)]
     pub no_warm: bool,
+    /// The nice value the daemon's thread gives way with, 0 to 19 (as `hugewise promote
+    /// --nice`).
+    #[arg(long, default_value_t = 0, value_name = "N",
+          value_parser = crate::cli::promote::nice)]
+    pub nice: i32,
     /// Time between two looks of the daemon.
     #[arg(long, default_value = "1s", value_parser = Interval::period)]
     pub interval: Duration,
@@ -104,6 +109,7 @@ pub fn run(a: BenchFaultlatArgs, progress: Mode) -> anyhow::Result<()> {
         budget_share: a.budget.fraction(),
         fault_waits: a.fault_waits.fraction(),
         warm: !a.no_warm,
+        nice: a.nice,
         interval: a.interval,
         force: a.force,
         daemon_in: match a.daemon_in {

@@ -52,8 +52,8 @@ daemon get the same budget.
 Share of ideal is (speedup - 1) / (ideal speedup - 1) in the same round, its median over rounds;
 saving share is (base - arm) / (base - ideal) from the medians of times over the ideal's,
 steadier when the ideal gains little in some rounds; its 95 % interval is a bootstrap over
-whole rounds (10,000 resamples, a fixed seed), the others' the order statistics of per-round
-ratios. With --same-frames the order is fixed
+whole rounds (10,000 resamples, a fixed seed), where the speedups' and per-round shares' come
+from the order statistics of per-round ratios. With --same-frames the order is fixed
 (ideal, plan, base, daemon): the ideal runs right after the whole region was collapsed, the
 plan keeps its chunks of that collapse, and the daemon starts from 4 KiB pages. Needs THP
 `madvise` so that the base arm faults 4 KiB pages. --json gives one object per workload under
@@ -158,6 +158,11 @@ pub struct BenchPromoteArgs {
     /// `hugewise promote --help`).
     #[arg(long)]
     pub no_warm: bool,
+    /// The nice value the daemon arm's thread gives way with, 0 to 19 (as `hugewise promote
+    /// --nice`).
+    #[arg(long, default_value_t = 0, value_name = "N",
+          value_parser = crate::cli::promote::nice)]
+    pub nice: i32,
     /// A graph kernel instead of Zipf reads: the graph as `hugewise run --graph` takes it
     /// (save a large one as .hwg first). Each arm is then a run in a process of its own.
     #[arg(long, value_name = "GRAPH", conflicts_with_all = ["workload", "zipf", "hotspot", "size", "reads", "seed", "lines_per_page", "chase", "same_frames", "cold_first", "force"])]
@@ -243,6 +248,7 @@ pub fn run(a: BenchPromoteArgs, progress: Mode) -> anyhow::Result<()> {
         fault_waits: a.fault_waits.fraction(),
         warm: !a.no_warm,
         walk_ns: a.walk_ns,
+        nice: a.nice,
     };
     let steps = Steps::new(progress, "runs", Unit::Items);
     let r = bench::driver::run(&cfg, cancel, &mut |done, total| steps.update(done, total))
@@ -284,6 +290,7 @@ fn bench_graph(
         fault_waits: a.fault_waits.fraction(),
         warm: !a.no_warm,
         walk_ns: a.walk_ns,
+        nice: a.nice,
     };
     let steps = Steps::new(progress, "runs", Unit::Items);
     let w = hugewise_bench::promote::graph::run(&cfg, cancel, &mut |done, total| {
