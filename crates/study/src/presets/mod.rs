@@ -32,7 +32,7 @@ pub const HOT: &str = "DBG + hot prefix";
 /// DBG reordering on 4 KiB pages: what the reordering gives by itself.
 pub const DBG: &str = "DBG, 4 KiB";
 /// [`DBG`] again, its kernel's arrays made before every other layout's: a control for where
-/// a layout's arrays land. In one run on a fragmented machine the same layout ran 14 % slower
+/// a layout's arrays land. In one run on a fragmented machine the same layout took 15 % longer
 /// made first than made last (BENCHMARKS.md), more than a small prefix's pages gain; beside
 /// [`DBG`] it shows that spread, and it takes the first place that a measured layout would.
 pub const DBG_FIRST: &str = "DBG, 4 KiB, made first";
