@@ -1315,12 +1315,23 @@ impl Daemon {
         // Held until the daemon returns: the calling thread then gets its own value back, so
         // that what it starts next (a bench's next program) does not start at the daemon's.
         // A refusal leaves the thread as it was: its priority is a courtesy, not the work.
-        let giving = hugewise_sys::priority::give_way(self.cfg.nice).ok();
+        let (giving, mut refused) = match hugewise_sys::priority::give_way(self.cfg.nice) {
+            Ok(g) => (Some(g), None),
+            Err(e) => (
+                None,
+                Some(format!(
+                    "the daemon's thread runs at its own priority: nice {} refused ({e})",
+                    self.cfg.nice
+                )),
+            ),
+        };
         self.nice = giving.as_ref().map(|g| g.nice());
         while !cancel.load(Ordering::Relaxed) && !self.targets.is_empty() {
             let start = Instant::now();
             let mut actions = Vec::new();
-            let iv = self.step(&mut |a| actions.push(a.clone()))?;
+            let mut iv = self.step(&mut |a| actions.push(a.clone()))?;
+            // Said once, at the first interval.
+            iv.notes.extend(refused.take());
             on_interval(&iv, &actions);
             let early = self.warming_up();
             // While waiting, looks come every `SETTLE_STEP` samples to see whether the heat is

@@ -881,7 +881,7 @@ impl PromoteBenchWorkload {
         let (tail_base, tail_found) = self.vs_ideal(tail);
         let saving = |base: Option<f64>, mine: Option<f64>| {
             base.zip(mine)
-                .and_then(|(base, mine)| (base > 1.0).then(|| (base - mine) / (base - 1.0)))
+                .and_then(|(base, mine)| saving_of(base, mine))
         };
         for ((s, mine), tail) in self.summary.iter_mut().zip(found).zip(tail_found) {
             if s.arm == Arm::Ideal {
@@ -1021,8 +1021,15 @@ impl PromoteBenchWorkload {
 /// medians over rounds of the arm's and the base's times over the ideal's, from the rounds
 /// that ran all three: `None` when the base was not slower than the ideal.
 fn saving_share(base_over_ideal: &[f64], arm_over_ideal: &[f64]) -> Option<f64> {
-    let b = crate::stats::median(base_over_ideal)?;
-    let a = crate::stats::median(arm_over_ideal)?;
+    saving_of(
+        crate::stats::median(base_over_ideal)?,
+        crate::stats::median(arm_over_ideal)?,
+    )
+}
+
+/// (b - a) / (b - 1) for the base's and an arm's times over the ideal's, b and a: `None`
+/// when the base was not slower than the ideal.
+fn saving_of(b: f64, a: f64) -> Option<f64> {
     (b > 1.0).then(|| (b - a) / (b - 1.0))
 }
 
