@@ -84,6 +84,15 @@ pub trait Probe {
         false
     }
 
+    /// Whether the probe sees any access. Only [`Off`] sees none, and a loop run with it may
+    /// read what its algorithm does not need (a short list's window read past its end and
+    /// masked, in PageRank's gather): no trace or sample is made of such a pass, so every
+    /// recorded access is one the algorithm makes.
+    #[inline(always)]
+    fn sees(&self) -> bool {
+        true
+    }
+
     /// Read plain memory (the graph, or an array only this thread writes).
     #[inline(always)]
     fn read<T: Copy>(&mut self, x: &T) -> T {
@@ -164,6 +173,11 @@ pub struct Off;
 impl Probe for Off {
     #[inline(always)]
     fn touch(&mut self, _: usize, _: bool) {}
+
+    #[inline(always)]
+    fn sees(&self) -> bool {
+        false
+    }
 }
 
 /// Run `$body` with the probe `$p`, or, for the passes the probe skips ([`Probe::idle`]), with
@@ -284,6 +298,11 @@ impl<P: Probe> Probe for MutexGuard<'_, P> {
     #[inline(always)]
     fn idle(&mut self) -> bool {
         (**self).idle()
+    }
+
+    #[inline(always)]
+    fn sees(&self) -> bool {
+        (**self).sees()
     }
 }
 

@@ -79,6 +79,21 @@ impl<'a, 'v, T> Pairs<'a, 'v, T> {
         Some(group.each_ref().map(|i| self.at(i)))
     }
 
+    /// The next `N` pairs, of which the first `k` are split off the front and the rest stay
+    /// in the list: a short list read as a window of fixed length, whose pairs past `k` the
+    /// caller masks, so that the list's length decides no branch. `None` when fewer than `N`
+    /// are left.
+    ///
+    /// # Panics
+    /// When `k` is more than `N`.
+    #[inline(always)]
+    pub fn split_front_in<const N: usize>(&mut self, k: usize) -> Option<[(&'a u32, &'v T); N]> {
+        let window = self.indices.first_chunk::<N>()?;
+        assert!(k <= N, "a front of {k} split from a window of {N}");
+        self.indices = &self.indices[k..];
+        Some(window.each_ref().map(|i| self.at(i)))
+    }
+
     /// How many pairs are left.
     pub fn len(&self) -> usize {
         self.indices.len()
@@ -143,6 +158,38 @@ mod tests {
         assert!(front.next_group::<4>().is_none());
         let rest: Vec<u32> = front.chain(pairs).map(|(_, v)| *v).collect();
         assert_eq!(rest, [600, 500, 400, 300, 200, 100, 0]);
+    }
+
+    #[test]
+    fn a_window_splits_only_its_front_and_needs_its_whole_length() {
+        let indices = [4u32, 3, 2, 1, 0];
+        let values = [10, 11, 12, 13, 14];
+        let list = Below::new(&indices, 5).expect("below 5");
+        let mut pairs = list.pairs(&values).expect("long enough");
+        let window = pairs.split_front_in::<4>(1).expect("four of five");
+        assert_eq!(
+            window.map(|(i, v)| (*i, *v)),
+            [(4, 14), (3, 13), (2, 12), (1, 11)]
+        );
+        assert_eq!(pairs.len(), 4);
+        let window = pairs.split_front_in::<4>(3).expect("four of four");
+        assert_eq!(window.map(|(_, v)| *v), [13, 12, 11, 10]);
+        assert_eq!(pairs.map(|(_, v)| *v).collect::<Vec<_>>(), [10]);
+        let mut one = list.pairs(&values).expect("long enough");
+        one.split_front(4);
+        assert!(one.split_front_in::<4>(0).is_none());
+        assert_eq!(one.len(), 1, "a refused window splits nothing");
+    }
+
+    #[test]
+    #[should_panic]
+    fn a_window_front_longer_than_the_window_panics() {
+        let list = Below::new(&[0, 1, 2, 3, 4, 5], 6).expect("below 6");
+        let values = [0u8; 6];
+        let _ = list
+            .pairs(&values)
+            .expect("long enough")
+            .split_front_in::<4>(5);
     }
 
     #[test]
