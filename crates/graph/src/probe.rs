@@ -6,7 +6,10 @@
 //! the graph go through the probe's small helpers ([`Probe::load`], [`Probe::cas`],
 //! [`Probe::neighbors`], ...), which tell the probe the address and then do the access. With
 //! [`Off`] as the tracer every hook is an empty inline function, so the timed kernel compiles
-//! to the code it had without probes. With [`Streams`] each worker thread records into its own
+//! to the code it had without probes, but for one place: PageRank's sweep reads a short list
+//! as a masked window past its end where no probe sees it ([`Probe::sees`]), reads of a
+//! neighbouring list's arcs and contributions that a trace of the same sweep does not hold.
+//! With [`Streams`] each worker thread records into its own
 //! [`Record`], one trace stream per thread; the sampling tracer, which feeds a promotion
 //! daemon, is [`crate::sampler`]'s. [`Span`]s name the arrays a trace's addresses fall in.
 //!

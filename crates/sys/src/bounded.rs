@@ -48,7 +48,8 @@ pub struct Pairs<'a, 'v, T> {
 }
 
 impl<'a, 'v, T> Pairs<'a, 'v, T> {
-    /// The element `index` names, which must be one of `self.indices`.
+    /// The element `index` names, which must be one of the indices this `Pairs` was made
+    /// with (all below `values.len()`), whether or not split off since.
     #[inline(always)]
     fn at(&self, index: &'a u32) -> (&'a u32, &'v T) {
         // SAFETY: `index` is an element of `indices`, all of which `Below::new` found below its
@@ -85,11 +86,11 @@ impl<'a, 'v, T> Pairs<'a, 'v, T> {
     /// are left.
     ///
     /// # Panics
-    /// When `k` is more than `N`.
+    /// When `k` is more than `N`, whether or not `N` are left.
     #[inline(always)]
     pub fn split_front_in<const N: usize>(&mut self, k: usize) -> Option<[(&'a u32, &'v T); N]> {
-        let window = self.indices.first_chunk::<N>()?;
         assert!(k <= N, "a front of {k} split from a window of {N}");
+        let window = self.indices.first_chunk::<N>()?;
         self.indices = &self.indices[k..];
         Some(window.each_ref().map(|i| self.at(i)))
     }
@@ -182,7 +183,7 @@ mod tests {
     }
 
     #[test]
-    #[should_panic]
+    #[should_panic(expected = "a front of 5 split from a window of 4")]
     fn a_window_front_longer_than_the_window_panics() {
         let list = Below::new(&[0, 1, 2, 3, 4, 5], 6).expect("below 6");
         let values = [0u8; 6];
