@@ -554,16 +554,16 @@ impl Block<'_> {
 ///
 /// A list of at most [`SHORT`] arcs is read as a window of [`SHORT`] from its start, the arcs
 /// past its end (the next vertices' lists) masked to +0.0 by a table: the length then decides
-/// no branch. A road network's lists have mostly 2 to 4 arcs in no order a predictor learns, and the
-/// branches of [`tail`] on their lengths cost more than the arcs: windowed, a sweep of
-/// `road:2000x2000` on one thread went from 525 ms to 345 ms for its 15 iterations (masks
-/// computed from the length were turned back into those branches by the compiler; a table's
-/// are not). The sum is the same value as a list's: the arcs are added in the same order, and
-/// adding +0.0 changes no sum but −0.0, which only four −0.0 contributions would give (a list's
-/// fold from +0.0 gives +0.0: an equal value). Only in a block whose short lists' lengths a predictor would
-/// miss (see [`Lists`]), and only where the probe sees nothing ([`Off`]), so that a trace or a
-/// sample never holds a read past a list; a window that would run past the block's arcs is
-/// read as a list.
+/// no branch. A road network's lists have mostly 2 to 4 arcs in no order a predictor learns,
+/// and the branches of [`tail`] on their lengths cost more than the arcs: windowed, a sweep
+/// of `road:2000x2000` on one thread went from 525–556 ms to 343–357 ms for its 15
+/// iterations (masks computed from the length were turned back into those branches by the
+/// compiler; a table's are not). The sum is the same value as a list's: the arcs are added in
+/// the same order, and adding +0.0 changes no sum but −0.0, which only four −0.0
+/// contributions would give (a list's fold from +0.0 gives +0.0: an equal value). Only in a
+/// block whose short lists' lengths a predictor would miss (see [`Lists`]), and only where
+/// the probe sees nothing ([`Off`]), so that a trace or a sample never holds a read past a
+/// list; a window that would run past the block's arcs is read as a list.
 #[inline(always)]
 fn gather_front<P: Probe>(arcs: &mut Pairs<'_, '_, AtomicU32>, k: usize, p: &mut P) -> f32 {
     if k <= SHORT && !p.sees() {
@@ -674,12 +674,12 @@ struct Lists<'g> {
     /// [`SHORT`] (a Kronecker graph's, whose hubs' arcs are most of a block's), a window's
     /// reads past a short list are of far vertices, which the sum then waits on: kron:22 took
     /// 10 % longer windowed. A block of many one-arc lists and one long list can average under
-    /// [`SHORT`] and be windowed: the rule is the average, not where the arcs are. A road network's neighbours are
-    /// numbered close and its lists are short: there the reads past a list are of
-    /// contributions just read. The decision costs nothing a vertex: each sweep's loop is
-    /// compiled with windows and without, and a block takes one. With a test a vertex and the
-    /// changes counted among the short lists alone (a branch a list), the star's sweeps took
-    /// 7 % longer than before windows; as now, level.
+    /// [`SHORT`] and be windowed: the rule is the average, not where the arcs are. A road
+    /// network's neighbours are numbered close and its lists are short: there the reads past a
+    /// list are of contributions just read. The decision costs nothing a vertex: each sweep's
+    /// loop is compiled with windows and without, and a block takes one. With a test a vertex
+    /// and the changes counted among the short lists alone (a branch a list), the star's
+    /// sweeps took 7 % longer than before windows; as now, level.
     windowed: bool,
 }
 
