@@ -1048,19 +1048,22 @@ mod tests {
 
     use super::*;
 
+    /// `name`'s plan in full and with `--quick` (each with its `quick`), on two threads.
+    fn both(name: &str) -> [(bool, StudyPlan); 2] {
+        [false, true].map(|quick| {
+            let o = Options {
+                quick,
+                repeat: None,
+                threads: 2,
+            };
+            (quick, expand(name, &o).expect(name))
+        })
+    }
+
     #[test]
     fn every_preset_expands_with_unique_ids_and_its_claims_name_real_layouts() {
         for p in PRESETS {
-            for quick in [false, true] {
-                let plan = expand(
-                    p.name,
-                    &Options {
-                        quick,
-                        repeat: None,
-                        threads: 2,
-                    },
-                )
-                .expect(p.name);
+            for (_, plan) in both(p.name) {
                 assert!(!plan.runs.is_empty(), "{}", p.name);
                 let mut ids: Vec<_> = plan.runs.iter().map(|r| r.id.as_str()).collect();
                 ids.sort();
@@ -1144,16 +1147,7 @@ mod tests {
 
     #[test]
     fn fragmentations_layouts_that_ask_for_huge_kernel_arrays_make_them_first() {
-        for quick in [false, true] {
-            let plan = expand(
-                "fragmentation",
-                &Options {
-                    quick,
-                    repeat: None,
-                    threads: 2,
-                },
-            )
-            .expect("fragmentation");
+        for (_, plan) in both("fragmentation") {
             for r in &plan.runs {
                 let Work::Pages { variants, .. } = &r.work else {
                     panic!("{}: not a page-layout run", r.id)
@@ -1170,16 +1164,7 @@ mod tests {
 
     #[test]
     fn utilitys_real_curves_hold_free_memory_to_the_footprint_at_every_level() {
-        for quick in [false, true] {
-            let plan = expand(
-                "utility",
-                &Options {
-                    quick,
-                    repeat: None,
-                    threads: 2,
-                },
-            )
-            .expect("utility");
+        for (quick, plan) in both("utility") {
             let levels: Vec<Option<f64>> = plan
                 .runs
                 .iter()
