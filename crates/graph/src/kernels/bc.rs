@@ -18,7 +18,7 @@ use hugewise_sys::atomic;
 use rayon::prelude::*;
 
 use crate::csr::{RegionReport, RegionReportExt, Side};
-use crate::kernels::{add_f64, in_pieces, Kernel, Outcome};
+use crate::kernels::{add_f64, in_pieces, scratch, Kernel, Outcome};
 use crate::probe::{Off, Probe, Span, Streams, Tracer};
 use crate::sampler::Sampled;
 use crate::{Csr, Layout, Result};
@@ -96,7 +96,7 @@ impl Bc {
             in_pieces(
                 level.len(),
                 GRAIN,
-                || (t.probe(), Vec::new()),
+                || (t.probe(), scratch::take()),
                 |(p, found), piece| {
                     each_vertex(out, level, piece, sigma, p, |p, _, su, r| {
                         let first = r.start;
@@ -116,9 +116,10 @@ impl Bc {
                 },
                 |(mut p, found)| {
                     let at = end.fetch_add(found.len(), Relaxed);
-                    for (k, v) in found.into_iter().enumerate() {
+                    for (k, &v) in found.iter().enumerate() {
                         p.store(&queue[at + k], v);
                     }
+                    scratch::give_back(found);
                 },
             );
             levels.push(end.into_inner());

@@ -17,6 +17,7 @@ pub mod bc;
 pub mod bfs;
 pub mod cc;
 pub mod pr;
+mod scratch;
 pub mod sssp;
 pub mod tc;
 
