@@ -26,10 +26,19 @@ use std::sync::Arc;
 
 use crate::{Error, Result};
 
-/// How long a worker kept awake by [`awake`] polls without finding work before it goes back
-/// to rayon's own sleep: longer than a kernel's serial stretch between two parallel steps,
-/// short enough that a long serial phase does not hold a CPU for nothing.
-const AWAKE_IDLE: std::time::Duration = std::time::Duration::from_millis(1);
+/// How long a worker kept awake by [`awake`] spins without finding work before it lets other
+/// threads have its CPU between polls (a `sched_yield` each, which returns at once when
+/// nothing else is runnable there).
+const AWAKE_SPIN: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// How long it polls without finding work before it goes back to rayon's own sleep: longer
+/// than a kernel's serial stretches between two parallel steps, short enough that a long
+/// serial phase does not hold a CPU for nothing. It was 1 ms, and SSSP on the road mesh has
+/// stretches longer than that (four in twelve trials of `bench gap`, each seen after 22,000
+/// polls in a row without work): a poller gone for the rest of a trial left its worker to be
+/// woken for each of SSSP's tens of thousands of broadcasts, and such a trial took up to 2.7
+/// times as long (0.86x to 1.05x GAP's speed, low ends 0.49–0.73; 1.31–1.35x with 100 ms).
+const AWAKE_IDLE: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Idle polls between two looks at the clock.
 const POLLS_PER_LOOK: u32 = 64;
@@ -132,8 +141,8 @@ fn bind(pool: &rayon::ThreadPool, threads: usize) -> Vec<usize> {
 }
 
 /// Run `f` in `pool` with its other workers kept awake meanwhile: each polls for work instead of
-/// sleeping, until `f` returns or it has found nothing for a millisecond. A pool with more
-/// workers than CPUs is not kept awake.
+/// sleeping, until `f` returns or it has found nothing for [`AWAKE_IDLE`] (yielding its CPU
+/// between polls after [`AWAKE_SPIN`]). A pool with more workers than CPUs is not kept awake.
 ///
 /// A kernel that hands its pool work round after round (SSSP's delta-stepping hands it two
 /// broadcasts a bucket, hundreds a run) otherwise wakes a sleeping worker each time, and on a
@@ -170,7 +179,7 @@ thread_local! {
 }
 
 /// Run the pool's work as it comes until `stop` is set, or until nothing came for
-/// [`AWAKE_IDLE`].
+/// [`AWAKE_IDLE`]; after [`AWAKE_SPIN`] without work, yield the CPU between polls.
 fn poll_until(stop: &AtomicBool) {
     let outer = POLLING.with(|p| p.replace(true));
     poll(stop);
@@ -181,18 +190,27 @@ fn poll_until(stop: &AtomicBool) {
 fn poll(stop: &AtomicBool) {
     let mut idle = 0u32;
     let mut idle_since = std::time::Instant::now();
+    let mut yielding = false;
     while !stop.load(Ordering::Relaxed) {
         match rayon::yield_now() {
-            Some(rayon::Yield::Executed) => idle = 0,
+            Some(rayon::Yield::Executed) => (idle, yielding) = (0, false),
             Some(rayon::Yield::Idle) => {
                 if idle == 0 {
                     idle_since = std::time::Instant::now();
                 }
-                idle += 1;
-                if idle.is_multiple_of(POLLS_PER_LOOK) && idle_since.elapsed() >= AWAKE_IDLE {
-                    return;
+                idle = idle.wrapping_add(1);
+                if idle.is_multiple_of(POLLS_PER_LOOK) {
+                    let quiet = idle_since.elapsed();
+                    if quiet >= AWAKE_IDLE {
+                        return;
+                    }
+                    yielding = quiet >= AWAKE_SPIN;
                 }
-                std::hint::spin_loop();
+                if yielding {
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
             }
             None => return,
         }
@@ -275,8 +293,38 @@ mod tests {
     fn a_poller_with_nothing_to_run_gives_up_and_one_outside_a_pool_returns_at_once() {
         let p = kernel_pool(1, Binding::Off).expect("pool");
         // Nothing else is queued: the poll gives up after its bound instead of spinning on.
+        let t = std::time::Instant::now();
         p.pool.install(|| poll_until(&AtomicBool::new(false)));
+        assert!(t.elapsed() >= AWAKE_IDLE, "gave up after {:?}", t.elapsed());
         poll_until(&AtomicBool::new(false));
+    }
+
+    #[test]
+    fn a_poller_outlasts_a_serial_stretch_longer_than_its_spin() {
+        // The trial's thread works alone for 20 ms (past the spin, well within the bound), then
+        // hands the pool a round: the other worker, yielding its CPU meanwhile, still runs it
+        // inside its poll. With the 1 ms bound it had gone to sleep. On a busy machine a trial
+        // may lose its CPU past the bound, so a fresh one follows, for ten seconds in all.
+        let p = kernel_pool(2, Binding::Auto).expect("pool");
+        let stretch = std::time::Duration::from_millis(20);
+        assert!(AWAKE_SPIN < stretch && stretch * 4 < AWAKE_IDLE);
+        let start = std::time::Instant::now();
+        let mut polled = false;
+        while !polled && start.elapsed() < std::time::Duration::from_secs(10) {
+            polled = awake(&p.pool, || {
+                let owner = rayon::current_thread_index();
+                // Let the other worker reach its poll first, then work alone.
+                rayon::broadcast(|_| ());
+                let alone = std::time::Instant::now();
+                while alone.elapsed() < stretch {
+                    std::hint::spin_loop();
+                }
+                rayon::broadcast(|ctx| (ctx.index(), POLLING.with(|x| x.get())))
+                    .iter()
+                    .any(|&(i, inside)| Some(i) != owner && inside)
+            });
+        }
+        assert!(polled, "no round after a 20 ms stretch ran inside a poll");
     }
 
     #[test]

@@ -6,8 +6,8 @@
 //! from such a block takes that other arena's lock at each `realloc`. Brandes' search on the
 //! road mesh grows thousands of short lists a second on both workers; once blocks had crossed
 //! between the threads (after one trial or several, never the first) each worker waited on
-//! the other's arena about 11,000 times a second, and every trial from then on took twice as
-//! long (0.95 s became 2.0 s) until the process ended.
+//! the other's arena about 11,000 times a second, and the trials from then on took twice as
+//! long (0.95 s became 2.0 s), in most runs until the process ended.
 
 use std::cell::Cell;
 
