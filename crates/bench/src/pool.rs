@@ -141,8 +141,8 @@ fn bind(pool: &rayon::ThreadPool, threads: usize) -> Vec<usize> {
 }
 
 /// Run `f` in `pool` with its other workers kept awake meanwhile: each polls for work instead of
-/// sleeping, until `f` returns or it has found nothing for [`AWAKE_IDLE`] (yielding its CPU
-/// between polls after [`AWAKE_SPIN`]). A pool with more workers than CPUs is not kept awake.
+/// sleeping, until `f` returns or it has found nothing for 100 ms (yielding its CPU between
+/// polls after the first millisecond). A pool with more workers than CPUs is not kept awake.
 ///
 /// A kernel that hands its pool work round after round (SSSP's delta-stepping hands it two
 /// broadcasts a bucket, hundreds a run) otherwise wakes a sleeping worker each time, and on a
