@@ -37,7 +37,10 @@ const AWAKE_SPIN: std::time::Duration = std::time::Duration::from_millis(1);
 /// stretches longer than that (four in twelve trials of `bench gap`, each seen after 22,000
 /// polls in a row without work): a poller gone for the rest of a trial left its worker to be
 /// woken for each of SSSP's tens of thousands of broadcasts, and such a trial took up to 2.7
-/// times as long (0.86x to 1.05x GAP's speed, low ends 0.49–0.73; 1.31–1.35x with 100 ms).
+/// times as long (0.64x to 1.05x GAP's speed in seven runs; 1.31–1.42x with 100 ms). The cost:
+/// through such a stretch the poller's CPU does not look idle, so a thread that wakes then
+/// (a telemetry sampler) may be placed beside the trial's thread instead; the yield lets one
+/// placed beside the poller run at once.
 const AWAKE_IDLE: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Idle polls between two looks at the clock.
@@ -159,7 +162,7 @@ pub fn awake<R: Send>(pool: &rayon::ThreadPool, f: impl FnOnce() -> R + Send) ->
         // More workers than CPUs (an overcommitted run, threads that wait on swap-ins):
         // pollers would take the CPUs from the workers with work, so they sleep as rayon's do.
         let workers = rayon::current_num_threads();
-        if workers > 1 && workers <= cpus && awake_on() {
+        if keeps_awake(workers, cpus) {
             let stop = Arc::clone(&stop);
             rayon::spawn_broadcast(move |ctx| {
                 if Some(ctx.index()) != owner {
@@ -167,10 +170,24 @@ pub fn awake<R: Send>(pool: &rayon::ThreadPool, f: impl FnOnce() -> R + Send) ->
                 }
             });
         }
-        let r = f();
-        stop.store(true, Ordering::Relaxed);
-        r
+        // Set on the way out, also when f panics, so that no poller outlives the trial.
+        let _stop = StopOnDrop(&stop);
+        f()
     })
+}
+
+/// Whether [`awake`] keeps a pool of `workers` awake on a machine of `cpus`.
+fn keeps_awake(workers: usize, cpus: usize) -> bool {
+    workers > 1 && workers <= cpus && awake_on()
+}
+
+/// Sets its flag when dropped.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 thread_local! {
@@ -199,7 +216,8 @@ fn poll(stop: &AtomicBool) {
                     idle_since = std::time::Instant::now();
                 }
                 idle = idle.wrapping_add(1);
-                if idle.is_multiple_of(POLLS_PER_LOOK) {
+                // Yielding, a look at the clock is cheap beside the system call.
+                if yielding || idle.is_multiple_of(POLLS_PER_LOOK) {
                     let quiet = idle_since.elapsed();
                     if quiet >= AWAKE_IDLE {
                         return;
@@ -243,6 +261,9 @@ mod tests {
 
     #[test]
     fn work_handed_round_after_round_to_an_awake_pool_runs_in_the_other_workers_poll() {
+        if !two_kept_awake() {
+            return;
+        }
         for binding in [Binding::Off, Binding::Auto] {
             rounds_run_in_a_poll(binding);
         }
@@ -301,6 +322,9 @@ mod tests {
 
     #[test]
     fn a_poller_outlasts_a_serial_stretch_longer_than_its_spin() {
+        if !two_kept_awake() {
+            return;
+        }
         // The trial's thread works alone for 20 ms (past the spin, well within the bound), then
         // hands the pool a round: the other worker, yielding its CPU meanwhile, still runs it
         // inside its poll. With the 1 ms bound it had gone to sleep. On a busy machine a trial
@@ -325,6 +349,37 @@ mod tests {
             });
         }
         assert!(polled, "no round after a 20 ms stretch ran inside a poll");
+    }
+
+    #[test]
+    fn a_trial_that_panics_leaves_no_poller_behind() {
+        if !two_kept_awake() {
+            return;
+        }
+        let p = kernel_pool(2, Binding::Auto).expect("pool");
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            awake(&p.pool, || {
+                // Let the other worker reach its poll first.
+                rayon::broadcast(|_| ());
+                panic!("a kernel's panic");
+            })
+        }));
+        assert!(r.is_err());
+        // Well within the poll's bound: a poller never told to stop would still be polling.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let seen: Vec<bool> = p.pool.broadcast(|_| POLLING.with(|x| x.get()));
+        assert!(seen.iter().all(|&x| !x), "a poller outlived the trial");
+    }
+
+    /// Whether [`awake`] keeps a pool of two awake here; a test of the polling says so and
+    /// passes when it does not (one CPU, `HUGEWISE_AWAKE_THREADS=off`).
+    fn two_kept_awake() -> bool {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let on = keeps_awake(2, cpus);
+        if !on {
+            eprintln!("skipped: a pool of two is not kept awake here ({cpus} CPUs)");
+        }
+        on
     }
 
     #[test]

@@ -96,6 +96,7 @@ impl Bc {
             in_pieces(
                 level.len(),
                 GRAIN,
+                // Taken and given back within one piece's state on one thread.
                 || (t.probe(), scratch::take()),
                 |(p, found), piece| {
                     each_vertex(out, level, piece, sigma, p, |p, _, su, r| {

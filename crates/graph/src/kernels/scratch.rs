@@ -11,6 +11,11 @@
 
 use std::cell::Cell;
 
+/// The most entries a kept list may have room for (256 KiB): the lists that cross often are
+/// a mesh's, of a few dozen entries; a list grown for one of kron:26's levels (millions) is
+/// freed rather than held by the thread for as long as it lives, outside every region.
+const KEEP_AT_MOST: usize = 1 << 16;
+
 thread_local! {
     static FOUND: Cell<Vec<u32>> = const { Cell::new(Vec::new()) };
 }
@@ -21,8 +26,14 @@ pub(crate) fn take() -> Vec<u32> {
 }
 
 /// Return `list` to this thread, emptied, for its next [`take`]; of the list given and one
-/// already there (a nested take), the larger is kept.
+/// already there (a nested take), the larger is kept, and neither past [`KEEP_AT_MOST`].
+///
+/// Give it back on the thread that took it, with no call into the pool between: the point is
+/// that the block is freed and grown by one thread only.
 pub(crate) fn give_back(mut list: Vec<u32>) {
+    if list.capacity() > KEEP_AT_MOST {
+        return;
+    }
     list.clear();
     FOUND.with(|kept| {
         let old = kept.take();
@@ -58,6 +69,18 @@ mod tests {
         give_back(c);
         give_back(b);
         assert_eq!(take().capacity(), room);
+    }
+
+    #[test]
+    fn a_list_past_the_bound_is_freed_not_kept() {
+        let mut big = take();
+        big.reserve_exact(KEEP_AT_MOST + 1);
+        give_back(big);
+        assert_eq!(take().capacity(), 0);
+        let mut at_bound = Vec::with_capacity(KEEP_AT_MOST);
+        at_bound.push(1);
+        give_back(at_bound);
+        assert_eq!(take().capacity(), KEEP_AT_MOST);
     }
 
     #[test]
