@@ -321,8 +321,20 @@ impl Sssp {
 
 /// The distances are capped at [`SATURATED`] (the largest below [`INF`]): the first vertex
 /// whose distance reached it, whose true distance is then unknown.
+///
+/// Searched a block at a time, each block with a plain `contains` the compiler vectorizes: a
+/// parallel `position_first` over single distances paid rayon's bookkeeping for each and
+/// took 17 % of a trial on star:2000000 (about 7 ns a vertex on one thread).
 fn saturated(dist: &[u32]) -> Option<usize> {
-    dist.par_iter().position_first(|&d| d == SATURATED)
+    const BLOCK: usize = 1 << 14;
+    let block = dist
+        .par_chunks(BLOCK)
+        .position_first(|b| b.contains(&SATURATED))?;
+    let from = block * BLOCK;
+    dist[from..]
+        .iter()
+        .position(|&d| d == SATURATED)
+        .map(|i| from + i)
 }
 
 /// Why a run whose vertex `v` reached [`SATURATED`] has no answer.
@@ -712,6 +724,18 @@ mod tests {
         let mut k = Sssp::new(&Layout::default(), g.n(), delta).expect("arrays");
         k.run(g, &[src]).expect("run");
         k
+    }
+
+    #[test]
+    fn the_first_saturated_distance_is_found_in_any_block() {
+        let n = 3 * (1 << 14) + 5;
+        let mut dist = vec![INF; n];
+        assert_eq!(saturated(&dist), None);
+        for at in [n - 1, (1 << 14) + 7, (1 << 14) - 1, 0] {
+            dist[at] = SATURATED;
+            assert_eq!(saturated(&dist), Some(at), "{at}");
+        }
+        assert_eq!(saturated(&[]), None);
     }
 
     #[test]
