@@ -43,7 +43,7 @@ const AWAKE_SPIN: std::time::Duration = std::time::Duration::from_millis(1);
 /// placed beside the poller run at once.
 const AWAKE_IDLE: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// Idle polls between two looks at the clock.
+/// Idle polls between two looks at the clock while spinning (yielding, it looks at every poll).
 const POLLS_PER_LOOK: u32 = 64;
 
 /// The environment variable that turns binding off (`off`) or leaves it automatic (`auto`).
