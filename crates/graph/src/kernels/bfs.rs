@@ -14,9 +14,10 @@
 //! Speed (BENCHMARKS.md compares it with the GAP suite on the same sources): a bottom-up piece
 //! of work owns a run of vertices, their parent slots and their words of the next frontier,
 //! and writes them with plain stores (an atomic OR per vertex found cost more than the
-//! search); it takes them a word at a time, first picking the unreached vertices that have an
-//! in-neighbour and asking for their lists, then searching those lists, so that a vertex with
-//! no in-neighbour costs a look at its parent slot and offsets only. Top-down threads gather
+//! search); it takes them a word at a time. Where the lists are too many for the caches to
+//! hold, it first picks the unreached vertices that have an in-neighbour and asks for their
+//! lists, then searches those lists; on a smaller graph it searches the unreached vertices'
+//! lists in one pass, as the prefetches cost more than they save there. Top-down threads gather
 //! the vertices they find and reserve queue room once per batch, and prefetch the lists of
 //! the queue entries a few on. Each search records its steps with their times
 //! ([`BfsStats::steps`], what GAP's `bfs -l` prints).
@@ -182,6 +183,18 @@ pub fn run(g: &Csr, src: u32, mode: Mode, arrays: &mut Arrays) -> Stats {
 
 /// Run BFS from `src`, telling `t` every access.
 pub fn search<T: Tracer>(g: &Csr, src: u32, mode: Mode, arrays: &mut Arrays, t: &T) -> Stats {
+    search_with(g, src, mode, Ahead::for_lists(g.in_side()), arrays, t)
+}
+
+/// [`search`] with its bottom-up steps' way of reading lists given.
+fn search_with<T: Tracer>(
+    g: &Csr,
+    src: u32,
+    mode: Mode,
+    ahead: Ahead,
+    arrays: &mut Arrays,
+    t: &T,
+) -> Stats {
     let n = g.n();
     let (out, inc) = (g.out_side(), g.in_side());
     let Arrays {
@@ -224,7 +237,7 @@ pub fn search<T: Tracer>(g: &Csr, src: u32, mode: Mode, arrays: &mut Arrays, t: 
             clock.lap(&mut stats.steps, StepKind::QueueToBitmap, awake);
             loop {
                 let old = awake;
-                awake = bottom_up_step(inc, parent, front, next, t);
+                awake = bottom_up_step(inc, parent, front, next, ahead, t);
                 clock.lap(&mut stats.steps, StepKind::BottomUp, awake);
                 stats.bottom_up_steps += 1;
                 stats.reached += awake;
@@ -456,6 +469,7 @@ fn bottom_up_step<T: Tracer>(
     parent: &mut [u32],
     front: &[u64],
     next: &mut [u64],
+    ahead: Ahead,
     t: &T,
 ) -> u64 {
     parent
@@ -469,7 +483,10 @@ fn bottom_up_step<T: Tracer>(
                 let mut found = 0u64;
                 for (w, (parent, word)) in parent.chunks_mut(BATCH).zip(next).enumerate() {
                     let base = (base + w * BATCH) as u32;
-                    let open = unreached_with_arcs(inc, parent, base, p);
+                    let open = match ahead {
+                        Ahead::Prefetch => unreached_with_arcs(inc, parent, base, p),
+                        Ahead::Plain => unreached(parent, p),
+                    };
                     let hits = adopt(inc, parent, base, open, front, p);
                     p.write(word, hits);
                     found += hits.count_ones() as u64;
@@ -480,6 +497,35 @@ fn bottom_up_step<T: Tracer>(
         .sum()
 }
 
+/// Whether a bottom-up step asks for the lists of a word's unreached vertices before it
+/// searches them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ahead {
+    /// Pick the unreached vertices with a list and prefetch each list's head, then search.
+    Prefetch,
+    /// Search the unreached vertices' lists in one pass.
+    Plain,
+}
+
+impl Ahead {
+    /// Prefetch where the lists take more than [`PREFETCH_ARCS`]: below that the caches and
+    /// the hardware's own prefetcher already hold them, and a second pass over a word's
+    /// offsets with a prefetch per vertex costs more than it saves.
+    fn for_lists(inc: Side) -> Ahead {
+        if inc.edges.len() > PREFETCH_ARCS {
+            Ahead::Prefetch
+        } else {
+            Ahead::Plain
+        }
+    }
+}
+
+/// Arcs above which a bottom-up step prefetches list heads (32 MiB of neighbour ids).
+/// Measured with and without (BENCHMARKS.md's log): prefetching made cnr-2000's steps
+/// (5.5 M arcs) 2-5 % slower, left kron:18's search (7.6 M) level and made kron:20's (31 M)
+/// 22 % faster, urand:20's (32 M) 9 %.
+const PREFETCH_ARCS: usize = 8 << 20;
+
 /// Vertices a bottom-up step takes at a time: one word of the next frontier.
 const BATCH: usize = 64;
 
@@ -488,12 +534,7 @@ const BATCH: usize = 64;
 /// been looked at.
 #[inline]
 fn unreached_with_arcs<P: Probe>(inc: Side, parent: &[u32], base: u32, p: &mut P) -> u64 {
-    // Without a branch per vertex: which vertices are unreached is a coin toss in the middle
-    // steps of a search, and a mispredicted branch costs more than looking at all 64.
-    let mut unreached = 0u64;
-    for (i, pa) in parent.iter().enumerate() {
-        unreached |= ((p.read(pa) == NONE) as u64) << i;
-    }
+    let mut unreached = unreached(parent, p);
     let offsets = word_offsets(inc, base, parent.len());
     let mut open = unreached;
     while unreached != 0 {
@@ -507,6 +548,18 @@ fn unreached_with_arcs<P: Probe>(inc: Side, parent: &[u32], base: u32, p: &mut P
         }
     }
     open
+}
+
+/// Which of a word's vertices are unreached, as bits.
+#[inline]
+fn unreached<P: Probe>(parent: &[u32], p: &mut P) -> u64 {
+    // Without a branch per vertex: which vertices are unreached is a coin toss in the middle
+    // steps of a search, and a mispredicted branch costs more than looking at all 64.
+    let mut unreached = 0u64;
+    for (i, pa) in parent.iter().enumerate() {
+        unreached |= ((p.read(pa) == NONE) as u64) << i;
+    }
+    unreached
 }
 
 /// The offsets of the `len` vertices from `base` on, and the end of the last one's list.
@@ -725,6 +778,34 @@ mod tests {
             .inspect(|w| assert_eq!(w[1].kind, StepKind::BottomUp, "{s:?}"))
             .count();
         assert_eq!(of(StepKind::BitmapToQueue).count(), runs, "{s:?}");
+    }
+
+    #[test]
+    fn bottom_up_steps_find_the_same_parents_with_and_without_prefetching() {
+        // kron leaves a third of its vertices without arcs, which the prefetching pass drops
+        // from a word before the search; both ways take each vertex's first in-neighbour in
+        // the frontier, so the trees are the same.
+        for (spec, sym) in [("kron:14", true), ("urand:13", true), ("kron:12", false)] {
+            let g = graph(spec, sym);
+            assert_eq!(
+                Ahead::for_lists(g.in_side()),
+                Ahead::Plain,
+                "{spec} is small"
+            );
+            let mut plain = Arrays::new(&Layout::default(), g.n()).expect("arrays");
+            let mut ahead = Arrays::new(&Layout::default(), g.n()).expect("arrays");
+            for src in pick_sources(&g, 1, 3).expect("sources") {
+                let mode = Mode::DirectionOptimizing;
+                let a = search_with(&g, src, mode, Ahead::Plain, &mut plain, &Off);
+                let b = search_with(&g, src, mode, Ahead::Prefetch, &mut ahead, &Off);
+                verify(&g, src, plain.parent()).expect("plain verifies");
+                assert_eq!(plain.parent(), ahead.parent(), "{spec} from {src}");
+                assert_eq!(a.reached, b.reached);
+                if sym && spec.starts_with("kron") {
+                    assert!(a.bottom_up_steps > 0, "{spec}: expected bottom-up steps");
+                }
+            }
+        }
     }
 
     #[test]
