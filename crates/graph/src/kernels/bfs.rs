@@ -14,10 +14,10 @@
 //! Speed (BENCHMARKS.md compares it with the GAP suite on the same sources): a bottom-up piece
 //! of work owns a run of vertices, their parent slots and their words of the next frontier,
 //! and writes them with plain stores (an atomic OR per vertex found cost more than the
-//! search); it takes them a word at a time. Where the lists are too many for the caches to
-//! hold, it first picks the unreached vertices that have an in-neighbour and asks for their
-//! lists, then searches those lists; on a smaller graph it searches the unreached vertices'
-//! lists in one pass, as the prefetches cost more than they save there. Top-down threads gather
+//! search); it takes them a word at a time. On a large graph it first picks the unreached
+//! vertices that have an in-neighbour and asks for their lists, then searches those lists; on
+//! a smaller one it searches the unreached vertices' lists in one pass, as there the
+//! prefetches cost more than they saved. Top-down threads gather
 //! the vertices they find and reserve queue room once per batch, and prefetch the lists of
 //! the queue entries a few on. Each search records its steps with their times
 //! ([`BfsStats::steps`], what GAP's `bfs -l` prints).
@@ -508,9 +508,8 @@ enum Ahead {
 }
 
 impl Ahead {
-    /// Prefetch where the lists take more than [`PREFETCH_ARCS`]: below that the caches and
-    /// the hardware's own prefetcher already hold them, and a second pass over a word's
-    /// offsets with a prefetch per vertex costs more than it saves.
+    /// Prefetch where the lists take more than [`PREFETCH_ARCS`]: below that, as measured, a
+    /// second pass over a word's offsets with a prefetch per vertex cost more than it saved.
     fn for_lists(inc: Side) -> Ahead {
         if inc.edges.len() > PREFETCH_ARCS {
             Ahead::Prefetch
@@ -520,10 +519,12 @@ impl Ahead {
     }
 }
 
-/// Arcs above which a bottom-up step prefetches list heads (32 MiB of neighbour ids).
-/// Measured with and without (BENCHMARKS.md's log): prefetching made cnr-2000's steps
-/// (5.5 M arcs) 2-5 % slower, left kron:18's search (7.6 M) level and made kron:20's (31 M)
-/// 22 % faster, urand:20's (32 M) 9 %.
+/// Arcs above which a bottom-up step prefetches list heads (32 MiB of neighbour ids). Chosen
+/// from searches with and without, on two threads of one Intel Xeon (BENCHMARKS.md's log):
+/// on cnr-2000 (5.5 M arcs) one search was 4.6 % faster without the prefetch and a further
+/// 7 % faster in one pass; kron:18's (7.6 M) was level; kron:20's (31 M) took 1.28x the time
+/// without it, urand:20's (32 M) 1.10x. Where between 8 and 31 M arcs the prefetch starts to
+/// pay, and on which caches, was not measured.
 const PREFETCH_ARCS: usize = 8 << 20;
 
 /// Vertices a bottom-up step takes at a time: one word of the next frontier.
@@ -784,7 +785,13 @@ mod tests {
     fn bottom_up_steps_find_the_same_parents_with_and_without_prefetching() {
         // kron leaves a third of its vertices without arcs, which the prefetching pass drops
         // from a word before the search; both ways take each vertex's first in-neighbour in
-        // the frontier, so the trees are the same.
+        // the frontier. On one thread the top-down steps and the bitmap's conversion to a
+        // queue are deterministic too, so the two trees must be the same; on two, where a
+        // top-down step's parents depend on which thread wins, both must verify.
+        let one = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .expect("pool");
         for (spec, sym) in [("kron:14", true), ("urand:13", true), ("kron:12", false)] {
             let g = graph(spec, sym);
             assert_eq!(
@@ -796,9 +803,14 @@ mod tests {
             let mut ahead = Arrays::new(&Layout::default(), g.n()).expect("arrays");
             for src in pick_sources(&g, 1, 3).expect("sources") {
                 let mode = Mode::DirectionOptimizing;
-                let a = search_with(&g, src, mode, Ahead::Plain, &mut plain, &Off);
                 let b = search_with(&g, src, mode, Ahead::Prefetch, &mut ahead, &Off);
+                verify(&g, src, ahead.parent()).expect("prefetching verifies");
+                let a = search_with(&g, src, mode, Ahead::Plain, &mut plain, &Off);
                 verify(&g, src, plain.parent()).expect("plain verifies");
+                assert_eq!(a.reached, b.reached);
+                let a = one.install(|| search_with(&g, src, mode, Ahead::Plain, &mut plain, &Off));
+                let b =
+                    one.install(|| search_with(&g, src, mode, Ahead::Prefetch, &mut ahead, &Off));
                 assert_eq!(plain.parent(), ahead.parent(), "{spec} from {src}");
                 assert_eq!(a.reached, b.reached);
                 if sym && spec.starts_with("kron") {

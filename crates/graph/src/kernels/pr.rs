@@ -357,9 +357,9 @@ impl Sweep {
 /// correction, shift (d i − o), and the contribution is the stored score over the degree as in
 /// a sweep without one. The change is the same in both frames.
 ///
-/// The threads take the blocks in order, [`CLAIM`] at a time (fewer as the sweep ends), each the next claim left when it
-/// finishes one, so that at any time they work on neighbouring claims and the sweep reads
-/// nearly what a sweep on one thread reads. Cut in halves as a parallel iterator cuts it, the
+/// The threads take the blocks in order, [`CLAIM`] at a time (fewer as the sweep ends), each
+/// the next claim left when it finishes one, so that at any time they work on neighbouring
+/// claims and the sweep reads nearly what a sweep on one thread reads. Cut in halves as a parallel iterator cuts it, the
 /// second thread began in the middle while the first began at the start, and in DBG's order
 /// Gauss–Seidel fell back to Jacobi's count (`road:2000x2000`: 19–20 iterations on two
 /// threads, 15 on one and in the generator's order; 15 taken in order) and kron:22's sweep
@@ -796,11 +796,14 @@ const BLOCK: usize = 1024;
 const CLAIM: usize = 16;
 
 /// The blocks of the next claim when `left` of a sweep's `blocks` are left for `threads`
-/// threads: [`CLAIM`], down to one block as the sweep ends, so that the threads finish
-/// together; a sweep of one claim or less stays one claim. With claims of 16 blocks to the
-/// end, a thread waited for the other's last claim: on cnr-2000 (20 claims a sweep) PageRank
-/// ran 2-4 % slower on two threads, scaling from one thread to two by 1.81 where GAP's scales
-/// by 1.90, and took as many iterations.
+/// threads: the blocks left over twice the threads, at most [`CLAIM`] and at least one, so
+/// that the threads finish together; a sweep of one claim or less stays one claim. With
+/// claims of 16 blocks to the end, a thread waited for the other's last claim: on cnr-2000
+/// (20 claims a sweep) PageRank scaled from one thread to two by 1.84 where GAP's scales by
+/// 1.92, and shrinking the claims took a trial from 26.0–26.2 ms to 24.6–24.8 ms with as many
+/// iterations. Measured on two threads only: with many, the claims are below [`CLAIM`] from
+/// the start of a sweep shorter than 32 claims a thread, and the seams they add can move
+/// Gauss–Seidel's iteration count (see [`CLAIM`]).
 fn claim_blocks(left: usize, blocks: usize, threads: usize) -> usize {
     if blocks <= CLAIM {
         return CLAIM;

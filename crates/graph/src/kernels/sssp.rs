@@ -1,6 +1,7 @@
 //! Single-source shortest paths by delta-stepping (Meyer and Sanders), in the bucket-per-thread
 //! form of the GAP suite: distances live in buckets of width `delta`; all threads relax the
-//! shared frontier (the current bucket), each into its own buckets; a thread keeps working on
+//! shared frontier (the current bucket; a frontier of one claim, the calling thread alone),
+//! each into its own buckets; a thread keeps working on
 //! its own current bucket while it stays small, saving a round of synchronisation; then the
 //! lowest non-empty bucket of any thread becomes the next shared frontier.
 //!
@@ -799,11 +800,47 @@ mod tests {
         let n = (leaves + chain + 1) as usize;
         let g = from_edges(n, &edges, true);
         for delta in [Some(2), None] {
-            let k = sssp(&g, 0, delta);
+            let k = two_threads().install(|| sssp(&g, 0, delta));
             verify(&g, 0, k.dist()).unwrap_or_else(|e| panic!("delta {delta:?}: {e}"));
             assert!(k.dist()[1..=leaves as usize].iter().all(|&d| d == 1));
             assert_eq!(k.dist()[n - 1], 1 + 3 * chain, "delta {delta:?}");
         }
+    }
+
+    #[test]
+    fn a_round_on_the_calling_thread_settles_every_threads_buckets() {
+        // The centre's 2,048 middle vertices and their 131,072 leaves make a round long
+        // enough for both threads to relax, so both threads' buckets fill; the leaves' weights
+        // spread them over tens of thousands of buckets, most far ahead of the ring of near
+        // ones. Each leaf has a tail of its own, which gets a distance only when the leaf's
+        // bucket is processed. Nearly every later round is one claim, relaxed on the calling
+        // thread: it must still pull the other thread's entries near and let its lowest bucket
+        // bid, or that thread's leaves are never processed and their tails keep no distance
+        // (settling the caller's buckets alone fails here).
+        let (mids, per_mid) = (32 * GRAIN as u32, 64);
+        let mut edges: Vec<(u32, u32, u32)> = (1..=mids).map(|m| (0, m, 1)).collect();
+        let mut leaf = mids + 1;
+        for m in 1..=mids {
+            for j in 0..per_mid {
+                edges.push((m, leaf, 1 + (m * 7919 + j * 104_729) % 100_000));
+                edges.push((leaf, leaf + 1, 1));
+                leaf += 2;
+            }
+        }
+        let g = from_edges(leaf as usize, &edges, true);
+        let pool = two_threads();
+        for delta in [Some(2), Some(64)] {
+            let k = pool.install(|| sssp(&g, 0, delta));
+            verify(&g, 0, k.dist()).unwrap_or_else(|e| panic!("delta {delta:?}: {e}"));
+            assert!(k.dist().iter().all(|&d| d < INF), "every vertex is reached");
+        }
+    }
+
+    fn two_threads() -> rayon::ThreadPool {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .expect("pool")
     }
 
     #[test]
