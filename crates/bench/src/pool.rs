@@ -148,9 +148,9 @@ fn bind(pool: &rayon::ThreadPool, threads: usize) -> Vec<usize> {
 /// polls after the first millisecond). A pool with more workers than CPUs is not kept awake.
 ///
 /// A kernel that hands its pool work round after round (SSSP's delta-stepping hands it two
-/// broadcasts a bucket, hundreds a run) otherwise wakes a sleeping worker each time, and on a
-/// VM a worker's vCPU halts while it sleeps: the wake-up costs a trip through the host, each
-/// round. GAP's OpenMP threads spin at each barrier and do not pay it. The polling holds the
+/// broadcasts a round whose frontier is more than one claim, hundreds a run on cnr-2000)
+/// otherwise wakes a sleeping worker each time, and on a VM a worker's vCPU halts while it
+/// sleeps: the wake-up costs a trip through the host, each round. GAP's OpenMP threads spin at each barrier and do not pay it. The polling holds the
 /// other CPUs while `f` runs, as that spinning does.
 pub fn awake<R: Send>(pool: &rayon::ThreadPool, f: impl FnOnce() -> R + Send) -> R {
     // The CPUs are counted here, on the calling thread: inside the pool a worker bound to one
