@@ -197,6 +197,9 @@ pub struct StudyTask {
     pub preset: String,
     /// The shortened variant.
     pub quick: bool,
+    /// The Kronecker scale of the measured runs' graph, when asked (`--scale`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale: Option<u32>,
     /// Rounds per comparison.
     pub repeat: u32,
     /// Worker threads of each kernel.

@@ -77,9 +77,11 @@ impl Progress {
             only.len()
         };
         p.say(format!(
-            "study {}{}: {runs} runs, about {} by estimate; results in {}",
+            "study {}{}{}: {runs} runs, about {} by estimate; results in {}",
             plan.preset,
             if plan.quick { " --quick" } else { "" },
+            plan.scale
+                .map_or(String::new(), |s| format!(" --scale {s}")),
             duration(total_est),
             dir.display()
         ));

@@ -317,6 +317,7 @@ fn a_study_swap_run_measures_every_share_at_every_factor() {
         question: "test".into(),
         reproduces: "test".into(),
         quick: true,
+        scale: None,
         repeat: 1,
         threads: 2,
         runs: vec![PlannedRun {

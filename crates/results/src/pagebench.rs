@@ -83,6 +83,12 @@ pub struct PagesReport {
     /// it was kept (and left out of a file when false, as it was then).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub file_cache_dropped: bool,
+    /// The variants' own copies of the graph were built one at a time, as their variants came
+    /// up, because together they did not fit the memory available (or as asked with `--copies
+    /// in-turn`). False when they were held together, and in files from before it was kept
+    /// (left out of a file when false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub copies_in_turn: bool,
     /// Every sample, in the order run.
     pub samples: Vec<PagesSample>,
     /// Per variant, baseline first.

@@ -27,6 +27,10 @@ pub struct StudyPlan {
     pub reproduces: String,
     /// Whether the shortened variant was asked for.
     pub quick: bool,
+    /// The Kronecker scale asked for the measured runs' graph (`--scale`); absent for the
+    /// preset's own, and in plans from before it could be asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale: Option<u32>,
     /// Repetitions (rounds) per comparison.
     pub repeat: u32,
     /// Worker threads of each kernel.

@@ -127,7 +127,7 @@ pub fn prepare(dir: &Path, plan: &StudyPlan, meta: Meta, resume: bool) -> Result
                  another --out",
                 dir.display(),
                 old.preset,
-                if old.quick { " --quick" } else { "" },
+                options(old),
                 plan_change(old, plan)
             )));
         }
@@ -137,7 +137,7 @@ pub fn prepare(dir: &Path, plan: &StudyPlan, meta: Meta, resume: bool) -> Result
                  the same preset and options, or choose another --out",
                 dir.display(),
                 old.preset,
-                if old.quick { " --quick" } else { "" },
+                options(old),
                 old.runs.len()
             )));
         }
@@ -248,6 +248,15 @@ fn input_for(graph: &str, opts: &Options, threads: usize, obs: &mut dyn Observer
             .install(|| hugewise_bench::run::write(&cfg, &mut |_| {}))?;
     }
     Ok(Input::File(path))
+}
+
+/// The options a plan was expanded with, as the command gave them (` --quick --scale 26`).
+fn options(p: &StudyPlan) -> String {
+    format!(
+        "{}{}",
+        if p.quick { " --quick" } else { "" },
+        p.scale.map_or(String::new(), |s| format!(" --scale {s}"))
+    )
 }
 
 /// Where a study keeps the reordered graphs of its runs: beside the graphs it generated.
@@ -607,6 +616,14 @@ fn work(
                 // are for the arrays the run measures, not for the cache of the graph file it
                 // read before them; its unfragmented reference drops it too.
                 drop_file_cache: !run.shape.is_none(),
+                // A shaped machine's free memory is held to the footprint of every copy (the
+                // plan counts them all): built in turn, they would leave more free than the
+                // shape asks.
+                copies: if run.shape.is_none() {
+                    pagebench::Copies::Auto
+                } else {
+                    pagebench::Copies::Held
+                },
             };
             obs.phase("loading");
             let mut r = pagebench::run_with(
@@ -954,6 +971,7 @@ mod tests {
             "smoke",
             &PresetOptions {
                 quick: true,
+                scale: None,
                 repeat: Some(1),
                 threads: 2,
             },
@@ -977,6 +995,7 @@ mod tests {
             "quick",
             &PresetOptions {
                 quick: false,
+                scale: None,
                 repeat: Some(1),
                 threads: 2,
             },

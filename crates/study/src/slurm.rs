@@ -378,9 +378,11 @@ fn script(
     };
     line("#!/bin/bash");
     line(&format!(
-        "# hugewise study {}{}: one array task per run of study.json; task i runs the run id",
+        "# hugewise study {}{}{}: one array task per run of study.json; task i runs the run id",
         plan.preset,
-        if plan.quick { " --quick" } else { "" }
+        if plan.quick { " --quick" } else { "" },
+        plan.scale
+            .map_or(String::new(), |s| format!(" --scale {s}"))
     ));
     line("# on line i (from 0) of slurm/runs.txt and writes runs/<id>.json.");
     line("# Submit with `sbatch` and this file; options given to sbatch override these.");
@@ -467,6 +469,7 @@ mod tests {
             question: "does it run".into(),
             reproduces: "nothing".into(),
             quick: true,
+            scale: None,
             repeat: 1,
             threads: 2,
             runs: ids
@@ -563,6 +566,7 @@ mod tests {
             dir: dir.clone(),
             preset: "smoke".into(),
             quick: true,
+            scale: None,
             repeat: 1,
             threads: 2,
             seed: 7,

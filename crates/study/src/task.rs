@@ -35,6 +35,7 @@ pub fn request(plan: &StudyPlan, dir: &Path, seed: u64, run: Option<String>) -> 
         dir: dir.to_path_buf(),
         preset: plan.preset.clone(),
         quick: plan.quick,
+        scale: plan.scale,
         repeat: plan.repeat,
         threads: plan.threads.max(1),
         seed,
@@ -75,6 +76,7 @@ pub fn prepare(task: &StudyTask, meta: &dyn Fn() -> Meta) -> Result<Prepared> {
         &task.preset,
         &presets::Options {
             quick: task.quick,
+            scale: task.scale,
             repeat: Some(task.repeat),
             threads: task.threads,
         },

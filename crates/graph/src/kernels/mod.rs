@@ -43,6 +43,10 @@ pub trait Kernel: Send + Sync {
     /// Run once from `sources` (as many as [`Spec::sources_per_trial`] says). Only this is
     /// timed.
     fn run(&mut self, g: &Csr, sources: &[u32]) -> Result<()>;
+    /// Make what the kernel keeps made from a graph (SSSP's pairs of arcs and weights) for
+    /// `g`, untimed, where its next run would make it: for a caller that hands the kernel a
+    /// graph it has not run on without a warm-up run first. Most kernels keep nothing.
+    fn prepare(&mut self, _g: &Csr) {}
     /// Run once as [`Kernel::run`] does, telling `t` every access of every worker thread.
     fn trace(&mut self, g: &Csr, sources: &[u32], t: &Streams) -> Result<()>;
     /// Run once as [`Kernel::run`] does, publishing one access in so many of those `s` sees

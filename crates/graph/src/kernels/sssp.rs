@@ -389,6 +389,10 @@ impl Kernel for Sssp {
         self.body(g, sources, &Off)
     }
 
+    fn prepare(&mut self, g: &Csr) {
+        self.arcs.prepare_in_room(g);
+    }
+
     fn trace(&mut self, g: &Csr, sources: &[u32], t: &Streams) -> Result<()> {
         self.body(g, sources, t)
     }

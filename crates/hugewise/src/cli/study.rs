@@ -52,6 +52,14 @@ pub struct StudyArgs {
     /// The study directory [default: `study-PRESET`].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// The Kronecker scale of the graph the measured runs of `page-size` and `quick` load
+    /// (`kron:N`, in place of kron:24 and kron:22; --quick: 22 and 20); simulated curves keep
+    /// their traces, and the shaped presets their scale. At 26 (8.3 GiB of graph) a run whose
+    /// layouts need copies of the graph builds them one at a time (see `bench pages
+    /// --copies`); SSSP's weighted kron:26 (16 GiB) and a copy do not fit 24 GiB, and its run is
+    /// refused with the sizes (`--run pr-kron26` runs one kernel).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(8..=30))]
+    pub scale: Option<u32>,
     /// Rounds per comparison, each running every layout once [default: 5, --quick 3].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: Option<u32>,
@@ -90,6 +98,7 @@ pub fn run(a: StudyArgs, mode: Mode) -> anyhow::Result<u8> {
     let threads = a.threads.unwrap_or_else(cpus);
     let opts = presets::Options {
         quick: a.quick,
+        scale: a.scale,
         repeat: a.repeat,
         threads,
     };

@@ -106,6 +106,7 @@ mkdir -p "$d" && { printf '%s\n' "$@"; cat; } > "$d/$SLURM_ARRAY_TASK_ID"
         question: "q".into(),
         reproduces: "r".into(),
         quick: false,
+        scale: None,
         repeat: 1,
         threads: 1,
         runs: ids
@@ -135,6 +136,7 @@ mkdir -p "$d" && { printf '%s\n' "$@"; cat; } > "$d/$SLURM_ARRAY_TASK_ID"
         dir: dir.clone(),
         preset: "smoke".into(),
         quick: false,
+        scale: None,
         repeat: 1,
         threads: 1,
         seed: 1,

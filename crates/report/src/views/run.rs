@@ -327,6 +327,12 @@ pub fn pagebench(r: &PagesReport) -> String {
         crate::fmt::stopped(r.stopped),
         r.graph_pages
     );
+    if r.copies_in_turn {
+        o.push_str(
+            "copies  in turn: each layout's own copy of the graph was built when its turn came \
+             and freed before the next was built (untimed)\n\n",
+        );
+    }
     let mut t = Table::new([
         "kernel arrays",
         "median",
@@ -381,6 +387,9 @@ pub fn pagebench_markdown(r: &PagesReport) -> String {
         crate::fmt::stopped(r.stopped),
         r.graph_pages
     );
+    if r.copies_in_turn {
+        o.push_str("The layouts' own copies of the graph were built in turn, one at a time.\n\n");
+    }
     o.push_str(
         "| kernel arrays | median | min | max | speedup (median of per-round ratios) [95% CI] | huge share of footprint |\n|---|---:|---:|---:|---:|---:|\n",
     );

@@ -150,9 +150,10 @@ pub fn plan(p: &StudyPlan) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "study   {}{}: {}",
+        "study   {}{}{}: {}",
         p.preset,
         if p.quick { " (quick)" } else { "" },
+        p.scale.map_or(String::new(), |s| format!(" (kron:{s})")),
         p.question
     );
     let _ = writeln!(o, "figures {}", p.reproduces);

@@ -52,6 +52,11 @@ pub struct Preset {
     pub reproduces: &'static str,
     /// What it needs (root, memory, time).
     pub needs: &'static str,
+    /// Whether `--scale` sets the graph its measured runs load: only for presets that run on
+    /// the machine as it is. A shaped run holds free memory to a footprint that counts every
+    /// copy of the graph held, and at a scale whose copies do not fit together that shape
+    /// cannot be made.
+    pub scales: bool,
     /// Its runs, for the options given.
     runs: fn(&Given) -> Vec<PlannedRun>,
     /// The papers' claims its headlines are set against.
@@ -63,6 +68,7 @@ pub struct Preset {
 pub const PRESETS: &[Preset] = &[
     Preset {
         name: "quick",
+        scales: true,
         question: "Do huge pages pay for graph kernels here, and which layout gets the most of \
                    it per huge page spent?",
         reproduces: "IISWC'22 Fig. 1 and 10 in brief, MICRO'23 Fig. 5 (simulated)",
@@ -72,14 +78,17 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "page-size",
+        scales: true,
         question: "Which array profits from huge pages?",
         reproduces: "IISWC'22 Fig. 1 and 5",
-        needs: "no root; 8 GiB at kron:24 (--quick: kron:22, 1 GiB); 15 minutes (--quick: 4)",
+        needs: "no root; 8 GiB at kron:24 (--quick: kron:22, 1 GiB); 15 minutes (--quick: 4); \
+                --scale 26: about 20 GiB, the graph's copies built one at a time",
         runs: page_size,
         claims: claims::page_size,
     },
     Preset {
         name: "pressure",
+        scales: false,
         question: "How does free memory beyond the working set change what huge pages give, \
                    with the graph allocated first or the property array first?",
         reproduces: "IISWC'22 Fig. 7",
@@ -89,6 +98,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "fragmentation",
+        scales: false,
         question: "How much of the huge-page gain survives 0, 50, 75 and 90 % fragmentation \
                    by unmovable pages, with free memory held to the footprint and half a GiB?",
         reproduces: "IISWC'22 Fig. 8 and 9",
@@ -98,6 +108,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "selectivity",
+        scales: false,
         question: "How much of the property array must be huge, with and without DBG, under \
                    +3 GiB pressure and 50 % fragmentation?",
         reproduces: "IISWC'22 Fig. 10 and 11",
@@ -107,6 +118,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "utility",
+        scales: false,
         question: "What does each share of memory promoted buy, simulated (PCC, HawkEye, \
                    Linux) and real (DBG hot prefix), at 0, 50 and 90 % fragmentation with free \
                    memory held to the footprint + 0.5 GiB?",
@@ -118,6 +130,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "faultlat",
+        scales: false,
         question: "What does a page fault cost with 4 KiB pages, THP at fault, and fault then \
                    collapse, at 0 and 50 % fragmentation?",
         reproduces: "SYSTOR'19 Tables 2 and 3",
@@ -127,6 +140,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "swap",
+        scales: false,
         question: "When the graph does not fit in memory, where does the time go, what do more \
                    threads than cores buy, and what happens to huge pages under swapping?",
         reproduces: "Haddadi et al. (swapping) Fig. 2, 4 and 8-11",
@@ -138,6 +152,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "bloat",
+        scales: false,
         question: "What do huge pages cost a real server in memory, and buy it in throughput, \
                    under Linux's THP modes and under hugewise exec with the mega daemon?",
         reproduces: "MEGA's Redis bloat experiment (fill, read, delete half, refill)",
@@ -148,6 +163,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "packing",
+        scales: false,
         question: "Do a program's hot small objects, packed into a few huge pages, buy what \
                    huge pages for its whole heap buy, at a fraction of the huge pages?",
         reproduces: "the selective huge pages thesis: hot objects found by access monitoring, \
@@ -159,6 +175,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "compaction",
+        scales: false,
         question: "Under memory pressure and 25, 50 and 90 % fragmentation, does the daemon's \
                    own compaction (--compact auto) get the hot chunks huge sooner, and keep more \
                    of its gain, than no compaction or Linux's proactive compaction at 20 and \
@@ -175,6 +192,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "smoke",
+        scales: false,
         question: "Does the study machinery work on this machine (seconds)?",
         reproduces: "nothing: a check of the runner, the report and a scheduler",
         needs: "no root; 100 MiB; seconds",
@@ -188,6 +206,8 @@ pub const PRESETS: &[Preset] = &[
 pub struct Options {
     /// The shortened variant.
     pub quick: bool,
+    /// The Kronecker scale of the measured runs' graph (`None`: the preset's).
+    pub scale: Option<u32>,
     /// Rounds per comparison (`None`: the preset's).
     pub repeat: Option<u32>,
     /// Worker threads of each kernel.
@@ -225,6 +245,8 @@ pub fn about(name: &str) -> Result<&'static Preset> {
 struct Given {
     /// The shortened variant.
     quick: bool,
+    /// The Kronecker scale of the measured runs' graph, when asked.
+    scale: Option<u32>,
     /// Rounds per comparison: the options' or the default.
     rounds: u32,
     /// Rounds asked for in the options, for presets whose default differs.
@@ -234,8 +256,26 @@ struct Given {
 /// Expand preset `name` for this machine.
 pub fn expand(name: &str, o: &Options) -> Result<StudyPlan> {
     let preset = about(name)?;
+    if let Some(s) = o.scale.filter(|s| !(8..=30).contains(s)) {
+        return Err(Error::Config(format!(
+            "--scale {s}: a Kronecker scale from 8 to 30"
+        )));
+    }
+    if o.scale.is_some() && !preset.scales {
+        return Err(Error::Config(format!(
+            "--scale sets the graph of the presets that load a Kronecker graph ({}); {name} \
+             loads none",
+            PRESETS
+                .iter()
+                .filter(|p| p.scales)
+                .map(|p| p.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
     let given = Given {
         quick: o.quick,
+        scale: o.scale,
         rounds: o.repeat.unwrap_or(if o.quick { 3 } else { 5 }),
         repeat: o.repeat,
     };
@@ -246,6 +286,7 @@ pub fn expand(name: &str, o: &Options) -> Result<StudyPlan> {
         question: preset.question.into(),
         reproduces: preset.reproduces.into(),
         quick: o.quick,
+        scale: o.scale,
         repeat: given.rounds,
         threads: o.threads,
         runs,
@@ -339,6 +380,16 @@ fn slug(s: &str) -> String {
         .collect()
 }
 
+/// The graph a preset's measured runs load: `kron:` at the scale asked for, else `quick`'s
+/// or `full`'s.
+fn measured(p: &Given, quick: &str, full: &str) -> String {
+    match p.scale {
+        Some(s) => format!("kron:{s}"),
+        None if p.quick => quick.into(),
+        None => full.into(),
+    }
+}
+
 /// Fragmented by `f` (0: the machine as it is).
 fn fragmented(f: f64) -> Shape {
     if f == 0.0 {
@@ -409,7 +460,7 @@ fn quick(p: &Given) -> Vec<PlannedRun> {
     let q = p.quick;
     let rounds = p.rounds;
     let mut runs = Vec::new();
-    let g = if q { "kron:20" } else { "kron:22" };
+    let g = &measured(p, "kron:20", "kron:22");
     for k in ["bfs", "sssp", "pr"] {
         runs.push(pages_run(
             format!("{k}-{}", slug(g)),
@@ -452,7 +503,7 @@ fn page_size(p: &Given) -> Vec<PlannedRun> {
     let q = p.quick;
     let rounds = p.rounds;
     let mut runs = Vec::new();
-    let g = if q { "kron:22" } else { "kron:24" };
+    let g = &measured(p, "kron:22", "kron:24");
     for k in page_size_kernels(q) {
         let mut vs = vec![base(), property()];
         vs.push(variant("edges THP", "all=base", "all=base,edges=thp", None));
@@ -478,7 +529,7 @@ fn pressure(p: &Given) -> Vec<PlannedRun> {
     let q = p.quick;
     let rounds = p.rounds;
     let mut runs = Vec::new();
-    let g = if q { "kron:22" } else { "kron:24" };
+    let g = &measured(p, "kron:22", "kron:24");
     let steps: Vec<u64> = if q { vec![0, 1, 3] } else { (0..=6).collect() };
     for s in steps {
         let extra = s * GIB / 2;
@@ -536,7 +587,7 @@ fn fragmentation(p: &Given) -> Vec<PlannedRun> {
     let q = p.quick;
     let rounds = p.rounds;
     let mut runs = Vec::new();
-    let g = if q { "kron:22" } else { "kron:24" };
+    let g = &measured(p, "kron:22", "kron:24");
     let kernels: &[&str] = if q { &["pr"] } else { &["bfs", "pr"] };
     for f in [0.0, 0.5, 0.75, 0.9] {
         for k in kernels {
@@ -572,7 +623,7 @@ fn selectivity(p: &Given) -> Vec<PlannedRun> {
     let q = p.quick;
     let rounds = p.rounds;
     let mut runs = Vec::new();
-    let g = if q { "kron:22" } else { "kron:24" };
+    let g = &measured(p, "kron:22", "kron:24");
     let kernels: &[&str] = if q { &["pr"] } else { &["bfs", "pr", "sssp"] };
     let shape = Shape {
         fragment: Some(0.5),
@@ -623,7 +674,7 @@ fn utility(p: &Given) -> Vec<PlannedRun> {
     let q = p.quick;
     let rounds = p.rounds;
     let mut runs = Vec::new();
-    let g = if q { "kron:22" } else { "kron:24" };
+    let g = &measured(p, "kron:22", "kron:24");
     // At kron:22 the property array is 4 times the 4 KiB reach of the simulated TLBs, as in
     // the paper's (far larger) graphs; at kron:20 it fits that reach (docs/fidelity.md).
     let tg = if q { "kron:20" } else { "kron:22" };
@@ -1053,6 +1104,7 @@ mod tests {
         [false, true].map(|quick| {
             let o = Options {
                 quick,
+                scale: None,
                 repeat: None,
                 threads: 2,
             };
@@ -1124,6 +1176,7 @@ mod tests {
             "swap",
             &Options {
                 quick: false,
+                scale: None,
                 repeat: None,
                 threads: 2,
             },
@@ -1206,11 +1259,75 @@ mod tests {
             name,
             &Options {
                 quick: false,
+                scale: None,
                 repeat: None,
                 threads: 2,
             },
         )
         .expect(name)
+    }
+
+    #[test]
+    fn a_scale_sets_the_measured_graph_and_leaves_simulated_curves_alone() {
+        let at = |name: &str, scale: Option<u32>| {
+            expand(
+                name,
+                &Options {
+                    quick: false,
+                    scale,
+                    repeat: None,
+                    threads: 2,
+                },
+            )
+        };
+        let graphs = |plan: &StudyPlan| -> Vec<String> {
+            plan.runs
+                .iter()
+                .map(|r| match &r.work {
+                    Work::Pages { graph, .. } => format!("pages {graph}"),
+                    Work::Curve { graph, .. } => format!("curve {graph}"),
+                    _ => "other".into(),
+                })
+                .collect()
+        };
+        let plan = at("page-size", Some(26)).expect("page-size");
+        assert_eq!(plan.scale, Some(26));
+        assert!(
+            graphs(&plan).iter().all(|g| g == "pages kron:26"),
+            "{:?}",
+            graphs(&plan)
+        );
+        assert!(plan.runs.iter().any(|r| r.id == "pr-kron26"));
+        // Four times kron:24's footprint, as the plan counts it.
+        let bytes = |p: &StudyPlan| p.runs.iter().filter_map(|r| r.footprint_bytes).max();
+        let full24 = at("page-size", None).expect("page-size");
+        assert!(bytes(&plan) > bytes(&full24).map(|b| 3 * b));
+        let quick = graphs(&at("quick", Some(23)).expect("quick"));
+        assert!(quick.iter().any(|g| g == "curve kron:20"), "{quick:?}");
+        assert!(quick.iter().any(|g| g == "pages kron:23"), "{quick:?}");
+        assert!(!quick.iter().any(|g| g == "pages kron:22"), "{quick:?}");
+        assert!(at("page-size", Some(31)).is_err());
+        // Unasked, nothing changes.
+        assert_eq!(full24.scale, None);
+        assert!(graphs(&full24).iter().all(|g| g == "pages kron:24"));
+        for name in [
+            "pressure",
+            "fragmentation",
+            "selectivity",
+            "utility",
+            "faultlat",
+            "swap",
+            "bloat",
+            "packing",
+            "compaction",
+            "smoke",
+        ] {
+            let e = at(name, Some(22)).expect_err(name).to_string();
+            assert!(
+                e.contains("--scale") && e.contains("page-size"),
+                "{name}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -46,8 +46,10 @@ of the per-round ratios; 6 rounds at least).")]
 
 The graph's arrays take --graph-pages (all=base by default) and are shared by every variant;
 each --compare sets the kernel's arrays (property, frontier) and gets its own copy of them.
-A variant with graph:PAGES or reorder:METHOD runs on its own copy of the graph, built once
-from the loaded one before timing (sources are the same vertices, renamed). The first
+A variant with graph:PAGES or reorder:METHOD runs on its own copy of the graph, built from
+the loaded one before timing (sources are the same vertices, renamed): all of them at the
+start where they fit memory together, otherwise each when its variant's turn comes, the one
+before freed (--copies). The first
 --compare is the baseline. Each round runs every variant once from the same sources, in
 alternating order, after checking the machine is quiet.")]
     Pages(pages::PagesArgs),

@@ -28,7 +28,7 @@ pub struct PagesArgs {
     /// A layout of the kernel's arrays (property, frontier); give two or more, baseline
     /// first [default: all=base and all=base,property=thp].
     /// Also `PAGES;graph:PAGES;reorder:dbg;name:NAME` for a variant with its own copy of the
-    /// graph (other page policies for its arrays, or reordered vertices), built once.
+    /// graph (other page policies for its arrays, or reordered vertices; see --copies).
     #[arg(long = "compare", value_name = "PAGES", value_parser = Variant::parse)]
     pub compare: Vec<Variant>,
     /// Rounds; each runs every variant once: 6 by default, the fewest whose
@@ -50,6 +50,13 @@ pub struct PagesArgs {
     /// disk again.
     #[arg(long)]
     pub drop_file_cache: bool,
+    /// How the variants' own copies of the graph are held: `auto` holds them all from the
+    /// start when they fit the memory available beside the kernels' arrays, and otherwise
+    /// builds each when its variant comes up in a round, freeing the one before (untimed:
+    /// seconds a copy for kron:26's 8.3 GiB; the result says which); `held` and `in-turn`
+    /// choose.
+    #[arg(long, value_enum, default_value_t = CopiesArg::Auto)]
+    pub copies: CopiesArg,
     /// Print a Markdown table instead of the terminal table.
     #[arg(long, conflicts_with = "json")]
     pub markdown: bool,
@@ -71,6 +78,27 @@ impl PagesArgs {
     }
 }
 
+/// `--copies`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CopiesArg {
+    /// Held together where they fit, else in turn.
+    Auto,
+    /// Every copy held from the start.
+    Held,
+    /// One copy at a time.
+    InTurn,
+}
+
+impl CopiesArg {
+    fn copies(self) -> pagebench::Copies {
+        match self {
+            CopiesArg::Auto => pagebench::Copies::Auto,
+            CopiesArg::Held => pagebench::Copies::Held,
+            CopiesArg::InTurn => pagebench::Copies::InTurn,
+        }
+    }
+}
+
 /// Compare the layouts.
 pub fn run(a: PagesArgs, progress: Mode) -> anyhow::Result<()> {
     let cfg = pagebench::Config {
@@ -84,6 +112,7 @@ pub fn run(a: PagesArgs, progress: Mode) -> anyhow::Result<()> {
         threads: a.threads.unwrap_or_else(cpus),
         reorder_cache: a.cache.cache(),
         drop_file_cache: a.drop_file_cache,
+        copies: a.copies.copies(),
     };
     let steps = Steps::new(progress, "loading", Unit::Items);
     let r = progress::with_reads(&steps, || {
