@@ -743,7 +743,6 @@ mod tests {
         assert_ne!(take(&mut shelf, 0), first, "built anew");
         assert!(shelf.built[1].is_none());
         assert_ne!(second, first);
-        drop(take);
         assert_eq!(builds, 3);
     }
 
