@@ -128,8 +128,8 @@ pub enum Copies {
     /// Every copy built before the first round and held to the end.
     Held,
     /// One copy at a time: built when a variant that runs on it comes up in a round, and freed
-    /// before another is built. Copying and faulting the graph in again costs seconds a copy
-    /// at kron:26 (untimed, as the load is); the timed run is the same. Where `Held` would need
+    /// before another is built. Each build copies and faults the graph in again (8.3 GiB at
+    /// kron:26; untimed, as the load is); the timed run is the same. Where `Held` would need
     /// three copies of kron:26's 8.3 GiB beside the loaded graph, this needs one. Refused with a
     /// layout whose kernel arrays come first (`kernel-first`): a copy built anew each round
     /// would come after every kernel's arrays, and the order such a layout asks for be lost.

@@ -251,7 +251,7 @@ fn input_for(graph: &str, opts: &Options, threads: usize, obs: &mut dyn Observer
 }
 
 /// The options a plan was expanded with, as the command gave them (` --quick --scale 26`).
-fn options(p: &StudyPlan) -> String {
+pub(crate) fn options(p: &StudyPlan) -> String {
     format!(
         "{}{}",
         if p.quick { " --quick" } else { "" },

@@ -378,11 +378,9 @@ fn script(
     };
     line("#!/bin/bash");
     line(&format!(
-        "# hugewise study {}{}{}: one array task per run of study.json; task i runs the run id",
+        "# hugewise study {}{}: one array task per run of study.json; task i runs the run id",
         plan.preset,
-        if plan.quick { " --quick" } else { "" },
-        plan.scale
-            .map_or(String::new(), |s| format!(" --scale {s}"))
+        crate::runner::options(plan)
     ));
     line("# on line i (from 0) of slurm/runs.txt and writes runs/<id>.json.");
     line("# Submit with `sbatch` and this file; options given to sbatch override these.");

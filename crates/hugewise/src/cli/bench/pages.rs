@@ -52,8 +52,8 @@ pub struct PagesArgs {
     pub drop_file_cache: bool,
     /// How the variants' own copies of the graph are held: `auto` holds them all from the
     /// start when they fit the memory available beside the kernels' arrays, and otherwise
-    /// builds each when its variant comes up in a round, freeing the one before (untimed:
-    /// seconds a copy for kron:26's 8.3 GiB; the result says which); `held` and `in-turn`
+    /// builds each when its variant comes up in a round, freeing the one before (untimed: the
+    /// graph copied and faulted in anew, 8.3 GiB at kron:26; the result says which); `held` and `in-turn`
     /// choose.
     #[arg(long, value_enum, default_value_t = CopiesArg::Auto)]
     pub copies: CopiesArg,
