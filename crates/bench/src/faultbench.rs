@@ -27,13 +27,16 @@ use hugewise_promote::action::ActionKind;
 use hugewise_promote::budget::Limit;
 use hugewise_promote::daemon::{self, Daemon};
 use hugewise_promote::target::Target;
-use hugewise_results::faultlat::{FaultArm, FaultBenchArm, FaultBenchReport, FaultBenchSample};
+use hugewise_results::faultlat::{
+    FaultArm, FaultBenchArm, FaultBenchReport, FaultBenchSample, Handback,
+};
 use hugewise_sys::proc::ProcFs;
+use hugewise_sys::sysfs::SysFs;
 
-use crate::quiet;
 use crate::stats::{median, ratio, ratios_in_rounds, summarize, Until};
 use crate::worker::{self, Request};
 use crate::{faultlat, Error, Progress, Result};
+use crate::{quiet, settle};
 
 /// Where the daemon beside the faults runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -93,6 +96,11 @@ pub struct Config {
     pub force: bool,
     /// Where the daemon runs.
     pub daemon_in: DaemonIn,
+    /// Before each arm, wait for the guest to hand the last arm's memory back to the host
+    /// (see [`crate::settle`]), so that every arm faults memory the host must back anew.
+    /// Without it the arms run back to back, each faulting mostly the memory the one before
+    /// freed, still backed by the host.
+    pub settle: bool,
 }
 
 /// The daemon of one arm, as data: what a worker process is asked to run on a range of the
@@ -388,6 +396,12 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<FaultBenchReport> {
         force: cfg.force,
     };
     let total = cfg.until.planned(cfg.rounds) as u64 * FaultArm::ALL.len() as u64;
+    // One run unmeasured first, so that the first arm follows a run that freed the same
+    // memory, as every later arm does: which frames a run faults, and whether the host still
+    // backs them, depends on what ran before it.
+    faultlat::run(&one, &mut |_, _| {})?;
+    let sys = SysFs::default();
+    let mut last_end = settle::reported(&sys);
     let mut samples = Vec::new();
     let (rounds, stopped) = cfg.until.rounds(
         cfg.rounds,
@@ -404,6 +418,7 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<FaultBenchReport> {
                 arms.reverse();
             }
             for arm in arms {
+                let waited = cfg.settle.then(|| settle::settle(&sys)).flatten();
                 let q = quiet::wait_quiet(
                     hugewise_results::stats::BUSY_SHARE,
                     Duration::from_millis(200),
@@ -414,9 +429,21 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<FaultBenchReport> {
                     FaultArm::Daemon => Some(cfg.fault_waits),
                     FaultArm::Unpaced => Some(1.0),
                 };
+                let start = settle::reported(&sys);
                 let (r, by) = faultlat::run_beside(&one, &mut |_, _| {}, |range| {
                     waits.map(|w| Beside::start(cfg, w, range)).transpose()
                 })?;
+                let end = settle::reported(&sys);
+                let handback = match (last_end, start, end) {
+                    (Some(last), Some(start), Some(end)) => Some(Handback {
+                        waited_ms: waited.map(|w| w.ms),
+                        quiet: waited.map(|w| w.quiet),
+                        before_kib: start.saturating_sub(last),
+                        during_kib: end.saturating_sub(start),
+                    }),
+                    _ => None,
+                };
+                last_end = end;
                 let counts = by.map(Beside::stop).transpose()?;
                 samples.push(FaultBenchSample {
                     round,
@@ -428,6 +455,7 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<FaultBenchReport> {
                     paced: counts.map(|c| c.paced),
                     collapse_p50_ns: counts.and_then(|c| c.collapse_p50_ns),
                     quiet: q,
+                    handback,
                 });
                 progress(samples.len() as u64, total);
             }
@@ -449,6 +477,7 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<FaultBenchReport> {
         daemon_in: Some(cfg.daemon_in.name().into()),
         rounds,
         stopped: Some(stopped),
+        settle: Some(cfg.settle),
         samples,
         summary,
     })
@@ -525,6 +554,7 @@ mod tests {
             interval: Duration::from_millis(5),
             force: false,
             daemon_in: DaemonIn::Thread,
+            settle: false,
         }
     }
 
@@ -586,6 +616,7 @@ mod tests {
             paced: None,
             collapse_p50_ns: None,
             quiet: None,
+            handback: None,
         };
         let v = [
             s(0, FaultArm::Alone, 100),

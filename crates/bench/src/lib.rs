@@ -22,6 +22,8 @@
 //! What they measure with:
 //! - [`telemetry`]: `/proc` and `/sys` sampled while a run runs, summarized by stretch;
 //! - [`quiet`]: other processes' CPU use, checked before each timed run;
+//! - [`settle`]: the guest's freed memory handed back to the host, waited for before a run
+//!   that faults fresh memory;
 //! - [`stats`]: medians and spreads over raw samples (all samples are kept);
 //! - [`room`]: whether a region fits in the memory available, before it is touched;
 //! - [`meta`]: what every result records about the run and the machine;
@@ -50,6 +52,7 @@ pub mod randread;
 pub mod room;
 pub mod run;
 pub mod save;
+pub mod settle;
 pub mod stats;
 pub mod telemetry;
 pub mod worker;

@@ -120,6 +120,27 @@ pub struct FaultBenchSample {
     pub collapse_p50_ns: Option<u64>,
     /// Others' CPU use just before.
     pub quiet: Option<Quiet>,
+    /// What the guest handed back to its host around the arm, where the kernel counts it
+    /// (`null` elsewhere and in older results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handback: Option<Handback>,
+}
+
+/// What a guest handed back to its host around one run (free page reporting). A page handed
+/// back costs a host fault at its next first touch, so how much the guest had handed back
+/// decides how many of a run's faults the host pays for too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Handback {
+    /// Time waited before the run for reporting to go quiet, in milliseconds (`null` when
+    /// the run did not wait).
+    pub waited_ms: Option<u64>,
+    /// Whether it went quiet within the wait's cap (`null` when the run did not wait).
+    pub quiet: Option<bool>,
+    /// Memory reported between the previous run's end (or the first reading) and this run's
+    /// start, in KiB.
+    pub before_kib: u64,
+    /// Memory reported while this run faulted, in KiB.
+    pub during_kib: u64,
 }
 
 /// One arm over the rounds.
@@ -177,6 +198,11 @@ pub struct FaultBenchReport {
     pub rounds: u32,
     /// Why the rounds stopped.
     pub stopped: Option<Stopped>,
+    /// Whether each arm waited for the guest's free page reporting to go quiet first
+    /// (`--settle`), so that every arm faulted memory handed back to the host; `null` in
+    /// results from before it could.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settle: Option<bool>,
     /// Every sample, in the order run.
     pub samples: Vec<FaultBenchSample>,
     /// Per arm, alone first.

@@ -1158,6 +1158,7 @@ mod tests {
             daemon_in: None,
             rounds: 6,
             stopped: None,
+            settle: None,
             samples: Vec::new(),
             summary: vec![
                 arm(FaultArm::Alone, None),

@@ -745,6 +745,7 @@ fn work(
                 interval: std::time::Duration::from_secs(1),
                 force: false,
                 daemon_in: faultbench::DaemonIn::auto(opts.exe.clone()),
+                settle: false,
             };
             Ok(Done::FaultBench(faultbench::run(&cfg, &mut |d, t| {
                 obs.progress(d, t)

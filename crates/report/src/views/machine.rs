@@ -307,6 +307,63 @@ pub fn fault_bench(r: &FaultBenchReport) -> String {
     o.push_str(&t.render());
     let (_, all) = busy_of(r.samples.iter().map(|s| &s.quiet));
     o.push_str(&sample_notes(busy_total, all));
+    o.push_str(&settle_note(r));
+    o
+}
+
+/// How the arms began (after the guest had handed the last arm's memory back to the host, or
+/// back to back) and how much it handed back around them: a page handed back costs a host fault
+/// at its next first touch.
+fn settle_note(r: &FaultBenchReport) -> String {
+    let back: Vec<_> = r.samples.iter().filter_map(|s| s.handback).collect();
+    let range = |v: Vec<u64>| {
+        let lo = v.iter().min().copied().unwrap_or(0);
+        let hi = v.iter().max().copied().unwrap_or(0);
+        (lo, hi)
+    };
+    let mut o = String::new();
+    match r.settle {
+        Some(true) => {
+            let waits: Vec<_> = back.iter().filter_map(|h| h.waited_ms).collect();
+            if waits.is_empty() {
+                o.push_str(
+                    "each arm was to wait for the guest to hand its free memory back to the \
+                     host, but this kernel does not count what it hands back: the arms began \
+                     at once\n",
+                );
+            } else {
+                let (lo, hi) = range(waits);
+                let _ = write!(
+                    o,
+                    "each arm began once the guest's free page reporting had been quiet for \
+                     5 s (waits {:.1}-{:.1} s), the last arm's memory handed back to the host",
+                    lo as f64 / 1000.0,
+                    hi as f64 / 1000.0
+                );
+                let loud = back.iter().filter(|h| h.quiet == Some(false)).count();
+                if loud > 0 {
+                    let _ = write!(o, "; {loud} began with reporting still under way");
+                }
+                o.push('\n');
+            }
+        }
+        Some(false) => o.push_str(
+            "the arms ran back to back after a run unmeasured, each faulting mostly the \
+             memory the one before freed (--settle waits for the guest to hand it back to \
+             the host first)\n",
+        ),
+        None => {}
+    }
+    if !back.is_empty() {
+        let mib = |(lo, hi): (u64, u64)| format!("{}-{} MiB", lo / 1024, hi / 1024);
+        let _ = writeln!(
+            o,
+            "handed back to the host (its next first touch a host fault): before an arm {}, \
+             while it faulted {}",
+            mib(range(back.iter().map(|h| h.before_kib).collect())),
+            mib(range(back.iter().map(|h| h.during_kib).collect()))
+        );
+    }
     o
 }
 
@@ -386,4 +443,87 @@ pub fn randread_markdown(r: &RandreadReport) -> String {
         );
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hugewise_results::faultlat::{FaultArm, FaultBenchSample, Handback};
+
+    fn report(settle: Option<bool>, backs: &[Option<Handback>]) -> FaultBenchReport {
+        let sample = |handback| FaultBenchSample {
+            round: 0,
+            arm: FaultArm::Alone,
+            faults: 1,
+            fault_latency: Latency {
+                count: 1,
+                mean_ns: 1.0,
+                p50_ns: 1,
+                p90_ns: 1,
+                p99_ns: 1,
+                p999_ns: 1,
+                max_ns: 1,
+                total_ns: 1,
+            },
+            touch_wall_ns: 1,
+            collapses: None,
+            paced: None,
+            collapse_p50_ns: None,
+            quiet: None,
+            handback,
+        };
+        FaultBenchReport {
+            bytes: 4 << 30,
+            policy: "mega".into(),
+            budget_share: 1.0,
+            fault_waits: 0.0002,
+            warm: Some(true),
+            nice: Some(0),
+            interval_ms: 1000,
+            daemon_in: Some("process".into()),
+            rounds: 1,
+            stopped: None,
+            settle,
+            samples: backs.iter().copied().map(sample).collect(),
+            summary: Vec::new(),
+        }
+    }
+
+    fn back(waited_ms: Option<u64>, quiet: Option<bool>, before: u64, during: u64) -> Handback {
+        Handback {
+            waited_ms,
+            quiet,
+            before_kib: before,
+            during_kib: during,
+        }
+    }
+
+    #[test]
+    fn the_note_says_how_the_arms_began_and_what_was_handed_back_around_them() {
+        let r = report(
+            Some(true),
+            &[
+                Some(back(Some(5_000), Some(true), 4 << 20, 0)),
+                Some(back(Some(60_000), Some(false), 1 << 20, 2048)),
+            ],
+        );
+        let note = settle_note(&r);
+        for want in [
+            "waits 5.0-60.0 s",
+            "1 began with reporting still under way",
+            "before an arm 1024-4096 MiB, while it faulted 0-2 MiB",
+        ] {
+            assert!(note.contains(want), "{want:?} not in {note}");
+        }
+        let r = report(Some(false), &[Some(back(None, None, 512, 0))]);
+        let note = settle_note(&r);
+        assert!(note.contains("back to back"), "{note}");
+        assert!(note.contains("before an arm 0-0 MiB"), "{note}");
+        // Asked to wait on a kernel that counts nothing: said, and nothing made up.
+        let note = settle_note(&report(Some(true), &[None]));
+        assert!(note.contains("does not count"), "{note}");
+        assert!(!note.contains("handed back to the host ("), "{note}");
+        // Older results say nothing.
+        assert_eq!(settle_note(&report(None, &[None])), "");
+    }
 }

@@ -1,11 +1,12 @@
 //! Readers and writers of `/sys`, rooted at an injectable directory: THP and mTHP settings,
 //! khugepaged, hugetlb pools, block devices' counters, memory cgroups' counters, NUMA nodes and
-//! their compaction trigger.
+//! their compaction trigger, and the free memory a guest has handed back to its host.
 
 mod block;
 mod hugetlb;
 mod memcg;
 mod node;
+mod reporting;
 mod thp;
 
 pub use block::{BlockStat, DevNum};
