@@ -27,9 +27,7 @@ use hugewise_promote::action::ActionKind;
 use hugewise_promote::budget::Limit;
 use hugewise_promote::daemon::{self, Daemon};
 use hugewise_promote::target::Target;
-use hugewise_results::faultlat::{
-    FaultArm, FaultBenchArm, FaultBenchReport, FaultBenchSample, Handback,
-};
+use hugewise_results::faultlat::{FaultArm, FaultBenchArm, FaultBenchReport, FaultBenchSample};
 use hugewise_sys::proc::ProcFs;
 use hugewise_sys::sysfs::SysFs;
 
@@ -96,10 +94,10 @@ pub struct Config {
     pub force: bool,
     /// Where the daemon runs.
     pub daemon_in: DaemonIn,
-    /// Before each arm, wait for the guest to hand the last arm's memory back to the host
-    /// (see [`crate::settle`]), so that every arm faults memory the host must back anew.
-    /// Without it the arms run back to back, each faulting mostly the memory the one before
-    /// freed, still backed by the host.
+    /// Before each arm, wait until the guest's free page reporting has been still for a while
+    /// (see [`crate::settle`]): reporting done with what the arm before freed, so that every
+    /// arm starts alike. Without it the arms run back to back, each faulting mostly the memory
+    /// the one before freed, some of it still backed by the host.
     pub settle: bool,
 }
 
@@ -401,7 +399,7 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<FaultBenchReport> {
     // backs them, depends on what ran before it.
     faultlat::run(&one, &mut |_, _| {})?;
     let sys = SysFs::default();
-    let mut last_end = settle::reported(&sys);
+    let mut last_end = settle::reported(&sys)?;
     let mut samples = Vec::new();
     let (rounds, stopped) = cfg.until.rounds(
         cfg.rounds,
@@ -418,7 +416,10 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<FaultBenchReport> {
                 arms.reverse();
             }
             for arm in arms {
-                let waited = cfg.settle.then(|| settle::settle(&sys)).flatten();
+                let waited = match cfg.settle {
+                    true => settle::settle(&sys)?,
+                    false => None,
+                };
                 let q = quiet::wait_quiet(
                     hugewise_results::stats::BUSY_SHARE,
                     Duration::from_millis(200),
@@ -429,21 +430,13 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<FaultBenchReport> {
                     FaultArm::Daemon => Some(cfg.fault_waits),
                     FaultArm::Unpaced => Some(1.0),
                 };
-                let start = settle::reported(&sys);
+                let start = settle::reported(&sys)?;
                 let (r, by) = faultlat::run_beside(&one, &mut |_, _| {}, |range| {
                     waits.map(|w| Beside::start(cfg, w, range)).transpose()
                 })?;
-                let end = settle::reported(&sys);
-                let handback = match (last_end, start, end) {
-                    (Some(last), Some(start), Some(end)) => Some(Handback {
-                        waited_ms: waited.map(|w| w.ms),
-                        quiet: waited.map(|w| w.quiet),
-                        before_kib: start.saturating_sub(last),
-                        during_kib: end.saturating_sub(start),
-                    }),
-                    _ => None,
-                };
-                last_end = end;
+                let end = settle::reported(&sys)?;
+                let handback = settle::handback(last_end, start, end, waited);
+                last_end = end.or(last_end);
                 let counts = by.map(Beside::stop).transpose()?;
                 samples.push(FaultBenchSample {
                     round,

@@ -121,7 +121,7 @@ pub struct FaultBenchSample {
     /// Others' CPU use just before.
     pub quiet: Option<Quiet>,
     /// What the guest handed back to its host around the arm, where the kernel counts it
-    /// (`null` elsewhere and in older results).
+    /// (absent elsewhere and in older results).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handback: Option<Handback>,
 }
@@ -134,8 +134,8 @@ pub struct Handback {
     /// Time waited before the run for reporting to go quiet, in milliseconds (`null` when
     /// the run did not wait).
     pub waited_ms: Option<u64>,
-    /// Whether it went quiet within the wait's cap (`null` when the run did not wait).
-    pub quiet: Option<bool>,
+    /// Whether reporting went still within the wait's cap (`null` when the run did not wait).
+    pub still: Option<bool>,
     /// Memory reported between the previous run's end (or the first reading) and this run's
     /// start, in KiB.
     pub before_kib: u64,
@@ -198,9 +198,8 @@ pub struct FaultBenchReport {
     pub rounds: u32,
     /// Why the rounds stopped.
     pub stopped: Option<Stopped>,
-    /// Whether each arm waited for the guest's free page reporting to go quiet first
-    /// (`--settle`), so that every arm faulted memory handed back to the host; `null` in
-    /// results from before it could.
+    /// Whether each arm waited for the guest's free page reporting to go still first
+    /// (`--settle`); absent in results from before it could.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settle: Option<bool>,
     /// Every sample, in the order run.

@@ -311,12 +311,12 @@ pub fn fault_bench(r: &FaultBenchReport) -> String {
     o
 }
 
-/// How the arms began (after the guest had handed the last arm's memory back to the host, or
-/// back to back) and how much it handed back around them: a page handed back costs a host fault
-/// at its next first touch.
+/// How the arms began (once the guest's free page reporting had gone still, or back to back)
+/// and how much it handed back to its host around them: a page handed back costs a host fault
+/// at its next first touch. Nothing where the kernel counted nothing and no wait was asked for.
 fn settle_note(r: &FaultBenchReport) -> String {
     let back: Vec<_> = r.samples.iter().filter_map(|s| s.handback).collect();
-    let range = |v: Vec<u64>| {
+    let range = |v: &[u64]| {
         let lo = v.iter().min().copied().unwrap_or(0);
         let hi = v.iter().max().copied().unwrap_or(0);
         (lo, hi)
@@ -332,39 +332,47 @@ fn settle_note(r: &FaultBenchReport) -> String {
                      at once\n",
                 );
             } else {
-                let (lo, hi) = range(waits);
+                let (lo, hi) = range(&waits);
                 let _ = write!(
                     o,
-                    "each arm began once the guest's free page reporting had been quiet for \
-                     5 s (waits {:.1}-{:.1} s), the last arm's memory handed back to the host",
+                    "each arm began once the guest's free page reporting had stood still for \
+                     a while (waits {:.1}–{:.1} s)",
                     lo as f64 / 1000.0,
                     hi as f64 / 1000.0
                 );
-                let loud = back.iter().filter(|h| h.quiet == Some(false)).count();
+                let loud = back.iter().filter(|h| h.still == Some(false)).count();
                 if loud > 0 {
                     let _ = write!(o, "; {loud} began with reporting still under way");
                 }
                 o.push('\n');
             }
         }
-        Some(false) => o.push_str(
+        Some(false) if !back.is_empty() => o.push_str(
             "the arms ran back to back after a run unmeasured, each faulting mostly the \
-             memory the one before freed (--settle waits for the guest to hand it back to \
-             the host first)\n",
+             memory the one before freed (--settle waits for the guest's free page reporting \
+             to stand still first)\n",
         ),
-        None => {}
+        _ => {}
     }
     if !back.is_empty() {
-        let mib = |(lo, hi): (u64, u64)| format!("{}-{} MiB", lo / 1024, hi / 1024);
+        let kib = |v: Vec<u64>| {
+            let (lo, hi) = range(&v);
+            format!("{}–{}", span(lo), span(hi))
+        };
         let _ = writeln!(
             o,
             "handed back to the host (its next first touch a host fault): before an arm {}, \
              while it faulted {}",
-            mib(range(back.iter().map(|h| h.before_kib).collect())),
-            mib(range(back.iter().map(|h| h.during_kib).collect()))
+            kib(back.iter().map(|h| h.before_kib).collect()),
+            kib(back.iter().map(|h| h.during_kib).collect())
         );
     }
     o
+}
+
+/// KiB as bytes in the unit that fits, `0 B` for nothing.
+fn span(kib: u64) -> String {
+    bytes(kib * 1024)
 }
 
 /// `hugewise bench randread`.
@@ -489,10 +497,10 @@ mod tests {
         }
     }
 
-    fn back(waited_ms: Option<u64>, quiet: Option<bool>, before: u64, during: u64) -> Handback {
+    fn back(waited_ms: Option<u64>, still: Option<bool>, before: u64, during: u64) -> Handback {
         Handback {
             waited_ms,
-            quiet,
+            still,
             before_kib: before,
             during_kib: during,
         }
@@ -509,16 +517,19 @@ mod tests {
         );
         let note = settle_note(&r);
         for want in [
-            "waits 5.0-60.0 s",
+            "waits 5.0–60.0 s",
             "1 began with reporting still under way",
-            "before an arm 1024-4096 MiB, while it faulted 0-2 MiB",
+            "before an arm 1 GiB–4 GiB, while it faulted 0 B–2 MiB",
         ] {
             assert!(note.contains(want), "{want:?} not in {note}");
         }
         let r = report(Some(false), &[Some(back(None, None, 512, 0))]);
         let note = settle_note(&r);
         assert!(note.contains("back to back"), "{note}");
-        assert!(note.contains("before an arm 0-0 MiB"), "{note}");
+        assert!(note.contains("before an arm 512 KiB–512 KiB"), "{note}");
+        // Back to back where the kernel counts nothing (bare metal, a study's runs): no word
+        // about a host.
+        assert_eq!(settle_note(&report(Some(false), &[None])), "");
         // Asked to wait on a kernel that counts nothing: said, and nothing made up.
         let note = settle_note(&report(Some(true), &[None]));
         assert!(note.contains("does not count"), "{note}");

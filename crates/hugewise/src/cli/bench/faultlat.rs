@@ -17,8 +17,9 @@ pub const HELP: &str = "Examples:
   hugewise bench faultlat --size 1GiB --rounds 3   a quicker look, no interval
   hugewise bench faultlat --rounds 6 --until 10%   rounds until each interval is within 10 %
   hugewise bench faultlat --fault-waits 0.1%       the daemon allowed to hold up more faults
-  hugewise bench faultlat --settle                 each arm on memory handed back to the host
-                                                   (a VM's slowest start; about 15 minutes)
+  hugewise bench faultlat --settle                 each arm once the guest has handed what the
+                                                   arm before freed back to its host (a VM's
+                                                   slowest start; about 20 minutes)
 
 Each round faults a fresh region page by page with 4 KiB pages three times, in alternating
 order: alone; with the online daemon collapsing the region from a process of its own
@@ -29,9 +30,9 @@ round, the median of those ratios with its 95 % interval (6 rounds at least). Th
 at most 1.5x, the interval's upper end included.
 
 In a VM, a 4 KiB fault on memory the guest has handed back to its host (free page reporting)
-costs a host fault too, ten times a guest's own. A run unmeasured comes first, and the arms
-run back to back, each faulting mostly what the one before freed; the result says how much
-the guest handed back before and during each arm.";
+costs a host fault too, about six times a guest's own at the median. A run unmeasured comes
+first, and the arms run back to back (unless --settle), each faulting mostly what the one
+before freed; the result says how much the guest handed back before and during each arm.";
 
 /// Policies that act on mapped pages (the region publishes no samples).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -104,11 +105,11 @@ pub struct BenchFaultlatArgs {
     /// Before each arm, wait until the guest's free page reporting has gone quiet (5 s still,
     /// at most a minute). In a VM whose guest hands free memory back to its host, a page handed
     /// back costs a host fault at its next first touch; by default the arms run back to back
-    /// and each faults mostly the memory the one before freed, still backed, as a program
-    /// started after another would. With the wait, every arm faults memory handed back: the
-    /// host's share of every fault, the slowest start such a VM gives. It applies where the
-    /// kernel counts what it hands back (`reported_kib` of the page_reporting module), and
-    /// makes a 4 GiB round about two minutes longer.
+    /// and each faults mostly the memory the one before freed, some of it still backed, as a
+    /// program started after another would. With the wait, reporting is done with what the arm
+    /// before freed, and most faults pay the host's share: the slowest start such a VM gives.
+    /// It applies where the kernel counts what it hands back (`reported_kib` of the
+    /// page_reporting module), and makes a 4 GiB round about two minutes longer.
     #[arg(long)]
     pub settle: bool,
     /// Output options.
