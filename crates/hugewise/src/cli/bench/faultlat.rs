@@ -106,10 +106,12 @@ pub struct BenchFaultlatArgs {
     /// at most a minute). In a VM whose guest hands free memory back to its host, a page handed
     /// back costs a host fault at its next first touch; by default the arms run back to back
     /// and each faults mostly the memory the one before freed, some of it still backed, as a
-    /// program started after another would. With the wait, reporting is done with what the arm
-    /// before freed, and most faults pay the host's share: the slowest start such a VM gives.
+    /// program started after another would. With the wait, most of what the arm before freed
+    /// has been handed back (the result says when a wait ran to its cap instead), and most
+    /// faults pay the host's share: the slowest start such a VM gives.
     /// It applies where the kernel counts what it hands back (`reported_kib` of the
-    /// page_reporting module), and makes a 4 GiB round about two minutes longer.
+    /// page_reporting module); each wait lasts up to a minute, so a 4 GiB round takes up to about
+    /// three and a half minutes longer (6 rounds took 21.6 minutes on the AMD EPYC).
     #[arg(long)]
     pub settle: bool,
     /// Output options.
