@@ -157,81 +157,83 @@ fn all_rounds(
             })
             .collect()
     };
-    let (rounds, stopped) =
-        cfg.until
-            .rounds(cfg.rounds, &mut samples, watched, |round, samples| {
-                // Each variant runs after every other equally often (see `order`): in this VM
-                // what the previous run freed changes the next one's first touch.
-                let order = crate::order::balanced(cfg.variants.len(), round);
-                for v in order.iter().map(|&k| &cfg.variants[k]) {
-                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
-                        return Err(Error::Interrupted);
-                    }
-                    let q = quiet::wait_quiet(BUSY_SHARE, Duration::from_millis(200), 5);
-                    let mut sample = match v {
-                        Variant::Promote(budget) => promote(cfg, *budget, stop, round, q)?,
-                        Variant::Plain => ExecBenchSample {
+    let (rounds, stopped) = cfg.until.rounds(
+        cfg.rounds,
+        &mut samples,
+        &|| stop.load(std::sync::atomic::Ordering::Relaxed),
+        watched,
+        |round, samples| {
+            // Each variant runs after every other equally often (see `order`): in this VM
+            // what the previous run freed changes the next one's first touch.
+            let order = crate::order::balanced(cfg.variants.len(), round);
+            for v in order.iter().map(|&k| &cfg.variants[k]) {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    return Err(Error::Interrupted);
+                }
+                let q = quiet::wait_quiet(BUSY_SHARE, Duration::from_millis(200), 5);
+                let mut sample = match v {
+                    Variant::Promote(budget) => promote(cfg, *budget, stop, round, q)?,
+                    Variant::Plain => ExecBenchSample {
+                        round,
+                        variant: v.label(),
+                        wall_ns: plain(&cfg.argv, &cfg.scratch)?,
+                        metric_s: None,
+                        huge_bytes: None,
+                        peak_rss_bytes: None,
+                        quiet: q,
+                    },
+                    Variant::Rules(rules) => {
+                        let r = exec::run(
+                            &ExecConfig {
+                                argv: cfg.argv.clone(),
+                                rules: rules.clone(),
+                                min_size: cfg.min_size,
+                                preload: cfg.preload.clone(),
+                                interval: Duration::from_millis(250),
+                                stdout_file: Some(cfg.scratch.clone()),
+                                cgroup_procs: None,
+                                promote: None,
+                                profile: false,
+                                hot_arena: cfg.hot_arena,
+                            },
+                            stop,
+                            |_| {},
+                        )?;
+                        if r.exit_code != Some(0) {
+                            return Err(Error::Config(format!(
+                                "the program failed under {} (exit {:?}, signal {:?}); run it \
+                             with hugewise exec to see why",
+                                v.label(),
+                                r.exit_code,
+                                r.signal
+                            )));
+                        }
+                        ExecBenchSample {
                             round,
                             variant: v.label(),
-                            wall_ns: plain(&cfg.argv, &cfg.scratch)?,
+                            wall_ns: r.wall_ns,
                             metric_s: None,
-                            huge_bytes: None,
-                            peak_rss_bytes: None,
+                            huge_bytes: Some(r.totals().iter().map(|t| t.peak_huge_bytes).sum()),
+                            peak_rss_bytes: r.processes.first().and_then(|p| p.peak_rss_bytes),
                             quiet: q,
-                        },
-                        Variant::Rules(rules) => {
-                            let r = exec::run(
-                                &ExecConfig {
-                                    argv: cfg.argv.clone(),
-                                    rules: rules.clone(),
-                                    min_size: cfg.min_size,
-                                    preload: cfg.preload.clone(),
-                                    interval: Duration::from_millis(250),
-                                    stdout_file: Some(cfg.scratch.clone()),
-                                    cgroup_procs: None,
-                                    promote: None,
-                                    profile: false,
-                                    hot_arena: cfg.hot_arena,
-                                },
-                                stop,
-                                |_| {},
-                            )?;
-                            if r.exit_code != Some(0) {
-                                return Err(Error::Config(format!(
-                                    "the program failed under {} (exit {:?}, signal {:?}); run it \
-                             with hugewise exec to see why",
-                                    v.label(),
-                                    r.exit_code,
-                                    r.signal
-                                )));
-                            }
-                            ExecBenchSample {
-                                round,
-                                variant: v.label(),
-                                wall_ns: r.wall_ns,
-                                metric_s: None,
-                                huge_bytes: Some(
-                                    r.totals().iter().map(|t| t.peak_huge_bytes).sum(),
-                                ),
-                                peak_rss_bytes: r.processes.first().and_then(|p| p.peak_rss_bytes),
-                                quiet: q,
-                            }
                         }
-                    };
-                    if let Some(key) = &cfg.metric {
-                        let text = std::fs::read_to_string(&cfg.scratch).unwrap_or_default();
-                        sample.metric_s = Some(metric_value(&text, key).ok_or_else(|| {
-                            Error::Config(format!(
-                                "the program printed no line '{key}=SECONDS' under {} (--metric)",
-                                v.label()
-                            ))
-                        })?);
                     }
-                    samples.push(sample);
-                    progress(samples.len() as u64, total);
+                };
+                if let Some(key) = &cfg.metric {
+                    let text = std::fs::read_to_string(&cfg.scratch).unwrap_or_default();
+                    sample.metric_s = Some(metric_value(&text, key).ok_or_else(|| {
+                        Error::Config(format!(
+                            "the program printed no line '{key}=SECONDS' under {} (--metric)",
+                            v.label()
+                        ))
+                    })?);
                 }
-                Ok(())
-            })?;
+                samples.push(sample);
+                progress(samples.len() as u64, total);
+            }
+            Ok(())
+        },
+    )?;
     Ok((samples, rounds, stopped))
 }
 

@@ -380,8 +380,9 @@ impl Drop for Beside {
     }
 }
 
-/// Run the benchmark. `progress` counts runs done of the total.
-pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<FaultBenchReport> {
+/// Run the benchmark. `progress` counts runs done of the total; `cancel` raised keeps the
+/// rounds done (see [`crate::stats::Until::rounds`]).
+pub fn run(cfg: &Config, cancel: &AtomicBool, progress: Progress<'_>) -> Result<FaultBenchReport> {
     if cfg.rounds == 0 {
         return Err(Error::Config("rounds must be at least 1".into()));
     }
@@ -404,6 +405,7 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<FaultBenchReport> {
     let (rounds, stopped) = cfg.until.rounds(
         cfg.rounds,
         &mut samples,
+        &|| cancel.load(Ordering::Relaxed),
         |s| {
             FaultArm::ALL[1..]
                 .iter()
@@ -416,6 +418,9 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<FaultBenchReport> {
                 arms.reverse();
             }
             for arm in arms {
+                if cancel.load(Ordering::Relaxed) {
+                    return Err(Error::Interrupted);
+                }
                 let waited = match cfg.settle {
                     true => settle::settle(&sys)?,
                     false => None,
@@ -452,7 +457,7 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<FaultBenchReport> {
                 });
                 progress(samples.len() as u64, total);
             }
-            Ok::<_, Error>(())
+            Ok(())
         },
     )?;
     let summary = FaultArm::ALL
@@ -565,7 +570,10 @@ mod tests {
         }
         let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
         let mut calls = 0;
-        let r = run(&cfg(64 << 20, 2), &mut |_, _| calls += 1).expect("run");
+        let r = run(&cfg(64 << 20, 2), &AtomicBool::new(false), &mut |_, _| {
+            calls += 1
+        })
+        .expect("run");
         assert_eq!((r.samples.len(), calls, r.rounds), (6, 6, 2));
         // The second round runs the arms in reverse.
         let order: Vec<FaultArm> = r.samples.iter().map(|s| s.arm).collect();
@@ -712,7 +720,7 @@ mod tests {
 
     #[test]
     fn zero_rounds_and_an_unknown_policy_are_refused() {
-        assert!(run(&cfg(1 << 20, 0), &mut |_, _| {}).is_err());
+        assert!(run(&cfg(1 << 20, 0), &AtomicBool::new(false), &mut |_, _| {}).is_err());
         if ProcFs::default().kpageflags().is_err() {
             return;
         }
@@ -720,7 +728,7 @@ mod tests {
             policy: "nope".into(),
             ..cfg(4 << 20, 1)
         };
-        let e = run(&bad, &mut |_, _| {}).expect_err("unknown policy");
+        let e = run(&bad, &AtomicBool::new(false), &mut |_, _| {}).expect_err("unknown policy");
         assert!(e.to_string().contains("nope"), "{e}");
     }
 }

@@ -18,6 +18,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use hugewise_graph::kernels::{pick_sources, Kernel, Outcome, Spec, SpecExt};
@@ -27,7 +28,7 @@ use hugewise_results::gapbench::{Converted, GapBenchReport, GapKernel, GapSample
 use hugewise_results::kernel::PrMode;
 
 use crate::quiet;
-use crate::stats::{median, ratio, summarize, Until};
+use crate::stats::{median, ratio, summarize, Stopped, Until};
 use crate::{Error, Progress, Result};
 
 /// GAP's binaries, in the order the suite's benchmark runs them.
@@ -354,8 +355,10 @@ fn gap_file(cfg: &Config, weighted: bool, made: &mut Vec<Converted>) -> Result<P
     Ok(path)
 }
 
-/// Run the comparison; `progress` counts rounds done of every kernel's.
-pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<GapBenchReport> {
+/// Run the comparison; `progress` counts rounds done of every kernel's. `cancel` raised keeps
+/// the kernels and rounds done (see [`crate::stats::Until::rounds`]); the kernels after are not
+/// run.
+pub fn run(cfg: &Config, cancel: &AtomicBool, progress: Progress<'_>) -> Result<GapBenchReport> {
     if cfg.kernels.is_empty() || cfg.rounds == 0 || cfg.gap_trials == 0 {
         return Err(Error::Config(
             "compare at least one kernel over at least one round of at least one GAP trial".into(),
@@ -390,6 +393,13 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<GapBenchReport> {
     let mut rounds_run = 0;
     let mut stopped = None;
     for name in order {
+        if cancel.load(Ordering::Relaxed) {
+            if kernels.is_empty() {
+                return Err(Error::Interrupted);
+            }
+            stopped = Some(Stopped::Interrupted);
+            break;
+        }
         let spec = cfg.spec(name)?;
         let weighted = spec.needs_weights();
         if loaded.as_ref().is_none_or(|(w, _, _)| *w != weighted) {
@@ -415,13 +425,25 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<GapBenchReport> {
             unreachable!("loaded above")
         };
         spec.check(g)?;
-        let (k, r, s) = compare(cfg, name, spec, file, g, &pool, &mut |_| {
+        let on = OnGraph { file, g };
+        let compared = compare(cfg, name, spec, on, &pool, cancel, &mut |_| {
             done += 1;
             progress(done, total);
-        })?;
+        });
+        let (k, r, s) = match compared {
+            // Stopped in this kernel's first round: the kernels before it are kept.
+            Err(Error::Interrupted) if !kernels.is_empty() => {
+                stopped = Some(Stopped::Interrupted);
+                break;
+            }
+            c => c?,
+        };
         rounds_run = rounds_run.max(r);
         stopped = Some(s);
         kernels.push(k);
+        if s == Stopped::Interrupted {
+            break;
+        }
     }
     let Some((_, _, g)) = loaded.as_ref() else {
         return Err(Error::Config("no kernel ran".into()));
@@ -444,16 +466,23 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<GapBenchReport> {
     })
 }
 
+/// The graph a kernel is compared on: GAP's file of it and hugewise's load.
+struct OnGraph<'a> {
+    file: &'a Path,
+    g: &'a Csr,
+}
+
 /// One kernel, alternated round by round.
 fn compare(
     cfg: &Config,
     name: &str,
     spec: Spec,
-    file: &Path,
-    g: &Csr,
+    on: OnGraph<'_>,
     pool: &rayon::ThreadPool,
+    cancel: &AtomicBool,
     round_done: &mut dyn FnMut(u32),
-) -> Result<(GapKernel, u32, hugewise_results::stats::Stopped)> {
+) -> Result<(GapKernel, u32, Stopped)> {
+    let OnGraph { file, g } = on;
     let takes_source = spec.sources_per_trial() > 0;
     let planned = cfg.until.planned(cfg.rounds) as usize;
     let sources = if takes_source {
@@ -484,6 +513,7 @@ fn compare(
     let (rounds, stopped) = cfg.until.rounds(
         cfg.rounds,
         &mut samples,
+        &|| cancel.load(Ordering::Relaxed),
         |s| vec![ratios(s)],
         |round, samples| {
             let source = sources.get(round as usize).copied();
@@ -550,7 +580,7 @@ fn compare(
                 quiet,
             });
             round_done(round);
-            Ok::<_, Error>(())
+            Ok(())
         },
     )?;
     let gap_ns: Vec<f64> = samples.iter().map(|s| s.gap_ns as f64).collect();

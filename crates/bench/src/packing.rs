@@ -149,60 +149,64 @@ pub fn run(
     let rules = Rules::parse_file("the placement", &profile.placement)?;
     let placed = ExecConfig { rules, ..base };
     let mut samples = Vec::new();
-    let (rounds, stopped) =
-        cfg.until
-            .rounds(cfg.rounds, &mut samples, watched, |round, samples| {
-                // Each variant runs after every other equally often (see `order`).
-                let order = crate::order::balanced(VARIANTS.len(), round);
-                for &(label, thp, packed) in order.iter().map(|&k| &VARIANTS[k]) {
-                    if stop.load(Ordering::Relaxed) {
-                        return Err(Error::Interrupted);
-                    }
-                    let mut session = Session::open(host, Lifetime::Run)?;
-                    session.set(Knob::ThpEnabled, thp)?;
-                    let q = quiet::wait_quiet(BUSY_SHARE, Duration::from_millis(200), 5);
-                    let mut s = if packed {
-                        let r = exec::run(&placed, stop, |_| {})?;
-                        if r.exit_code != Some(0) {
-                            return Err(Error::Config(format!(
-                        "the program failed under its placement (exit {:?}, signal {:?}); run \
-                         it with hugewise exec --placement to see why",
-                        r.exit_code, r.signal
-                    )));
-                        }
-                        let first = r.processes.first();
-                        PackingSample {
-                            round,
-                            variant: label.into(),
-                            wall_ns: r.wall_ns,
-                            metric_s: None,
-                            peak_huge_bytes: first.and_then(|p| p.peak_anon_huge_bytes),
-                            peak_rss_bytes: first.and_then(|p| p.peak_rss_bytes),
-                            quiet: q,
-                        }
-                    } else {
-                        plain(&cfg.argv, &out, round, label, q, label == "thp-all")?
-                    };
-                    drop(session);
-                    if fingerprint(&out, cfg.metric.as_deref()) != expected {
+    let (rounds, stopped) = cfg.until.rounds(
+        cfg.rounds,
+        &mut samples,
+        &|| stop.load(Ordering::Relaxed),
+        watched,
+        |round, samples| {
+            // Each variant runs after every other equally often (see `order`).
+            let order = crate::order::balanced(VARIANTS.len(), round);
+            for &(label, thp, packed) in order.iter().map(|&k| &VARIANTS[k]) {
+                if stop.load(Ordering::Relaxed) {
+                    return Err(Error::Interrupted);
+                }
+                let mut session = Session::open(host, Lifetime::Run)?;
+                session.set(Knob::ThpEnabled, thp)?;
+                let q = quiet::wait_quiet(BUSY_SHARE, Duration::from_millis(200), 5);
+                let mut s = if packed {
+                    let r = exec::run(&placed, stop, |_| {})?;
+                    if r.exit_code != Some(0) {
                         return Err(Error::Config(format!(
+                            "the program failed under its placement (exit {:?}, signal {:?}); run \
+                         it with hugewise exec --placement to see why",
+                            r.exit_code, r.signal
+                        )));
+                    }
+                    let first = r.processes.first();
+                    PackingSample {
+                        round,
+                        variant: label.into(),
+                        wall_ns: r.wall_ns,
+                        metric_s: None,
+                        peak_huge_bytes: first.and_then(|p| p.peak_anon_huge_bytes),
+                        peak_rss_bytes: first.and_then(|p| p.peak_rss_bytes),
+                        quiet: q,
+                    }
+                } else {
+                    plain(&cfg.argv, &out, round, label, q, label == "thp-all")?
+                };
+                drop(session);
+                if fingerprint(&out, cfg.metric.as_deref()) != expected {
+                    return Err(Error::Config(format!(
                     "the program's output under {label} differs from its output in the profile \
                      run: the placement must not change what a program computes"
                 )));
-                    }
-                    if let Some(key) = &cfg.metric {
-                        let text = std::fs::read_to_string(&out).unwrap_or_default();
-                        s.metric_s = Some(metric_value(&text, key).ok_or_else(|| {
-                            Error::Config(format!(
-                        "the program printed no line '{key}=SECONDS' under {label} (--metric)"
-                    ))
-                        })?);
-                    }
-                    samples.push(s);
-                    progress(samples.len() as u64 + 1, total);
                 }
-                Ok::<_, Error>(())
-            })?;
+                if let Some(key) = &cfg.metric {
+                    let text = std::fs::read_to_string(&out).unwrap_or_default();
+                    s.metric_s = Some(metric_value(&text, key).ok_or_else(|| {
+                        Error::Config(format!(
+                            "the program printed no line '{key}=SECONDS' under {label} (--metric)"
+                        ))
+                    })?);
+                }
+                samples.push(s);
+                progress(samples.len() as u64 + 1, total);
+            }
+            Ok::<_, Error>(())
+        },
+    )?;
     let _ = std::fs::remove_file(&out);
     Ok(PackingReport {
         command: cfg.argv.clone(),

@@ -349,7 +349,8 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<PagesReport> {
     run_with(cfg, progress, &|| false)
 }
 
-/// [`run`], stopping with [`Error::Interrupted`] between samples once `cancel` says so.
+/// [`run`], stopping between samples once `cancel` says so: the rounds done are kept (see
+/// [`crate::stats::Until::rounds`]).
 pub fn run_with(
     cfg: &Config,
     progress: Progress<'_>,
@@ -372,6 +373,10 @@ pub fn run_with(
         )
     })?;
     cfg.kernel.check(&g)?;
+    // A signal during the load (which does not ask) is seen once it is over.
+    if cancel() {
+        return Err(Error::Interrupted);
+    }
     if let (true, Input::File(p)) = (cfg.drop_file_cache, &cfg.input) {
         // The input may be a link the user gave; a cache entry's files are taken as they are.
         if let Ok(p) = std::fs::canonicalize(p) {
@@ -519,6 +524,7 @@ pub fn run_with(
     let (round, stopped) = cfg.until.rounds(
         cfg.rounds,
         &mut samples,
+        cancel,
         |s| (1..variants).map(|v| ratios(s, v)).collect(),
         |round, samples| {
             let src = &sources[round as usize * per_trial..(round as usize + 1) * per_trial];
@@ -561,7 +567,7 @@ pub fn run_with(
                 });
                 progress(samples.len() as u64, total);
             }
-            Ok::<_, Error>(())
+            Ok(())
         },
     )?;
     let graph_regions = shared.graph.regions()?;

@@ -5,6 +5,7 @@
 //! from a seeded xorshift stream. Every sample is kept; each variant's speedup is the median
 //! over rounds of (base time / variant time) measured in the same round.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use hugewise_mem::{Bytes, PagePolicy, Region, RegionOptions};
@@ -65,8 +66,9 @@ fn make(variant: Variant, elems: usize) -> Result<Region<u64>> {
     Ok(r)
 }
 
-/// Run the benchmark. `progress` counts samples done of the total.
-pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<RandreadReport> {
+/// Run the benchmark. `progress` counts samples done of the total; `cancel` raised keeps the
+/// rounds done (see [`crate::stats::Until::rounds`]).
+pub fn run(cfg: &Config, cancel: &AtomicBool, progress: Progress<'_>) -> Result<RandreadReport> {
     if cfg.rounds == 0 || cfg.reads == 0 {
         return Err(Error::Config("rounds and reads must be at least 1".into()));
     }
@@ -84,6 +86,7 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<RandreadReport> {
     let (rounds, stopped) = cfg.until.rounds(
         cfg.rounds,
         &mut samples,
+        &|| cancel.load(Ordering::Relaxed),
         |s| {
             Variant::ALL[1..]
                 .iter()
@@ -92,6 +95,9 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<RandreadReport> {
         },
         |round, samples| {
             for variant in Variant::ALL {
+                if cancel.load(Ordering::Relaxed) {
+                    return Err(Error::Interrupted);
+                }
                 let t0 = Instant::now();
                 let r = make(variant, elems)?;
                 let setup_ns = t0.elapsed().as_nanos() as u64;
@@ -116,7 +122,7 @@ pub fn run(cfg: &Config, progress: Progress<'_>) -> Result<RandreadReport> {
                 });
                 progress(samples.len() as u64, total);
             }
-            Ok::<_, Error>(())
+            Ok(())
         },
     )?;
     let summary = summarize_variants(&samples);
@@ -197,7 +203,7 @@ mod tests {
     fn a_small_run_has_every_sample_and_ratios() {
         let cfg = cfg(16 << 20, 10_000, 2);
         let mut calls = 0;
-        let r = run(&cfg, &mut |_, _| calls += 1).expect("run");
+        let r = run(&cfg, &AtomicBool::new(false), &mut |_, _| calls += 1).expect("run");
         assert_eq!(r.samples.len(), 6);
         assert_eq!(calls, 6);
         assert_eq!(r.summary.len(), 3);
@@ -213,12 +219,15 @@ mod tests {
 
     #[test]
     fn zero_rounds_refused() {
-        assert!(run(&cfg(1 << 20, 1, 0), &mut |_, _| {}).is_err());
+        assert!(run(&cfg(1 << 20, 1, 0), &AtomicBool::new(false), &mut |_, _| {}).is_err());
     }
 
     #[test]
     fn a_region_past_the_memory_available_is_refused_before_anything_is_touched() {
-        let e = run(&cfg(1 << 50, 1, 1), &mut |_, _| panic!("ran")).expect_err("refused");
+        let e = run(&cfg(1 << 50, 1, 1), &AtomicBool::new(false), &mut |_, _| {
+            panic!("ran")
+        })
+        .expect_err("refused");
         let m = e.to_string();
         for want in ["size 1024TiB", "available", "--force"] {
             assert!(m.contains(want), "{want}: {m}");

@@ -19,7 +19,7 @@ use hugewise_sys::sysfs::SysFs;
 use crate::Result;
 
 /// How long the counter must stand still: longer than two of the kernel's passes.
-pub const QUIET_FOR: Duration = Duration::from_secs(5);
+pub const STILL_FOR: Duration = Duration::from_secs(5);
 
 /// The longest wait: a run goes ahead after it either way, with that on record.
 pub const CAP: Duration = Duration::from_secs(60);
@@ -36,7 +36,7 @@ pub struct Waited {
     pub still: bool,
 }
 
-/// Wait until this guest's free page reporting has been still for [`QUIET_FOR`] (at most
+/// Wait until this guest's free page reporting has been still for [`STILL_FOR`] (at most
 /// [`CAP`]); `None`, at once, where the kernel does not count what it reports. A counter that
 /// is there but not a number is an error.
 pub fn settle(sys: &SysFs) -> Result<Option<Waited>> {
@@ -48,7 +48,7 @@ pub fn settle(sys: &SysFs) -> Result<Option<Waited>> {
     // readings around the run say what happened.
     let read = || reported(sys).ok().flatten();
     Ok(
-        wait_still(read, std::thread::sleep, QUIET_FOR, CAP, POLL).map(|still| Waited {
+        wait_still(read, std::thread::sleep, STILL_FOR, CAP, POLL).map(|still| Waited {
             ms: t0.elapsed().as_millis() as u64,
             still,
         }),
@@ -79,19 +79,19 @@ pub fn handback(
     })
 }
 
-/// Read the counter every `poll` until it has not moved for `quiet_for`: `Some(true)` then,
+/// Read the counter every `poll` until it has not moved for `still_for`: `Some(true)` then,
 /// `Some(false)` once `cap` has been slept without that, `None` when it cannot be read.
 /// Time is counted in sleeps, so a test can drive it without waiting.
 fn wait_still(
     mut read: impl FnMut() -> Option<u64>,
     mut sleep: impl FnMut(Duration),
-    quiet_for: Duration,
+    still_for: Duration,
     cap: Duration,
     poll: Duration,
 ) -> Option<bool> {
     let mut last = read()?;
     let (mut slept, mut still) = (Duration::ZERO, Duration::ZERO);
-    while still < quiet_for {
+    while still < still_for {
         if slept >= cap {
             return Some(false);
         }
@@ -113,7 +113,7 @@ mod tests {
 
     /// Drive `wait_still` over `readings` (one per read, the last repeated), a poll of 1 s:
     /// what it returned and how many seconds it slept.
-    fn drive(readings: &[u64], quiet_for: u64, cap: u64) -> (Option<bool>, u64) {
+    fn drive(readings: &[u64], still_for: u64, cap: u64) -> (Option<bool>, u64) {
         let mut i = 0;
         let mut slept = 0;
         let r = wait_still(
@@ -123,7 +123,7 @@ mod tests {
                 Some(v)
             },
             |d| slept += d.as_secs(),
-            Duration::from_secs(quiet_for),
+            Duration::from_secs(still_for),
             Duration::from_secs(cap),
             Duration::from_secs(1),
         );
@@ -131,13 +131,13 @@ mod tests {
     }
 
     #[test]
-    fn a_still_counter_is_quiet_after_quiet_for() {
+    fn a_still_counter_ends_the_wait_after_still_for() {
         assert_eq!(drive(&[7], 5, 60), (Some(true), 5));
     }
 
     #[test]
-    fn each_move_starts_the_quiet_over() {
-        // Reads at 0..: 7 7 9 9 12 then still; the last move is at the 4th second, so quiet
+    fn each_move_starts_the_stillness_over() {
+        // Reads at 0..: 7 7 9 9 12 then still; the last move is at the 4th second, so still
         // from then until 4 + 5.
         assert_eq!(drive(&[7, 7, 9, 9, 12], 5, 60), (Some(true), 9));
     }
@@ -150,7 +150,7 @@ mod tests {
 
     #[test]
     fn a_counter_that_cannot_be_read_gives_none() {
-        let r = wait_still(|| None, |_| panic!("slept"), QUIET_FOR, CAP, POLL);
+        let r = wait_still(|| None, |_| panic!("slept"), STILL_FOR, CAP, POLL);
         assert_eq!(r, None);
     }
 
@@ -159,7 +159,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tmp");
         let t0 = Instant::now();
         assert_eq!(settle(&SysFs::new(dir.path())).expect("absent"), None);
-        assert!(t0.elapsed() < QUIET_FOR);
+        assert!(t0.elapsed() < STILL_FOR);
         assert_eq!(reported(&SysFs::new(dir.path())).expect("absent"), None);
     }
 

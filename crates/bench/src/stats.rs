@@ -3,6 +3,8 @@
 
 use std::time::{Duration, Instant};
 
+use crate::{Error, Result};
+
 pub use hugewise_results::stats::{median, median_interval, MedianInterval, Stopped, Summary};
 
 /// Level of every interval the benches report.
@@ -96,13 +98,20 @@ impl Until {
     /// per-round ratios `watched` finds in the samples so far: every alternated comparison's
     /// one loop over rounds. Returns the rounds run and why they stopped; an error from a
     /// round ends the loop.
-    pub fn rounds<S, E>(
+    ///
+    /// `cancel` (asked before and after each round: did a signal such as Ctrl-C come?) ends the
+    /// loop too, whatever the round returned: that round's samples are dropped, as the signal
+    /// may have cut an arm short, and the rounds before it are kept and returned as
+    /// [`Stopped::Interrupted`], so that an hour of rounds is not lost to a Ctrl-C in the last
+    /// one. With no round done before it there is nothing to keep: [`Error::Interrupted`].
+    pub fn rounds<S>(
         &self,
         min_rounds: u32,
         samples: &mut Vec<S>,
+        cancel: &dyn Fn() -> bool,
         watched: impl Fn(&[S]) -> Vec<Vec<f64>>,
-        mut round: impl FnMut(u32, &mut Vec<S>) -> Result<(), E>,
-    ) -> Result<(u32, Stopped), E> {
+        mut round: impl FnMut(u32, &mut Vec<S>) -> Result<()>,
+    ) -> Result<(u32, Stopped)> {
         let started = Instant::now();
         let mut done = 0;
         loop {
@@ -110,7 +119,21 @@ impl Until {
             if let Some(why) = self.stop(min_rounds, done, started.elapsed(), &ratios) {
                 return Ok((done, why));
             }
-            round(done, samples)?;
+            let interrupted = || match done {
+                0 => Err(Error::Interrupted),
+                _ => Ok((done, Stopped::Interrupted)),
+            };
+            // A signal between rounds (or before the first) starts no round to throw away.
+            if cancel() {
+                return interrupted();
+            }
+            let kept = samples.len();
+            let r = round(done, samples);
+            if cancel() {
+                samples.truncate(kept);
+                return interrupted();
+            }
+            r?;
             done += 1;
         }
     }
@@ -149,6 +172,7 @@ impl Until {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
 
     #[test]
     fn summary_by_hand() {
@@ -210,10 +234,11 @@ mod tests {
             .rounds(
                 2,
                 &mut samples,
+                &|| false,
                 |s: &[f64]| vec![s.to_vec()],
                 |r, s| {
                     s.push(if r < 2 { 1.0 + r as f64 } else { 1.0 });
-                    Ok::<(), ()>(())
+                    Ok(())
                 },
             )
             .expect("rounds");
@@ -223,22 +248,88 @@ mod tests {
         let r = Until::default().rounds(
             3,
             &mut none,
+            &|| false,
             |_| Vec::new(),
             |_, s| {
                 s.push(1.0);
-                Ok::<(), ()>(())
+                Ok(())
             },
         );
-        assert_eq!(r, Ok((3, Stopped::Rounds)));
+        assert_eq!(r.expect("three rounds"), (3, Stopped::Rounds));
         let e = Until::default().rounds(
             3,
             &mut none,
+            &|| false,
             |_| Vec::new(),
             |r, _| match r {
-                1 => Err("failed"),
+                1 => Err(Error::Config("failed".into())),
                 _ => Ok(()),
             },
         );
-        assert_eq!(e, Err("failed"));
+        assert!(matches!(e, Err(Error::Config(m)) if m == "failed"));
+    }
+
+    #[test]
+    fn a_signal_keeps_the_rounds_done_and_drops_the_one_under_way() {
+        // Two samples a round; the signal comes in round 3 after its first sample, and that
+        // round then fails as an arm cut short would.
+        let cancel = AtomicBool::new(false);
+        let mut samples = Vec::new();
+        let r = Until::default().rounds(
+            6,
+            &mut samples,
+            &|| cancel.load(Ordering::Relaxed),
+            |_| Vec::new(),
+            |r, s| {
+                s.push(r);
+                if r == 3 {
+                    cancel.store(true, Ordering::Relaxed);
+                    return Err(Error::Interrupted);
+                }
+                s.push(r);
+                Ok(())
+            },
+        );
+        assert_eq!(r.expect("rounds kept"), (3, Stopped::Interrupted));
+        assert_eq!(samples, vec![0, 0, 1, 1, 2, 2]);
+    }
+
+    #[test]
+    fn a_round_that_ends_well_after_a_signal_is_dropped_too() {
+        // A signal may have cut an arm short without failing it.
+        let cancel = AtomicBool::new(false);
+        let mut samples = Vec::new();
+        let r = Until::default().rounds(
+            6,
+            &mut samples,
+            &|| cancel.load(Ordering::Relaxed),
+            |_| Vec::new(),
+            |r, s| {
+                s.push(r);
+                cancel.store(r == 1, Ordering::Relaxed);
+                Ok(())
+            },
+        );
+        assert_eq!(r.expect("rounds kept"), (1, Stopped::Interrupted));
+        assert_eq!(samples, vec![0]);
+    }
+
+    #[test]
+    fn a_signal_in_the_first_round_leaves_nothing_to_keep() {
+        let cancel = AtomicBool::new(false);
+        let mut samples = Vec::new();
+        let r = Until::default().rounds(
+            6,
+            &mut samples,
+            &|| cancel.load(Ordering::Relaxed),
+            |_| Vec::new(),
+            |r, s: &mut Vec<u32>| {
+                s.push(r);
+                cancel.store(true, Ordering::Relaxed);
+                Ok(())
+            },
+        );
+        assert!(matches!(r, Err(Error::Interrupted)));
+        assert!(samples.is_empty());
     }
 }

@@ -896,6 +896,72 @@ fn bench_faultlat_runs_every_arm_and_its_result_reads_back() {
     );
 }
 
+/// Ctrl-C in the middle of an alternated bench keeps the rounds it finished: the result is
+/// written with whole rounds only, says why it stopped, and the exit code says a signal ended
+/// the command.
+#[test]
+fn a_signal_keeps_the_rounds_a_bench_finished() {
+    /// Kills the bench if the test fails before it ended.
+    struct Running(std::process::Child);
+    impl Drop for Running {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = dir.path().join("rr.json");
+    // A round takes about a second here, more on a busy machine (each sample waits up to a
+    // second for quiet); a first try that stopped the bench before its first round ended is
+    // tried again with longer.
+    let mut saved = false;
+    for wait_s in [8, 30] {
+        let child = Command::new(env!("CARGO_BIN_EXE_hugewise"))
+            .args([
+                "bench",
+                "randread",
+                "--size",
+                "16MiB",
+                "--reads",
+                "200K",
+                "--rounds",
+                "2000",
+                "--out",
+                out.to_str().expect("path"),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn");
+        let mut running = Running(child);
+        std::thread::sleep(std::time::Duration::from_secs(wait_s));
+        let int = Command::new("kill")
+            .args(["-INT", &running.0.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(int.success());
+        let status = running.0.wait().expect("wait");
+        assert_eq!(status.code(), Some(130));
+        if out.exists() {
+            saved = true;
+            break;
+        }
+    }
+    assert!(saved, "no round ended in 30 s");
+    let text = std::fs::read_to_string(&out).expect("the rounds done were saved");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("json");
+    assert_eq!(v["stopped"], "interrupted", "{text}");
+    let rounds = v["rounds"].as_u64().expect("rounds");
+    assert!((1..2000).contains(&rounds), "{rounds}");
+    let samples = v["samples"].as_array().expect("samples");
+    // Every variant of every round kept, none of the round under way.
+    let variants = v["summary"].as_array().expect("summary").len() as u64;
+    assert_eq!(samples.len() as u64, rounds * variants, "{text}");
+    assert!(samples.iter().all(|s| s["round"].as_u64() < Some(rounds)));
+    let shown = hw(&["report", out.to_str().expect("path")]);
+    assert!(shown.status.success(), "{}", stderr(&shown));
+}
+
 #[test]
 fn until_caps_need_until() {
     let o = hw(&["bench", "randread", "--max-rounds", "3"]);

@@ -138,6 +138,9 @@ pub fn stopped(s: Option<hugewise_results::stats::Stopped>) -> &'static str {
         Some(Stopped::MaxTime) => {
             ", stopped at --max-time before the intervals were as narrow as --until asked"
         }
+        Some(Stopped::Interrupted) => {
+            ", stopped by a signal (Ctrl-C): the rounds done before it, the one under way dropped"
+        }
     }
 }
 

@@ -184,6 +184,9 @@ pub enum Stopped {
     MaxRounds,
     /// `--max-time` was reached first.
     MaxTime,
+    /// A signal (Ctrl-C) stopped it: the rounds done before it are kept, the one under way
+    /// when it came is dropped.
+    Interrupted,
 }
 
 impl Stopped {
@@ -194,6 +197,7 @@ impl Stopped {
             Stopped::Narrow => "narrow",
             Stopped::MaxRounds => "max_rounds",
             Stopped::MaxTime => "max_time",
+            Stopped::Interrupted => "interrupted",
         }
     }
 }

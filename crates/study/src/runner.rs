@@ -482,7 +482,14 @@ fn one(
         s.finish()
             .map_err(|e| Error::Config(format!("putting the machine back: {e}")))?;
     }
-    let busy_samples = match work? {
+    // A bench stopped by a signal keeps the rounds it had done, and a run the signal made fail
+    // fails with another error; a study saves neither as the run, which --resume then runs
+    // again whole.
+    if cancel() {
+        return Err(Error::Interrupted);
+    }
+    let done = work?;
+    let busy_samples = match done {
         Done::Pages(r) => {
             let busy = busy(r.samples.iter().map(|s| &s.quiet));
             write(&path, m, r)?;
@@ -747,9 +754,17 @@ fn work(
                 daemon_in: faultbench::DaemonIn::auto(opts.exe.clone()),
                 settle: false,
             };
-            Ok(Done::FaultBench(faultbench::run(&cfg, &mut |d, t| {
-                obs.progress(d, t)
-            })?))
+            let stop = AtomicBool::new(cancel());
+            Ok(Done::FaultBench(faultbench::run(
+                &cfg,
+                &stop,
+                &mut |d, t| {
+                    if cancel() {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                    obs.progress(d, t)
+                },
+            )?))
         }
         Work::Swap {
             graph,

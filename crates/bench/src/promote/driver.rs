@@ -29,7 +29,7 @@ use hugewise_sys::proc::ProcFs;
 use super::frames::{all_huge, huge_chunks, make, split_chunks};
 use super::stream::{profile_plan, Pass, Skew, Stream, WORDS_PER_CHUNK};
 use crate::quiet;
-use crate::stats::{median, ratio, summarize, Until};
+use crate::stats::{median, ratio, summarize, Stopped, Until};
 use crate::{Error, Progress, Result};
 
 /// One workload of the stream: how the chunks are drawn and how each read goes.
@@ -199,11 +199,20 @@ pub fn run(
     let mut workloads = Vec::with_capacity(cfg.workloads.len());
     for (i, &workload) in cfg.workloads.iter().enumerate() {
         let before = per * i as u64;
-        let mut w = run_workload(cfg, workload, cancel, &mut |done, _| {
+        let ran = run_workload(cfg, workload, cancel, &mut |done, _| {
             progress(before + done, total)
-        })?;
+        });
+        let mut w = match ran {
+            // Stopped in this workload's first round: the workloads before it are kept.
+            Err(Error::Interrupted) if !workloads.is_empty() => break,
+            w => w?,
+        };
         w.fill_headline();
+        let interrupted = w.stopped == Some(Stopped::Interrupted);
         workloads.push(w);
+        if interrupted {
+            break;
+        }
     }
     Ok(PromoteBenchReport { workloads })
 }
@@ -252,9 +261,12 @@ fn run_workload(
     let proc = ProcFs::default();
     let me = std::process::id() as i32;
     let mut samples = Vec::new();
-    let (_, stopped) = cfg
-        .until
-        .rounds(cfg.rounds, &mut samples, watched, |round, samples| {
+    let (_, stopped) = cfg.until.rounds(
+        cfg.rounds,
+        &mut samples,
+        &|| cancel.load(Ordering::Relaxed),
+        watched,
+        |round, samples| {
             // Alternate the order within a round too: A B C D, then D C B A. On shared
             // frames the order follows the splits.
             let mut arms = Arm::ALL.to_vec();
@@ -374,8 +386,9 @@ fn run_workload(
                 });
                 progress(samples.len() as u64, total);
             }
-            Ok::<_, Error>(())
-        })?;
+            Ok(())
+        },
+    )?;
     let summary = summarize_arms(&samples);
     Ok(PromoteBenchWorkload {
         stopped: Some(stopped),

@@ -133,9 +133,12 @@ pub fn run(
     let mut samples = Vec::with_capacity(runs as usize);
     let mut footprint = 0u64;
     let mut plan_chunks = 0u64;
-    let (_, stopped) = cfg
-        .until
-        .rounds(cfg.rounds, &mut samples, watched, |round, samples| {
+    let (_, stopped) = cfg.until.rounds(
+        cfg.rounds,
+        &mut samples,
+        &|| cancel.load(Ordering::Relaxed),
+        watched,
+        |round, samples| {
             let mut arms = Arm::ALL.to_vec();
             if round % 2 == 1 {
                 arms.reverse();
@@ -158,8 +161,9 @@ pub fn run(
                 samples.push(PromoteBenchSample { quiet: q, ..s });
                 progress(total - runs + samples.len() as u64, total);
             }
-            Ok::<_, Error>(())
-        })?;
+            Ok(())
+        },
+    )?;
     let summary = summarize_arms(&samples);
     let mut w = PromoteBenchWorkload {
         stopped: Some(stopped),

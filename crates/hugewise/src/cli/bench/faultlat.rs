@@ -11,6 +11,7 @@ use hugewise_mem::{Bytes, Interval, Share, ShareRange};
 use hugewise_report::views::machine as view;
 
 use crate::cli::args::{name, Output, UntilArgs};
+use crate::signals::cancel_flag;
 
 pub const HELP: &str = "Examples:
   hugewise bench faultlat                          4 GiB, 6 rounds (about two minutes)
@@ -146,7 +147,8 @@ pub fn run(a: BenchFaultlatArgs, progress: Mode) -> anyhow::Result<()> {
         },
     };
     let steps = Steps::new(progress, "runs", Unit::Items);
-    let r = faultbench::run(&cfg, &mut |done, total| steps.update(done, total))
+    let cancel = cancel_flag()?;
+    let r = faultbench::run(&cfg, &cancel, &mut |done, total| steps.update(done, total))
         .context("fault-latency benchmark")?;
     steps.finish();
     a.output.emit(r, view::fault_bench)

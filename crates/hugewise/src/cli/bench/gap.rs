@@ -11,6 +11,7 @@ use hugewise_mem::Threads;
 use hugewise_report::views::gap as view;
 
 use crate::cli::args::{usage, Output, UntilArgs};
+use crate::signals::cancel_flag;
 use hugewise_console::progress::{Mode, Steps, Unit};
 
 /// Examples and method, shown by `--help`.
@@ -111,9 +112,10 @@ pub fn run(a: BenchGapArgs, progress: Mode) -> anyhow::Result<()> {
     cfg.sssp_delta = a.delta;
     cfg.bc_sources = a.bc_sources;
     cfg.gap_verify = !a.skip_gap_verify;
+    let cancel = cancel_flag()?;
     let steps = Steps::new(progress, "rounds", Unit::Items);
-    let r =
-        gap::run(&cfg, &mut |done, total| steps.update(done, total)).context("GAP comparison")?;
+    let r = gap::run(&cfg, &cancel, &mut |done, total| steps.update(done, total))
+        .context("GAP comparison")?;
     steps.finish();
     a.output.emit_as(r, a.markdown, view::text, view::markdown)
 }

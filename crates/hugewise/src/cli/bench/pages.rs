@@ -1,6 +1,8 @@
 //! `hugewise bench pages`: one graph kernel under several page layouts of its own arrays,
 //! alternated round by round on one loaded graph.
 
+use std::sync::atomic::Ordering;
+
 use anyhow::Context;
 use clap::Args;
 use hugewise_bench::pagebench::{self, Variant};
@@ -12,6 +14,7 @@ use hugewise_report::views::run as view;
 use crate::cli::args::{
     cpus, usage, GraphInputArgs, KernelArg, Output, ReorderCacheArg, UntilArgs,
 };
+use crate::signals::cancel_flag;
 
 /// `hugewise bench pages`.
 #[derive(Debug, Args)]
@@ -114,9 +117,12 @@ pub fn run(a: PagesArgs, progress: Mode) -> anyhow::Result<()> {
         drop_file_cache: a.drop_file_cache,
         copies: a.copies.copies(),
     };
+    let cancel = cancel_flag()?;
     let steps = Steps::new(progress, "loading", Unit::Items);
     let r = progress::with_reads(&steps, || {
-        pagebench::run(&cfg, &mut steps.counting("samples"))
+        pagebench::run_with(&cfg, &mut steps.counting("samples"), &|| {
+            cancel.load(Ordering::Relaxed)
+        })
     })
     .with_context(|| format!("comparing page layouts for {}", cfg.kernel.name()))?;
     steps.finish();

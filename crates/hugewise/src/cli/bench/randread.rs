@@ -9,6 +9,7 @@ use hugewise_mem::{Bytes, Count};
 use hugewise_report::views::machine as view;
 
 use crate::cli::args::{Output, UntilArgs};
+use crate::signals::cancel_flag;
 
 /// `hugewise bench randread`.
 #[derive(Debug, Args)]
@@ -52,7 +53,8 @@ pub fn run(a: RandreadArgs, progress: Mode) -> anyhow::Result<()> {
         until: a.until.until(),
     };
     let steps = Steps::new(progress, "samples", Unit::Items);
-    let r = randread::run(&cfg, &mut |done, total| steps.update(done, total))
+    let cancel = cancel_flag()?;
+    let r = randread::run(&cfg, &cancel, &mut |done, total| steps.update(done, total))
         .context("random-read benchmark")?;
     steps.finish();
     a.output
