@@ -269,10 +269,10 @@ mod tests {
         assert!(matches!(e, Err(Error::Config(m)) if m == "failed"));
     }
 
-    #[test]
-    fn a_signal_keeps_the_rounds_done_and_drops_the_one_under_way() {
-        // Two samples a round; the signal comes in round 3 after its first sample, and that
-        // round then fails as an arm cut short would.
+    /// Rounds of two samples each (the round's number twice) until the signal comes in round
+    /// `at`, after that round's first sample; the round then fails (as an arm cut short would)
+    /// or ends well. What the loop returned and the samples it kept.
+    fn signalled(at: u32, fails: bool) -> (Result<(u32, Stopped)>, Vec<u32>) {
         let cancel = AtomicBool::new(false);
         let mut samples = Vec::new();
         let r = Until::default().rounds(
@@ -282,14 +282,22 @@ mod tests {
             |_| Vec::new(),
             |r, s| {
                 s.push(r);
-                if r == 3 {
+                if r == at {
                     cancel.store(true, Ordering::Relaxed);
-                    return Err(Error::Interrupted);
+                    if fails {
+                        return Err(Error::Interrupted);
+                    }
                 }
                 s.push(r);
                 Ok(())
             },
         );
+        (r, samples)
+    }
+
+    #[test]
+    fn a_signal_keeps_the_rounds_done_and_drops_the_one_under_way() {
+        let (r, samples) = signalled(3, true);
         assert_eq!(r.expect("rounds kept"), (3, Stopped::Interrupted));
         assert_eq!(samples, vec![0, 0, 1, 1, 2, 2]);
     }
@@ -297,38 +305,14 @@ mod tests {
     #[test]
     fn a_round_that_ends_well_after_a_signal_is_dropped_too() {
         // A signal may have cut an arm short without failing it.
-        let cancel = AtomicBool::new(false);
-        let mut samples = Vec::new();
-        let r = Until::default().rounds(
-            6,
-            &mut samples,
-            &|| cancel.load(Ordering::Relaxed),
-            |_| Vec::new(),
-            |r, s| {
-                s.push(r);
-                cancel.store(r == 1, Ordering::Relaxed);
-                Ok(())
-            },
-        );
+        let (r, samples) = signalled(1, false);
         assert_eq!(r.expect("rounds kept"), (1, Stopped::Interrupted));
-        assert_eq!(samples, vec![0]);
+        assert_eq!(samples, vec![0, 0]);
     }
 
     #[test]
     fn a_signal_in_the_first_round_leaves_nothing_to_keep() {
-        let cancel = AtomicBool::new(false);
-        let mut samples = Vec::new();
-        let r = Until::default().rounds(
-            6,
-            &mut samples,
-            &|| cancel.load(Ordering::Relaxed),
-            |_| Vec::new(),
-            |r, s: &mut Vec<u32>| {
-                s.push(r);
-                cancel.store(true, Ordering::Relaxed);
-                Ok(())
-            },
-        );
+        let (r, samples) = signalled(0, false);
         assert!(matches!(r, Err(Error::Interrupted)));
         assert!(samples.is_empty());
     }
