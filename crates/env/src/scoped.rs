@@ -143,6 +143,16 @@ pub fn shape(
     if plan.fragment.is_some() {
         let sets = fragment::prepare(&mut sh.session)?;
         sh.report.settings.extend(sets);
+        let handed = pressure::hand_over(host, plan.floor_bytes, cancel, &mut |d, n| {
+            progress("hand over", d, n)
+        })?;
+        if let Some((bytes, secs)) = handed {
+            sh.report.actions.push(format!(
+                "put {} MiB the kernel counted free but had not yet put in its free lists into \
+                 them ({secs:.0} s), so that the fragmentation reaches all of free memory",
+                bytes >> 20
+            ));
+        }
     }
     let movable = plan.fragment.is_some() && plan.fragment_pages == FragmentPages::Movable;
     if movable {
