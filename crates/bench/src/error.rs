@@ -65,6 +65,14 @@ impl Error {
     pub(crate) fn from_graph(e: hugewise_graph::Error) -> Self {
         Error::Graph(e)
     }
+
+    /// A shaping error, a signal's kept as [`Error::Interrupted`] (the machine is put back).
+    pub(crate) fn from_env(e: hugewise_env::Error) -> Self {
+        match e {
+            hugewise_env::Error::Interrupted => Error::Interrupted,
+            e => Error::Env(e),
+        }
+    }
 }
 
 /// Result alias of the study crate.

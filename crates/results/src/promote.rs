@@ -690,6 +690,13 @@ pub struct PromoteBenchWorkload {
     pub cold_first: bool,
     /// Reads per run (Zipf), or timed trials per run after one untimed warm-up (graph).
     pub reads: u64,
+    /// These arms ran on a machine shaped before each round (memory pressure, fragmentation)
+    /// and given back after it, in the same rounds as the entry before this one, which ran
+    /// the same workload on the machine as it was: what shaping was asked, what it gave,
+    /// and the speedups set against the unshaped ones round by round. Absent for an
+    /// unshaped entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shaped: Option<Shaping>,
     /// A graph kernel's workload: what ran and where its plan came from.
     #[serde(default)]
     pub graph: Option<GraphWorkload>,
@@ -724,6 +731,129 @@ fn percent(share: f64) -> String {
 
 fn ns_per_read_unit() -> String {
     PromoteBenchWorkload::NS_PER_READ.into()
+}
+
+/// A workload's arms run again on a shaped machine, round by round beside the unshaped ones
+/// (`bench promote --shape-pressure-leave … --shape-fragment …`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Shaping {
+    /// What the memory pressure left available, as asked (`null`: no pressure).
+    pub pressure_leave_bytes: Option<u64>,
+    /// The share of free memory asked to be useless for 2 MiB pages (`null`: none).
+    pub fragment: Option<f64>,
+    /// What each round's shaping gave, in the order run.
+    pub rounds: Vec<ShapedRound>,
+    /// Median over rounds of the daemon's speedup on the shaped machine over its speedup on
+    /// the unshaped one in the same round (each over that machine's own 4 KiB arm): 1 when
+    /// scarce huge pages cost the daemon nothing.
+    pub daemon_speedup_vs_unshaped: Option<f64>,
+    /// Its 95 % interval (see [`PromoteBenchArm::speedup_vs_base_ci95`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon_speedup_vs_unshaped_ci95: Option<MedianInterval>,
+    /// The same for the ideal arm (THP at fault).
+    pub ideal_speedup_vs_unshaped: Option<f64>,
+    /// Its 95 % interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ideal_speedup_vs_unshaped_ci95: Option<MedianInterval>,
+    /// Median over rounds of the 4 KiB arm's time on the unshaped machine over its time on
+    /// the shaped one: above 1 when the same pages ran faster shaped, which moves every
+    /// shaped speedup's yardstick.
+    pub base_speedup_vs_unshaped: Option<f64>,
+    /// Its 95 % interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_speedup_vs_unshaped_ci95: Option<MedianInterval>,
+    /// Median over rounds of the daemon's time on the unshaped machine over its time on the
+    /// shaped one: the daemon's own times set side by side, whatever its 4 KiB yardstick did.
+    pub daemon_time_speedup_vs_unshaped: Option<f64>,
+    /// Its 95 % interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon_time_speedup_vs_unshaped_ci95: Option<MedianInterval>,
+}
+
+/// What one round's shaping gave, measured once it was done.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShapedRound {
+    /// Round number from 0.
+    pub round: u32,
+    /// Seconds the shaping took.
+    pub seconds: f64,
+    /// The fragmentation level was reached within its tolerance (`null`: none asked).
+    pub fragment_reached: Option<bool>,
+    /// Memory as shaping left it.
+    pub memory: crate::env::MemoryState,
+}
+
+impl Shaping {
+    /// Set the speedups against the unshaped entry's, round by round, from both entries'
+    /// samples (a round missing an arm on either machine is left out).
+    pub fn compare(&mut self, unshaped: &[PromoteBenchSample], shaped: &[PromoteBenchSample]) {
+        let time = |v: &[PromoteBenchSample], arm: Arm, round: u32| {
+            v.iter()
+                .find(|s| s.arm == arm && s.round == round)
+                .map(|s| s.time)
+        };
+        let rounds: Vec<u32> = {
+            let mut r: Vec<u32> = shaped.iter().map(|s| s.round).collect();
+            r.sort_unstable();
+            r.dedup();
+            r
+        };
+        let per_round = |f: &dyn Fn(u32) -> Option<f64>| -> Vec<f64> {
+            rounds.iter().filter_map(|&r| f(r)).collect()
+        };
+        let speedup_ratio = |arm: Arm| {
+            per_round(&|r| {
+                let u = time(unshaped, Arm::Base, r)? / time(unshaped, arm, r)?;
+                let s = time(shaped, Arm::Base, r)? / time(shaped, arm, r)?;
+                Some(s / u)
+            })
+        };
+        let time_ratio =
+            |arm: Arm| per_round(&|r| Some(time(unshaped, arm, r)? / time(shaped, arm, r)?));
+        let pair = |v: Vec<f64>| {
+            (
+                crate::stats::median(&v),
+                crate::stats::median_interval(&v, 0.95),
+            )
+        };
+        (
+            self.daemon_speedup_vs_unshaped,
+            self.daemon_speedup_vs_unshaped_ci95,
+        ) = pair(speedup_ratio(Arm::Daemon));
+        (
+            self.ideal_speedup_vs_unshaped,
+            self.ideal_speedup_vs_unshaped_ci95,
+        ) = pair(speedup_ratio(Arm::Ideal));
+        (
+            self.base_speedup_vs_unshaped,
+            self.base_speedup_vs_unshaped_ci95,
+        ) = pair(time_ratio(Arm::Base));
+        (
+            self.daemon_time_speedup_vs_unshaped,
+            self.daemon_time_speedup_vs_unshaped_ci95,
+        ) = pair(time_ratio(Arm::Daemon));
+    }
+
+    /// One line on what shaping was asked: `pressure leaving 12 GiB, 50 % fragmented`.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(b) = self.pressure_leave_bytes {
+            parts.push(match b {
+                b if b >= 1 << 30 => {
+                    format!("pressure leaving {:.1} GiB", b as f64 / (1u64 << 30) as f64)
+                }
+                b => format!("pressure leaving {} MiB", b >> 20),
+            });
+        }
+        if let Some(f) = self.fragment {
+            parts.push(format!("{} % of free memory fragmented", percent(f)));
+        }
+        if parts.is_empty() {
+            "nothing shaped".into()
+        } else {
+            parts.join(", ")
+        }
+    }
 }
 
 /// Reads drawn from a hot spot: a share of them spread evenly over a share of the chunks, the
@@ -1054,4 +1184,63 @@ fn saving_interval(samples: &[PromoteBenchSample], arm: Arm) -> Option<Bootstrap
         let pick = |v: &[f64]| idx.iter().map(|&i| v[i]).collect::<Vec<_>>();
         saving_share(&pick(&b), &pick(&a))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(round: u32, arm: Arm, time: f64) -> PromoteBenchSample {
+        PromoteBenchSample::timed(round, arm, time)
+    }
+
+    #[test]
+    fn shaped_speedups_are_set_against_the_same_rounds_unshaped_ones() {
+        // Round 0: unshaped base 10, daemon 5, ideal 4 (speedups 2 and 2.5); shaped base 8,
+        // daemon 5, ideal 4 (1.6 and 2). Round 1: unshaped 10, 4, 4 (2.5, 2.5); shaped 10, 5,
+        // 5 (2, 2). Round 2 ran shaped only (cut short) and counts nowhere.
+        let unshaped = [
+            sample(0, Arm::Base, 10.0),
+            sample(0, Arm::Daemon, 5.0),
+            sample(0, Arm::Ideal, 4.0),
+            sample(1, Arm::Base, 10.0),
+            sample(1, Arm::Daemon, 4.0),
+            sample(1, Arm::Ideal, 4.0),
+        ];
+        let shaped = [
+            sample(0, Arm::Base, 8.0),
+            sample(0, Arm::Daemon, 5.0),
+            sample(0, Arm::Ideal, 4.0),
+            sample(1, Arm::Base, 10.0),
+            sample(1, Arm::Daemon, 5.0),
+            sample(1, Arm::Ideal, 5.0),
+            sample(2, Arm::Base, 1.0),
+        ];
+        let mut sh = Shaping::default();
+        sh.compare(&unshaped, &shaped);
+        // Daemon: 1.6 / 2 = 0.8 and 2 / 2.5 = 0.8.
+        assert_eq!(sh.daemon_speedup_vs_unshaped, Some(0.8));
+        // Ideal: 2 / 2.5 = 0.8 and 2 / 2.5 = 0.8.
+        assert_eq!(sh.ideal_speedup_vs_unshaped, Some(0.8));
+        // Base, unshaped over shaped: 10 / 8 and 10 / 10, median 1.125.
+        assert_eq!(sh.base_speedup_vs_unshaped, Some(1.125));
+        // Daemon's own times: 5 / 5 and 4 / 5, median 0.9.
+        assert!((sh.daemon_time_speedup_vs_unshaped.expect("daemon") - 0.9).abs() < 1e-12);
+        // Two rounds give no interval.
+        assert!(sh.daemon_speedup_vs_unshaped_ci95.is_none());
+    }
+
+    #[test]
+    fn a_shaping_says_what_it_asked() {
+        let sh = Shaping {
+            pressure_leave_bytes: Some(12 << 30),
+            fragment: Some(0.5),
+            ..Shaping::default()
+        };
+        assert_eq!(
+            sh.describe(),
+            "pressure leaving 12.0 GiB, 50 % of free memory fragmented"
+        );
+        assert_eq!(Shaping::default().describe(), "nothing shaped");
+    }
 }

@@ -881,6 +881,7 @@ fn work(
                         warm: true,
                         walk_ns: hugewise_promote::daemon::Config::default().walk_ns,
                         nice: hugewise_promote::daemon::Config::default().nice,
+                        shape: None,
                     },
                     &stop,
                     &mut progress,

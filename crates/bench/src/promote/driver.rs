@@ -23,10 +23,12 @@ use hugewise_promote::target::Target;
 use hugewise_promote::HUGE;
 use hugewise_results::promote::{
     Arm, NoGain, PromoteBenchArm, PromoteBenchReport, PromoteBenchSample, PromoteBenchWorkload,
+    ShapedRound,
 };
 use hugewise_sys::proc::ProcFs;
 
 use super::frames::{all_huge, huge_chunks, make, split_chunks};
+use super::shape::Shape;
 use super::stream::{profile_plan, Pass, Skew, Stream, WORDS_PER_CHUNK};
 use crate::quiet;
 use crate::stats::{median, ratio, summarize, Stopped, Until};
@@ -127,6 +129,9 @@ pub struct Config {
     pub walk_ns: f64,
     /// The nice value the daemon arm's thread gives way with (as `hugewise promote --nice`).
     pub nice: i32,
+    /// Run every round's arms a second time on a shaped machine (see [`super::shape`]): each
+    /// workload then gives two entries, the machine as it was and shaped.
+    pub shape: Option<Shape>,
 }
 
 /// Beside the region: the daemon's sample ring (2^20 slots of 8 bytes) and room for one
@@ -170,6 +175,16 @@ pub fn run(
     cancel: &AtomicBool,
     progress: Progress<'_>,
 ) -> Result<PromoteBenchReport> {
+    run_on(&hugewise_env::Host::real(), cfg, cancel, progress)
+}
+
+/// [`run`] with the shaping of [`Config::shape`] journaled by `host`.
+pub fn run_on(
+    host: &hugewise_env::Host,
+    cfg: &Config,
+    cancel: &AtomicBool,
+    progress: Progress<'_>,
+) -> Result<PromoteBenchReport> {
     if cfg.rounds == 0 || cfg.reads == 0 {
         return Err(Error::Config("rounds and reads must be at least 1".into()));
     }
@@ -194,22 +209,29 @@ pub fn run(
         cfg.bytes
     );
     crate::room::check(cfg.bytes, cfg.bytes.0 + BESIDE_REGION, &implies, cfg.force)?;
-    let per = u64::from(cfg.until.planned(cfg.rounds)) * Arm::ALL.len() as u64;
+    if let Some(shape) = &cfg.shape {
+        shape.check(host, cfg.bytes.0 + BESIDE_REGION)?;
+    }
+    let machines = if cfg.shape.is_some() { 2 } else { 1 };
+    let per = u64::from(cfg.until.planned(cfg.rounds)) * Arm::ALL.len() as u64 * machines;
     let total = per * cfg.workloads.len() as u64;
     let mut workloads = Vec::with_capacity(cfg.workloads.len());
     for (i, &workload) in cfg.workloads.iter().enumerate() {
         let before = per * i as u64;
-        let ran = run_workload(cfg, workload, cancel, &mut |done, _| {
+        let ran = run_workload(host, cfg, workload, cancel, &mut |done, _| {
             progress(before + done, total)
         });
-        let mut w = match ran {
+        let ran = match ran {
             // Stopped in this workload's first round: the workloads before it are kept.
             Err(Error::Interrupted) if !workloads.is_empty() => break,
             w => w?,
         };
-        w.fill_headline();
-        let interrupted = w.stopped == Some(Stopped::Interrupted);
-        workloads.push(w);
+        let mut interrupted = false;
+        for mut w in ran {
+            w.fill_headline();
+            interrupted |= w.stopped == Some(Stopped::Interrupted);
+            workloads.push(w);
+        }
         if interrupted {
             break;
         }
@@ -218,11 +240,12 @@ pub fn run(
 }
 
 fn run_workload(
+    host: &hugewise_env::Host,
     cfg: &Config,
     workload: Workload,
     cancel: &AtomicBool,
     progress: Progress<'_>,
-) -> Result<PromoteBenchWorkload> {
+) -> Result<Vec<PromoteBenchWorkload>> {
     let Workload {
         skew,
         lines_per_page,
@@ -257,177 +280,293 @@ fn run_workload(
     let coldest_first: Option<Vec<u32>> = cfg
         .cold_first
         .then(|| stream.hottest().iter().rev().copied().collect());
-    let total = u64::from(cfg.until.planned(cfg.rounds)) * Arm::ALL.len() as u64;
+    let runs = Arm::ALL.len() as u64 * if cfg.shape.is_some() { 2 } else { 1 };
+    let total = u64::from(cfg.until.planned(cfg.rounds)) * runs;
     let proc = ProcFs::default();
-    let me = std::process::id() as i32;
-    let mut samples = Vec::new();
-    let (_, stopped) = cfg.until.rounds(
+    let arms = Arms {
+        cfg,
+        stream: &stream,
+        plan: &plan,
+        coldest_first: coldest_first.as_deref(),
+        words,
+        chunks,
+        budget_bytes,
+        proc: &proc,
+        me: std::process::id() as i32,
+        cancel,
+    };
+    let stop = || cancel.load(Ordering::Relaxed);
+    // Each sample with the machine it ran on (shaped or not), so that a round a signal cuts
+    // short is dropped from both.
+    let mut samples: Vec<(bool, PromoteBenchSample)> = Vec::new();
+    let mut shaped_rounds = Vec::new();
+    let (done, stopped) = cfg.until.rounds(
         cfg.rounds,
         &mut samples,
-        &|| cancel.load(Ordering::Relaxed),
-        watched,
-        |round, samples| {
-            // Alternate the order within a round too: A B C D, then D C B A. On shared
-            // frames the order follows the splits.
-            let mut arms = Arm::ALL.to_vec();
-            if cfg.same_frames {
-                arms = SHARED_ORDER.to_vec();
-            } else if round % 2 == 1 {
-                arms.reverse();
+        &stop,
+        |tagged| {
+            let (plain, shaped) = split(tagged);
+            let mut w = watched(&plain);
+            if cfg.shape.is_some() {
+                w.extend(watched(&shaped));
             }
-            // On shared frames, the round's one region, from arm to arm.
-            let mut shared: Option<Region<u64>> = None;
-            for arm in arms {
-                if cancel.load(Ordering::Relaxed) {
-                    return Err(Error::Interrupted);
-                }
-                let t0 = Instant::now();
-                let mut collapse_ns = Vec::new();
-                // Plan arm: its chunks made huge, and those that were not (after retries).
-                let mut plan_outcomes = None;
-                let mut fresh = None;
-                let r: &Region<u64> = if cfg.same_frames {
-                    let r = match shared.take() {
-                        Some(r) => r,
-                        None => all_huge(words)?,
-                    };
-                    match arm {
-                        Arm::Plan => {
-                            let mut rest = vec![true; chunks];
-                            for &c in &plan {
-                                rest[c as usize] = false;
-                            }
-                            split_chunks(&Target::attach(&proc, me, t0)?, &r, &rest)?;
-                            plan_outcomes = Some(huge_chunks(&r, &plan)?);
-                        }
-                        Arm::Base => {
-                            split_chunks(&Target::attach(&proc, me, t0)?, &r, &vec![true; chunks])?
-                        }
-                        Arm::Ideal | Arm::Daemon => {}
+            w
+        },
+        |round, samples| {
+            // The machine as it is and shaped, in turn: one first in even rounds, the other in
+            // odd ones.
+            let machines: &[bool] = match cfg.shape {
+                None => &[false],
+                Some(_) if round % 2 == 0 => &[false, true],
+                Some(_) => &[true, false],
+            };
+            for &shaped in machines {
+                // Held until the round's shaped arms end; dropping it puts the machine back.
+                let _held = match (&cfg.shape, shaped) {
+                    (Some(shape), true) => {
+                        let (held, record) = shape.apply(host, round, &stop)?;
+                        shaped_rounds.push(record);
+                        Some(held)
                     }
-                    shared.insert(r)
-                } else {
-                    fresh.insert(make(arm, words, coldest_first.as_deref())?)
+                    _ => None,
                 };
-                if arm == Arm::Plan && !cfg.same_frames {
-                    let target = Target::attach(&proc, me, t0)?;
-                    let steps: Vec<Step> = plan
-                        .iter()
-                        .map(|&c| {
-                            let a = r.addr() + c as usize * HUGE;
-                            Step {
-                                at: Duration::ZERO,
-                                range: a..a + HUGE,
-                                kind: ActionKind::Promote,
-                            }
-                        })
-                        .collect();
-                    let done = replay(&target, &steps, t0, &AtomicBool::new(false), &mut |_| {})?;
-                    collapse_ns = (done.actions.iter())
-                        .filter(|a| !a.tried_again)
-                        .map(|a| a.latency_ns)
-                        .collect();
-                    let ok = done.actions.iter().filter(|a| a.outcome == "ok").count() as u32;
-                    plan_outcomes = Some((ok, plan.len() as u32 - ok.min(plan.len() as u32)));
+                for sample in run_round(&arms, round)? {
+                    samples.push((shaped, sample));
+                    progress(samples.len() as u64, total);
                 }
-                let setup_ns = t0.elapsed().as_nanos() as u64;
-                let q = quiet::wait_quiet(0.10, Duration::from_millis(200), 5);
-                let seed = cfg.seed.wrapping_add(u64::from(round));
-                let warm = (cfg.reads / 20).max(1);
-                let warm_up = Pass {
-                    n: warm,
-                    seed: seed ^ 0xabcdef,
-                    sample: None,
-                    stop: cancel,
-                };
-                std::hint::black_box(stream.reads_until(r, warm_up));
-                let ((ns, tail_ns), dr) = if arm == Arm::Daemon {
-                    let (ns, d) = timed_with_daemon(cfg, &stream, r, seed, budget_bytes, cancel)?;
-                    collapse_ns = d.collapse_ns.clone();
-                    (ns, Some(d))
-                } else {
-                    let timed = Pass {
-                        n: cfg.reads,
-                        seed,
-                        sample: None,
-                        stop: cancel,
-                    };
-                    (timed_in_halves(&stream, r, timed), None)
-                };
-                if cancel.load(Ordering::Relaxed) {
-                    return Err(Error::Interrupted);
-                }
-                let huge_share = r.backing()?.huge_bytes() as f64 / r.mapped_bytes() as f64;
-                let (hot_huge, _) = huge_chunks(r, &plan)?;
-                samples.push(PromoteBenchSample {
-                    huge_share,
-                    setup_ns,
-                    reach_budget_ms: dr.as_ref().and_then(|d| d.reach_ms),
-                    daemon_cpu_ns: dr.as_ref().map(|d| d.cpu_ns),
-                    wall_ns: ns,
-                    settled_ms: dr.as_ref().and_then(|d| d.settled_ms),
-                    daemon_steady_cpu_ns: dr
-                        .as_ref()
-                        .and_then(|d| d.steady_wall_ns.map(|_| d.steady_cpu_ns)),
-                    daemon_steady_wall_ns: dr.as_ref().and_then(|d| d.steady_wall_ns),
-                    promotions: dr
-                        .as_ref()
-                        .map(|d| (d.promoted, d.failed))
-                        .or(plan_outcomes),
-                    demotions: dr.as_ref().map(|d| (d.demoted, Some(d.swaps))),
-                    hot_chunks_huge: Some(hot_huge),
-                    not_worth: dr.as_ref().map(|d| d.not_worth),
-                    collapse_ns,
-                    quiet: q,
-                    reach_90_ms: dr.as_ref().and_then(|d| d.reach_90_ms),
-                    compactions: dr.as_ref().map(|d| (d.compactions, d.compaction_cpu_ns)),
-                    tail_time: Some(tail_ns as f64 / (cfg.reads - cfg.reads / 2).max(1) as f64),
-                    ..PromoteBenchSample::timed(round, arm, ns as f64 / cfg.reads as f64)
-                });
-                progress(samples.len() as u64, total);
             }
             Ok(())
         },
     )?;
-    let summary = summarize_arms(&samples);
-    Ok(PromoteBenchWorkload {
-        stopped: Some(stopped),
-        workload: match skew {
-            Skew::Zipf(s) => PromoteBenchWorkload::zipf_name(s, lines_per_page, chase),
-            Skew::Hotspot { chunks, reads } => {
-                PromoteBenchWorkload::hotspot_name(chunks, reads, lines_per_page, chase)
+    let (plain, shaped) = split(&samples);
+    let record = |samples: Vec<PromoteBenchSample>| -> PromoteBenchWorkload {
+        let summary = summarize_arms(&samples);
+        PromoteBenchWorkload {
+            stopped: Some(stopped),
+            workload: match skew {
+                Skew::Zipf(s) => PromoteBenchWorkload::zipf_name(s, lines_per_page, chase),
+                Skew::Hotspot { chunks, reads } => {
+                    PromoteBenchWorkload::hotspot_name(chunks, reads, lines_per_page, chase)
+                }
+                Skew::NoGain { .. } => {
+                    PromoteBenchWorkload::nogain_name(stream.span_bytes() as u64)
+                }
+            },
+            bytes: (chunks * HUGE) as u64,
+            unit: PromoteBenchWorkload::NS_PER_READ.into(),
+            zipf_s: match skew {
+                Skew::Zipf(s) => Some(s),
+                Skew::Hotspot { .. } | Skew::NoGain { .. } => None,
+            },
+            hotspot: stream.hotspot(),
+            nogain: matches!(skew, Skew::NoGain { .. }).then(|| NoGain {
+                span_bytes: stream.span_bytes() as u64,
+                work_per_read: super::stream::NOGAIN_WORK,
+            }),
+            lines_per_page: Some(lines_per_page),
+            lines_staggered: lines_per_page < 64,
+            chase,
+            same_frames: cfg.same_frames,
+            cold_first: cfg.cold_first,
+            reads: cfg.reads,
+            budget_share: cfg.budget_share,
+            plan_chunks: plan.len() as u64,
+            interval_ms: cfg.interval.as_millis() as u64,
+            sample_every: cfg.sample_every,
+            compact: Some(cfg.compact.name().into()),
+            fault_waits: Some(cfg.fault_waits),
+            walk_ns: Some(cfg.walk_ns),
+            nice: Some(cfg.nice),
+            samples,
+            summary,
+            // The headline is filled from the samples by the caller.
+            ..PromoteBenchWorkload::default()
+        }
+    };
+    let mut out = vec![record(plain.clone())];
+    if let Some(shape) = &cfg.shape {
+        let mut shaping = shape.record();
+        shaped_rounds.retain(|r: &ShapedRound| r.round < done);
+        shaping.rounds = shaped_rounds;
+        shaping.compare(&plain, &shaped);
+        out.push(PromoteBenchWorkload {
+            shaped: Some(shaping),
+            ..record(shaped)
+        });
+    }
+    Ok(out)
+}
+
+/// The samples of the machine as it was, and of the shaped one.
+fn split(
+    tagged: &[(bool, PromoteBenchSample)],
+) -> (Vec<PromoteBenchSample>, Vec<PromoteBenchSample>) {
+    let pick = |want: bool| {
+        tagged
+            .iter()
+            .filter(|(shaped, _)| *shaped == want)
+            .map(|(_, s)| s.clone())
+            .collect()
+    };
+    (pick(false), pick(true))
+}
+
+/// What every arm of a workload's rounds shares.
+#[derive(Clone, Copy)]
+struct Arms<'a> {
+    cfg: &'a Config,
+    stream: &'a Stream,
+    /// The plan's chunks, hottest first.
+    plan: &'a [u32],
+    coldest_first: Option<&'a [u32]>,
+    words: usize,
+    chunks: usize,
+    budget_bytes: u64,
+    proc: &'a ProcFs,
+    me: i32,
+    cancel: &'a AtomicBool,
+}
+
+/// One round: every arm once, in the round's order.
+fn run_round(x: &Arms<'_>, round: u32) -> Result<Vec<PromoteBenchSample>> {
+    // Alternate the order within a round too: A B C D, then D C B A. On shared frames the
+    // order follows the splits.
+    let mut arms = Arm::ALL.to_vec();
+    if x.cfg.same_frames {
+        arms = SHARED_ORDER.to_vec();
+    } else if round % 2 == 1 {
+        arms.reverse();
+    }
+    // On shared frames, the round's one region, from arm to arm.
+    let mut shared: Option<Region<u64>> = None;
+    arms.into_iter()
+        .map(|arm| run_arm(x, round, arm, &mut shared))
+        .collect()
+}
+
+/// One arm's run: its region made (or split from the shared one), the reads timed, the
+/// backing read back.
+fn run_arm(
+    x: &Arms<'_>,
+    round: u32,
+    arm: Arm,
+    shared: &mut Option<Region<u64>>,
+) -> Result<PromoteBenchSample> {
+    let Arms {
+        cfg,
+        stream,
+        plan,
+        coldest_first,
+        words,
+        chunks,
+        budget_bytes,
+        proc,
+        me,
+        cancel,
+    } = *x;
+    if cancel.load(Ordering::Relaxed) {
+        return Err(Error::Interrupted);
+    }
+    let t0 = Instant::now();
+    let mut collapse_ns = Vec::new();
+    // Plan arm: its chunks made huge, and those that were not (after retries).
+    let mut plan_outcomes = None;
+    let mut fresh = None;
+    let r: &Region<u64> = if cfg.same_frames {
+        let r = match shared.take() {
+            Some(r) => r,
+            None => all_huge(words)?,
+        };
+        match arm {
+            Arm::Plan => {
+                let mut rest = vec![true; chunks];
+                for &c in plan {
+                    rest[c as usize] = false;
+                }
+                split_chunks(&Target::attach(proc, me, t0)?, &r, &rest)?;
+                plan_outcomes = Some(huge_chunks(&r, plan)?);
             }
-            Skew::NoGain { .. } => PromoteBenchWorkload::nogain_name(stream.span_bytes() as u64),
-        },
-        bytes: (chunks * HUGE) as u64,
-        unit: PromoteBenchWorkload::NS_PER_READ.into(),
-        zipf_s: match skew {
-            Skew::Zipf(s) => Some(s),
-            Skew::Hotspot { .. } | Skew::NoGain { .. } => None,
-        },
-        hotspot: stream.hotspot(),
-        nogain: matches!(skew, Skew::NoGain { .. }).then(|| NoGain {
-            span_bytes: stream.span_bytes() as u64,
-            work_per_read: super::stream::NOGAIN_WORK,
-        }),
-        lines_per_page: Some(lines_per_page),
-        lines_staggered: lines_per_page < 64,
-        chase,
-        same_frames: cfg.same_frames,
-        cold_first: cfg.cold_first,
-        reads: cfg.reads,
-        budget_share: cfg.budget_share,
-        plan_chunks: plan.len() as u64,
-        interval_ms: cfg.interval.as_millis() as u64,
-        sample_every: cfg.sample_every,
-        compact: Some(cfg.compact.name().into()),
-        fault_waits: Some(cfg.fault_waits),
-        walk_ns: Some(cfg.walk_ns),
-        nice: Some(cfg.nice),
-        samples,
-        summary,
-        // The headline is filled from the samples by the caller.
-        ..PromoteBenchWorkload::default()
+            Arm::Base => split_chunks(&Target::attach(proc, me, t0)?, &r, &vec![true; chunks])?,
+            Arm::Ideal | Arm::Daemon => {}
+        }
+        shared.insert(r)
+    } else {
+        fresh.insert(make(arm, words, coldest_first)?)
+    };
+    if arm == Arm::Plan && !cfg.same_frames {
+        let target = Target::attach(proc, me, t0)?;
+        let steps: Vec<Step> = plan
+            .iter()
+            .map(|&c| {
+                let a = r.addr() + c as usize * HUGE;
+                Step {
+                    at: Duration::ZERO,
+                    range: a..a + HUGE,
+                    kind: ActionKind::Promote,
+                }
+            })
+            .collect();
+        let done = replay(&target, &steps, t0, &AtomicBool::new(false), &mut |_| {})?;
+        collapse_ns = (done.actions.iter())
+            .filter(|a| !a.tried_again)
+            .map(|a| a.latency_ns)
+            .collect();
+        let ok = done.actions.iter().filter(|a| a.outcome == "ok").count() as u32;
+        plan_outcomes = Some((ok, plan.len() as u32 - ok.min(plan.len() as u32)));
+    }
+    let setup_ns = t0.elapsed().as_nanos() as u64;
+    let q = quiet::wait_quiet(0.10, Duration::from_millis(200), 5);
+    let seed = cfg.seed.wrapping_add(u64::from(round));
+    let warm = (cfg.reads / 20).max(1);
+    let warm_up = Pass {
+        n: warm,
+        seed: seed ^ 0xabcdef,
+        sample: None,
+        stop: cancel,
+    };
+    std::hint::black_box(stream.reads_until(r, warm_up));
+    let ((ns, tail_ns), dr) = if arm == Arm::Daemon {
+        let (ns, d) = timed_with_daemon(cfg, stream, r, seed, budget_bytes, cancel)?;
+        collapse_ns = d.collapse_ns.clone();
+        (ns, Some(d))
+    } else {
+        let timed = Pass {
+            n: cfg.reads,
+            seed,
+            sample: None,
+            stop: cancel,
+        };
+        (timed_in_halves(stream, r, timed), None)
+    };
+    if cancel.load(Ordering::Relaxed) {
+        return Err(Error::Interrupted);
+    }
+    let huge_share = r.backing()?.huge_bytes() as f64 / r.mapped_bytes() as f64;
+    let (hot_huge, _) = huge_chunks(r, plan)?;
+    Ok(PromoteBenchSample {
+        huge_share,
+        setup_ns,
+        reach_budget_ms: dr.as_ref().and_then(|d| d.reach_ms),
+        daemon_cpu_ns: dr.as_ref().map(|d| d.cpu_ns),
+        wall_ns: ns,
+        settled_ms: dr.as_ref().and_then(|d| d.settled_ms),
+        daemon_steady_cpu_ns: dr
+            .as_ref()
+            .and_then(|d| d.steady_wall_ns.map(|_| d.steady_cpu_ns)),
+        daemon_steady_wall_ns: dr.as_ref().and_then(|d| d.steady_wall_ns),
+        promotions: dr
+            .as_ref()
+            .map(|d| (d.promoted, d.failed))
+            .or(plan_outcomes),
+        demotions: dr.as_ref().map(|d| (d.demoted, Some(d.swaps))),
+        hot_chunks_huge: Some(hot_huge),
+        not_worth: dr.as_ref().map(|d| d.not_worth),
+        collapse_ns,
+        quiet: q,
+        reach_90_ms: dr.as_ref().and_then(|d| d.reach_90_ms),
+        compactions: dr.as_ref().map(|d| (d.compactions, d.compaction_cpu_ns)),
+        tail_time: Some(tail_ns as f64 / (cfg.reads - cfg.reads / 2).max(1) as f64),
+        ..PromoteBenchSample::timed(round, arm, ns as f64 / cfg.reads as f64)
     })
 }
 
@@ -678,6 +817,26 @@ mod tests {
             warm: true,
             walk_ns: daemon::Config::default().walk_ns,
             nice: daemon::Config::default().nice,
+            shape: None,
+        }
+    }
+
+    /// Run `cfg` with its shaping journaled by `host`: the report and every progress call,
+    /// or `None` (the test skipped) where THP at `always` leaves no 4 KiB arm to measure.
+    fn counted(
+        host: &hugewise_env::Host,
+        cfg: &Config,
+    ) -> Option<(PromoteBenchReport, Vec<(u64, u64)>)> {
+        let mut calls = Vec::new();
+        match run_on(host, cfg, &AtomicBool::new(false), &mut |done, total| {
+            calls.push((done, total))
+        }) {
+            Ok(r) => Some((r, calls)),
+            Err(Error::Config(m)) if m.contains("THP `always`") => {
+                hugewise_sys::testing::skip(&m);
+                None
+            }
+            Err(e) => panic!("{e}"),
         }
     }
 
@@ -735,32 +894,12 @@ mod tests {
             // Enough reads for the daemon's reads to span many intervals
             // even on a fast machine: it decides one interval after its
             // first samples, and a run that ends first promotes nothing.
-            reads: 2_000_000,
-            rounds: 1,
-            until: Until::default(),
             budget_share: 0.125,
-            interval: Duration::from_millis(10),
-            sample_every: 64,
             seed: 3,
-            same_frames: false,
-            cold_first: false,
-            force: false,
-            compact: Default::default(),
-            fault_waits: daemon::Config::default().fault_waits,
-            warm: true,
-            walk_ns: daemon::Config::default().walk_ns,
-            nice: daemon::Config::default().nice,
+            ..small(2_000_000)
         };
-        let mut calls = Vec::new();
-        let r = match run(&cfg, &AtomicBool::new(false), &mut |done, total| {
-            calls.push((done, total))
-        }) {
-            Ok(r) => r,
-            Err(Error::Config(m)) if m.contains("THP `always`") => {
-                hugewise_sys::testing::skip(&m);
-                return;
-            }
-            Err(e) => panic!("{e}"),
+        let Some((r, calls)) = counted(&hugewise_env::Host::real(), &cfg) else {
+            return;
         };
         // Progress counts over both workloads: 8 runs.
         assert_eq!(calls.len(), 8);
@@ -821,6 +960,63 @@ mod tests {
     }
 
     #[test]
+    fn a_shaped_run_gives_the_workload_a_second_entry_measured_on_the_held_machine() {
+        if !hugewise_sys::caps::is_root() {
+            hugewise_sys::testing::skip("shaping the machine needs root");
+            return;
+        }
+        let _one = ONE_RUN.lock().unwrap_or_else(|e| e.into_inner());
+        let state = tempfile::tempdir().expect("state dir");
+        let host = hugewise_env::Host::real_with_state(state.path());
+        let available = hugewise_env::state::measure(&host)
+            .expect("memory")
+            .available();
+        // Hold 512 MiB: quick to take and to give back, and well above the floor here.
+        let leave = available - (512 << 20);
+        let cfg = Config {
+            rounds: 2,
+            shape: Some(Shape {
+                pressure_leave: Some(leave),
+                fragment: None,
+            }),
+            ..small(200_000)
+        };
+        let Some((r, calls)) = counted(&host, &cfg) else {
+            return;
+        };
+        // Two rounds of four arms on each machine.
+        assert_eq!(calls.last(), Some(&(16, 16)));
+        assert_eq!(r.workloads.len(), 2);
+        let (plain, shaped) = (&r.workloads[0], &r.workloads[1]);
+        assert_eq!(plain.workload, shaped.workload);
+        assert!(plain.shaped.is_none());
+        assert_eq!((plain.samples.len(), shaped.samples.len()), (8, 8));
+        let sh = shaped.shaped.as_ref().expect("the shaped entry says so");
+        assert_eq!(sh.pressure_leave_bytes, Some(leave));
+        let rounds: Vec<u32> = sh.rounds.iter().map(|r| r.round).collect();
+        assert_eq!(rounds, [0, 1]);
+        for round in &sh.rounds {
+            // The pressure was in force when the shaped arms ran: no more available than asked
+            // (within the kernel's own movement in between).
+            assert!(
+                round.memory.available() < leave + (256 << 20),
+                "{round:?} against {leave}"
+            );
+            assert_eq!(round.fragment_reached, None);
+        }
+        // Every comparison has a figure from both rounds (too few for an interval).
+        assert!(
+            sh.daemon_speedup_vs_unshaped.is_some_and(|x| x > 0.0),
+            "{sh:?}"
+        );
+        assert!(sh.ideal_speedup_vs_unshaped.is_some(), "{sh:?}");
+        assert!(sh.base_speedup_vs_unshaped.is_some(), "{sh:?}");
+        assert!(sh.daemon_time_speedup_vs_unshaped.is_some(), "{sh:?}");
+        assert!(sh.daemon_speedup_vs_unshaped_ci95.is_none());
+        assert!(shaped.daemon_speedup.is_some());
+    }
+
+    #[test]
     fn on_the_no_gain_workload_the_daemon_declines_every_collapse() {
         let _one = ONE_RUN.lock().unwrap_or_else(|e| e.into_inner());
         let cfg = Config {
@@ -873,21 +1069,10 @@ mod tests {
                 lines_per_page: 1,
                 chase: true,
             }],
-            reads: 2_000_000,
             rounds: 2,
-            until: Until::default(),
             budget_share: 0.125,
-            interval: Duration::from_millis(10),
-            sample_every: 64,
-            seed: 5,
             same_frames: true,
-            cold_first: false,
-            force: false,
-            compact: Default::default(),
-            fault_waits: daemon::Config::default().fault_waits,
-            warm: true,
-            walk_ns: daemon::Config::default().walk_ns,
-            nice: daemon::Config::default().nice,
+            ..small(2_000_000)
         };
         let r = match run(&cfg, &AtomicBool::new(false), &mut |_, _| {}) {
             Ok(r) => r,
@@ -932,21 +1117,8 @@ mod tests {
         let mut cfg = Config {
             bytes: Bytes(64 << 20),
             workloads: vec![],
-            reads: 1,
-            rounds: 1,
-            until: Until::default(),
             budget_share: 0.1,
-            interval: Duration::from_millis(20),
-            sample_every: 64,
-            seed: 3,
-            same_frames: false,
-            cold_first: false,
-            force: false,
-            compact: Default::default(),
-            fault_waits: daemon::Config::default().fault_waits,
-            warm: true,
-            walk_ns: daemon::Config::default().walk_ns,
-            nice: daemon::Config::default().nice,
+            ..small(1)
         };
         let msg = |cfg: &Config| match run(cfg, &AtomicBool::new(false), &mut |_, _| {}) {
             Err(Error::Config(m)) => m,

@@ -71,19 +71,12 @@ pub struct Plan {
 
 pub use hugewise_env::flush::{StatsFlusher, STATS_FLUSH};
 
-fn env_err(e: hugewise_env::Error) -> Error {
-    match e {
-        hugewise_env::Error::Interrupted => Error::Interrupted,
-        e => Error::Env(e),
-    }
-}
-
 /// What can be checked before the worker starts: root, a memory cgroup hierarchy, a place for
 /// the swap file (or swap already on), no leftovers of an earlier run.
 pub fn precheck(host: &Host, plan: &Plan) -> Result<()> {
     host.require_root("a run under --memory", "a memory cgroup and swap")
-        .map_err(env_err)?;
-    cgroup::Hierarchy::find(host).map_err(env_err)?;
+        .map_err(Error::from_env)?;
+    cgroup::Hierarchy::find(host).map_err(Error::from_env)?;
     match &plan.swap {
         SwapSource::Existing => {
             if host.proc.swaps()?.is_empty() {
@@ -96,13 +89,14 @@ pub fn precheck(host: &Host, plan: &Plan) -> Result<()> {
         }
         SwapSource::File(p) => {
             if p.exists() {
-                return Err(env_err(swapfile::exists(
+                return Err(Error::from_env(swapfile::exists(
                     p,
                     "choose another --swap-file, or `hugewise env restore` if an earlier run \
                      left it",
                 )));
             }
-            swapfile::check_location(host, p, swapfile::MIN_BYTES, DISK_SPARE).map_err(env_err)?;
+            swapfile::check_location(host, p, swapfile::MIN_BYTES, DISK_SPARE)
+                .map_err(Error::from_env)?;
         }
     }
     Ok(())
@@ -204,7 +198,7 @@ pub fn supervise(
     cancel: &dyn Fn() -> bool,
 ) -> Result<RunReport> {
     precheck(host, plan)?;
-    let mut session = Session::open(host, Lifetime::Run).map_err(env_err)?;
+    let mut session = Session::open(host, Lifetime::Run).map_err(Error::from_env)?;
     let mut child = worker::start(exe, hugewise_sys::process::tie_to_parent)?;
     let pid = child.id() as i32;
     let argv = [exe.display().to_string(), worker::COMMAND.to_string()];
@@ -213,7 +207,7 @@ pub fn supervise(
         Err(e) => {
             let _ = hugewise_sys::process::signal_group(pid, Signal::Kill);
             let _ = child.wait();
-            return Err(env_err(e));
+            return Err(Error::from_env(e));
         }
     };
     let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
@@ -252,7 +246,7 @@ pub fn supervise(
         let swap = swap_bytes_for(l, &fp);
         match &plan.swap {
             SwapSource::File(p) => {
-                swapfile::check_location(host, p, swap, DISK_SPARE).map_err(env_err)?;
+                swapfile::check_location(host, p, swap, DISK_SPARE).map_err(Error::from_env)?;
                 rec.swap_file = Some(p.clone());
                 rec.swap_bytes = Some(swap);
             }
@@ -280,12 +274,12 @@ pub fn supervise(
         if let Some(n) = plan.page_cluster {
             session
                 .set(Knob::PageCluster, &n.to_string())
-                .map_err(env_err)?;
+                .map_err(Error::from_env)?;
         }
         if let SwapSource::File(p) = &plan.swap {
-            session.add_swap(p, swap).map_err(env_err)?;
+            session.add_swap(p, swap).map_err(Error::from_env)?;
         }
-        let cg = session.create_cgroup(l).map_err(env_err)?;
+        let cg = session.create_cgroup(l).map_err(Error::from_env)?;
         rec.cgroup = cg.path.clone();
         writeln!(stdin, "cgroup {l} {} {}", plan.share, cg.path.display())
             .and_then(|()| stdin.flush())

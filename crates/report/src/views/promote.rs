@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use hugewise_results::promote::{
     Action, ActionKind, Compaction, Interval, PromoteBenchReport, PromoteBenchWorkload,
-    PromoteReport,
+    PromoteReport, Shaping,
 };
 use hugewise_results::stats::BootstrapInterval;
 
@@ -351,7 +351,7 @@ pub fn bench(r: &PromoteBenchReport) -> String {
                     .unwrap_or_else(|| "-".into())
             };
             t.row([
-                w.workload.clone(),
+                label(w),
                 x(w.ideal_speedup, w.ideal_speedup_ci95),
                 x(w.plan_speedup, w.plan_speedup_ci95),
                 p(w.plan_share_of_ideal),
@@ -443,6 +443,105 @@ fn walk(walk_ns: Option<f64>) -> String {
         .unwrap_or_default()
 }
 
+/// A workload's name in a table of several: its shaped entry marked so.
+fn label(w: &PromoteBenchWorkload) -> String {
+    match w.shaped {
+        Some(_) => format!("{} (shaped)", w.workload),
+        None => w.workload.clone(),
+    }
+}
+
+/// What the shaped machine was, and the shaped arms set against the unshaped ones.
+fn shaped_machine(sh: &Shaping) -> String {
+    let mut o = String::new();
+    let n = sh.rounds.len();
+    let _ = write!(
+        o,
+        "On a shaped machine ({}), made before each round's shaped arms and given back after \
+         them",
+        sh.describe()
+    );
+    let range = |v: Vec<f64>, f: &dyn Fn(f64) -> String| -> Option<String> {
+        let lo = v.iter().copied().reduce(f64::min)?;
+        let hi = v.iter().copied().reduce(f64::max)?;
+        Some(if f(lo) == f(hi) {
+            f(lo)
+        } else {
+            format!("{}–{}", f(lo), f(hi))
+        })
+    };
+    let gib = |b: f64| format!("{:.1} GiB", b / (1u64 << 30) as f64);
+    if let (Some(secs), Some(avail), Some(buddy), Some(unusable)) = (
+        range(sh.rounds.iter().map(|r| r.seconds).collect(), &|x| {
+            format!("{x:.0} s")
+        }),
+        range(
+            sh.rounds
+                .iter()
+                .map(|r| r.memory.available() as f64)
+                .collect(),
+            &gib,
+        ),
+        range(
+            sh.rounds
+                .iter()
+                .map(|r| r.memory.buddy_free_bytes as f64)
+                .collect(),
+            &gib,
+        ),
+        range(
+            sh.rounds.iter().map(|r| r.memory.unusable_share).collect(),
+            &pct,
+        ),
+    ) {
+        let _ = write!(
+            o,
+            ": shaping took {secs} a round and left {avail} available, {buddy} of it in the \
+             buddy allocator's lists, {unusable} of that in blocks under 2 MiB"
+        );
+    }
+    let reached: Vec<bool> = sh
+        .rounds
+        .iter()
+        .filter_map(|r| r.fragment_reached)
+        .collect();
+    if !reached.is_empty() {
+        let _ = write!(
+            o,
+            "; the fragmentation level reached in {} of {} rounds",
+            reached.iter().filter(|&&r| r).count(),
+            reached.len()
+        );
+    }
+    o.push_str(".\n");
+    let x = |v: Option<f64>, ci| {
+        v.map(|v| ratio_ci(v, ci, n, 2))
+            .unwrap_or_else(|| "-".into())
+    };
+    let _ = writeln!(
+        o,
+        "Shaped over unshaped, same rounds: daemon's speedup {}, ideal's (THP at fault) {}; \
+         the 4 KiB arm ran {} as fast shaped, the daemon {}.\n",
+        x(
+            sh.daemon_speedup_vs_unshaped,
+            sh.daemon_speedup_vs_unshaped_ci95
+        ),
+        x(
+            sh.ideal_speedup_vs_unshaped,
+            sh.ideal_speedup_vs_unshaped_ci95
+        ),
+        x(
+            sh.base_speedup_vs_unshaped,
+            sh.base_speedup_vs_unshaped_ci95
+        ),
+        x(
+            sh.daemon_time_speedup_vs_unshaped,
+            sh.daemon_time_speedup_vs_unshaped_ci95
+        ),
+    );
+    o
+}
+
 fn bench_workload(r: &PromoteBenchWorkload) -> String {
     let mut o = String::new();
     let _ = writeln!(
@@ -465,6 +564,9 @@ fn bench_workload(r: &PromoteBenchWorkload) -> String {
         walk(r.walk_ns),
         niced(r.nice)
     );
+    if let Some(sh) = &r.shaped {
+        o.push_str(&shaped_machine(sh));
+    }
     let stopped = crate::fmt::stopped(r.stopped);
     if !stopped.is_empty() {
         let _ = writeln!(o, "{} rounds{stopped}\n", rounds_run(r));
@@ -754,7 +856,11 @@ pub fn bench_markdown(r: &PromoteBenchReport) -> String {
     let mut o = String::new();
     for (i, w) in r.workloads.iter().enumerate() {
         if r.workloads.len() > 1 {
-            let _ = writeln!(o, "{}**{}**\n", if i > 0 { "\n" } else { "" }, w.workload);
+            let _ = writeln!(o, "{}**{}**\n", if i > 0 { "\n" } else { "" }, label(w));
+        }
+        if let Some(sh) = &w.shaped {
+            o.push_str(&shaped_machine(sh));
+            o.push('\n');
         }
         o.push_str(&bench_markdown_workload(w));
     }

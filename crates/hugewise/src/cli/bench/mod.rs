@@ -57,7 +57,7 @@ alternating order, after checking the machine is quiet.")]
     /// A skewed random-read workload (or a graph kernel, --graph) with 4 KiB pages, all huge,
     /// a replayed plan and the online daemon within a budget, alternated round by round.
     #[command(after_help = promote::HELP)]
-    Promote(promote::BenchPromoteArgs),
+    Promote(Box<promote::BenchPromoteArgs>),
 
     /// A program hugewise did not write, under several page rules and without hugewise,
     /// alternated round by round: wall time, speedup and huge bytes spent.
@@ -87,7 +87,7 @@ pub fn run(cmd: BenchCommand, progress: Mode) -> anyhow::Result<()> {
         BenchCommand::Randread(a) => randread::run(a, progress),
         BenchCommand::Faultlat(a) => faultlat::run(a, progress),
         BenchCommand::Pages(a) => pages::run(a, progress),
-        BenchCommand::Promote(a) => promote::run(a, progress),
+        BenchCommand::Promote(a) => promote::run(*a, progress),
         BenchCommand::Exec(a) => exec::run(a, progress),
         BenchCommand::Bloat(a) => bloat::run(a, progress),
         BenchCommand::Packing(a) => packing::run(a, progress),

@@ -28,10 +28,11 @@ pub const HELP: &str = "Examples:
                          99 % of dependent reads on 4 % of the chunks, one line of each page
   hugewise bench promote --hotspot 1%:99% --lines-per-page 1 --chase --same-frames
                          99 % on 1 % of the chunks, every arm of a round on the same pages
-  hugewise env with --pressure-leave 10GiB --fragment 50% -- \
-    hugewise bench promote --hotspot 1%:99% --lines-per-page 1 --chase --cold-first
-                         huge pages scarce: Linux THP at fault (the ideal arm, cold chunks
-                         faulted first) against the plan and the daemon
+  hugewise bench promote --workload hotspot --cold-first \
+    --shape-pressure-leave 12GiB --shape-fragment 50%
+                         every round on the machine as it is and with huge pages scarce:
+                         what scarcity costs the daemon, and Linux THP at fault (the ideal
+                         arm, cold chunks faulted first) against the plan and the daemon
   hugewise bench promote --graph k26.hwg --kernel pr --rounds 3 --out bp-pr.json
                          PageRank on kron:26 (hugewise graph gen --graph kron:26 --out k26.hwg)
   hugewise bench promote --graph kron:20 --rounds 1 --plan plan.json   a quick look, a given plan
@@ -163,9 +164,21 @@ pub struct BenchPromoteArgs {
     #[arg(long, default_value_t = 0, value_name = "N",
           value_parser = crate::cli::promote::nice)]
     pub nice: i32,
+    /// Run every round's arms a second time with memory held until this much is available
+    /// (as `hugewise env with --pressure-leave`), made before the round's shaped arms and
+    /// given back after them: each workload then has a second entry, on the shaped machine,
+    /// whose speedups are set against the unshaped ones round by round. Root only.
+    #[arg(long, value_name = "BYTES")]
+    pub shape_pressure_leave: Option<Bytes>,
+    /// Run every round's arms a second time with this share of free memory broken by
+    /// unmovable pages (as `hugewise env with --fragment`), with or without
+    /// --shape-pressure-leave. Root only.
+    #[arg(long, value_name = "PCT",
+          value_parser = |s: &str| Share::parse_in(s, &ShareRange::UNIT))]
+    pub shape_fragment: Option<Share>,
     /// A graph kernel instead of Zipf reads: the graph as `hugewise run --graph` takes it
     /// (save a large one as .hwg first). Each arm is then a run in a process of its own.
-    #[arg(long, value_name = "GRAPH", conflicts_with_all = ["workload", "zipf", "hotspot", "size", "reads", "seed", "lines_per_page", "chase", "same_frames", "cold_first", "force"])]
+    #[arg(long, value_name = "GRAPH", conflicts_with_all = ["workload", "zipf", "hotspot", "size", "reads", "seed", "lines_per_page", "chase", "same_frames", "cold_first", "force", "shape_pressure_leave", "shape_fragment"])]
     pub graph: Option<String>,
     /// With --graph: the kernel.
     #[arg(long, value_enum, default_value = "pr", requires = "graph")]
@@ -249,6 +262,12 @@ pub fn run(a: BenchPromoteArgs, progress: Mode) -> anyhow::Result<()> {
         warm: !a.no_warm,
         walk_ns: a.walk_ns,
         nice: a.nice,
+        shape: (a.shape_pressure_leave.is_some() || a.shape_fragment.is_some()).then(|| {
+            bench::shape::Shape {
+                pressure_leave: a.shape_pressure_leave.map(|b| b.0),
+                fragment: a.shape_fragment.map(|f| f.fraction()),
+            }
+        }),
     };
     let steps = Steps::new(progress, "runs", Unit::Items);
     let r = bench::driver::run(&cfg, cancel, &mut |done, total| steps.update(done, total))
