@@ -55,21 +55,32 @@ pub fn check_floor(floor_bytes: u64) -> Result<()> {
 /// Free memory outside the buddy allocator's lists beyond which [`hand_over`] pulls it in.
 pub const OUTSIDE_LISTS: u64 = 512 << 20;
 
+/// What [`hand_over`] did.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Listing {
+    /// Bytes it added to the buddy allocator's lists.
+    pub listed_bytes: u64,
+    /// Seconds it took.
+    pub seconds: f64,
+    /// Free memory still outside the lists afterwards ([`outside_lists`]).
+    pub still_outside_bytes: u64,
+}
+
 /// Memory the kernel counts free but has not yet put in its buddy allocator's lists: a guest
 /// whose memory the host hands over lazily grows its zones' managed pages only when their
 /// free lists run low. Fragmentation breaks blocks only in the lists, so memory outside them
 /// would reach a workload later as whole 2 MiB blocks, and the level shaped would hold for a
 /// part of free memory only. Taking base pages down to `floor_bytes` and giving them back
-/// pulls it all in, once (the lists keep it). Returns the bytes it added to the lists and the
-/// seconds it took, or `None` when under [`OUTSIDE_LISTS`] was outside them.
+/// pulls it in (the lists keep it, so on this VM it is done once a boot). Returns `None`
+/// when under [`OUTSIDE_LISTS`] was outside them, or nothing above the floor is available.
 pub fn hand_over(
     host: &Host,
     floor_bytes: u64,
     cancel: &dyn Fn() -> bool,
     progress: &mut dyn FnMut(u64, u64),
-) -> Result<Option<(u64, f64)>> {
+) -> Result<Option<Listing>> {
     let before = state::settled(host)?;
-    if outside_lists(&before) < OUTSIDE_LISTS {
+    if outside_lists(&before) < OUTSIDE_LISTS || before.available() <= floor_bytes {
         return Ok(None);
     }
     let t0 = Instant::now();
@@ -83,12 +94,13 @@ pub fn hand_over(
     )?;
     drop(held);
     let after = state::settled(host)?;
-    Ok(Some((
-        after
+    Ok(Some(Listing {
+        listed_bytes: after
             .buddy_free_bytes
             .saturating_sub(before.buddy_free_bytes),
-        t0.elapsed().as_secs_f64(),
-    )))
+        seconds: t0.elapsed().as_secs_f64(),
+        still_outside_bytes: outside_lists(&after),
+    }))
 }
 
 /// Free memory neither in the buddy allocator's lists nor in its per-CPU lists.

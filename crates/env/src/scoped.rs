@@ -143,15 +143,18 @@ pub fn shape(
     if plan.fragment.is_some() {
         let sets = fragment::prepare(&mut sh.session)?;
         sh.report.settings.extend(sets);
-        let handed = pressure::hand_over(host, plan.floor_bytes, cancel, &mut |d, n| {
-            progress("hand over", d, n)
+        let listed = pressure::hand_over(host, plan.floor_bytes, cancel, &mut |d, n| {
+            progress("list free memory", d, n)
         })?;
-        if let Some((bytes, secs)) = handed {
-            sh.report.actions.push(format!(
-                "put {} MiB the kernel counted free but had not yet put in its free lists into \
-                 them ({secs:.0} s), so that the fragmentation reaches all of free memory",
-                bytes >> 20
-            ));
+        if let Some(l) = listed {
+            sh.report.actions.push(listed_action(&l));
+            if l.still_outside_bytes >= pressure::OUTSIDE_LISTS {
+                sh.report.warnings.push(format!(
+                    "{} MiB of free memory is still outside the buddy allocator's lists: the \
+                     fragmentation level holds for the lists only",
+                    l.still_outside_bytes >> 20
+                ));
+            }
         }
     }
     let movable = plan.fragment.is_some() && plan.fragment_pages == FragmentPages::Movable;
@@ -202,6 +205,17 @@ pub fn shape(
         }
     }
     Ok(sh)
+}
+
+/// The action line of a [`pressure::hand_over`] that listed memory.
+pub fn listed_action(l: &pressure::Listing) -> String {
+    format!(
+        "took 4 KiB pages down to the floor and gave them back ({:.0} s), which put {} MiB the \
+         kernel counted free but had not yet listed into its free lists, so that the \
+         fragmentation reaches all of free memory",
+        l.seconds,
+        l.listed_bytes >> 20
+    )
 }
 
 fn shape_memory(

@@ -741,6 +741,11 @@ pub struct Shaping {
     pub pressure_leave_bytes: Option<u64>,
     /// The share of free memory asked to be useless for 2 MiB pages (`null`: none).
     pub fragment: Option<f64>,
+    /// Free memory the kernel had not yet put in its buddy allocator's lists, put there once
+    /// before the first round (see `docs/environment.md`), so that every round's unshaped
+    /// arms find the machine its shaped ones start from (`null`: none was outside them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listed_bytes: Option<u64>,
     /// What each round's shaping gave, in the order run.
     pub rounds: Vec<ShapedRound>,
     /// Median over rounds of the daemon's speedup on the shaped machine over its speedup on
@@ -750,6 +755,15 @@ pub struct Shaping {
     /// Its 95 % interval (see [`PromoteBenchArm::speedup_vs_base_ci95`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub daemon_speedup_vs_unshaped_ci95: Option<MedianInterval>,
+    /// Median over rounds of the share of the daemon's unshaped gain it kept shaped, (shaped
+    /// speedup − 1) / (unshaped speedup − 1), over the rounds whose unshaped daemon gained:
+    /// stricter than the ratio of speedups (1.10x against 1.22x is a ratio of 0.90 and a
+    /// share of 45 %).
+    #[serde(default)]
+    pub daemon_gain_vs_unshaped: Option<f64>,
+    /// Its 95 % interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon_gain_vs_unshaped_ci95: Option<MedianInterval>,
     /// The same for the ideal arm (THP at fault).
     pub ideal_speedup_vs_unshaped: Option<f64>,
     /// Its 95 % interval.
@@ -781,6 +795,13 @@ pub struct ShapedRound {
     pub fragment_reached: Option<bool>,
     /// Memory as shaping left it.
     pub memory: crate::env::MemoryState,
+    /// What shaping warned of (a level not reached, memory left outside the lists).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    /// The share of free memory in blocks under 2 MiB just before the round's unshaped arms:
+    /// how unfragmented the machine "as it is" was (`null` when not measured).
+    #[serde(default)]
+    pub unshaped_unusable_share: Option<f64>,
 }
 
 impl Shaping {
@@ -808,6 +829,13 @@ impl Shaping {
                 Some(s / u)
             })
         };
+        let gain_share = |arm: Arm| {
+            per_round(&|r| {
+                let u = time(unshaped, Arm::Base, r)? / time(unshaped, arm, r)? - 1.0;
+                let s = time(shaped, Arm::Base, r)? / time(shaped, arm, r)? - 1.0;
+                (u > 0.0).then(|| s / u)
+            })
+        };
         let time_ratio =
             |arm: Arm| per_round(&|r| Some(time(unshaped, arm, r)? / time(shaped, arm, r)?));
         let pair = |v: Vec<f64>| {
@@ -820,6 +848,10 @@ impl Shaping {
             self.daemon_speedup_vs_unshaped,
             self.daemon_speedup_vs_unshaped_ci95,
         ) = pair(speedup_ratio(Arm::Daemon));
+        (
+            self.daemon_gain_vs_unshaped,
+            self.daemon_gain_vs_unshaped_ci95,
+        ) = pair(gain_share(Arm::Daemon));
         (
             self.ideal_speedup_vs_unshaped,
             self.ideal_speedup_vs_unshaped_ci95,
@@ -1220,6 +1252,9 @@ mod tests {
         sh.compare(&unshaped, &shaped);
         // Daemon: 1.6 / 2 = 0.8 and 2 / 2.5 = 0.8.
         assert_eq!(sh.daemon_speedup_vs_unshaped, Some(0.8));
+        // Daemon's gain kept: 0.6 / 1 and 1 / 1.5, median (0.6 + 0.667) / 2.
+        let gain = sh.daemon_gain_vs_unshaped.expect("gain");
+        assert!((gain - (0.6 + 2.0 / 3.0) / 2.0).abs() < 1e-12, "{gain}");
         // Ideal: 2 / 2.5 = 0.8 and 2 / 2.5 = 0.8.
         assert_eq!(sh.ideal_speedup_vs_unshaped, Some(0.8));
         // Base, unshaped over shaped: 10 / 8 and 10 / 10, median 1.125.

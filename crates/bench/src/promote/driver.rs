@@ -300,6 +300,12 @@ fn run_workload(
     // short is dropped from both.
     let mut samples: Vec<(bool, PromoteBenchSample)> = Vec::new();
     let mut shaped_rounds = Vec::new();
+    // How fragmented the machine as it is was, round by round.
+    let mut unshaped_unusable: Vec<(u32, f64)> = Vec::new();
+    let listed = match &cfg.shape {
+        Some(shape) => shape.list_free_memory(host, &stop)?,
+        None => None,
+    };
     let (done, stopped) = cfg.until.rounds(
         cfg.rounds,
         &mut samples,
@@ -321,23 +327,37 @@ fn run_workload(
                 Some(_) => &[true, false],
             };
             for &shaped in machines {
-                // Held until the round's shaped arms end; dropping it puts the machine back.
-                let _held = match (&cfg.shape, shaped) {
+                let held = match (&cfg.shape, shaped) {
                     (Some(shape), true) => {
                         let (held, record) = shape.apply(host, round, &stop)?;
                         shaped_rounds.push(record);
                         Some(held)
                     }
-                    _ => None,
+                    (Some(_), false) => {
+                        let now = hugewise_env::state::measure(host).map_err(Error::from_env)?;
+                        unshaped_unusable.push((round, now.unusable_share));
+                        None
+                    }
+                    (None, _) => None,
                 };
-                for sample in run_round(&arms, round)? {
+                run_round(&arms, round, &mut |sample| {
                     samples.push((shaped, sample));
                     progress(samples.len() as u64, total);
+                })?;
+                // An error above drops `held`, which puts the machine back as well.
+                if let Some(held) = held {
+                    super::shape::put_back(held)?;
                 }
             }
             Ok(())
         },
     )?;
+    for r in &mut shaped_rounds {
+        r.unshaped_unusable_share = unshaped_unusable
+            .iter()
+            .find(|(round, _)| *round == r.round)
+            .map(|&(_, u)| u);
+    }
     let (plain, shaped) = split(&samples);
     let record = |samples: Vec<PromoteBenchSample>| -> PromoteBenchWorkload {
         let summary = summarize_arms(&samples);
@@ -386,6 +406,7 @@ fn run_workload(
     let mut out = vec![record(plain.clone())];
     if let Some(shape) = &cfg.shape {
         let mut shaping = shape.record();
+        shaping.listed_bytes = listed;
         shaped_rounds.retain(|r: &ShapedRound| r.round < done);
         shaping.rounds = shaped_rounds;
         shaping.compare(&plain, &shaped);
@@ -427,8 +448,9 @@ struct Arms<'a> {
     cancel: &'a AtomicBool,
 }
 
-/// One round: every arm once, in the round's order.
-fn run_round(x: &Arms<'_>, round: u32) -> Result<Vec<PromoteBenchSample>> {
+/// One round: every arm once, in the round's order, each sample handed to `done` as its arm
+/// ends.
+fn run_round(x: &Arms<'_>, round: u32, done: &mut dyn FnMut(PromoteBenchSample)) -> Result<()> {
     // Alternate the order within a round too: A B C D, then D C B A. On shared frames the
     // order follows the splits.
     let mut arms = Arm::ALL.to_vec();
@@ -439,9 +461,10 @@ fn run_round(x: &Arms<'_>, round: u32) -> Result<Vec<PromoteBenchSample>> {
     }
     // On shared frames, the round's one region, from arm to arm.
     let mut shared: Option<Region<u64>> = None;
-    arms.into_iter()
-        .map(|arm| run_arm(x, round, arm, &mut shared))
-        .collect()
+    for arm in arms {
+        done(run_arm(x, round, arm, &mut shared)?);
+    }
+    Ok(())
 }
 
 /// One arm's run: its region made (or split from the shared one), the reads timed, the
@@ -971,7 +994,11 @@ mod tests {
         let available = hugewise_env::state::measure(&host)
             .expect("memory")
             .available();
-        // Hold 512 MiB: quick to take and to give back, and well above the floor here.
+        if available < 4 << 30 {
+            hugewise_sys::testing::skip("under 4 GiB available: no room to hold 512 MiB of it");
+            return;
+        }
+        // Hold 512 MiB: quick to take and to give back, and well above the floor.
         let leave = available - (512 << 20);
         let cfg = Config {
             rounds: 2,

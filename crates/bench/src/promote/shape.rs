@@ -50,6 +50,14 @@ impl Shape {
             }
         }
         if let Some(leave) = self.pressure_leave {
+            let floor = self.plan().floor_bytes;
+            if leave < floor {
+                return Err(Error::Config(format!(
+                    "--shape-pressure-leave {} MiB is below the safety floor of {} MiB",
+                    leave >> 20,
+                    floor >> 20
+                )));
+            }
             if leave < need + MARGIN {
                 return Err(Error::Config(format!(
                     "--shape-pressure-leave {} MiB leaves too little: each arm needs {} MiB \
@@ -59,6 +67,17 @@ impl Shape {
                     need >> 20,
                     MARGIN >> 20,
                     (need + MARGIN).div_ceil(1 << 20)
+                )));
+            }
+            let available = hugewise_env::state::measure(host)
+                .map_err(Error::from_env)?
+                .available();
+            if leave >= available {
+                return Err(Error::Config(format!(
+                    "--shape-pressure-leave {} MiB leaves all there is ({} MiB available): \
+                     the shaped machine would be the machine as it is",
+                    leave >> 20,
+                    available >> 20
                 )));
             }
         }
@@ -93,8 +112,23 @@ impl Shape {
             seconds: t0.elapsed().as_secs_f64(),
             fragment_reached: report.fragment.as_ref().map(|f| f.reached),
             memory: report.shaped.clone(),
+            warnings: report.warnings.clone(),
+            unshaped_unusable_share: None,
         };
         Ok((shaped, record))
+    }
+
+    /// Before the first round: put free memory the kernel has not yet listed into its lists
+    /// (as shaping does before it fragments), so that round 0's unshaped arms find the
+    /// machine every later round's do. The bytes it listed, if any.
+    pub fn list_free_memory(&self, host: &Host, cancel: &dyn Fn() -> bool) -> Result<Option<u64>> {
+        if self.fragment.is_none() {
+            return Ok(None);
+        }
+        let floor = self.plan().floor_bytes;
+        let listed = hugewise_env::pressure::hand_over(host, floor, cancel, &mut |_, _| {})
+            .map_err(Error::from_env)?;
+        Ok(listed.map(|l| l.listed_bytes))
     }
 
     /// The record of what was asked, before any round.
@@ -107,17 +141,44 @@ impl Shape {
     }
 }
 
+/// Give the shaped machine back, and refuse to go on when a change could not be undone: the
+/// next arms would run on a machine still partly shaped.
+pub fn put_back(shaped: Shaped) -> Result<()> {
+    let done = shaped.finish().map_err(Error::from_env)?;
+    if !done.restore.complete() {
+        return Err(Error::Config(format!(
+            "{} change(s) of the shaped machine could not be undone and stay in the journal \
+             (`hugewise env restore` retries them)",
+            done.restore.failed.len()
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn host() -> Host {
-        let d = std::env::temp_dir();
-        Host::fake(&d, &d, &d)
+    /// A fake machine whose meminfo is this VM's at rest: 24,417,516 kB (23.3 GiB) available.
+    fn machine() -> hugewise_env::testing::FakeMachine {
+        let m = hugewise_env::testing::FakeMachine::new();
+        std::fs::write(
+            m.root().join("proc/meminfo"),
+            include_str!("../../../sys/tests/samples/meminfo-6.18.txt"),
+        )
+        .expect("meminfo");
+        std::fs::write(
+            m.root().join("proc/buddyinfo"),
+            "Node 0, zone   Normal      0      0      0      0      0      0      0      0      0      0   1024\n",
+        )
+        .expect("buddyinfo");
+        m
     }
 
     #[test]
     fn a_shape_that_asks_nothing_or_leaves_too_little_is_refused_with_the_room_it_needs() {
+        let m = machine();
+        let host = || m.host();
         let none = Shape {
             pressure_leave: None,
             fragment: None,
@@ -143,6 +204,22 @@ mod tests {
             ..tight
         };
         roomy.check(&host(), 1 << 30).expect("room enough");
+        // Below the floor, or all there is: refused before anything is held.
+        let low = Shape {
+            pressure_leave: Some(512 << 20),
+            fragment: None,
+        };
+        let m = low.check(&host(), 1 << 20).expect_err("floor").to_string();
+        assert!(m.contains("below the safety floor of 1024 MiB"), "{m}");
+        let all = Shape {
+            pressure_leave: Some(24 << 30),
+            fragment: None,
+        };
+        let m = all.check(&host(), 1 << 30).expect_err("all").to_string();
+        assert!(
+            m.contains("leaves all there is (23845 MiB available)"),
+            "{m}"
+        );
         let over = Shape {
             pressure_leave: None,
             fragment: Some(0.99),

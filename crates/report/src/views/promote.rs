@@ -496,8 +496,25 @@ fn shaped_machine(sh: &Shaping) -> String {
     ) {
         let _ = write!(
             o,
-            ": shaping took {secs} a round and left {avail} available, {buddy} of it in the \
-             buddy allocator's lists, {unusable} of that in blocks under 2 MiB"
+            ": shaping took {secs} a round and left {avail} available, {buddy} free in the \
+             buddy allocator's lists, {unusable} of it in blocks under 2 MiB"
+        );
+    }
+    if let Some(before) = range(
+        sh.rounds
+            .iter()
+            .filter_map(|r| r.unshaped_unusable_share)
+            .collect(),
+        &pct,
+    ) {
+        let _ = write!(o, " (unshaped: {before} in blocks under 2 MiB)");
+    }
+    if let Some(b) = sh.listed_bytes {
+        let _ = write!(
+            o,
+            "; before the first round {} of free memory the kernel had not yet listed was put \
+             in its lists",
+            bytes(b)
         );
     }
     let reached: Vec<bool> = sh
@@ -514,18 +531,31 @@ fn shaped_machine(sh: &Shaping) -> String {
         );
     }
     o.push_str(".\n");
+    let mut warned: Vec<&str> = sh
+        .rounds
+        .iter()
+        .flat_map(|r| r.warnings.iter().map(String::as_str))
+        .collect();
+    warned.sort_unstable();
+    warned.dedup();
+    for w in warned {
+        let _ = writeln!(o, "warning (shaping): {w}");
+    }
     let x = |v: Option<f64>, ci| {
         v.map(|v| ratio_ci(v, ci, n, 2))
             .unwrap_or_else(|| "-".into())
     };
     let _ = writeln!(
         o,
-        "Shaped over unshaped, same rounds: daemon's speedup {}, ideal's (THP at fault) {}; \
-         the 4 KiB arm ran {} as fast shaped, the daemon {}.\n",
+        "Shaped over unshaped, same rounds: daemon's speedup {} (of its gain kept: {}), \
+         ideal's (THP at fault) {}; the 4 KiB arm ran {} as fast shaped, the daemon {}.\n",
         x(
             sh.daemon_speedup_vs_unshaped,
             sh.daemon_speedup_vs_unshaped_ci95
         ),
+        sh.daemon_gain_vs_unshaped
+            .map(|g| pct_ci(g, sh.daemon_gain_vs_unshaped_ci95, n))
+            .unwrap_or_else(|| "-".into()),
         x(
             sh.ideal_speedup_vs_unshaped,
             sh.ideal_speedup_vs_unshaped_ci95

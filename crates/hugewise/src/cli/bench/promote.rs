@@ -58,7 +58,8 @@ from the order statistics of per-round ratios. With --same-frames the order is f
 (ideal, plan, base, daemon): the ideal runs right after the whole region was collapsed, the
 plan keeps its chunks of that collapse, and the daemon starts from 4 KiB pages. Needs THP
 `madvise` so that the base arm faults 4 KiB pages. --json gives one object per workload under
-`workloads`, its headline first: workload, ideal_speedup, plan_speedup, daemon_speedup, their
+`workloads` (two with --shape-…: the machine as it was, then the shaped one with `shaped`), its
+headline first: workload, ideal_speedup, plan_speedup, daemon_speedup, their
 shares of the ideal (per round, and of its saving: plan_share_of_ideal_saving,
 daemon_share_of_ideal_saving, each with its _ci95), huge_footprint_share (the plan's, read back from the
 kernel), the daemon's, reach_budget_ms and daemon_cpu_share; each daemon sample has not_worth.
@@ -167,12 +168,15 @@ pub struct BenchPromoteArgs {
     /// Run every round's arms a second time with memory held until this much is available
     /// (as `hugewise env with --pressure-leave`), made before the round's shaped arms and
     /// given back after them: each workload then has a second entry, on the shaped machine,
-    /// whose speedups are set against the unshaped ones round by round. Root only.
+    /// whose speedups are set against the unshaped ones round by round. Doubles the runs
+    /// (the no-gain workload's too: name --workload hotspot to keep to one). Root only.
     #[arg(long, value_name = "BYTES")]
     pub shape_pressure_leave: Option<Bytes>,
     /// Run every round's arms a second time with this share of free memory broken by
-    /// unmovable pages (as `hugewise env with --fragment`), with or without
-    /// --shape-pressure-leave. Root only.
+    /// unmovable pages (as `hugewise env with --fragment`, with its two settings that keep
+    /// the pages where they are), with or without --shape-pressure-leave; at most 95%. Free
+    /// memory the kernel has not yet put in its lists is put there once, before the first
+    /// round (see docs/environment.md). Root only.
     #[arg(long, value_name = "PCT",
           value_parser = |s: &str| Share::parse_in(s, &ShareRange::UNIT))]
     pub shape_fragment: Option<Share>,
