@@ -26,7 +26,7 @@ use hugewise_rules::Rules;
 use hugewise_sys::proc::{Pid, ProcFs};
 use hugewise_sys::sysfs::memcg_counters;
 
-use crate::stats::{median, ratio, summarize};
+use crate::stats::{median, ratio, summarize, Until};
 use crate::{Error, Result};
 
 /// One way of running the server.
@@ -572,23 +572,32 @@ pub fn run(
     let server_version = version(&cfg.server)?;
     let total = u64::from(cfg.rounds) * cfg.variants.len() as u64;
     let mut runs = Vec::new();
-    for round in 0..cfg.rounds {
-        // Each variant runs after every other equally often (see `order`): in this VM what
-        // the previous run freed changes the next one's first touch.
-        let order = crate::order::balanced(cfg.variants.len(), round);
-        for v in order.iter().map(|&k| &cfg.variants[k]) {
-            runs.push(one_run(cfg, host, v, round, stop)?);
-            progress(runs.len() as u64, total);
-        }
-    }
+    // A signal keeps the rounds finished before it and drops the one under way.
+    let (rounds, stopped) = Until::default().rounds(
+        cfg.rounds,
+        &mut runs,
+        stop,
+        |_| Vec::new(),
+        |round, runs| {
+            // Each variant runs after every other equally often (see `order`): in this VM
+            // what the previous run freed changes the next one's first touch.
+            let order = crate::order::balanced(cfg.variants.len(), round);
+            for v in order.iter().map(|&k| &cfg.variants[k]) {
+                runs.push(one_run(cfg, host, v, round, stop)?);
+                progress(runs.len() as u64, total);
+            }
+            Ok(())
+        },
+    )?;
     Ok(BloatReport {
+        stopped: Some(stopped),
         server_version,
         keys: cfg.keys,
         value_bytes: cfg.value_bytes,
         delete_share: cfg.delete_share,
         clients: cfg.clients,
         pipeline: cfg.pipeline,
-        rounds: cfg.rounds,
+        rounds,
         variants: summarize_variants(&cfg.variants, &runs),
         runs,
     })

@@ -31,25 +31,31 @@ fn redis_servers() -> usize {
         .unwrap_or(0)
 }
 
-#[test]
-fn redis_runs_every_phase_under_every_variant_and_nothing_is_left_behind() {
+/// One bench at a time: each test compares the THP mode, the cgroups and the servers before
+/// and after its own, which the other's would change.
+static ONE_BENCH: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Root and Debian's Redis, or the test is skipped.
+fn root_and_redis_or_skip() -> bool {
     if !hugewise_sys::testing::root_or_skip() {
-        return;
+        return false;
     }
-    if Command::new("redis-benchmark")
-        .arg("--version")
-        .output()
-        .is_err()
-        || Command::new("redis-server")
-            .arg("--version")
-            .output()
-            .is_err()
-    {
+    let runs = |p: &str| Command::new(p).arg("--version").output().is_ok();
+    if !runs("redis-benchmark") || !runs("redis-server") {
         hugewise_sys::testing::skip(
             "no redis-server/redis-benchmark (Debian's redis-server, redis-tools)",
         );
+        return false;
+    }
+    true
+}
+
+#[test]
+fn redis_runs_every_phase_under_every_variant_and_nothing_is_left_behind() {
+    if !root_and_redis_or_skip() {
         return;
     }
+    let _one = ONE_BENCH.lock().unwrap_or_else(|e| e.into_inner());
     let before = (thp_enabled(), our_cgroups(), redis_servers());
     let out_file = std::env::temp_dir().join(format!("hw-bloat-{}.json", std::process::id()));
     let state = tempfile::tempdir().expect("state dir");
@@ -119,4 +125,57 @@ fn redis_runs_every_phase_under_every_variant_and_nothing_is_left_behind() {
     assert_eq!(never.bloat_bytes, Some(0.0));
     assert!(r.variants[2].throughput_vs_always.is_some());
     let _ = std::fs::remove_file(&out_file);
+}
+
+#[test]
+fn a_signal_keeps_the_rounds_bloat_finished_and_puts_everything_back() {
+    if !root_and_redis_or_skip() {
+        return;
+    }
+    let _one = ONE_BENCH.lock().unwrap_or_else(|e| e.into_inner());
+    let before = (thp_enabled(), our_cgroups(), redis_servers());
+    let dir = tempfile::tempdir().expect("tmp");
+    let out_file = dir.path().join("bloat.json");
+    // A round of two variants takes a few seconds here; a first try stopped before its first
+    // round ended is tried again with longer.
+    let mut saved = false;
+    for wait_s in [15, 45] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hugewise"))
+            .env("HUGEWISE_STATE_DIR", dir.path())
+            .args(["--no-progress", "bench", "bloat", "--keys", "20000"])
+            .args(["--rounds", "500", "--settle", "100ms"])
+            .args(["--variants", "never;always", "--out"])
+            .arg(&out_file)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn");
+        std::thread::sleep(std::time::Duration::from_secs(wait_s));
+        let int = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(int.success());
+        let status = child.wait().expect("wait");
+        assert_eq!(status.code(), Some(130));
+        // Whatever the signal cut short, the machine is as it was.
+        assert_eq!((thp_enabled(), our_cgroups(), redis_servers()), before);
+        if out_file.exists() {
+            saved = true;
+            break;
+        }
+    }
+    assert!(saved, "no round ended in 45 s");
+    let text = std::fs::read_to_string(&out_file).expect("saved");
+    let r = hugewise_results::Saved::<hugewise_results::bloat::BloatReport>::from_json(&text)
+        .expect("a bloat result")
+        .result;
+    assert_eq!(
+        r.stopped,
+        Some(hugewise_results::stats::Stopped::Interrupted)
+    );
+    assert!((1..500).contains(&r.rounds), "{}", r.rounds);
+    // Both variants of every round kept, none of the round under way.
+    assert_eq!(r.runs.len() as u32, 2 * r.rounds);
+    assert!(r.runs.iter().all(|run| run.round < r.rounds));
 }

@@ -21,9 +21,14 @@ pub struct BloatReport {
     pub clients: u32,
     /// `redis-benchmark` pipeline depth.
     pub pipeline: u32,
-    /// Rounds; each runs every variant once, in an order that puts each variant right after
-    /// every other equally often within a round over every n rounds (2n for an odd number).
+    /// Rounds run; each runs every variant once, in an order that puts each variant right
+    /// after every other equally often within a round over every n rounds (2n for an odd
+    /// number).
     pub rounds: u32,
+    /// Why the rounds stopped: all asked ran, or a signal ended the one under way (its runs
+    /// dropped). Absent in files from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<crate::stats::Stopped>,
     /// Every run.
     pub runs: Vec<BloatRun>,
     /// Per variant, in the order given.

@@ -512,6 +512,11 @@ impl PromoteBenchArm {
 pub struct PromoteBenchReport {
     /// Workloads in the order run.
     pub workloads: Vec<PromoteBenchWorkload>,
+    /// `interrupted` when a signal ended the bench before every workload it was asked for
+    /// had run (one cut short in its first round is absent; one cut later says so itself);
+    /// absent when every workload ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<Stopped>,
 }
 
 /// Version 1 held one workload at the top level; it reads as a report of that one workload.
@@ -520,18 +525,23 @@ pub struct PromoteBenchReport {
 enum BenchCompat {
     Workloads {
         workloads: Vec<PromoteBenchWorkload>,
+        #[serde(default)]
+        stopped: Option<Stopped>,
     },
     One(Box<PromoteBenchWorkload>),
 }
 
 impl From<BenchCompat> for PromoteBenchReport {
     fn from(c: BenchCompat) -> Self {
-        let workloads = match c {
-            BenchCompat::Workloads { mut workloads } => {
+        let (workloads, stopped) = match c {
+            BenchCompat::Workloads {
+                mut workloads,
+                stopped,
+            } => {
                 for w in &mut workloads {
                     w.fill_vs_ideal();
                 }
-                workloads
+                (workloads, stopped)
             }
             BenchCompat::One(mut w) => {
                 if w.workload.is_empty() {
@@ -539,10 +549,10 @@ impl From<BenchCompat> for PromoteBenchReport {
                         PromoteBenchWorkload::zipf_name(w.zipf_s.unwrap_or(1.0), 64, false);
                 }
                 w.fill_headline();
-                vec![*w]
+                (vec![*w], None)
             }
         };
-        PromoteBenchReport { workloads }
+        PromoteBenchReport { workloads, stopped }
     }
 }
 
@@ -1263,6 +1273,27 @@ mod tests {
         assert!((sh.daemon_time_speedup_vs_unshaped.expect("daemon") - 0.9).abs() < 1e-12);
         // Two rounds give no interval.
         assert!(sh.daemon_speedup_vs_unshaped_ci95.is_none());
+    }
+
+    #[test]
+    fn a_bench_a_signal_ended_says_so_and_older_files_read_without_it() {
+        let cut = PromoteBenchReport {
+            workloads: vec![PromoteBenchWorkload {
+                workload: "hot:3.9%:99.9%:lines:1:chase".into(),
+                ..PromoteBenchWorkload::default()
+            }],
+            stopped: Some(Stopped::Interrupted),
+        };
+        let text = serde_json::to_string(&cut).expect("json");
+        assert!(text.contains(r#""stopped":"interrupted""#), "{text}");
+        let back: PromoteBenchReport = serde_json::from_str(&text).expect("read");
+        assert_eq!(back.stopped, Some(Stopped::Interrupted));
+        // Saved before the field: every workload ran, or the file would say so.
+        let old = text.replace(r#","stopped":"interrupted""#, "");
+        assert_ne!(old, text);
+        let back: PromoteBenchReport = serde_json::from_str(&old).expect("read");
+        assert_eq!(back.stopped, None);
+        assert_eq!(back.workloads.len(), 1);
     }
 
     #[test]

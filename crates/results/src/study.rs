@@ -1040,6 +1040,7 @@ mod tests {
                 daemon_compaction_cpu_share: Some(cpu),
                 ..PromoteBenchWorkload::default()
             }],
+            stopped: None,
         }
     }
 

@@ -923,6 +923,7 @@ fn work(
                     let _ = std::fs::remove_dir_all(&work_dir);
                     hugewise_results::promote::PromoteBenchReport {
                         workloads: vec![w?],
+                        stopped: None,
                     }
                 }
             };

@@ -216,6 +216,7 @@ pub fn run_on(
     let per = u64::from(cfg.until.planned(cfg.rounds)) * Arm::ALL.len() as u64 * machines;
     let total = per * cfg.workloads.len() as u64;
     let mut workloads = Vec::with_capacity(cfg.workloads.len());
+    let mut stopped = None;
     for (i, &workload) in cfg.workloads.iter().enumerate() {
         let before = per * i as u64;
         let ran = run_workload(host, cfg, workload, cancel, &mut |done, _| {
@@ -223,20 +224,24 @@ pub fn run_on(
         });
         let ran = match ran {
             // Stopped in this workload's first round: the workloads before it are kept.
-            Err(Error::Interrupted) if !workloads.is_empty() => break,
+            Err(Error::Interrupted) if !workloads.is_empty() => {
+                stopped = Some(Stopped::Interrupted);
+                break;
+            }
             w => w?,
         };
-        let mut interrupted = false;
         for mut w in ran {
             w.fill_headline();
-            interrupted |= w.stopped == Some(Stopped::Interrupted);
+            if w.stopped == Some(Stopped::Interrupted) {
+                stopped = Some(Stopped::Interrupted);
+            }
             workloads.push(w);
         }
-        if interrupted {
+        if stopped.is_some() {
             break;
         }
     }
-    Ok(PromoteBenchReport { workloads })
+    Ok(PromoteBenchReport { workloads, stopped })
 }
 
 fn run_workload(

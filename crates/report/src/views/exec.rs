@@ -352,7 +352,7 @@ fn bloat_caption(r: &BloatReport) -> String {
         ""
     };
     format!(
-        "{}: {} keys of {} B, {}% deleted and filled again, {} clients, pipeline {}, {} rounds\n\
+        "{}: {} keys of {} B, {}% deleted and filled again, {} clients, pipeline {}, {} rounds{}\n\
          (throughput: geometric mean over the phases; bloat: memory charged at the end minus \
          THP never's, same round; {}{daemon})\n\n",
         r.server_version,
@@ -362,6 +362,7 @@ fn bloat_caption(r: &BloatReport) -> String {
         r.clients,
         r.pipeline,
         r.rounds,
+        crate::fmt::stopped(r.stopped),
         if old_bloat {
             "the ratios to always: medians of the rounds' own, with their 95 % interval, [n<6] \
              where fewer than 6 rounds gave one; a bloat / always without either: the median \

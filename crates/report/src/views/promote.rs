@@ -327,6 +327,12 @@ pub fn bench(r: &PromoteBenchReport) -> String {
         o.push_str(&bench_workload(w));
         o.push('\n');
     }
+    if r.stopped == Some(hugewise_results::stats::Stopped::Interrupted) {
+        o.push_str(
+            "stopped by a signal (Ctrl-C): the workloads above are those it reached; any asked \
+             for after them did not run\n\n",
+        );
+    }
     if r.workloads.len() > 1 {
         let mut t = Table::new([
             "workload",

@@ -321,7 +321,10 @@ fn bench_graph(
     })
     .context("promotion benchmark on a graph kernel")?;
     steps.finish();
-    let r = hugewise_results::promote::PromoteBenchReport { workloads: vec![w] };
+    let r = hugewise_results::promote::PromoteBenchReport {
+        workloads: vec![w],
+        stopped: None,
+    };
     a.output
         .emit_as(r, a.markdown, view::bench, view::bench_markdown)
 }
