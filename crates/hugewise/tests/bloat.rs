@@ -31,6 +31,16 @@ fn redis_servers() -> usize {
         .unwrap_or(0)
 }
 
+/// Servers running once those a bench before has just stopped are gone (waits up to 10 s
+/// for none to be left; a server of the machine's own stays counted).
+fn servers_at_rest() -> usize {
+    let t = std::time::Instant::now();
+    while redis_servers() > 0 && t.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    redis_servers()
+}
+
 /// One bench at a time: each test compares the THP mode, the cgroups and the servers before
 /// and after its own, which the other's would change.
 static ONE_BENCH: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -56,7 +66,7 @@ fn redis_runs_every_phase_under_every_variant_and_nothing_is_left_behind() {
         return;
     }
     let _one = ONE_BENCH.lock().unwrap_or_else(|e| e.into_inner());
-    let before = (thp_enabled(), our_cgroups(), redis_servers());
+    let before = (thp_enabled(), our_cgroups(), servers_at_rest());
     let out_file = std::env::temp_dir().join(format!("hw-bloat-{}.json", std::process::id()));
     let state = tempfile::tempdir().expect("state dir");
     let out = Command::new(env!("CARGO_BIN_EXE_hugewise"))
@@ -133,7 +143,7 @@ fn a_signal_keeps_the_rounds_bloat_finished_and_puts_everything_back() {
         return;
     }
     let _one = ONE_BENCH.lock().unwrap_or_else(|e| e.into_inner());
-    let before = (thp_enabled(), our_cgroups(), redis_servers());
+    let before = (thp_enabled(), our_cgroups(), servers_at_rest());
     let dir = tempfile::tempdir().expect("tmp");
     let out_file = dir.path().join("bloat.json");
     // A round of two variants takes a few seconds here; a first try stopped before its first
@@ -159,7 +169,7 @@ fn a_signal_keeps_the_rounds_bloat_finished_and_puts_everything_back() {
         let status = child.wait().expect("wait");
         assert_eq!(status.code(), Some(130));
         // Whatever the signal cut short, the machine is as it was.
-        assert_eq!((thp_enabled(), our_cgroups(), redis_servers()), before);
+        assert_eq!((thp_enabled(), our_cgroups(), servers_at_rest()), before);
         if out_file.exists() {
             saved = true;
             break;
