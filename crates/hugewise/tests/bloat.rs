@@ -41,6 +41,25 @@ fn servers_at_rest() -> usize {
     redis_servers()
 }
 
+/// `hugewise bench bloat` on 20,000 keys, `rounds` rounds of `variants`, its journal in
+/// `state` and its result saved to `out`.
+fn bloat(state: &std::path::Path, rounds: &str, variants: &str, out: &std::path::Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_hugewise"));
+    c.env("HUGEWISE_STATE_DIR", state)
+        .args(["--no-progress", "bench", "bloat", "--keys", "20000"])
+        .args([
+            "--rounds",
+            rounds,
+            "--settle",
+            "100ms",
+            "--variants",
+            variants,
+        ])
+        .arg("--out")
+        .arg(out);
+    c
+}
+
 /// One bench at a time: each test compares the THP mode, the cgroups and the servers before
 /// and after its own, which the other's would change.
 static ONE_BENCH: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -67,27 +86,9 @@ fn redis_runs_every_phase_under_every_variant_and_nothing_is_left_behind() {
     }
     let _one = ONE_BENCH.lock().unwrap_or_else(|e| e.into_inner());
     let before = (thp_enabled(), our_cgroups(), servers_at_rest());
-    let out_file = std::env::temp_dir().join(format!("hw-bloat-{}.json", std::process::id()));
     let state = tempfile::tempdir().expect("state dir");
-    let out = Command::new(env!("CARGO_BIN_EXE_hugewise"))
-        .env("HUGEWISE_STATE_DIR", state.path())
-        .args([
-            "--no-progress",
-            "bench",
-            "bloat",
-            "--keys",
-            "20000",
-            "--rounds",
-            "1",
-        ])
-        .args([
-            "--settle",
-            "100ms",
-            "--variants",
-            "never;always;exec:*=thp",
-            "--out",
-        ])
-        .arg(&out_file)
+    let out_file = state.path().join("bloat.json");
+    let out = bloat(state.path(), "1", "never;always;exec:*=thp", &out_file)
         .output()
         .expect("run hugewise");
     assert!(
@@ -134,7 +135,6 @@ fn redis_runs_every_phase_under_every_variant_and_nothing_is_left_behind() {
     let never = &r.variants[0];
     assert_eq!(never.bloat_bytes, Some(0.0));
     assert!(r.variants[2].throughput_vs_always.is_some());
-    let _ = std::fs::remove_file(&out_file);
 }
 
 #[test]
@@ -150,12 +150,7 @@ fn a_signal_keeps_the_rounds_bloat_finished_and_puts_everything_back() {
     // round ended is tried again with longer.
     let mut saved = false;
     for wait_s in [15, 45] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hugewise"))
-            .env("HUGEWISE_STATE_DIR", dir.path())
-            .args(["--no-progress", "bench", "bloat", "--keys", "20000"])
-            .args(["--rounds", "500", "--settle", "100ms"])
-            .args(["--variants", "never;always", "--out"])
-            .arg(&out_file)
+        let mut child = bloat(dir.path(), "500", "never;always", &out_file)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()

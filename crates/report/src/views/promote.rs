@@ -1341,4 +1341,70 @@ mod tests {
         assert!(failures(std::slice::from_ref(&retried)).is_empty());
         assert!(action_line(&retried).ends_with("(tried again)"));
     }
+
+    #[test]
+    fn a_shaped_entry_says_what_was_shaped_and_sets_it_against_the_unshaped_one() {
+        let memory = hugewise_results::env::MemoryState {
+            mem_free_bytes: 12 << 30,
+            mem_available_bytes: Some(12 << 30),
+            buddy_free_bytes: 12 << 30,
+            free_2m_blocks: 3072,
+            unusable_bytes: 6 << 30,
+            unusable_share: 0.5,
+            pcp_free_bytes: None,
+            mlocked_bytes: None,
+            anon_huge_bytes: None,
+            hugetlb_bytes: None,
+            swap_total_bytes: None,
+        };
+        let round = |r: u32, secs: f64| hugewise_results::promote::ShapedRound {
+            round: r,
+            seconds: secs,
+            fragment_reached: Some(r == 0),
+            memory: memory.clone(),
+            warnings: vec!["fragmentation is 45.0% where 50% was asked".into()],
+            unshaped_unusable_share: Some(0.03),
+        };
+        let shaping = Shaping {
+            pressure_leave_bytes: Some(12 << 30),
+            fragment: Some(0.5),
+            listed_bytes: Some(4 << 30),
+            rounds: vec![round(0, 13.0), round(1, 32.0)],
+            daemon_speedup_vs_unshaped: Some(1.22),
+            daemon_gain_vs_unshaped: Some(0.5),
+            ideal_speedup_vs_unshaped: Some(0.71),
+            base_speedup_vs_unshaped: Some(0.87),
+            daemon_time_speedup_vs_unshaped: Some(1.01),
+            ..Shaping::default()
+        };
+        let plain = PromoteBenchWorkload {
+            workload: "hot:3.9%:99.9%:lines:1:chase".into(),
+            ..Default::default()
+        };
+        let shaped = PromoteBenchWorkload {
+            shaped: Some(shaping),
+            ..plain.clone()
+        };
+        let text = bench(&PromoteBenchReport {
+            workloads: vec![plain, shaped],
+            stopped: Some(hugewise_results::stats::Stopped::Interrupted),
+        });
+        for want in [
+            "On a shaped machine (pressure leaving 12.0 GiB, 50 % of free memory fragmented)",
+            "shaping took 13 s–32 s a round and left 12.0 GiB available, 12.0 GiB free in the \
+             buddy allocator's lists, 50.0% of it in blocks under 2 MiB (unshaped: 3.0% in \
+             blocks under 2 MiB); before the first round 4 GiB of free memory",
+            "the fragmentation level reached in 1 of 2 rounds.",
+            "warning (shaping): fragmentation is 45.0% where 50% was asked\n",
+            "daemon's speedup 1.22x [n<6] (of its gain kept: 50.0% [n<6]), ideal's (THP at \
+             fault) 0.71x [n<6]; the 4 KiB arm ran 0.87x [n<6] as fast shaped, the daemon \
+             1.01x [n<6]",
+            "hot:3.9%:99.9%:lines:1:chase (shaped)",
+            "stopped by a signal (Ctrl-C)",
+        ] {
+            assert!(text.contains(want), "{want}\n---\n{text}");
+        }
+        // The warning shows once, though both rounds gave it.
+        assert_eq!(text.matches("warning (shaping)").count(), 1);
+    }
 }
