@@ -830,11 +830,19 @@ fn results(page: &mut Page, entries: &[&Entry], c: &Collection) {
                 for w in &s.result.workloads {
                     bars_card(
                         page,
-                        &format!("Promotion benchmark, {}: {}", w.workload, file_name(e)),
                         &format!(
-                            "bench promote, {}; budget {}.",
+                            "Promotion benchmark, {}: {}",
+                            crate::views::promote::label(w),
+                            file_name(e)
+                        ),
+                        &format!(
+                            "bench promote, {}; budget {}{}.",
                             w.describe(),
-                            pct(w.budget_share)
+                            pct(w.budget_share),
+                            w.shaped
+                                .as_ref()
+                                .map(|sh| format!("; on a shaped machine ({})", sh.describe()))
+                                .unwrap_or_default()
                         ),
                         if w.graph.is_some() {
                             "per timed trial"

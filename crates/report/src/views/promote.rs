@@ -450,7 +450,7 @@ fn walk(walk_ns: Option<f64>) -> String {
 }
 
 /// A workload's name in a table of several: its shaped entry marked so.
-fn label(w: &PromoteBenchWorkload) -> String {
+pub(crate) fn label(w: &PromoteBenchWorkload) -> String {
     match w.shaped {
         Some(_) => format!("{} (shaped)", w.workload),
         None => w.workload.clone(),
