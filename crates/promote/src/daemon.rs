@@ -15,6 +15,8 @@ use crate::action::{Action, ActionKind};
 use crate::budget::{self, Limit, Share};
 use crate::channel::Subscriber;
 use crate::compact::{Controller as Compactor, Decision as CompactDecision, Lever, Waiting};
+use crate::known::{may_have_changed, Known, Stamp, Sweep};
+pub use crate::known::{may_wait_longer, turn_after, QUIET_STEPS, TURN_RUN};
 use crate::pacing::{Pace, Pacer, Reading};
 use crate::policy::{ChunkInfo, Policy};
 use crate::refusals::Refusals;
@@ -80,6 +82,13 @@ pub struct Config {
     /// mapped is read at every look that follows page faults of its target's: it may be
     /// filling.
     pub settled_every: u64,
+    /// How many times as long a settled chunk waits for its next read when it was read after
+    /// the last sign that one may have changed (1: no longer): since then its target's
+    /// resident pages grew by at least its page faults and the kernel split or collapsed no
+    /// huge page anywhere (see [`crate::known::may_have_changed`]). Such a chunk can have
+    /// changed only by what those counters miss, and once a program's memory is in place most
+    /// looks find no sign; at one that does, chunks read before it get their plain turns.
+    pub quiet_stretch: u64,
     /// What one page walk that a huge page removes costs the program, in nanoseconds: between
     /// a walk served from the caches and one that misses them. With the sampling period a
     /// target publishes, it turns a chunk's sampled walks into time saved per second.
@@ -133,6 +142,7 @@ impl Default for Config {
             settled_samples: 64,
             max_thinning: 64,
             settled_every: 8,
+            quiet_stretch: 8,
             walk_ns: 30.0,
             payback_s: 10.0,
             tlb_entries: 1536,
@@ -150,16 +160,11 @@ struct Managed {
     /// Where to look for the target's samples while it publishes none yet (a program opens
     /// its channel when its work starts, which may be after the daemon attached).
     channel: Option<std::path::PathBuf>,
-    /// What the last read of each chunk said: (mapped pages, huge), by address.
-    known: std::collections::BTreeMap<usize, (u16, bool)>,
-    /// Where the next partial sweep starts.
-    cursor: usize,
-    /// Chunks whose last two reads agreed and that the daemon has not acted on since, with the
-    /// look from which they are due to be read again and how many times in a row their turn
-    /// has found them as they were (see [`QUIET_STEPS`]).
-    settled: HashMap<usize, (u64, u32)>,
-    /// Sweeps made.
-    looks: u64,
+    /// What the daemon last read of each chunk, and when each is due to be read again.
+    known: Known,
+    /// The target's resident pages and the kernel's huge-page splits and collapses at the
+    /// last look (see [`crate::known::may_have_changed`]).
+    last_stamp: Option<Stamp>,
     /// What the samples counted at the last look stand for against all those published since
     /// the look before (1 when none were passed over): the daemon keeps only the newest.
     sample_scale: f64,
@@ -201,18 +206,20 @@ impl Managed {
     /// target gone: the next sweep says so). A daemon that runs in its target's process
     /// (a benchmark's workload, a test) leaves out its own thread: its faults never wait
     /// behind its own collapses.
-    fn fault_reading(&self, t0: Instant) -> Option<Reading> {
-        let (mut faults, mut threads) = self.target.faults().ok()?;
+    fn fault_reading(&self, t0: Instant) -> Option<(Reading, u64)> {
+        let now = self.target.activity().ok()?;
+        let (mut faults, mut threads) = (now.faults, now.threads);
         if self.target.pid() == std::process::id() as i32 {
             let own = hugewise_sys::rusage::thread_faults();
             faults = faults.saturating_sub(own.minor + own.major);
             threads = threads.saturating_sub(1).max(1);
         }
-        Some(Reading {
+        let reading = Reading {
             at_ns: t0.elapsed().as_nanos() as u64,
             faults,
             threads,
-        })
+        };
+        Some((reading, now.resident_pages))
     }
 
     /// Open the target's sample ring if it publishes one now.
@@ -299,10 +306,8 @@ impl Managed {
             target,
             samples,
             channel,
-            known: Default::default(),
-            cursor: 0,
-            settled: Default::default(),
-            looks: 0,
+            known: Known::default(),
+            last_stamp: None,
             sample_scale: 1.0,
             broken: Vec::new(),
             log: None,
@@ -311,128 +316,35 @@ impl Managed {
         }
     }
 
-    /// Read the chunks due this interval (all, or those new to the daemon and the next
-    /// `limit` from the cursor) and return every chunk of the target's huge-capable ranges as
-    /// last read, sorted by address. `faulted`: the target took page faults since the last
-    /// look, so a settled chunk not yet wholly mapped may have grown, and is due now.
+    /// Read the chunks due this interval (see [`crate::known`]) and return every chunk of the
+    /// target's huge-capable ranges as last read, sorted by address.
     fn sweep(
         &mut self,
-        limit: usize,
-        every: u64,
-        quiet_steps: u32,
-        faulted: bool,
+        how: Sweep,
         read: &mut u64,
         notes: &mut Vec<String>,
     ) -> Result<Vec<(usize, u16, bool)>> {
         let ranges = self.target.huge_capable()?;
         let kept_small = self.base_allocations(notes);
-        let addrs: Vec<usize> = ranges
+        let mut addrs: Vec<usize> = ranges
             .iter()
             .flat_map(|r| (r.start..r.end).step_by(HUGE))
             .filter(|&a| !kept_small.iter().any(|b| a < b.end && b.start < a + HUGE))
             .collect();
-        self.looks += 1;
-        let look = self.looks;
-        let (settled, known) = (&self.settled, &self.known);
-        // While a program faults its memory in, a chunk read empty twice (or partly mapped)
-        // may be filling: left to its turn, it was seen mapped up to `every` looks late, and
-        // a policy on mapped pages acted on it (and the budget counted it) as late.
-        let growing = |a: usize| {
-            faulted
-                && known
-                    .get(&a)
-                    .is_some_and(|&(mapped, huge)| !huge && usize::from(mapped) < BASE_PER_HUGE)
-        };
-        // A settled chunk's turn is its run's (`turn_after`), within `every` looks of its last
-        // read; one the partial sweep did not reach on its turn stays due until it does.
-        let its_turn = |a: usize| {
-            every <= 1 || growing(a) || settled.get(&a).is_none_or(|&(due, _)| look >= due)
-        };
-        let whole = limit == 0 || addrs.len() <= limit;
-        let mut due: Vec<bool> = addrs
-            .iter()
-            .map(|&a| !self.known.contains_key(&a) || (whole && its_turn(a)))
-            .collect();
-        if !whole {
-            // The next `limit` chunks from the cursor whose turn it is: settled chunks passed
-            // over let one sweep cover more of a large target for the same reads.
-            let from = addrs.partition_point(|&a| a < self.cursor);
-            let (mut taken, mut k) = (0, 0);
-            while taken < limit && k < addrs.len() {
-                let i = (from + k) % addrs.len();
-                if its_turn(addrs[i]) {
-                    due[i] = true;
-                    taken += 1;
-                }
-                k += 1;
-            }
-            self.cursor = addrs[(from + k) % addrs.len()];
+        if !addrs.is_sorted() {
+            addrs.sort_unstable();
         }
-        // Read the due chunks in runs of consecutive addresses: one page-table scan per run.
-        let mut i = 0;
-        while i < addrs.len() {
-            if !due[i] {
-                i += 1;
-                continue;
-            }
-            let mut j = i + 1;
-            while j < addrs.len() && due[j] && addrs[j] == addrs[j - 1] + HUGE {
-                j += 1;
-            }
-            *read += (j - i) as u64;
-            for c in self.target.scan(&(addrs[i]..addrs[j - 1] + HUGE))? {
-                let now = (c.mapped_pages, c.huge == Some(true));
-                let before = self.known.insert(c.addr, now);
-                if before != Some(now) {
-                    self.settled.remove(&c.addr);
-                } else {
-                    // Settled, or still settled: due again at its next turn, within `every`
-                    // looks, or a few times that for a chunk of 4 KiB pages mapped whole
-                    // that keeps being found so.
-                    let quiet = match self.settled.get(&c.addr) {
-                        Some(&(_, q)) if may_wait_longer(now) => (q + 1).min(quiet_steps),
-                        _ => 0,
-                    };
-                    let every = every << quiet;
-                    self.settled
-                        .insert(c.addr, (turn_after(self.looks, c.addr, every), quiet));
-                }
-                if before.is_some_and(|b| b.1)
-                    && !now.1
-                    && now.0 > 0
-                    && usize::from(now.0) < BASE_PER_HUGE
-                {
-                    self.broken.push(c.addr);
-                }
-            }
-            i = j;
-        }
-        let live: std::collections::BTreeSet<usize> = addrs.iter().copied().collect();
-        self.known.retain(|a, _| live.contains(a));
-        self.settled.retain(|a, _| live.contains(a));
-        Ok(self.known.iter().map(|(&a, &(m, h))| (a, m, h)).collect())
+        let target = &self.target;
+        self.known.sweep(
+            &addrs,
+            how,
+            &mut |r| target.scan(&r),
+            read,
+            &mut self.broken,
+        )?;
+        Ok(self.known.chunks().collect())
     }
 }
-
-/// Chunks whose turns to be read again come on the same look: those of one 128 MiB-aligned
-/// window of the address space (a target's consecutive chunks may straddle two).
-///
-/// Settled chunks are read in turn so that each look reads about `1 / every` of them, but the
-/// look reads them in runs of consecutive addresses, one page-table scan a run. Turns that
-/// alternate chunk by chunk made every due chunk a run of its own: on PageRank at kron:26
-/// (4,525 chunks, every 8th look) about 570 scans a look and 10 ms of a core, against 6 ms
-/// for the same chunks in runs of 64. A run of 64 keeps the scans to a few a look and still
-/// spreads a target of 64 × `every` chunks or more evenly over the looks.
-pub const TURN_RUN: usize = 64;
-
-/// How many times a settled chunk's wait doubles while its turns find it as it was: from
-/// `settled_every` looks to 4 times that. Only a chunk of 4 KiB pages mapped whole waits
-/// longer (see [`may_wait_longer`]), and only in a target whose samples the policy ranks by.
-/// On PageRank at kron:26, 4,345 of 4,525 chunks are such, and reading them every 8th look
-/// was most of a settled daemon's page-table reads (about 540 of 576 a look); every 32nd look
-/// makes them about 136 (a settled look read 181–186 chunks in all, with the huge ones and
-/// those that changed).
-pub const QUIET_STEPS: u32 = 2;
 
 /// The most a page walk may be said to cost ([`Config::walk_ns`]), in nanoseconds: a walk that
 /// misses every cache takes a few hundred, so a figure past this is a unit mistaken.
@@ -441,27 +353,6 @@ pub const MAX_WALK_NS: f64 = 10_000.0;
 /// Whether `ns` can be a page walk's cost: a number above 0 and at most [`MAX_WALK_NS`].
 pub fn walk_ns_valid(ns: f64) -> bool {
     ns > 0.0 && ns <= MAX_WALK_NS
-}
-
-/// Whether a settled chunk read as (`mapped` pages, `huge`) may wait longer than
-/// `settled_every` for its next read: one of 4 KiB pages with every page mapped. It changes
-/// only when the program frees some of it or the kernel collapses it on its own, and a policy
-/// that ranks by samples finds its heat in them, not in its page table. A huge chunk holds the
-/// budget, and what its program does to it (a split, a free) must be seen soon: the budget's
-/// room and the release of broken pages follow from it. One partly mapped may still grow.
-pub fn may_wait_longer((mapped, huge): (u16, bool)) -> bool {
-    !huge && usize::from(mapped) == BASE_PER_HUGE
-}
-
-/// The look after `look` on which the settled chunk at `addr` is read again: the next look
-/// whose number modulo `every` is its run's turn. At most `every` looks ahead, and always on
-/// the same residue for one run of [`TURN_RUN`] chunks, so that a chunk settling late (after
-/// the daemon acted on it) falls back into step with its neighbours.
-pub fn turn_after(look: u64, addr: usize, every: u64) -> u64 {
-    let every = every.max(1);
-    let turn = (addr / HUGE / TURN_RUN) as u64 % every;
-    let next = look + 1;
-    next + (turn + every - next % every) % every
 }
 
 /// Why the kernel refuses to collapse a chunk with `EINVAL`, and what the daemon does then.
@@ -674,11 +565,23 @@ impl Daemon {
             }
             let first = chunks.len();
             let mut faulted = false;
-            if let Some(r) = m.fault_reading(self.t0) {
+            let (mut resident, mut faults) = (None, None);
+            if let Some((r, pages)) = m.fault_reading(self.t0) {
                 m.pacer.observe(r);
-                faulted = m.last_faults.is_some_and(|f| r.faults > f);
+                faults = m.last_faults.map(|f| r.faults.saturating_sub(f));
+                faulted = faults.is_some_and(|n| n > 0);
                 m.last_faults = Some(r.faults);
+                resident = Some(pages);
             }
+            let stamp =
+                resident
+                    .zip(m.target.thp_changes())
+                    .map(|(resident_pages, thp_changes)| Stamp {
+                        resident_pages,
+                        thp_changes,
+                    });
+            let changed = may_have_changed(m.last_stamp, stamp, faults);
+            m.last_stamp = stamp;
             // Chunks of 4 KiB pages mapped whole may wait longer for a target whose heat the
             // policy reads from its samples; a policy on mapped pages must see them change.
             let quiet_steps = if sampled && self.policy.ranks_by_samples() {
@@ -686,14 +589,15 @@ impl Daemon {
             } else {
                 0
             };
-            match m.sweep(
-                self.cfg.scan_chunks,
-                self.cfg.settled_every,
+            let how = Sweep {
+                limit: self.cfg.scan_chunks,
+                every: self.cfg.settled_every,
                 quiet_steps,
                 faulted,
-                iv.chunks_read.get_or_insert(0),
-                &mut iv.notes,
-            ) {
+                changed,
+                stretch: self.cfg.quiet_stretch,
+            };
+            match m.sweep(how, iv.chunks_read.get_or_insert(0), &mut iv.notes) {
                 Ok(read) => chunks.extend(read.into_iter().map(|(addr, mapped, huge)| ChunkInfo {
                     pid,
                     addr,
@@ -824,13 +728,7 @@ impl Daemon {
             // What the action read back is what the kernel holds now, until the next sweep.
             if let Some(m) = self.targets.iter_mut().find(|m| m.target.pid() == c.pid) {
                 // Acted on: read again at the next look, to see that it stayed as it was left.
-                m.settled.remove(&c.addr);
-                if let Some(k) = m.known.get_mut(&c.addr) {
-                    k.1 = kind == ActionKind::Promote;
-                    if k.1 {
-                        k.0 = BASE_PER_HUGE as u16;
-                    }
-                }
+                m.known.acted(c.addr, kind == ActionKind::Promote);
             }
         }
         if kind == ActionKind::Promote && (a.outcome == "ENOMEM" || a.outcome == "EAGAIN") {
@@ -1157,7 +1055,7 @@ impl Daemon {
         if wait > 0 {
             std::thread::sleep(Duration::from_nanos(wait));
         }
-        let Some(r) = m.fault_reading(t0) else {
+        let Some((r, _)) = m.fault_reading(t0) else {
             return true;
         };
         match m.pacer.before_collapse(r, collapse_ns) {
@@ -1548,33 +1446,6 @@ const STREAM_STEP: usize = 16;
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn settled_chunks_come_due_in_runs_of_consecutive_addresses() {
-        let run = (TURN_RUN * HUGE) as u64;
-        let at = |k: u64| (k * run) as usize;
-        // Every 8th look: the run at 0 reads on looks 8, 16, ...; the next on 1, 9, 17, ...;
-        // the 9th run (k = 8) shares the first's turn.
-        assert_eq!(turn_after(0, at(0), 8), 8);
-        assert_eq!(turn_after(8, at(0), 8), 16);
-        assert_eq!(turn_after(0, at(1), 8), 1);
-        assert_eq!(turn_after(1, at(1), 8), 9);
-        assert_eq!(turn_after(5, at(1), 8), 9);
-        assert_eq!(turn_after(3, at(8), 8), 8);
-        // All 64 chunks of a run share its turn; the chunk after them has the next.
-        let last = at(2) + (TURN_RUN - 1) * HUGE;
-        assert_eq!(turn_after(0, last, 8), turn_after(0, at(2), 8));
-        assert_eq!(turn_after(0, last + HUGE, 8), 3);
-        // Always within `every` looks, never the look itself; every look with 1 (or 0).
-        for look in 0..20 {
-            for k in 0..10 {
-                let t = turn_after(look, at(k), 8);
-                assert!(t > look && t <= look + 8, "look {look}, run {k}: {t}");
-            }
-            assert_eq!(turn_after(look, at(3), 1), look + 1);
-            assert_eq!(turn_after(look, at(3), 0), look + 1);
-        }
-    }
 
     /// A chunk of 4 KiB pages mapped whole, with no sample counted yet.
     fn unsampled(addr: usize) -> ChunkInfo {

@@ -31,6 +31,7 @@ pub mod chunk;
 pub mod compact;
 pub mod daemon;
 mod error;
+pub mod known;
 pub mod pacing;
 pub mod plan;
 pub mod policies;

@@ -33,6 +33,30 @@ pub struct Target {
     lift_no_huge: bool,
 }
 
+/// What one read of a target's `stat` says (see [`Target::activity`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Activity {
+    /// Page faults since it started, minor and major.
+    pub faults: u64,
+    /// Its threads now.
+    pub threads: u32,
+    /// Its resident pages now.
+    pub resident_pages: u64,
+}
+
+/// The `/proc/vmstat` counters of the kernel's changes to huge mappings that no page fault
+/// of the process makes: a PMD or PUD mapping split, a huge page split (partly unmapped, or
+/// reclaimed), collapsed (khugepaged or `MADV_COLLAPSE`), swapped out or split to migrate.
+pub const THP_CHANGES: [&str; 7] = [
+    "thp_split_pmd",
+    "thp_split_pud",
+    "thp_split_page",
+    "thp_collapse_alloc",
+    "thp_swpout",
+    "thp_swpout_fallback",
+    "thp_migration_split",
+];
+
 /// What a dropped target's [`Error::Gone`] says when its pidfd polled exited.
 const EXITED: &str = "its pidfd polls exited";
 
@@ -175,15 +199,33 @@ impl Target {
         }
     }
 
-    /// Page faults the target has taken since it started (minor and major), and its threads
-    /// now.
-    pub fn faults(&self) -> Result<(u64, u32)> {
+    /// Page faults the target has taken since it started (minor and major), its threads
+    /// and its resident pages now.
+    pub fn activity(&self) -> Result<Activity> {
         let read = self
             .proc
-            .process_faults_and_threads(Pid::Id(self.pid))
+            .process_activity(Pid::Id(self.pid))
             .map_err(|e| gone_or(self.pid, e));
-        let (f, threads) = self.still_there(read)?;
-        Ok((f.minor + f.major, threads))
+        let a = self.still_there(read)?;
+        Ok(Activity {
+            faults: a.faults.minor + a.faults.major,
+            threads: a.threads,
+            resident_pages: a.resident_pages,
+        })
+    }
+
+    /// Huge pages the kernel has split or collapsed since boot, in any process (the sum of
+    /// [`THP_CHANGES`] in `/proc/vmstat`): while it stays the same, no huge page of the
+    /// target's came or went but by a fault. `None` where it cannot be read.
+    pub fn thp_changes(&self) -> Option<u64> {
+        let v = self.proc.vmstat().ok()?;
+        Some(
+            THP_CHANGES
+                .iter()
+                .filter_map(|k| v.get(*k))
+                .map(|&n| n.max(0) as u64)
+                .sum(),
+        )
     }
 
     /// The target's mappings now (none while they cannot be read, see `unreadable`).

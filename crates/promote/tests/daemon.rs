@@ -38,6 +38,9 @@ fn cfg(limit: Limit) -> Config {
         limit,
         first_samples: 0,
         fault_waits: 1.0,
+        // Reads counted look by look: a chunk must not wait longer because the test process's
+        // counters happened to show no change (the test of that sets it).
+        quiet_stretch: 1,
         ..Config::default()
     }
 }
@@ -925,8 +928,8 @@ fn chunks_read_per_look(d: &mut Daemon, looks: usize) -> Vec<u64> {
 
 /// Eight chunks of this process that fault in on 4 KiB pages (none faulted yet), watched by
 /// `mega` with no budget, every chunk read each look until settled, then every
-/// `settled_every` looks.
-fn mega_on_eight_4k_chunks(settled_every: u64) -> (Mapping, Daemon) {
+/// `settled_every` looks (`quiet_stretch` times that at quiet looks).
+fn mega_on_eight_4k_chunks(settled_every: u64, quiet_stretch: u64) -> (Mapping, Daemon) {
     let m = Mapping::anonymous(8 * HUGE, MapOptions::default()).expect("map");
     m.advise(0..m.len(), Advice::NoHugePage)
         .expect("no THP at fault");
@@ -940,6 +943,7 @@ fn mega_on_eight_4k_chunks(settled_every: u64) -> (Mapping, Daemon) {
         Config {
             scan_chunks: 0,
             settled_every,
+            quiet_stretch,
             ..cfg(Limit::Bytes(0))
         },
         t0,
@@ -951,7 +955,7 @@ fn mega_on_eight_4k_chunks(settled_every: u64) -> (Mapping, Daemon) {
 #[test]
 fn a_chunk_read_the_same_twice_is_read_again_only_at_its_turn() {
     let _one = serial();
-    let (mut m, mut d) = mega_on_eight_4k_chunks(4);
+    let (mut m, mut d) = mega_on_eight_4k_chunks(4, 1);
     m.touch_pages(4096);
     let reads = chunks_read_per_look(&mut d, 6);
     // Looks 1 and 2 read all 8 (new, then not yet read alike twice); from look 3 on each
@@ -986,7 +990,7 @@ fn a_chunk_read_the_same_twice_is_read_again_only_at_its_turn() {
 #[test]
 fn a_chunk_settled_empty_is_read_again_at_the_first_look_after_its_target_faults() {
     let _one = serial();
-    let (mut m, mut d) = mega_on_eight_4k_chunks(64);
+    let (mut m, mut d) = mega_on_eight_4k_chunks(64, 1);
     // Looks 1 and 2 read every chunk, nothing mapped: settled, each due again on its run's
     // turn, up to 64 looks away.
     assert_eq!(chunks_read_per_look(&mut d, 2), [8, 8]);
@@ -1006,6 +1010,26 @@ fn a_chunk_settled_empty_is_read_again_at_the_first_look_after_its_target_faults
     });
     let iv = d.step(&mut |_| {}).expect("step");
     assert_eq!(iv.mapped_bytes, HUGE as u64, "{iv:?}");
+}
+
+#[test]
+fn settled_chunks_wait_longer_while_nothing_changes_and_a_free_is_seen_at_the_next_look() {
+    let _one = serial();
+    // Every 2nd look, 8 times as long for a chunk read since the last sign of a change: 8
+    // chunks read each 2 looks would be 152 reads in looks 3 to 40; with no sign, each waits
+    // 16 looks.
+    let (mut m, mut d) = mega_on_eight_4k_chunks(2, 8);
+    m.touch_pages(4096);
+    let reads = chunks_read_per_look(&mut d, 40);
+    assert_eq!(reads[..2], [8, 8]);
+    let settled: u64 = reads[2..].iter().sum();
+    assert!(settled < 152 / 2, "{settled} chunks read: {reads:?}");
+    // Freeing a chunk drops the process's resident pages without a fault: a sign, and the
+    // next look reads the chunks whose plain turn has passed.
+    let before = d.step(&mut |_| {}).expect("step").mapped_bytes;
+    m.discard(0..HUGE).expect("freed");
+    let iv = d.step(&mut |_| {}).expect("step");
+    assert_eq!(iv.mapped_bytes, before - HUGE as u64, "{iv:?}");
 }
 
 #[test]

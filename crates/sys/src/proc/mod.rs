@@ -143,6 +143,18 @@ pub struct Faults {
     pub major: u64,
 }
 
+/// What one read of a process's `stat` says of its memory's activity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Activity {
+    /// Page faults since it started.
+    pub faults: Faults,
+    /// Its threads now: how many of its faults can be waiting at the same time.
+    pub threads: u32,
+    /// Pages resident now (field 24, `rss`: anonymous, file and shared together), as the
+    /// kernel's counters have it: a page freed or swapped out makes it drop without a fault.
+    pub resident_pages: u64,
+}
+
 /// The fields of a `stat` file after the command name (field 3 is index 0).
 struct StatFields {
     path: PathBuf,
@@ -417,16 +429,24 @@ impl ProcFs {
     /// Minor and major faults of process `pid` with its threads now (fields 10, 12 and 20 of
     /// `stat`, read at once): how many of its faults can be waiting at the same time.
     pub fn process_faults_and_threads(&self, pid: Pid) -> Result<(Faults, u32)> {
+        let a = self.process_activity(pid)?;
+        Ok((a.faults, a.threads))
+    }
+
+    /// Faults, threads and resident pages of process `pid` (fields 10, 12, 20 and 24 of
+    /// `stat`, read at once).
+    pub fn process_activity(&self, pid: Pid) -> Result<Activity> {
         let f = self.stat_fields(pid)?;
         let threads = u32::try_from(f.field(17)?)
             .map_err(|_| Error::parse(&f.path, 1, "field 20 (threads) out of range"))?;
-        Ok((
-            Faults {
+        Ok(Activity {
+            faults: Faults {
                 minor: f.field(7)?,
                 major: f.field(9)?,
             },
             threads,
-        ))
+            resident_pages: f.field(21)?,
+        })
     }
 
     fn stat_fields(&self, pid: Pid) -> Result<StatFields> {
@@ -544,6 +564,8 @@ mod tests {
         let (_d, proc) = tree(&[("77/stat", stat)]);
         let (f, threads) = proc.process_faults_and_threads(Pid::Id(77)).expect("stat");
         assert_eq!((f.minor, f.major, threads), (1234, 56, 7));
+        let a = proc.process_activity(Pid::Id(77)).expect("stat");
+        assert_eq!((a.faults, a.threads, a.resident_pages), (f, 7, 10));
         let (_d, bad) = tree(&[("78/stat", "78 (x) R 1 2 3\n")]);
         let e = bad
             .process_faults_and_threads(Pid::Id(78))
