@@ -347,14 +347,19 @@ mod tests {
             (0..self.state.len()).map(|i| i * HUGE).collect()
         }
 
-        /// One look; the chunks it read.
+        /// One look at every chunk; the chunks it read.
         fn look(&mut self, known: &mut Known, how: Sweep) -> u64 {
             let addrs = self.addrs();
+            self.look_at(known, &addrs, how).0
+        }
+
+        /// One look at the chunks at `addrs`; the chunks it read and those it found broken.
+        fn look_at(&mut self, known: &mut Known, addrs: &[usize], how: Sweep) -> (u64, Vec<usize>) {
             let (state, scans) = (&self.state, &mut self.scans);
-            let mut read = 0;
+            let (mut read, mut broken) = (0, Vec::new());
             known
                 .sweep(
-                    &addrs,
+                    addrs,
                     how,
                     &mut |r: Range<usize>| {
                         scans.push(r.clone());
@@ -368,10 +373,10 @@ mod tests {
                             .collect())
                     },
                     &mut read,
-                    &mut Vec::new(),
+                    &mut broken,
                 )
                 .expect("sweep");
-            read
+            (read, broken)
         }
     }
 
@@ -458,24 +463,7 @@ mod tests {
         addrs.remove(1);
         addrs.push(6 * HUGE);
         t.state.resize(7, (7, false));
-        let mut read = 0;
-        k.sweep(
-            &addrs,
-            every(8, false),
-            &mut |r: Range<usize>| {
-                Ok(r.step_by(HUGE)
-                    .map(|a| Chunk {
-                        addr: a,
-                        mapped_pages: 7,
-                        swapped_pages: 0,
-                        huge: Some(false),
-                    })
-                    .collect())
-            },
-            &mut read,
-            &mut Vec::new(),
-        )
-        .expect("sweep");
+        let (read, _) = t.look_at(&mut k, &addrs, every(8, false));
         assert_eq!(read, 1);
         let got: Vec<_> = k.chunks().collect();
         assert_eq!(
@@ -497,24 +485,7 @@ mod tests {
         t.look(&mut k, every(1, false));
         t.state[1] = (300, false);
         let addrs = t.addrs();
-        let mut broken = Vec::new();
-        k.sweep(
-            &addrs,
-            every(1, false),
-            &mut |r: Range<usize>| {
-                Ok(r.step_by(HUGE)
-                    .map(|a| Chunk {
-                        addr: a,
-                        mapped_pages: if a == HUGE { 300 } else { 512 },
-                        swapped_pages: 0,
-                        huge: Some(false),
-                    })
-                    .collect())
-            },
-            &mut 0,
-            &mut broken,
-        )
-        .expect("sweep");
+        let (_, broken) = t.look_at(&mut k, &addrs, every(1, false));
         assert_eq!(broken, [HUGE]);
     }
 }
